@@ -1,0 +1,331 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Reading (and the one targeted change to) the kernel's network tables.
+
+Two readers fill the same models: pyroute2 (netlink, when importable on the node)
+and ``ip -json`` (iproute2, always on a Kubernetes node).  The models follow the
+field names of ``ip -json`` because that is what operators already read:
+
+link      {"ifindex", "ifname", "mac", "operstate", "up", "kind"}
+address   {"address", "prefixlen", "family", "interface", "scope"}
+neighbor  {"address", "family", "interface", "mac", "state": [NUD names], "flags": [..]}
+route     {"dst" (always a CIDR), "family", "type", "gateway", "dev", "protocol",
+           "scope", "prefsrc", "table", "metric", "nexthops": [{"gateway", "dev"}]}
+
+The ``parse_*`` functions are pure (``ip -json`` text in, models out) and the
+``_from_pyroute2_*`` functions are pure too (netlink messages in, models out).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, PrivilegeError, ReadError
+
+try:
+    from pyroute2 import IPRoute
+    from pyroute2.netlink.exceptions import NetlinkError
+
+    HAS_PYROUTE2 = True
+except ImportError:  # the node's Python has no pyroute2: use ip -json
+    HAS_PYROUTE2 = False
+
+READERS = ("auto", "pyroute2", "iproute2")
+
+# include/uapi/linux/neighbour.h
+NUD_STATES = (
+    (0x01, "INCOMPLETE"), (0x02, "REACHABLE"), (0x04, "STALE"), (0x08, "DELAY"),
+    (0x10, "PROBE"), (0x20, "FAILED"), (0x40, "NOARP"), (0x80, "PERMANENT"),
+)
+NTF_FLAGS = ((0x08, "proxy"), (0x10, "extern_learn"), (0x20, "offload"), (0x80, "router"))
+NTF_EXT_FLAGS = ((0x01, "managed"), (0x02, "locked"))
+# Flags ip -json prints as keys with a null value.
+NEIGH_FLAG_KEYS = ("router", "proxy", "extern_learn", "offload", "managed", "locked")
+# include/uapi/linux/rtnetlink.h
+RTN_TYPES = {1: "unicast", 2: "local", 3: "broadcast", 4: "anycast", 5: "multicast",
+             6: "blackhole", 7: "unreachable", 8: "prohibit", 9: "throw", 10: "nat"}
+RT_TABLES = {253: "default", 254: "main", 255: "local"}
+RT_PROTOS = {0: "unspec", 1: "redirect", 2: "kernel", 3: "boot", 4: "static", 8: "gated", 9: "ra",
+             11: "zebra", 12: "bird", 16: "dhcp", 42: "babel", 186: "bgp", 187: "isis", 188: "ospf", 189: "rip"}
+RT_SCOPES = {0: "global", 200: "site", 253: "link", 254: "host", 255: "nowhere"}
+
+
+def family_of(address):
+    return ipaddress.ip_address(address).version
+
+
+def _cidr(dst, family):
+    """ip -json prints host routes without a prefix and the default route as 'default'."""
+    if dst in (None, "default"):
+        return "0.0.0.0/0" if family == 4 else "::/0"
+    if "/" not in dst:
+        dst += "/32" if family == 4 else "/128"
+    return str(ipaddress.ip_network(dst, strict=False))
+
+
+def _decode_bits(value, table):
+    return [name for bit, name in table if value & bit]
+
+
+# ----------------------------------------------------------------- ip -json
+
+
+def parse_links(text):
+    out = []
+    for item in json.loads(text or "[]"):
+        flags = item.get("flags", [])
+        out.append({
+            "ifindex": item.get("ifindex"),
+            "ifname": item.get("ifname"),
+            "mac": item.get("address"),
+            "operstate": item.get("operstate", "UNKNOWN"),
+            "up": "UP" in flags,
+            "kind": (item.get("linkinfo") or {}).get("info_kind"),
+        })
+    return out
+
+
+def parse_addresses(text):
+    out = []
+    for item in json.loads(text or "[]"):
+        for addr in item.get("addr_info", []):
+            family = 6 if addr.get("family") == "inet6" else 4
+            out.append({
+                "address": addr.get("local"),
+                "prefixlen": addr.get("prefixlen"),
+                "family": family,
+                "interface": item.get("ifname"),
+                "scope": addr.get("scope", "global"),
+            })
+    return out
+
+
+def parse_neighbors(text):
+    out = []
+    for item in json.loads(text or "[]"):
+        address = item.get("dst")
+        if not address:
+            continue
+        out.append({
+            "address": address,
+            "family": family_of(address),
+            "interface": item.get("dev"),
+            "mac": item.get("lladdr"),
+            "state": list(item.get("state", [])),
+            "flags": [key for key in NEIGH_FLAG_KEYS if key in item],
+        })
+    return out
+
+
+def parse_routes(text, family=None):
+    out = []
+    for item in json.loads(text or "[]"):
+        dst = item.get("dst")
+        fam = family or (6 if dst and ":" in dst else 4)
+        if "gateway" in item and ":" in item["gateway"]:
+            fam = 6
+        out.append({
+            "dst": _cidr(dst, fam),
+            "family": fam,
+            "type": item.get("type", "unicast"),
+            "gateway": item.get("gateway"),
+            "dev": item.get("dev"),
+            "protocol": item.get("protocol", "boot"),
+            "scope": item.get("scope", "global"),
+            "prefsrc": item.get("prefsrc"),
+            "table": item.get("table", "main"),
+            "metric": item.get("metric", 0),
+            "nexthops": [{"gateway": nh.get("gateway"), "dev": nh.get("dev")} for nh in item.get("nexthops", [])],
+        })
+    return out
+
+
+# ----------------------------------------------------------------- pyroute2
+
+
+def _from_pyroute2_link(msg):
+    return {
+        "ifindex": msg["index"],
+        "ifname": msg.get_attr("IFLA_IFNAME"),
+        "mac": msg.get_attr("IFLA_ADDRESS"),
+        "operstate": msg.get_attr("IFLA_OPERSTATE") or "UNKNOWN",
+        "up": bool(msg["flags"] & 0x1),
+        "kind": (msg.get_attr("IFLA_LINKINFO") or {}).get_attr("IFLA_INFO_KIND") if msg.get_attr("IFLA_LINKINFO") else None,
+    }
+
+
+def _from_pyroute2_address(msg, names):
+    family = 6 if msg["family"] == 10 else 4
+    return {
+        "address": msg.get_attr("IFA_LOCAL") or msg.get_attr("IFA_ADDRESS"),
+        "prefixlen": msg["prefixlen"],
+        "family": family,
+        "interface": names.get(msg["index"]),
+        "scope": RT_SCOPES.get(msg["scope"], str(msg["scope"])),
+    }
+
+
+def _from_pyroute2_neighbor(msg, names):
+    flags = _decode_bits(msg["flags"], NTF_FLAGS) + _decode_bits(msg.get_attr("NDA_FLAGS_EXT") or 0, NTF_EXT_FLAGS)
+    address = msg.get_attr("NDA_DST")
+    state = _decode_bits(msg["state"], NUD_STATES) or ["NONE"]
+    return {
+        "address": address,
+        "family": family_of(address),
+        "interface": names.get(msg["ifindex"]),
+        "mac": msg.get_attr("NDA_LLADDR"),
+        "state": state,
+        "flags": [key for key in NEIGH_FLAG_KEYS if key in flags],
+    }
+
+
+def _from_pyroute2_route(msg, names):
+    family = 6 if msg["family"] == 10 else 4
+    dst = msg.get_attr("RTA_DST")
+    dst = "%s/%d" % (dst, msg["dst_len"]) if dst else None
+    table = msg.get_attr("RTA_TABLE") or msg["table"]
+    nexthops = []
+    for nh in msg.get_attr("RTA_MULTIPATH") or []:
+        nexthops.append({"gateway": nh.get_attr("RTA_GATEWAY"), "dev": names.get(nh["oif"])})
+    return {
+        "dst": _cidr(dst, family),
+        "family": family,
+        "type": RTN_TYPES.get(msg["type"], str(msg["type"])),
+        "gateway": msg.get_attr("RTA_GATEWAY"),
+        "dev": names.get(msg.get_attr("RTA_OIF")),
+        "protocol": RT_PROTOS.get(msg["proto"], str(msg["proto"])),
+        "scope": RT_SCOPES.get(msg["scope"], str(msg["scope"])),
+        "prefsrc": msg.get_attr("RTA_PREFSRC"),
+        "table": RT_TABLES.get(table, str(table)),
+        "metric": msg.get_attr("RTA_PRIORITY") or 0,
+        "nexthops": nexthops,
+    }
+
+
+# ----------------------------------------------------------------- readers
+
+
+class Netlink(object):
+    """Read links, addresses, neighbors and routes with pyroute2 or ip -json.
+
+    ``reader`` is ``auto`` (pyroute2 when importable), ``pyroute2`` or ``iproute2``.
+    """
+
+    def __init__(self, module, reader="auto"):
+        self.module = module
+        if reader == "pyroute2" and not HAS_PYROUTE2:
+            raise ReadError("reader=pyroute2 was asked for but pyroute2 is not importable by %s on this host; "
+                            "install python3-pyroute2 or use reader=auto" % _python())
+        self.name = "pyroute2" if reader in ("auto", "pyroute2") and HAS_PYROUTE2 else "iproute2"
+        self._ip = None
+        self._ipr = None
+        self._names = None
+
+    # lazily opened so a module that only needs one table pays for one
+    @property
+    def ip(self):
+        if self._ip is None:
+            self._ip = Tool(self.module, "ip")
+        return self._ip
+
+    @property
+    def ipr(self):
+        if self._ipr is None:
+            self._ipr = IPRoute()
+        return self._ipr
+
+    def close(self):
+        if self._ipr is not None:
+            self._ipr.close()
+            self._ipr = None
+
+    def _ip_json(self, args):
+        return self.ip.run(["-json"] + list(args))[1]
+
+    def _ifnames(self):
+        if self._names is None:
+            self._names = dict((link["ifindex"], link["ifname"]) for link in self.links())
+        return self._names
+
+    def links(self):
+        if self.name == "pyroute2":
+            return [_from_pyroute2_link(m) for m in self.ipr.get_links()]
+        return parse_links(self._ip_json(["-details", "link", "show"]))
+
+    def addresses(self):
+        if self.name == "pyroute2":
+            names = self._ifnames()
+            return [_from_pyroute2_address(m, names) for m in self.ipr.get_addr()]
+        return parse_addresses(self._ip_json(["address", "show"]))
+
+    def neighbors(self):
+        """Every neighbor entry of every family, NOARP and PERMANENT included."""
+        if self.name == "pyroute2":
+            names = self._ifnames()
+            return [_from_pyroute2_neighbor(m, names) for m in self.ipr.neigh("dump") if m.get_attr("NDA_DST")]
+        out = []
+        for family in ("-4", "-6"):
+            out.extend(parse_neighbors(self._ip_json([family, "neigh", "show", "nud", "all"])))
+        return out
+
+    def routes(self, table="all"):
+        """Routes of ``table`` ('all', 'main', or a number), both families."""
+        if self.name == "pyroute2":
+            names = self._ifnames()
+            out = []
+            for family in (2, 10):
+                for msg in self.ipr.route("dump", family=family):
+                    route = _from_pyroute2_route(msg, names)
+                    if table in ("all", route["table"]) or str(table) == route["table"]:
+                        out.append(route)
+            return out
+        out = []
+        for flag, family in (("-4", 4), ("-6", 6)):
+            out.extend(parse_routes(self._ip_json([flag, "route", "show", "table", str(table)]), family))
+        return out
+
+    def route_get(self, address):
+        """The route the kernel picks for ``address`` (like ``ip route get``)."""
+        family = family_of(address)
+        if self.name == "pyroute2":
+            try:
+                msgs = self.ipr.route("get", dst=address)
+            except NetlinkError as exc:
+                return {"dst": _cidr(address, family), "family": family, "type": "unreachable", "error": exc.args[-1]}
+            return _from_pyroute2_route(msgs[0], self._ifnames())
+        rc, out, err = self.ip.run(["-json", "route", "get", address], check=False)
+        if rc != 0:
+            return {"dst": _cidr(address, family), "family": family, "type": "unreachable", "error": err.strip()}
+        return parse_routes(out, family)[0]
+
+    # ----------------------------------------------------------- the change
+
+    def delete_neighbor(self, address, interface):
+        """Delete exactly one neighbor entry (address + device)."""
+        if self.name == "pyroute2":
+            index = dict((v, k) for k, v in self._ifnames().items()).get(interface)
+            try:
+                self.ipr.neigh("del", dst=address, ifindex=index, family=10 if family_of(address) == 6 else 2)
+            except NetlinkError as exc:
+                _raise_change(address, interface, exc.code, exc.args[-1])
+            return
+        rc, out, err = self.ip.run(["neigh", "del", address, "dev", interface], check=False)
+        if rc != 0:
+            _raise_change(address, interface, 1 if "not permitted" in err else 0, err.strip())
+
+
+def _raise_change(address, interface, code, text):
+    if code == 1:  # EPERM
+        raise PrivilegeError("deleting the neighbor entry %s dev %s was refused (%s): CAP_NET_ADMIN is needed, "
+                             "run the task with become: true" % (address, interface, text))
+    raise ChangeError("deleting the neighbor entry %s dev %s failed: %s" % (address, interface, text))
+
+
+def _python():
+    import sys
+
+    return sys.executable

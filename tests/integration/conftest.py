@@ -1,0 +1,105 @@
+"""Integration fixtures: the namespace lab (one per test session) and runners that
+call our modules and playbooks through real ansible over real SSH."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.lab import Lab
+
+ROOT = Path(__file__).resolve().parents[2]
+CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"
+
+
+class Ansible(object):
+    """Run ad-hoc modules and playbooks against the lab inventory and collect results."""
+
+    def __init__(self, lab):
+        self.lab = lab
+
+    def _env(self, record):
+        env = dict(os.environ)
+        env.update({
+            "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+            "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS),
+            "ANSIBLE_CALLBACKS_ENABLED": "record",
+            "ANSIBLE_LOAD_CALLBACK_PLUGINS": "1",
+            "ANSIBLE_NOCOLOR": "1",
+            "ANSIBLE_DEPRECATION_WARNINGS": "0",
+            "K8SNET_RECORD": record,
+        })
+        return env
+
+    def _run(self, argv):
+        with tempfile.NamedTemporaryFile(prefix="k8snet-record-", suffix=".jsonl", delete=False) as handle:
+            record = handle.name
+        try:
+            proc = subprocess.run(argv, cwd=ROOT, env=self._env(record), capture_output=True, text=True, timeout=900)
+            with open(record) as handle:
+                records = [json.loads(line) for line in handle if line.strip()]
+        finally:
+            os.unlink(record)
+        return Run(proc, records)
+
+    def module(self, pattern, module, args=None, check=False, diff=False):
+        """Run one module on ``pattern``; returns {host: result}."""
+        name = module if "." in module else "k8snet.triage." + module
+        argv = ["ansible", pattern, "-i", str(self.lab.inventory_path), "-m", name, "-a", json.dumps(args or {})]
+        argv += ["--check"] if check else []
+        argv += ["--diff"] if diff else []
+        run = self._run(argv)
+        results = {r["host"]: r["result"] for r in run.records}
+        if not results:
+            raise AssertionError("ansible returned no result\nstdout:\n%s\nstderr:\n%s" % (run.stdout, run.stderr))
+        return results
+
+    def playbook(self, playbook, extra_vars=None, check=False, diff=False, limit=None, inventory=None):
+        """Run a playbook (a path, or a collection playbook name); returns a Run."""
+        argv = ["ansible-playbook", "-i", str(inventory or self.lab.inventory_path), str(playbook)]
+        if extra_vars:
+            argv += ["-e", json.dumps(extra_vars)]
+        argv += ["--check"] if check else []
+        argv += ["--diff"] if diff else []
+        argv += ["--limit", limit] if limit else []
+        return self._run(argv)
+
+
+class Run(object):
+    def __init__(self, proc, records):
+        self.rc = proc.returncode
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+        self.records = records
+
+    def results(self, task=None, host=None, action=None):
+        return [r for r in self.records
+                if (task is None or r["task"] == task) and (host is None or r["host"] == host)
+                and (action is None or r["action"].endswith(action))]
+
+    def result(self, task, host):
+        found = self.results(task=task, host=host)
+        if not found:
+            raise AssertionError("no result for task %r on %s\n%s" % (task, host, self.stdout[-4000:]))
+        return found[-1]["result"]
+
+    def __repr__(self):
+        return "Run(rc=%s)\n%s\n%s" % (self.rc, self.stdout[-6000:], self.stderr[-2000:])
+
+
+@pytest.fixture(scope="session")
+def lab():
+    lab = Lab().up()
+    yield lab
+    if os.environ.get("K8SNET_KEEP_LAB") != "1":
+        lab.down(quiet=True)
+
+
+@pytest.fixture(scope="session")
+def ansible(lab):
+    return Ansible(lab)
