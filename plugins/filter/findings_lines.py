@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Controller-side helpers for the findings contract (DESIGN.md section 4)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: findings_lines
+short_description: render findings as one line each, most severe first
+version_added: 0.1.0
+description:
+  - Turns a list of findings (the C(findings) every k8snet.triage module returns) into
+    short lines C(SEVERITY check subject: summary), sorted critical first, for a terminal.
+options:
+  _input:
+    description: A list of findings.
+    type: list
+    elements: dict
+    required: true
+  ok:
+    description: Include findings of severity C(ok).
+    type: bool
+    default: false
+"""
+
+EXAMPLES = """
+- name: Print the findings of one check
+  ansible.builtin.debug:
+    msg: "{{ result.findings | k8snet.triage.findings_lines }}"
+"""
+
+RETURN = """
+_value:
+  description: One line per finding.
+  type: list
+  elements: str
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+
+
+def findings_lines(findings, ok=False):
+    if not isinstance(findings, list):
+        raise AnsibleFilterError("findings_lines expects a list of findings, got %s" % type(findings).__name__)
+    lines = []
+    for item in sort_findings([f for f in findings if ok or f.get("severity") != "ok"]):
+        lines.append("%-8s %-28s %s: %s" % (item["severity"].upper(), item["check"], item["subject"], item["summary"]))
+    return lines
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"findings_lines": findings_lines}
