@@ -35,6 +35,8 @@ except ImportError:  # the node's Python has no pyroute2: use ip -json
     HAS_PYROUTE2 = False
 
 READERS = ("auto", "pyroute2", "iproute2")
+# Paired with the doc fragment k8snet.triage.netlink
+NETLINK_ARGUMENT_SPEC = {"reader": {"type": "str", "choices": list(READERS), "default": "auto"}}
 
 # include/uapi/linux/neighbour.h
 NUD_STATES = (

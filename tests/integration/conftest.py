@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from tests.lab import Lab
 
 ROOT = Path(__file__).resolve().parents[2]
 CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"
+BIN = Path(sys.executable).parent  # ansible and ansible-playbook of the venv running the tests
 
 
 class Ansible(object):
@@ -25,6 +27,7 @@ class Ansible(object):
 
     def _env(self, record):
         env = dict(os.environ)
+        env["PATH"] = "%s:%s" % (BIN, env.get("PATH", ""))
         env.update({
             "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
             "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS),
@@ -50,18 +53,18 @@ class Ansible(object):
     def module(self, pattern, module, args=None, check=False, diff=False):
         """Run one module on ``pattern``; returns {host: result}."""
         name = module if "." in module else "k8snet.triage." + module
-        argv = ["ansible", pattern, "-i", str(self.lab.inventory_path), "-m", name, "-a", json.dumps(args or {})]
+        argv = [str(BIN / "ansible"), pattern, "-i", str(self.lab.inventory_path), "-m", name, "-a", json.dumps(args or {})]
         argv += ["--check"] if check else []
         argv += ["--diff"] if diff else []
         run = self._run(argv)
-        results = {r["host"]: r["result"] for r in run.records}
+        results = {r["host"]: dict(r["result"], failed=r["status"] == "failed") for r in run.records}
         if not results:
             raise AssertionError("ansible returned no result\nstdout:\n%s\nstderr:\n%s" % (run.stdout, run.stderr))
         return results
 
     def playbook(self, playbook, extra_vars=None, check=False, diff=False, limit=None, inventory=None):
         """Run a playbook (a path, or a collection playbook name); returns a Run."""
-        argv = ["ansible-playbook", "-i", str(inventory or self.lab.inventory_path), str(playbook)]
+        argv = [str(BIN / "ansible-playbook"), "-i", str(inventory or self.lab.inventory_path), str(playbook)]
         if extra_vars:
             argv += ["-e", json.dumps(extra_vars)]
         argv += ["--check"] if check else []
@@ -79,7 +82,7 @@ class Run(object):
 
     def results(self, task=None, host=None, action=None):
         return [r for r in self.records
-                if (task is None or r["task"] == task) and (host is None or r["host"] == host)
+                if (task is None or r["task"] == task or r["task"].endswith(" : " + task)) and (host is None or r["host"] == host)
                 and (action is None or r["action"].endswith(action))]
 
     def result(self, task, host):

@@ -1,0 +1,20 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+
+class ModuleDocFragment(object):
+    # Paired with NETLINK_ARGUMENT_SPEC in plugins/module_utils/netlink.py
+    DOCUMENTATION = r"""
+options:
+  reader:
+    description:
+      - How the kernel's tables are read.
+      - V(auto) uses pyroute2 (netlink) when the node's Python can import it, and C(ip -json) otherwise.
+      - V(pyroute2) and V(iproute2) force one reader; both fill the same result.
+    type: str
+    choices: [auto, pyroute2, iproute2]
+    default: auto
+"""

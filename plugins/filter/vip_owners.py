@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Who holds each VIP, from arp_check results registered on the owner nodes."""
+
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: vip_owners
+short_description: map each VIP to the node that holds it and its MAC, from arp_check results
+version_added: 0.1.0
+description:
+  - Takes the C(results) of an C(arp_check) task looped over the owner nodes (each item has the
+    owner's name in C(item) and the VIPs it holds in C(local)) and returns, for each VIP, its
+    owners, the true MAC when exactly one owner holds it, and findings for VIPs that nobody
+    holds or that several owners hold.
+options:
+  _input:
+    description: The C(results) list of the looped, registered arp_check task.
+    type: list
+    elements: dict
+    required: true
+  vips:
+    description: The VIPs that were asked about.
+    type: list
+    elements: str
+    required: true
+"""
+
+EXAMPLES = """
+- name: Build the expected MAC of every VIP
+  ansible.builtin.set_fact:
+    __stale_arp_owners: "{{ owners.results | k8snet.triage.vip_owners(stale_arp_vips) }}"
+"""
+
+RETURN = """
+_value:
+  description: C(expected) (VIP to MAC), C(owners) (VIP to list of owner/interface/mac) and C(findings).
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+
+
+def vip_owners(results, vips):
+    if not isinstance(results, list):
+        raise AnsibleFilterError("vip_owners expects the results list of a looped arp_check task")
+    owners = dict((str(vip), []) for vip in vips)
+    unreachable = []
+    for item in results:
+        node = item.get("item") or item.get("_ansible_delegated_vars", {}).get("ansible_host")
+        if item.get("failed") or item.get("unreachable"):
+            unreachable.append({"node": node, "msg": item.get("msg", "")})
+            continue
+        for bound in item.get("local", []):
+            owners.setdefault(bound["address"], []).append(
+                {"node": node, "interface": bound["interface"], "mac": bound["mac"]})
+    expected, findings = {}, []
+    for vip, holders in owners.items():
+        macs = sorted(set(h["mac"] for h in holders))
+        if len(macs) == 1:
+            expected[vip] = macs[0]
+        elif not holders:
+            findings.append(finding(
+                "arp.vip_unowned", "critical", "L2", vip,
+                "no owner node holds %s, so the true MAC is unknown: caches were not compared with an owner" % vip,
+                {"owners_checked": [r.get("item") for r in results], "unreachable": unreachable},
+                "Check the VIP manager (keepalived / kube-vip) on the control-plane nodes; the probe results "
+                "show which MACs answer for it."))
+        else:
+            findings.append(finding(
+                "arp.ip_conflict", "critical", "L2", vip,
+                "%s is held by %d owner nodes at once: %s" % (vip, len(holders), ", ".join(h["node"] for h in holders)),
+                {"owners": holders},
+                "Remove %s from all but one node (split-brain keepalived / kube-vip)." % vip))
+    return {"expected": expected, "owners": owners, "findings": findings}
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"vip_owners": vip_owners}

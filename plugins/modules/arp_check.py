@@ -1,0 +1,204 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: arp_check
+short_description: Find stale and conflicting ARP/NDP neighbor entries, and flush only the stale ones
+version_added: 0.1.0
+description:
+  - Reads this host's neighbor cache (ARP for IPv4, NDP for IPv6) for the given addresses, typically
+    control-plane VIPs, and compares each cached MAC with the MAC that is known to own the address.
+  - Tells whether this host holds an address itself (RV(local)), so the same module run on the VIP
+    owners learns the true MAC.
+  - With O(probe=true), sends ARP requests for the IPv4 addresses and collects every MAC that answers
+    within O(probe_timeout); more than one MAC means an IP conflict.
+  - With O(flush=stale), deletes exactly the entries proven stale (address and device), re-reading each
+    entry right before deleting it. It never runs C(ip neigh flush all).
+  - The neighbor table is read before probing; note that the kernel itself learns from ARP replies, so a
+    probe may refresh a non-permanent entry that was stale.
+author:
+  - k8snet.triage contributors
+extends_documentation_fragment:
+  - k8snet.triage.netlink
+attributes:
+  check_mode:
+    support: full
+    details: In check mode nothing is deleted; RV(flushed) lists what would be deleted.
+  diff_mode:
+    support: full
+    details: The neighbor entries of the checked addresses before and after the flush.
+  platform:
+    platforms: [posix]
+    details: Linux nodes. Needs CAP_NET_ADMIN to flush and CAP_NET_RAW to probe (C(become=true)).
+options:
+  addresses:
+    description:
+      - The IPv4 or IPv6 addresses whose neighbor entries are checked, for example a control-plane VIP.
+      - Addresses that are keys of O(expected) are checked too.
+    type: list
+    elements: str
+    required: true
+  expected:
+    description:
+      - The true MAC of each address, as learned from the address's owner (the O(addresses) result
+        RV(local) of this module run on the owner).
+      - MACs may be written with colons, dashes or no separator, in any case.
+      - Without it, the single MAC that answers a probe is taken as the truth.
+    type: dict
+    default: {}
+  interface:
+    description:
+      - Only look at neighbor entries on this interface, and probe out of it.
+      - By default every interface is looked at, and probes leave by the interface the route to the address uses.
+    type: str
+  probe:
+    description:
+      - Send ARP requests for the IPv4 addresses and collect every MAC that answers.
+      - For an address this host holds itself, the request is an RFC 5227 probe (sender 0.0.0.0), so only
+        other hosts claiming the address answer.
+      - NDP probing of IPv6 addresses is not implemented; IPv6 entries are compared with O(expected).
+    type: bool
+    default: false
+  probe_timeout:
+    description: Seconds to wait for ARP answers (all addresses are probed at once).
+    type: float
+    default: 1.0
+  flush:
+    description:
+      - V(none) only reports.
+      - V(stale) deletes the entries proven stale (cached MAC differs from O(expected), or from the single
+        MAC that answered the probe).
+    type: str
+    choices: [none, stale]
+    default: none
+  force:
+    description:
+      - Also delete stale entries that are C(permanent), C(noarp), C(extern_learn) or C(managed).
+        Those are set by an administrator, a CNI (Cilium installs managed/extern_learn next hops) or the
+        kernel, and are kept and reported otherwise.
+    type: bool
+    default: false
+  max_flush:
+    description: The most entries one run may delete; the rest are reported in RV(kept).
+    type: int
+    default: 32
+notes:
+  - Read-only unless O(flush=stale). Ordinary entries re-resolve by themselves after a delete.
+seealso:
+  - name: ip-neighbour(8)
+    description: The manual page of the command this module replaces.
+    link: https://man7.org/linux/man-pages/man8/ip-neighbour.8.html
+"""
+
+EXAMPLES = r"""
+- name: Learn which control-plane node holds the VIP and its MAC
+  k8snet.triage.arp_check:
+    addresses: [198.18.0.200]
+  register: owner
+
+- name: Check the admin nodes' caches against the owner's MAC, probing for conflicts
+  k8snet.triage.arp_check:
+    addresses: [198.18.0.200]
+    expected:
+      198.18.0.200: "02:18:00:00:00:01"
+    probe: true
+
+- name: Flush only the proven-stale entry (dry run first with --check --diff)
+  k8snet.triage.arp_check:
+    addresses: [198.18.0.200]
+    expected:
+      198.18.0.200: "02:18:00:00:00:01"
+    flush: stale
+  become: true
+"""
+
+RETURN = r"""
+local:
+  description: The checked addresses this host holds itself.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    address: {description: The address., type: str, sample: 198.18.0.200}
+    interface: {description: The interface it is bound to., type: str, sample: eth0}
+    mac: {description: That interface's MAC., type: str, sample: "02:18:00:00:00:01"}
+neighbors:
+  description: The neighbor cache entries of the checked addresses, read before any probe or flush.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    address: {description: The neighbor's address., type: str}
+    family: {description: 4 or 6., type: int}
+    interface: {description: The device., type: str}
+    mac: {description: The cached MAC, null when unresolved., type: str}
+    state: {description: NUD states such as REACHABLE, STALE, FAILED, PERMANENT., type: list, elements: str}
+    flags: {description: Entry flags such as router, extern_learn, managed., type: list, elements: str}
+probes:
+  description: For each probed address, every MAC that answered (with the vendor registered for its OUI).
+  returned: always
+  type: dict
+  sample: {"198.18.0.201": [{"mac": "02:18:00:00:00:01", "vendor": null}, {"mac": "02:18:00:00:00:02", "vendor": null}]}
+findings:
+  description:
+    - Findings (the k8snet.triage findings contract) with checks C(arp.stale_entry), C(arp.ip_conflict),
+      C(arp.unresolved), C(arp.not_cached) and C(arp.ok).
+  returned: always
+  type: list
+  elements: dict
+flushed:
+  description: The entries deleted (in check mode, that would be deleted).
+  returned: always
+  type: list
+  elements: dict
+kept:
+  description: Stale entries not deleted, each with a C(reason) (protected, cap reached, changed meanwhile).
+  returned: always
+  type: list
+  elements: dict
+reader:
+  description: Which reader filled the result, C(pyroute2) or C(iproute2).
+  returned: always
+  type: str
+  sample: pyroute2
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.k8snet.triage.plugins.module_utils.arp_probe import probe
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.neighbors import arp_check
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink import NETLINK_ARGUMENT_SPEC, Netlink
+
+
+def main():
+    argument_spec = dict(
+        addresses=dict(type="list", elements="str", required=True),
+        expected=dict(type="dict", default={}),
+        interface=dict(type="str"),
+        probe=dict(type="bool", default=False),
+        probe_timeout=dict(type="float", default=1.0),
+        flush=dict(type="str", choices=["none", "stale"], default="none"),
+        force=dict(type="bool", default=False),
+        max_flush=dict(type="int", default=32),
+    )
+    argument_spec.update(NETLINK_ARGUMENT_SPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    netlink = None
+    try:
+        netlink = Netlink(module, module.params["reader"])
+        result = arp_check(netlink, probe, module.params, module.check_mode)
+    except TriageError as exc:
+        fail_from(module, exc)
+    finally:
+        if netlink is not None:
+            netlink.close()
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

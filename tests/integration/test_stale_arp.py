@@ -1,0 +1,214 @@
+"""Stale ARP, end to end over SSH in the lab.
+
+Every change is verified with ``ip -j neigh`` run in the node's namespace by the test
+itself, never with arp_check.  Runs on every kind of node: node1 (venv Python with
+pyroute2, both readers), node2 (system Python, no pyroute2), node3 (Python 3.9, no pyroute2).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.lab.faults import arp
+
+WRONG = "02:de:ad:00:be:ef"
+PLAYBOOK = "playbooks/stale_arp.yml"
+
+
+@pytest.fixture(scope="module")
+def vips(lab):
+    """VIP 0 held by node1 (the control plane); VIP 2 held by node2, for node1 as a client."""
+    arp.bind_vip(lab, "node1", lab.vip(0))
+    arp.bind_vip(lab, "node2", lab.vip(2))
+    yield {"cp": lab.vip(0), "node2": lab.vip(2)}
+    lab.ns_run("node1", ["ip", "addr", "del", lab.vip(0) + "/32", "dev", "eth0"], check=False)
+    lab.ns_run("node2", ["ip", "addr", "del", lab.vip(2) + "/32", "dev", "eth0"], check=False)
+
+
+@pytest.fixture
+def clean(lab):
+    """Forget every neighbor entry a test made for the lab's VIPs."""
+    yield
+    for node in lab.nodes:
+        for n in range(4):
+            lab.ns_run(node, ["ip", "neigh", "del", lab.vip(n), "dev", "eth0"], check=False)
+
+
+def cached(lab, node, address):
+    entries = lab.neighbors(node, address)
+    return entries[0] if entries else None
+
+
+# (client node, reader, VIP key, owner node): every kind of node and both readers
+CLIENTS = [
+    pytest.param("node1", "pyroute2", "node2", "node2", id="node1-pyroute2"),
+    pytest.param("node1", "iproute2", "node2", "node2", id="node1-iproute2"),
+    pytest.param("node2", "auto", "cp", "node1", id="node2-no-pyroute2"),
+    pytest.param("node3", "auto", "cp", "node1", id="node3-python3.9"),
+]
+
+
+@pytest.mark.parametrize("client, reader, vip_key, owner", CLIENTS)
+def test_stale_entry_found_dry_run_then_flushed_then_idempotent(lab, ansible, vips, clean, client, reader, vip_key, owner):
+    vip = vips[vip_key]
+    true_mac = lab.node(owner).mac
+    arp.stale_neighbor(lab, client, vip, WRONG)
+    args = {"addresses": [vip], "expected": {vip: true_mac}, "reader": reader}
+
+    found = ansible.module(client, "arp_check", args)[client]
+    assert found["reader"] == ("pyroute2" if reader == "pyroute2" else "iproute2")
+    stale = [f for f in found["findings"] if f["check"] == "arp.stale_entry"]
+    assert len(stale) == 1 and stale[0]["evidence"]["cached_mac"] == WRONG and stale[0]["evidence"]["true_mac"] == true_mac
+    assert found["changed"] is False
+
+    dry = ansible.module(client, "arp_check", dict(args, flush="stale"), check=True, diff=True)[client]
+    assert dry["changed"] is True and [e["address"] for e in dry["flushed"]] == [vip]
+    assert WRONG in dry["diff"]["before"] and WRONG not in dry["diff"]["after"]
+    assert cached(lab, client, vip)["lladdr"] == WRONG, "check mode must leave the entry in place"
+
+    real = ansible.module(client, "arp_check", dict(args, flush="stale"))[client]
+    assert real["changed"] is True
+    entry = cached(lab, client, vip)
+    assert entry is None or entry.get("lladdr") != WRONG
+
+    again = ansible.module(client, "arp_check", dict(args, flush="stale"))[client]
+    assert again["changed"] is False and again["flushed"] == []
+
+
+@pytest.mark.parametrize("client, reader", [("node1", "pyroute2"), ("node1", "iproute2"), ("node2", "auto")])
+def test_flush_touches_only_the_stale_entry(lab, ansible, vips, clean, client, reader):
+    """Healthy entries (the controller, peers) survive; this is what `ip neigh flush all` would not do."""
+    vip = vips["node2"] if client == "node1" else vips["cp"]
+    owner = "node2" if client == "node1" else "node1"
+    peer = "node3"
+    lab.ping(client, lab.node(peer).ip)
+    arp.stale_neighbor(lab, client, vip, WRONG)
+    before = {e["dst"] for e in lab.neighbors(client)}
+    assert lab.node(peer).ip in before
+    ansible.module(client, "arp_check", {"addresses": [vip], "expected": {vip: lab.node(owner).mac},
+                                         "flush": "stale", "reader": reader})
+    after = {e["dst"] for e in lab.neighbors(client)}
+    assert before - after == {vip}
+
+
+def test_both_readers_return_the_same_table(lab, ansible, vips, clean):
+    arp.stale_neighbor(lab, "node1", vips["node2"], WRONG)
+    lab.ns_run("node1", ["ip", "neigh", "replace", lab.vip(3), "lladdr", WRONG, "dev", "eth0", "nud", "permanent"])
+    args = {"addresses": [vips["node2"], lab.vip(3), lab.node("node3").ip], "probe": False}
+    lab.ping("node1", lab.node("node3").ip)
+    a = ansible.module("node1", "arp_check", dict(args, reader="pyroute2"))["node1"]
+    b = ansible.module("node1", "arp_check", dict(args, reader="iproute2"))["node1"]
+    strip = lambda r: sorted((n["address"], n["interface"], n["mac"], tuple(n["flags"])) for n in r["neighbors"])  # noqa: E731
+    assert strip(a) == strip(b) and len(a["neighbors"]) == 3
+    assert a["findings"] == b["findings"]
+
+
+def test_ip_conflict_found_by_probe_from_a_client_and_from_the_owner(lab, ansible, clean):
+    address = lab.vip(1)
+    arp.ip_conflict(lab, ["node1", "node2"], address)
+    try:
+        results = ansible.module("node1,node3", "arp_check", {"addresses": [address], "probe": True, "probe_timeout": 0.5})
+        for node in ("node1", "node3"):
+            conflicts = [f for f in results[node]["findings"] if f["check"] == "arp.ip_conflict"]
+            assert len(conflicts) == 1, results[node]["findings"]
+            macs = {a["mac"] for a in conflicts[0]["evidence"]["answers"]}
+            assert macs == {lab.node("node1").mac, lab.node("node2").mac}
+        # probing taught no cache anything: the client still has no entry for the address
+        assert cached(lab, "node3", address) is None
+    finally:
+        for node in ("node1", "node2"):
+            lab.ns_run(node, ["ip", "addr", "del", address + "/32", "dev", "eth0"], check=False)
+
+
+def test_probe_does_not_repair_or_touch_the_stale_entry(lab, ansible, vips, clean):
+    """The kernel would learn from ARP replies; our probes are built so that it cannot."""
+    arp.stale_neighbor(lab, "node3", vips["cp"], WRONG)
+    result = ansible.module("node3", "arp_check", {"addresses": [vips["cp"]], "probe": True})["node3"]
+    assert [p["mac"] for p in result["probes"][vips["cp"]]] == [lab.node("node1").mac]
+    assert [f["evidence"]["truth_from"] for f in result["findings"] if f["check"] == "arp.stale_entry"] == ["probe"]
+    entry = cached(lab, "node3", vips["cp"])
+    assert entry["lladdr"] == WRONG and entry["state"] == ["STALE"]
+
+
+@pytest.mark.parametrize("client", ["node2", "node3"])
+def test_permanent_wrong_entry_kept_without_force_and_deleted_with_force(lab, ansible, vips, clean, client):
+    vip = vips["cp"]
+    arp.stale_neighbor(lab, client, vip, WRONG, state="permanent")
+    args = {"addresses": [vip], "expected": {vip: lab.node("node1").mac}, "flush": "stale"}
+    kept = ansible.module(client, "arp_check", args)[client]
+    assert kept["changed"] is False and "force=true" in kept["kept"][0]["reason"]
+    assert cached(lab, client, vip)["state"] == ["PERMANENT"]
+    forced = ansible.module(client, "arp_check", dict(args, force=True))[client]
+    assert forced["changed"] is True and cached(lab, client, vip) is None
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"addresses": ["198.18.0.300"]}, "'198.18.0.300' in addresses is not an IPv4 or IPv6 address"),
+    ({"addresses": ["VIP"], "expected": {}}, "'VIP' in addresses"),
+    ({"addresses": ["{vip}"], "interface": "eth9"}, "interface 'eth9' does not exist on this host"),
+    ({"addresses": ["{vip}"], "expected": {"{vip}": "02:de:ad:be:ef"}, "flush": "stale"}, "is not a MAC address"),
+    ({"addresses": ["{vip}"], "reader": "pyroute2"}, "pyroute2 is not importable"),
+])
+def test_bad_input_fails_clearly_and_changes_nothing(lab, ansible, vips, clean, args, message):
+    vip = vips["cp"]
+    arp.stale_neighbor(lab, "node2", vip, WRONG)
+    before = lab.neighbors("node2")
+    args = json.loads(json.dumps(args).replace("{vip}", vip))
+    result = ansible.module("node2", "arp_check", args)["node2"]
+    assert result.get("failed") is True and message in result["msg"], result
+    assert lab.neighbors("node2") == before
+
+
+class TestPlaybook(object):
+    """playbooks/stale_arp.yml: owners learned in the play, check mode, serial flush, post-check."""
+
+    def test_detects_flushes_and_rechecks(self, lab, ansible, vips, clean):
+        vip = vips["cp"]
+        arp.learn_neighbor(lab, "node2", vip)
+        arp.stale_neighbor(lab, "node3", vip, WRONG)
+        extra = {"stale_arp_vips": [vip]}
+
+        run = ansible.playbook(PLAYBOOK, extra)
+        assert run.rc == 0, run
+        facts = run.result("Record the findings of this host", "node3")["ansible_facts"]["stale_arp_findings"]
+        assert [f["check"] for f in facts if f["severity"] == "critical"] == ["arp.stale_entry"]
+        facts2 = run.result("Record the findings of this host", "node2")["ansible_facts"]["stale_arp_findings"]
+        assert [f["check"] for f in facts2] == ["arp.ok"]
+        assert cached(lab, "node3", vip)["lladdr"] == WRONG
+
+        dry = ansible.playbook(PLAYBOOK, dict(extra, stale_arp_flush=True), check=True, diff=True)
+        assert dry.rc == 0, dry
+        assert "-%s dev eth0 lladdr %s STALE" % (vip, WRONG) in dry.stdout
+        assert cached(lab, "node3", vip)["lladdr"] == WRONG
+
+        real = ansible.playbook(PLAYBOOK, dict(extra, stale_arp_flush=True))
+        assert real.rc == 0, real
+        changed = {r["host"] for r in real.results(action="arp_check") if r["result"].get("changed")}
+        assert changed == {"node3"}
+        entry = cached(lab, "node3", vip)
+        assert entry is None or entry["lladdr"] == lab.node("node1").mac
+
+        again = ansible.playbook(PLAYBOOK, dict(extra, stale_arp_flush=True))
+        assert again.rc == 0 and not any(r["result"].get("changed") for r in again.results(action="arp_check"))
+
+    def test_fails_the_host_whose_entry_is_still_wrong(self, lab, ansible, vips, clean):
+        vip = vips["cp"]
+        arp.stale_neighbor(lab, "node2", vip, WRONG, state="permanent")
+        run = ansible.playbook(PLAYBOOK, {"stale_arp_vips": [vip], "stale_arp_flush": True})
+        assert run.rc != 0
+        failed = [r for r in run.records if r["status"] == "failed"]
+        assert [r["host"] for r in failed] == ["node2"]
+        assert "still stale after the flush" in failed[0]["result"]["msg"] and "force=true" in failed[0]["result"]["msg"]
+        assert cached(lab, "node2", vip)["state"] == ["PERMANENT"]
+        # the serial ramp stopped after the first host failed: node3 was never processed
+        assert not run.results(host="node3")
+
+    def test_unowned_vip_is_reported_not_guessed(self, lab, ansible, vips, clean):
+        nobody = lab.vip(40)
+        run = ansible.playbook(PLAYBOOK, {"stale_arp_vips": [nobody]})
+        assert run.rc == 0, run
+        facts = run.result("Record the findings of this host", "node2")["ansible_facts"]["stale_arp_findings"]
+        assert [f["check"] for f in facts if f["severity"] == "critical"] == ["arp.vip_unowned"]
+        assert nobody in facts[0]["summary"]

@@ -1,0 +1,40 @@
+"""vip_owners: the true MAC from the owners; unowned and doubly-owned VIPs are findings."""
+
+from __future__ import annotations
+
+from ansible_collections.k8snet.triage.plugins.filter.vip_owners import vip_owners
+from ansible_collections.k8snet.triage.plugins.filter.findings_lines import findings_lines
+
+
+def owner(node, *local):
+    return {"item": node, "local": [{"address": a, "interface": "eth0", "mac": m} for a, m in local]}
+
+
+def test_single_owner_gives_the_expected_mac():
+    out = vip_owners([owner("cp1", ("198.18.0.200", "02:18:00:00:00:01")), owner("cp2")], ["198.18.0.200"])
+    assert out["expected"] == {"198.18.0.200": "02:18:00:00:00:01"}
+    assert out["findings"] == []
+
+
+def test_unowned_vip_is_said_not_guessed():
+    out = vip_owners([owner("cp1"), {"item": "cp2", "unreachable": True, "msg": "ssh: timeout"}], ["198.18.0.200"])
+    assert out["expected"] == {}
+    assert [f["check"] for f in out["findings"]] == ["arp.vip_unowned"]
+    assert out["findings"][0]["evidence"]["unreachable"] == [{"node": "cp2", "msg": "ssh: timeout"}]
+
+
+def test_two_owners_is_a_conflict_and_no_truth():
+    out = vip_owners([owner("cp1", ("198.18.0.200", "02:18:00:00:00:01")),
+                      owner("cp2", ("198.18.0.200", "02:18:00:00:00:02"))], ["198.18.0.200"])
+    assert out["expected"] == {}
+    assert out["findings"][0]["check"] == "arp.ip_conflict" and "cp1, cp2" in out["findings"][0]["summary"]
+
+
+def test_findings_lines_sorts_critical_first_and_hides_ok():
+    findings = [
+        {"check": "arp.ok", "severity": "ok", "subject": "a", "summary": "fine"},
+        {"check": "arp.not_cached", "severity": "info", "subject": "b", "summary": "info"},
+        {"check": "arp.stale_entry", "severity": "critical", "subject": "c", "summary": "bad"},
+    ]
+    lines = findings_lines(findings)
+    assert len(lines) == 2 and lines[0].startswith("CRITICAL") and "c: bad" in lines[0]
