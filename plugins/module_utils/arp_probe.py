@@ -111,7 +111,7 @@ def probe(requests, timeout):
             left = deadline - time.time()
             if left <= 0:
                 break
-            readable, _, _ = select.select(sockets, [], [], left)
+            readable = select.select(sockets, [], [], left)[0]
             for sock in readable:
                 try:
                     frame, info = sock.recvfrom(2048)

@@ -231,7 +231,7 @@ def vendor(mac):
                     for raw in handle:
                         line = raw.decode("utf-8", "replace")
                         if "(base 16)" in line:
-                            key, _, org = line.partition("(base 16)")
+                            key, dummy, org = line.partition("(base 16)")
                             _OUI_CACHE[key.strip().upper()] = org.strip()
                 break
         _OUI_CACHE.setdefault("", "")

@@ -21,18 +21,22 @@ description:
   - The neighbor table is read before probing; note that the kernel itself learns from ARP replies, so a
     probe may refresh a non-permanent entry that was stale.
 author:
-  - k8snet.triage contributors
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
   - k8snet.triage.netlink
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: In check mode nothing is deleted; RV(flushed) lists what would be deleted.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: The neighbor entries of the checked addresses before and after the flush.
   platform:
-    platforms: [posix]
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: posix
     details: Linux nodes. Needs CAP_NET_ADMIN to flush and CAP_NET_RAW to probe (C(become=true)).
 options:
   addresses:
@@ -123,21 +127,44 @@ local:
   type: list
   elements: dict
   contains:
-    address: {description: The address., type: str, sample: 198.18.0.200}
-    interface: {description: The interface it is bound to., type: str, sample: eth0}
-    mac: {description: That interface's MAC., type: str, sample: "02:18:00:00:00:01"}
+    address:
+      description: The address.
+      type: str
+      sample: 198.18.0.200
+    interface:
+      description: The interface it is bound to.
+      type: str
+      sample: eth0
+    mac:
+      description: That interface's MAC.
+      type: str
+      sample: "02:18:00:00:00:01"
 neighbors:
   description: The neighbor cache entries of the checked addresses, read before any probe or flush.
   returned: always
   type: list
   elements: dict
   contains:
-    address: {description: The neighbor's address., type: str}
-    family: {description: 4 or 6., type: int}
-    interface: {description: The device., type: str}
-    mac: {description: The cached MAC, null when unresolved., type: str}
-    state: {description: NUD states such as REACHABLE, STALE, FAILED, PERMANENT., type: list, elements: str}
-    flags: {description: Entry flags such as router, extern_learn, managed., type: list, elements: str}
+    address:
+      description: The neighbor's address.
+      type: str
+    family:
+      description: The address family, 4 or 6.
+      type: int
+    interface:
+      description: The device.
+      type: str
+    mac:
+      description: The cached MAC; null when unresolved.
+      type: str
+    state:
+      description: NUD states such as C(REACHABLE), C(STALE), C(FAILED), C(PERMANENT).
+      type: list
+      elements: str
+    flags:
+      description: Entry flags such as C(router), C(extern_learn), C(managed).
+      type: list
+      elements: str
 probes:
   description: For each probed address, every MAC that answered (with the vendor registered for its OUI).
   returned: always

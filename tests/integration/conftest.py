@@ -43,7 +43,7 @@ class Ansible(object):
         with tempfile.NamedTemporaryFile(prefix="k8snet-record-", suffix=".jsonl", delete=False) as handle:
             record = handle.name
         try:
-            proc = subprocess.run(argv, cwd=ROOT, env=self._env(record), capture_output=True, text=True, timeout=900)
+            proc = subprocess.run(argv, cwd=ROOT, env=self._env(record), capture_output=True, text=True, timeout=900, check=False)
             with open(record) as handle:
                 records = [json.loads(line) for line in handle if line.strip()]
         finally:

@@ -100,8 +100,11 @@ def test_both_readers_return_the_same_table(lab, ansible, vips, clean):
     lab.ping("node1", lab.node("node3").ip)
     a = ansible.module("node1", "arp_check", dict(args, reader="pyroute2"))["node1"]
     b = ansible.module("node1", "arp_check", dict(args, reader="iproute2"))["node1"]
-    strip = lambda r: sorted((n["address"], n["interface"], n["mac"], tuple(n["flags"])) for n in r["neighbors"])  # noqa: E731
-    assert strip(a) == strip(b) and len(a["neighbors"]) == 3
+
+    def table(result):
+        return sorted((n["address"], n["interface"], n["mac"], tuple(n["flags"])) for n in result["neighbors"])
+
+    assert table(a) == table(b) and len(a["neighbors"]) == 3
     assert a["findings"] == b["findings"]
 
 

@@ -133,7 +133,7 @@ class Lab:
     @staticmethod
     def run(argv, check=True, input=None, timeout=60):
         proc = subprocess.run(
-            [str(a) for a in argv], input=input, capture_output=True, text=True, timeout=timeout
+            [str(a) for a in argv], input=input, capture_output=True, text=True, timeout=timeout, check=False
         )
         if check and proc.returncode != 0:
             raise LabError(f"command failed ({proc.returncode}): {' '.join(map(str, argv))}\n{proc.stderr.strip()}")
@@ -302,7 +302,7 @@ class Lab:
         Path("/run/sshd").mkdir(exist_ok=True)  # privilege separation dir sshd insists on
         self.ns_run(node, ["/usr/sbin/sshd", "-f", config, "-E", ndir / "log" / "sshd.log"])
         pidfile = ndir / "sshd.pid"
-        for _ in range(100):
+        for dummy in range(100):
             if pidfile.exists() and pidfile.read_text().strip():
                 break
             time.sleep(0.05)

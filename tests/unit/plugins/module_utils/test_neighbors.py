@@ -81,14 +81,14 @@ def test_single_probe_answer_is_the_truth_without_expected():
 
 def test_two_macs_answering_is_a_conflict():
     probes = {"198.18.0.214": [{"mac": "02:de:ad:00:be:e3", "vendor": None}, {"mac": OWNER, "vendor": None}]}
-    findings, _ = run_check(["198.18.0.214"], probes=probes)
+    findings = run_check(["198.18.0.214"], probes=probes)[0]
     assert ("arp.ip_conflict", "198.18.0.214") in checks(findings)
 
 
 def test_owner_sees_a_rival_claimant():
     local = [{"address": "198.18.0.250", "interface": "eth0", "mac": OWNER}]
     probes = {"198.18.0.250": [{"mac": "02:18:00:00:00:02", "vendor": None}]}
-    findings, _ = run_check(["198.18.0.250"], probes=probes, local=local)
+    findings = run_check(["198.18.0.250"], probes=probes, local=local)[0]
     assert checks(findings) == [("arp.ip_conflict", "198.18.0.250")]
 
 
@@ -99,14 +99,14 @@ def test_failed_and_incomplete_are_unresolved():
 
 
 def test_absent_entry_is_info_only():
-    findings, _ = run_check(["198.18.0.77"], {"198.18.0.77": OWNER})
+    findings = run_check(["198.18.0.77"], {"198.18.0.77": OWNER})[0]
     assert checks(findings) == [("arp.not_cached", "198.18.0.77")]
     assert findings[0]["severity"] == "info"
 
 
 def test_protected_entries_are_kept_unless_forced():
     addresses = ["198.18.0.210", "198.18.0.211", "198.18.0.212", "198.18.0.213"]
-    _, stale = run_check(addresses, {a: OWNER for a in addresses})
+    stale = run_check(addresses, {a: OWNER for a in addresses})[1]
     delete, kept = neighbors.plan_flush(stale, force=False, limit=32)
     assert [e["address"] for e in delete] == ["198.18.0.210"]
     assert sorted(e["address"] for e in kept) == ["198.18.0.211", "198.18.0.212", "198.18.0.213"]
@@ -152,7 +152,7 @@ def test_flush_deletes_exactly_address_and_device():
 def test_check_mode_deletes_nothing_but_reports():
     stale = [e for e in ENTRIES if e["address"] == "198.18.0.210"]
     fake = FakeNetlink(ENTRIES)
-    flushed, _ = neighbors.apply_flush(fake, stale, check_mode=True)
+    flushed = neighbors.apply_flush(fake, stale, check_mode=True)[0]
     assert flushed == stale and fake.deleted == []
 
 
