@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The terminal summary of a fleet report."""
+
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: triage_summary_lines
+short_description: a concise terminal summary of a triage report
+version_added: 0.1.0
+description:
+  - Turns the output of P(k8snet.triage.triage_report#filter) into lines for a terminal, counts by severity and
+    layer first, then the problems grouped by check (critical first) with up to five hosts each and the
+    next step to run.
+options:
+  _input:
+    description: The report built by P(k8snet.triage.triage_report#filter).
+    type: dict
+    required: true
+  limit:
+    description: The most checks to list.
+    type: int
+    default: 40
+"""
+
+EXAMPLES = """
+- name: Print the summary
+  ansible.builtin.debug:
+    msg: "{{ report | k8snet.triage.triage_summary_lines }}"
+"""
+
+RETURN = """
+_value:
+  description: The summary lines.
+  type: list
+  elements: str
+"""
+
+
+def triage_summary_lines(report, limit=40):
+    """A concise terminal summary: counts, then problems grouped by check, critical first."""
+    counts = report["counts"]["severity"]
+    lines = ["%d critical, %d warning, %d info, %d ok on %d hosts" % (
+        counts.get("critical", 0), counts.get("warning", 0), counts.get("info", 0), counts.get("ok", 0),
+        len(report["hosts"]))]
+    if report["counts"]["layer"]:
+        lines.append("by layer: " + ", ".join("%s %d" % kv for kv in sorted(report["counts"]["layer"].items())))
+    groups = {}
+    for item in report["findings"]:
+        if item["severity"] in ("critical", "warning"):
+            groups.setdefault((item["severity"], item["check"]), []).append(item)
+    shown = 0
+    for (severity, check), items in sorted(groups.items(), key=lambda kv: (kv[0][0] != "critical", kv[0][1])):
+        lines.append("%s %s (%d): %s" % (severity.upper(), check, len(items), items[0]["summary"]))
+        for item in items[:5]:
+            lines.append("    %s  %s" % (item["host"], item["subject"]))
+        if len(items) > 5:
+            lines.append("    ... and %d more" % (len(items) - 5))
+        if items[0].get("remediation"):
+            lines.append("    next: %s" % items[0]["remediation"])
+        shown += 1
+        if shown >= limit:
+            break
+    return lines
+
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"triage_summary_lines": triage_summary_lines}
