@@ -226,6 +226,10 @@ class Kube(object):
                 action=action)
         except urllib3.exceptions.HTTPError as exc:
             reason = getattr(exc, "reason", None) or exc
+            if isinstance(reason, urllib3.exceptions.SSLError) or isinstance(exc, urllib3.exceptions.SSLError):
+                raise ReadError(
+                    "TLS to the Kubernetes API at %s failed to %s: %s; check ca_cert (or set validate_certs: false "
+                    "for a test cluster)" % (self.server, action, _short(reason)), action=action)
             raise ReadError(
                 "cannot reach the Kubernetes API at %s to %s: %s; check host / the kubeconfig server and that "
                 "the API server is up (node-side checks do not need it)" % (self.server, action, _short(reason)),
