@@ -59,6 +59,10 @@ def test_api_and_node_findings(lab, ansible, api, node_files):
     assert checks(node["node2"]) == [("node.cni_config_missing", "node2")]
     assert checks(node["node3"]) == [("node.cni_binary_missing", "node3:/opt/cni/bin")]
     assert node["node3"][0]["evidence"]["missing"] == ["portmap"]
+    # the role's per-host fact: the node's own files plus what the API says about that node
+    fact = run.results(host="node2", action="set_fact")[-1]["result"]["ansible_facts"]["cni_findings"]
+    assert checks(fact) == [("node.cni_config_missing", "node2"), ("node.cni_pod_crashloop", "node2/calico-node-m4q8z"),
+                            ("node.network_unavailable", "node2")]
 
 
 def test_node_side_runs_without_the_api(lab, ansible, node_files):

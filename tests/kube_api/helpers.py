@@ -20,7 +20,7 @@ def kubectl(kubeconfig, *args):
     """kubectl against the stand-in (a real client, independent of our code); returns parsed JSON."""
     assert KUBECTL, "kubectl is missing: scripts/bootstrap installs it (Debian package kubernetes-client)"
     proc = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), *args, "-o", "json"],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 

@@ -34,7 +34,7 @@ class FixtureError(ValueError):
 
 def validate(obj, source="fixture"):
     """Validate one object against the client's model of its kind; raise FixtureError."""
-    import kubernetes.client.models as models
+    from kubernetes.client import models
 
     kind = obj.get("kind") if isinstance(obj, dict) else None
     if kind not in KINDS:

@@ -20,16 +20,19 @@ def test_fixtures_validate_and_bad_objects_are_refused():
         validate({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"ports": [{"port": "80"}]}})
 
 
+def names(items):
+    return [o["metadata"]["name"] for o in items]
+
+
 def test_label_and_field_selectors():
     store = Store(ALL)
-    names = lambda items: [o["metadata"]["name"] for o in items]  # noqa: E731
-    items, _ = store.list("pods", label_selector="k8s-app=calico-node")
+    items, dummy = store.list("pods", label_selector="k8s-app=calico-node")
     assert len(items) == 3
-    items, _ = store.list("pods", "kube-system", field_selector="spec.nodeName=node2,status.phase=Running")
+    items, dummy = store.list("pods", "kube-system", field_selector="spec.nodeName=node2,status.phase=Running")
     assert names(items) == ["calico-node-m4q8z"]
-    items, _ = store.list("configmaps", "web", label_selector="f5type in (virtual-server)")
+    items, dummy = store.list("configmaps", "web", label_selector="f5type in (virtual-server)")
     assert len(items) == 8  # 7 of cluster A, 1 of cluster B
-    items, _ = store.list("nodes", label_selector="!node-role.kubernetes.io/control-plane,kubernetes.io/os")
+    items, dummy = store.list("nodes", label_selector="!node-role.kubernetes.io/control-plane,kubernetes.io/os")
     assert names(items) == ["node2", "node3", "node4"]
     with pytest.raises(ValueError, match="field label not supported"):
         store.list("pods", field_selector="spec.containers=x")

@@ -141,4 +141,3 @@ def clear_cni_files(lab, node):
     for target in ("/opt", "/etc", str(base)):
         lab.node_run(node, ["umount", "-l", target], check=False)
     return {"node": node.name}
-

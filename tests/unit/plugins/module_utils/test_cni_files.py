@@ -37,9 +37,9 @@ def test_ok(tmp_path):
 
 
 def test_missing_dir_and_empty_dir(tmp_path):
-    found, _ = cni_files.check(make(tmp_path), "node1")
+    found, dummy = cni_files.check(make(tmp_path), "node1")
     assert found[0]["check"] == "node.cni_config_missing" and found[0]["evidence"]["exists"] is False
-    found, _ = cni_files.check(cni_files.read_dir(str(tmp_path / "bin"), str(tmp_path / "bin")), "node1")
+    found, dummy = cni_files.check(cni_files.read_dir(str(tmp_path / "bin"), str(tmp_path / "bin")), "node1")
     assert found[0]["evidence"]["exists"] is True
 
 
@@ -52,7 +52,7 @@ def test_missing_and_non_executable_binaries(tmp_path):
     state = make(tmp_path, {"10-calico.conflist": CALICO}, ["calico"])
     (tmp_path / "bin" / "portmap").write_text("x")
     state = cni_files.read_dir(state["conf_dir"], state["bin_dir"])
-    found, _ = cni_files.check(state, "n")
+    found, dummy = cni_files.check(state, "n")
     assert found[0]["check"] == "node.cni_binary_missing"
     assert found[0]["evidence"]["missing"] == ["bandwidth"] and found[0]["evidence"]["not_executable"] == ["portmap"]
 

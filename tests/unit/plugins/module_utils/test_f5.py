@@ -18,7 +18,7 @@ def audit(objs, cluster=None):
 
 
 def test_every_configmap_finding_on_cluster_a():
-    found, _ = audit(A)
+    found, dummy = audit(A)
     assert set(found) == {
         ("f5.vip_mismatch", "web/web-a-443"),
         ("f5.invalid_configmap", "web/web-b-8080"),
@@ -41,8 +41,8 @@ def test_cluster_b_is_clean_and_route_domain_is_accepted():
 
 
 def test_shared_partition_across_clusters():
-    _, pa = audit(A)
-    _, pb = audit(B)
+    dummy, pa = audit(A)
+    dummy, pb = audit(B)
     found = f5.shared_partitions({"a": f5.partitions_of(pa), "b": f5.partitions_of(pb)})
     assert [f["check"] for f in found] == ["f5.shared_partition"]
     assert found[0]["evidence"]["clusters"] == ["a", "b"]

@@ -31,7 +31,7 @@ def test_every_node_finding():
 
 
 def test_network_unavailable_is_a_warning_while_young():
-    _, found = run(now=NOW, stuck_after=900)
+    dummy, found = run(now=NOW, stuck_after=900)
     nu = [f for f in found if f["check"] == "node.network_unavailable"][0]
     assert nu["severity"] == "warning"
     assert "normal for a few seconds" in nu["summary"]
@@ -42,19 +42,19 @@ def test_restarts_without_crashloop_reason():
     pod = dict(pod, status=dict(pod["status"], containerStatuses=[dict(pod["status"]["containerStatuses"][0], state={"running": {}})]))
     model = nn.cni_pod_model(pod)
     assert model["waiting"] is None and model["restarts"] == 14
-    _, found = run(pods=[pod], restart_threshold=20)
+    dummy, found = run(pods=[pod], restart_threshold=20)
     assert not [f for f in found if f["check"] == "node.cni_pod_crashloop"]
 
 
 def test_no_cni_pods_at_all_is_one_cluster_finding():
-    _, found = run(pods=[])
+    dummy, found = run(pods=[])
     missing = [f for f in found if f["check"] == "node.cni_pod_missing"]
     assert [f["subject"] for f in missing] == ["cluster"]
 
 
 def test_healthy_cluster_gives_one_ok():
     node1 = [n for n in of_kind(OBJS, "Node") if n["metadata"]["name"] == "node1"]
-    _, found = run(nodes=node1)
+    dummy, found = run(nodes=node1)
     assert [(f["check"], f["severity"]) for f in found] == [("node.network_ok", "ok")]
 
 
