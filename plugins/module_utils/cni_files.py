@@ -75,7 +75,7 @@ def check(state, node):
         return found, None
     name, text = state["configs"][0]
     network, types, error = parse_config(name, text)
-    active = {"file": name, "network": network, "plugins": types, "other_files": sample(n for n, _ in state["configs"][1:])}
+    active = {"file": name, "network": network, "plugins": types, "other_files": sample(item[0] for item in state["configs"][1:])}
     if error:
         found.append(finding(
             "node.cni_config_invalid", "critical", "L3", "%s:%s/%s" % (node, conf_dir, name),

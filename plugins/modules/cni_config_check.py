@@ -15,14 +15,20 @@ description:
     every plugin C(type) it names.
   - Findings C(node.cni_config_missing), C(node.cni_config_invalid), C(node.cni_binary_missing), or
     C(node.cni_files_ok). Read-only; runs on the node over SSH and needs only the node's Python standard library.
-author: k8snet.triage contributors
+author:
+  - k8snet.triage contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
+    details: Read-only; check mode runs the full check.
   diff_mode:
     support: none
   platform:
+    support: full
     platforms: posix
+    details: Linux nodes, any Python 3.9+ (standard library only).
 options:
   conf_dir:
     description: The CNI configuration directory.

@@ -19,16 +19,21 @@ description:
   - Findings C(f5.missing_configmap), C(f5.invalid_configmap), C(f5.vip_mismatch), C(f5.port_mismatch),
     C(f5.orphan_configmap), C(f5.duplicate_configmap), C(f5.controller_not_running), C(f5.shared_partition).
   - Read-only; runs on the controller and talks to the Kubernetes API.
-author: k8snet.triage contributors
+author:
+  - k8snet.triage contributors (!UNKNOWN)
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - k8snet.triage.kube_auth
 attributes:
   check_mode:
     support: full
+    details: Read-only; check mode runs the full audit.
   diff_mode:
     support: none
   platform:
+    support: full
     platforms: posix
+    details: Runs on the controller; talks to the Kubernetes API.
 options:
   clusters:
     description:

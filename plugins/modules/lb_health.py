@@ -18,16 +18,22 @@ description:
   - Only with O(remediate=cluster), and not in check mode, does it merge-patch C(externalTrafficPolicy) to
     C(Cluster) on the Services that have nodes without endpoints, re-reading each Service first; C(--diff) shows it.
   - The probes go from the host the module runs on (the controller, or a node with C(delegate_to)).
-author: k8snet.triage contributors
+author:
+  - k8snet.triage contributors (!UNKNOWN)
 extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
   - k8snet.triage.kube_auth
 attributes:
   check_mode:
     support: full
+    details: With O(remediate=cluster), reports what would be patched and patches nothing.
   diff_mode:
     support: full
+    details: The Service's externalTrafficPolicy before and after the patch.
   platform:
+    support: full
     platforms: posix
+    details: Runs on the controller (or a node with C(delegate_to)); talks to the Kubernetes API and probes the nodes.
 options:
   services:
     description: Services to check, as C(namespace/name). Empty means every LoadBalancer Service with policy Local.

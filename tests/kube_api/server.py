@@ -38,7 +38,7 @@ def status(code, reason, message, details=None):
 
 def resource_list(group_version):
     resources = []
-    for kind, (plural, gv, namespaced, _) in KINDS.items():
+    for kind, (plural, gv, namespaced, dummy) in KINDS.items():
         if gv != group_version:
             continue
         verbs = ["get", "list"] + (["patch"] if plural == "services" else [])

@@ -172,7 +172,7 @@ class Store(object):
     def put(self, obj):
         validate(obj)
         kind = obj["kind"]
-        plural, _, namespaced, _ = KINDS[kind]
+        plural, namespaced = KINDS[kind][0], KINDS[kind][2]
         obj = copy.deepcopy(obj)
         md = obj.setdefault("metadata", {})
         if namespaced:
@@ -198,7 +198,7 @@ class Store(object):
         labels = parse_label_selector(label_selector)
         fields = parse_field_selector(field_selector, kind)
         items = []
-        for (p, ns, _), obj in sorted(self.objects.items(), key=lambda kv: (kv[0][1] or "", kv[0][2])):
+        for (p, ns, dummy), obj in sorted(self.objects.items(), key=lambda kv: (kv[0][1] or "", kv[0][2])):
             if p != plural or (namespace and ns != namespace):
                 continue
             obj_labels = obj["metadata"].get("labels") or {}
