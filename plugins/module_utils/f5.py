@@ -18,7 +18,7 @@ import traceback
 
 from ansible_collections.k8snet.triage.plugins.module_utils.f5_schema import SCHEMA, SCHEMA_URI
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import condition, meta
 
 try:
     import jsonschema
@@ -133,10 +133,7 @@ def check_controllers(pods, prefixes, cluster=None):
 
 
 def _pod_ready(pod):
-    status = pod.get("status") or {}
-    if status.get("phase") != "Running":
-        return False
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return (pod.get("status") or {}).get("phase") == "Running" and (condition(pod, "Ready") or {}).get("status") == "True"
 
 
 def _pod_state(pod):
