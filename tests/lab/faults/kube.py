@@ -72,7 +72,8 @@ def lab_objects(lab, objects):
 
 def start_api(lab, files, name="kube-api", tokens=None):
     """Start the stand-in API on the controller address; returns the running StandIn."""
-    sys.path.insert(0, str(ROOT)) if str(ROOT) not in sys.path else None
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from tests.kube_api import StandIn, load_yaml
 
     objects = lab_objects(lab, load_yaml(files))
