@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Load-balancer health checks of Services with ``externalTrafficPolicy: Local``.
+
+kube-proxy (and Cilium) answer ``http://<node>:<healthCheckNodePort>/`` with JSON
+``{"service": {...}, "localEndpoints": N}``: 200 when N > 0, 503 otherwise.  Nodes without a
+ready local endpoint fail the load balancer's health check by design.  This module relates the
+EndpointSlices (which nodes hold a ready endpoint) to the probes of every node.
+
+Readers: ``probe`` (one HTTP GET).  Pure: ``parse_health``, ``local_endpoints``, ``check_service``.
+Action: ``set_cluster_policy`` (merge-patch, re-reading the Service first).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible.module_utils.six.moves.urllib.request import build_opener, ProxyHandler, Request
+
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
+
+TRADE_OFF = ("externalTrafficPolicy: Cluster makes every node pass the health check, but the client "
+             "source IP is lost (SNAT to the node) and traffic may take an extra hop to a node with an endpoint")
+
+
+def is_local_lb(service):
+    spec = service.get("spec") or {}
+    return spec.get("type") == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local"
+
+
+def local_endpoints(slices):
+    """{node name: number of ready endpoints} from a Service's EndpointSlices."""
+    counts = {}
+    for eps in slices:
+        for endpoint in eps.get("endpoints") or []:
+            ready = (endpoint.get("conditions") or {}).get("ready")
+            if ready is False or not endpoint.get("nodeName"):
+                continue  # nil means ready (API conventions); an endpoint without nodeName counts nowhere
+            counts[endpoint["nodeName"]] = counts.get(endpoint["nodeName"], 0) + 1
+    return counts
+
+
+def parse_health(status, body):
+    """(local endpoints or None, error or None) from a health-check answer."""
+    try:
+        doc = json.loads(body)
+    except (TypeError, ValueError):
+        return None, "HTTP %s with a body that is not JSON: %r" % (status, (body or "")[:80])
+    if not isinstance(doc, dict) or not isinstance(doc.get("localEndpoints"), int):
+        return None, "HTTP %s without localEndpoints: %r" % (status, (body or "")[:80])
+    expected = 200 if doc["localEndpoints"] > 0 else 503
+    if status != expected:
+        return doc["localEndpoints"], "HTTP %s with localEndpoints %d (kube-proxy answers %d)" % (
+            status, doc["localEndpoints"], expected)
+    return doc["localEndpoints"], None
+
+
+def probe(address, port, timeout):
+    """GET http://address:port/ -> {"status", "local_endpoints", "error"}; never raises."""
+    url = "http://%s:%d/" % ("[%s]" % address if ":" in address else address, port)
+    opener = build_opener(ProxyHandler({}))  # health checks go straight to the node
+    try:
+        response = opener.open(Request(url, headers={"User-Agent": "k8snet.triage lb_health"}), timeout=timeout)
+        status, body = response.getcode(), response.read().decode("utf-8", "replace")
+    except HTTPError as exc:
+        status, body = exc.code, exc.read().decode("utf-8", "replace")
+    except (URLError, socket.timeout, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return {"url": url, "status": None, "local_endpoints": None, "error": "no answer: %s" % reason}
+    count, error = parse_health(status, body)
+    return {"url": url, "status": status, "local_endpoints": count, "error": error}
+
+
+def check_service(service, nodes, endpoints, probes):
+    """Findings for one eTP=Local Service.
+
+    ``nodes``: the candidate LB pool members (Node objects); ``endpoints``: node -> ready local
+    endpoints (``local_endpoints``); ``probes``: node -> ``probe`` result (empty when not probed).
+    """
+    ref = "%s/%s" % (meta(service, "namespace"), meta(service, "name"))
+    port = (service.get("spec") or {}).get("healthCheckNodePort")
+    names = [meta(n, "name") for n in nodes]
+    with_eps = [n for n in names if endpoints.get(n)]
+    without = [n for n in names if not endpoints.get(n)]
+    replicas = sum(endpoints.values())
+    found = []
+    if without:
+        found.append(finding(
+            "lb.nodes_without_endpoints", "critical" if not with_eps else "warning", "L4", ref,
+            "%d of %d nodes have no ready local endpoint of %s (%d replicas): the load balancer marks them down%s"
+            % (len(without), len(names), ref, replicas, "; no node passes, the Service is unreachable" if not with_eps else ""),
+            {"nodes_without": sample(without), "nodes_with": sample(with_eps), "replicas": replicas,
+             "health_check_node_port": port, "trade_off": TRADE_OFF},
+            "expected with externalTrafficPolicy: Local when replicas < nodes; run more replicas (one per pool node, "
+            "e.g. a DaemonSet or anti-affinity), limit the LB pool to nodes with replicas, or set remediate: cluster "
+            "on k8snet.triage.lb_health to switch to Cluster (%s)" % TRADE_OFF))
+    for name in names:
+        result = probes.get(name)
+        if not result:
+            continue
+        api = endpoints.get(name, 0)
+        if result["error"] or result["local_endpoints"] != api:
+            found.append(finding(
+                "lb.health_probe_mismatch", "critical", "L4", "%s@%s" % (ref, name),
+                "health check %s disagrees with the API: %s" % (
+                    result["url"], result["error"] or "localEndpoints %s, the API has %d ready endpoint(s) on %s"
+                    % (result["local_endpoints"], api, name)),
+                {"url": result["url"], "status": result["status"], "probe_local_endpoints": result["local_endpoints"],
+                 "api_local_endpoints": api, "error": result["error"]},
+                "check kube-proxy (or the Cilium agent) on %s: it serves healthCheckNodePort %s from its own view of "
+                "the endpoints" % (name, port)))
+    return found
+
+
+def pool_nodes(nodes):
+    """Nodes a cloud LB puts in its pool (excluding those labelled out of external LBs)."""
+    return [n for n in nodes
+            if "node.kubernetes.io/exclude-from-external-load-balancers" not in (meta(n, "labels") or {})]
+
+
+def service_model(service, endpoints, probes):
+    return {
+        "service": "%s/%s" % (meta(service, "namespace"), meta(service, "name")),
+        "external_traffic_policy": (service.get("spec") or {}).get("externalTrafficPolicy"),
+        "health_check_node_port": (service.get("spec") or {}).get("healthCheckNodePort"),
+        "local_endpoints": endpoints,
+        "probes": dict((n, {"status": p["status"], "local_endpoints": p["local_endpoints"], "error": p["error"]})
+                       for n, p in probes.items()),
+    }
+
+
+def set_cluster_policy(kube, namespace, name, check_mode):
+    """Merge-patch externalTrafficPolicy to Cluster; returns (changed, diff)."""
+    current = kube.get("services", name, namespace)
+    if current is None:
+        return False, None
+    policy = (current.get("spec") or {}).get("externalTrafficPolicy")
+    if policy != "Local":
+        return False, None
+    diff = {"before_header": "%s/%s" % (namespace, name), "after_header": "%s/%s" % (namespace, name),
+            "before": "externalTrafficPolicy: Local\nhealthCheckNodePort: %s\n" % current["spec"].get("healthCheckNodePort"),
+            "after": "externalTrafficPolicy: Cluster\n"}
+    if not check_mode:
+        kube.merge_patch("services", name, namespace, {"spec": {"externalTrafficPolicy": "Cluster"}})
+    return True, diff
+
+
+def node_ips(nodes, address_type="InternalIP"):
+    return dict((meta(n, "name"), node_address(n, address_type)) for n in nodes)

@@ -1,0 +1,157 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Node network status from the API: conditions, taints, and the CNI agent pod of each node.
+
+Pure functions over Node and Pod objects (plain dicts).  Times are compared with ``now``
+(seconds since the epoch) given by the caller, so checks are testable on fixtures.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import condition, meta
+
+DEFAULT_CNI_DAEMONSETS = ("calico-node", "cilium", "anetd")
+DEFAULT_CNI_NAMESPACES = ("kube-system", "calico-system")
+WATCHED_TAINTS = ("node.kubernetes.io/network-unavailable", "node.kubernetes.io/not-ready",
+                  "node.kubernetes.io/unreachable", "node.cilium.io/agent-not-ready")
+CNI_NOT_READY_MARKERS = ("NetworkPluginNotReady", "cni plugin not initialized")
+
+
+def parse_time(value):
+    """RFC 3339 ``2026-01-01T10:00:00Z`` -> epoch seconds (None when absent or odd)."""
+    if not value:
+        return None
+    try:
+        return calendar.timegm(time.strptime(value.replace("Z", "")[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+
+
+def _condition_model(cond, now):
+    if not cond:
+        return None
+    since = parse_time(cond.get("lastTransitionTime"))
+    return {"status": cond.get("status"), "reason": cond.get("reason"), "message": cond.get("message"),
+            "since": cond.get("lastTransitionTime"), "seconds": int(now - since) if since is not None else None}
+
+
+def cni_pod_model(pod):
+    """phase / ready / restarts / waiting reason of one CNI agent pod."""
+    status = pod.get("status") or {}
+    statuses = status.get("containerStatuses") or []
+    waiting = [((cs.get("state") or {}).get("waiting") or {}).get("reason") for cs in statuses]
+    return {
+        "name": meta(pod, "name"),
+        "namespace": meta(pod, "namespace"),
+        "daemonset": owner_daemonset(pod),
+        "phase": status.get("phase"),
+        "ready": (condition(pod, "Ready") or {}).get("status") == "True",
+        "restarts": sum(cs.get("restartCount", 0) for cs in statuses),
+        "waiting": next((w for w in waiting if w), None),
+    }
+
+
+def owner_daemonset(pod):
+    for owner in meta(pod, "ownerReferences") or []:
+        if owner.get("kind") == "DaemonSet":
+            return owner.get("name")
+    return None
+
+
+def node_model(node, cni_pods, now):
+    """The compact status of one node: conditions, watched taints, its CNI pods."""
+    name = meta(node, "name")
+    taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") in WATCHED_TAINTS]
+    return {
+        "name": name,
+        "ready": _condition_model(condition(node, "Ready"), now),
+        "network_unavailable": _condition_model(condition(node, "NetworkUnavailable"), now),
+        "taints": ["%s:%s" % (t.get("key"), t.get("effect")) for t in taints],
+        "cni_pods": [cni_pod_model(p) for p in cni_pods if (p.get("spec") or {}).get("nodeName") == name],
+    }
+
+
+def _duration(seconds):
+    if seconds is None:
+        return "an unknown time"
+    if seconds < 120:
+        return "%ds" % seconds
+    if seconds < 7200:
+        return "%dm" % (seconds // 60)
+    return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
+
+
+def check_node(model, stuck_after, restart_threshold, cni_expected=True):
+    """Findings for one node model."""
+    name, found = model["name"], []
+    nu = model["network_unavailable"]
+    if nu and nu["status"] == "True":
+        stuck = nu["seconds"] is None or nu["seconds"] >= stuck_after
+        found.append(finding(
+            "node.network_unavailable", "critical" if stuck else "warning", "L3", name,
+            "NetworkUnavailable has been True for %s (%s: %s)%s" % (
+                _duration(nu["seconds"]), nu["reason"], nu["message"],
+                "; stuck past %ds" % stuck_after if stuck else "; normal for a few seconds while the CNI agent restarts"),
+            {"reason": nu["reason"], "message": nu["message"], "since": nu["since"], "seconds": nu["seconds"],
+             "taints": model["taints"], "cni_pods": [p["name"] for p in model["cni_pods"]]},
+            "look at the CNI agent pod on %s (logs, restarts); the CNI clears the condition when it is up" % name))
+    ready = model["ready"]
+    if ready and ready["status"] != "True" and any(m in (ready["message"] or "") for m in CNI_NOT_READY_MARKERS):
+        found.append(finding(
+            "node.cni_not_ready", "critical", "L3", name,
+            "kubelet reports the container network not ready: %s" % ready["message"],
+            {"reason": ready["reason"], "since": ready["since"], "seconds": ready["seconds"], "taints": model["taints"]},
+            "check the CNI config and binaries on the node (/etc/cni/net.d, /opt/cni/bin: the cni role's "
+            "node-side check) and the CNI agent pod on it"))
+    pods = model["cni_pods"]
+    if not pods and cni_expected:
+        found.append(finding(
+            "node.cni_pod_missing", "critical", "L3", name,
+            "no CNI agent pod runs on %s" % name,
+            {"taints": model["taints"]},
+            "check the DaemonSet's nodeSelector, tolerations and affinity against this node's labels and taints"))
+    for pod in pods:
+        if pod["waiting"] == "CrashLoopBackOff" or (not pod["ready"] and pod["restarts"] >= restart_threshold):
+            found.append(finding(
+                "node.cni_pod_crashloop", "critical", "L3", "%s/%s" % (name, pod["name"]),
+                "CNI agent pod %s on %s is crash-looping (%d restarts, %s)" % (
+                    pod["name"], name, pod["restarts"], pod["waiting"] or "not ready"),
+                {"phase": pod["phase"], "ready": pod["ready"], "restarts": pod["restarts"], "waiting": pod["waiting"]},
+                "kubectl -n %s logs %s --previous; a circular dependency through an admission webhook "
+                "shows as the agent failing to reach the API" % (pod["namespace"], pod["name"])))
+        elif pod["phase"] == "Pending":
+            found.append(finding(
+                "node.cni_pod_pending", "critical" if nu and nu["status"] == "True" else "warning", "L3",
+                "%s/%s" % (name, pod["name"]),
+                "CNI agent pod %s on %s is Pending (%s)" % (pod["name"], name, pod["waiting"] or "not started"),
+                {"phase": pod["phase"], "waiting": pod["waiting"], "restarts": pod["restarts"]},
+                "kubectl -n %s describe pod %s (image pull, resources, init containers)" % (pod["namespace"], pod["name"])))
+    return found
+
+
+def check_nodes(nodes, pods, daemonsets, now, stuck_after=300, restart_threshold=5):
+    """(node models, findings) for every node; pods are filtered to the CNI DaemonSets."""
+    cni_pods = [p for p in pods if owner_daemonset(p) in daemonsets]
+    models = [node_model(n, cni_pods, now) for n in sorted(nodes, key=lambda n: meta(n, "name"))]
+    found = []
+    if not cni_pods:
+        found.append(finding(
+            "node.cni_pod_missing", "warning", "L3", "cluster",
+            "no pod of the DaemonSets %s was found: the CNI agent is not running anywhere, or it is another one"
+            % ", ".join(daemonsets),
+            {"daemonsets": list(daemonsets), "nodes": len(models)},
+            "set cni_daemonsets / cni_namespaces to the CNI agent of this cluster"))
+    for model in models:
+        found.extend(check_node(model, stuck_after, restart_threshold, cni_expected=bool(cni_pods)))
+    if not found:
+        found.append(finding(
+            "node.network_ok", "ok", "L3", "cluster",
+            "%d nodes: no NetworkUnavailable, CNI ready, one ready CNI agent pod each" % len(models),
+            {"nodes": sample(m["name"] for m in models)}))
+    return models, found

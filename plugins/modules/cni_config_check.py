@@ -1,0 +1,92 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: cni_config_check
+short_description: Check the CNI configuration and plugin binaries on a node
+version_added: 0.1.0
+description:
+  - Reads the CNI network configuration the container runtime loads first from O(conf_dir) (lexical order of
+    C(*.conf), C(*.conflist), C(*.json)), and checks that a binary exists and is executable in O(bin_dir) for
+    every plugin C(type) it names.
+  - Findings C(node.cni_config_missing), C(node.cni_config_invalid), C(node.cni_binary_missing), or
+    C(node.cni_files_ok). Read-only; runs on the node over SSH and needs only the node's Python standard library.
+author:
+  - k8snet.triage contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; check mode runs the full check.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+    details: Linux nodes, any Python 3.9+ (standard library only).
+options:
+  conf_dir:
+    description: The CNI configuration directory.
+    type: path
+    default: /etc/cni/net.d
+  bin_dir:
+    description: The CNI plugin binary directory.
+    type: path
+    default: /opt/cni/bin
+  node_name:
+    description: The node's name in findings. Defaults to the host's name.
+    type: str
+"""
+
+EXAMPLES = r"""
+- name: Check the CNI files of every node
+  k8snet.triage.cni_config_check:
+    node_name: "{{ k8s_node_name | default(inventory_hostname) }}"
+"""
+
+RETURN = r"""
+active:
+  description: The configuration the runtime uses (file, network name, plugin types, other files).
+  returned: when a configuration file exists
+  type: dict
+  sample: {file: 10-calico.conflist, network: k8s-pod-network, plugins: [calico, bandwidth, portmap], other_files: []}
+findings:
+  description: Findings (see the collection's findings contract).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            conf_dir=dict(type="path", default="/etc/cni/net.d"),
+            bin_dir=dict(type="path", default="/opt/cni/bin"),
+            node_name=dict(type="str"),
+        ),
+        supports_check_mode=True,
+    )
+    node = module.params["node_name"] or socket.gethostname()
+    try:
+        state = cni_files.read_dir(module.params["conf_dir"], module.params["bin_dir"])
+        found, active = cni_files.check(state, node)
+    except TriageError as exc:
+        fail_from(module, exc)
+    module.exit_json(changed=False, active=active, findings=found)
+
+
+if __name__ == "__main__":
+    main()

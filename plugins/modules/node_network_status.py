@@ -1,0 +1,127 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_network_status
+short_description: Node network conditions, taints and CNI agent pods from the Kubernetes API
+version_added: 0.1.0
+description:
+  - Per node, the C(Ready) and C(NetworkUnavailable) conditions (status, reason, message, since), the taints
+    C(network-unavailable), C(not-ready), C(unreachable) (and Cilium's C(agent-not-ready)), and the CNI agent pods
+    on it (pods of the DaemonSets in O(cni_daemonsets)) with phase, readiness and restart count.
+  - Findings C(node.network_unavailable) (critical past O(stuck_after)), C(node.cni_not_ready)
+    (C(NetworkPluginNotReady) / C(cni plugin not initialized) in the Ready message), C(node.cni_pod_crashloop),
+    C(node.cni_pod_pending), C(node.cni_pod_missing).
+  - Read-only; runs on the controller. The files on the nodes are checked by M(k8snet.triage.cni_config_check).
+author:
+  - k8snet.triage contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - k8snet.triage.kube_auth
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; check mode runs the full check.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+    details: Runs on the controller; talks to the Kubernetes API.
+options:
+  node_selector:
+    description: A label selector limiting the nodes checked (for example C(node-role.kubernetes.io/worker)).
+    type: str
+  cni_daemonsets:
+    description: Names of the DaemonSets whose pods are the CNI agent (C(anetd) is GKE Dataplane V2).
+    type: list
+    elements: str
+    default: [calico-node, cilium, anetd]
+  cni_namespaces:
+    description: Namespaces where those DaemonSets run.
+    type: list
+    elements: str
+    default: [kube-system, calico-system]
+  stuck_after:
+    description: Seconds after which C(NetworkUnavailable=True) is critical rather than a restart in progress.
+    type: int
+    default: 300
+  restart_threshold:
+    description: A CNI pod that is not ready and restarted at least this many times counts as crash-looping.
+    type: int
+    default: 5
+"""
+
+EXAMPLES = r"""
+- name: Check node network status
+  k8snet.triage.node_network_status:
+    kubeconfig: /etc/kubernetes/admin.conf
+    stuck_after: 120
+  register: nodes
+"""
+
+RETURN = r"""
+nodes:
+  description: Per node, its conditions, watched taints and CNI pods.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: node2
+      ready: {status: "True", reason: KubeletReady, message: kubelet is posting ready status, since: "2026-01-01T10:00:05Z", seconds: 7195}
+      network_unavailable: {status: "True", reason: CalicoIsDown, message: Calico is shutting down on this node,
+                            since: "2026-01-01T11:50:00Z", seconds: 600}
+      taints: ["node.kubernetes.io/network-unavailable:NoSchedule"]
+      cni_pods: [{name: calico-node-m4q8z, namespace: kube-system, daemonset: calico-node, phase: Running, ready: false,
+                  restarts: 14, waiting: CrashLoopBackOff}]
+findings:
+  description: Findings (see the collection's findings contract).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.k8snet.triage.plugins.module_utils import node_network
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
+
+
+def main():
+    argument_spec = dict(AUTH_ARG_SPEC)
+    argument_spec.update(
+        node_selector=dict(type="str"),
+        cni_daemonsets=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_DAEMONSETS)),
+        cni_namespaces=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_NAMESPACES)),
+        stuck_after=dict(type="int", default=300),
+        restart_threshold=dict(type="int", default=5),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    require_kubernetes(module)
+    p = module.params
+    try:
+        if p["stuck_after"] < 0 or p["restart_threshold"] < 1:
+            raise InputError("stuck_after must be >= 0 and restart_threshold >= 1 (got %s and %s)"
+                             % (p["stuck_after"], p["restart_threshold"]))
+        kube = Kube(p)
+        nodes = kube.nodes(label_selector=p["node_selector"])
+        pods = []
+        for namespace in p["cni_namespaces"]:
+            pods.extend(kube.pods(namespace))
+        models, found = node_network.check_nodes(nodes, pods, p["cni_daemonsets"], time.time(),
+                                                 p["stuck_after"], p["restart_threshold"])
+    except TriageError as exc:
+        fail_from(module, exc)
+    module.exit_json(changed=False, nodes=models, findings=sort_findings(found))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The cni role: node conditions and CNI pods from the stand-in API (controller), and the CNI
+files on each node over SSH.  Each node gets its own /etc/cni/net.d and /opt/cni/bin (overlays
+in the node's mount namespace); the host's filesystem is not touched."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.kube_api.helpers import checks, kubectl, start
+from tests.lab.faults import kube as kube_faults
+from tests.unit.plugins.module_utils.test_cni_files import CALICO
+
+HOST_PATHS_BEFORE = {p: os.path.exists(p) for p in ("/etc/cni", "/opt/cni")}
+
+
+@pytest.fixture(scope="module")
+def api(lab):
+    server = start(lab, "cluster.yaml", "cni.yaml", "node4.yaml", label="kube-api-cni")
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def node_files(lab):
+    kube_faults.cni_files(lab, "node1", config=json.loads(CALICO))
+    kube_faults.cni_files(lab, "node3", config=json.loads(CALICO), binaries=("calico", "calico-ipam", "bandwidth"))
+    yield
+    for node in ("node1", "node3"):
+        kube_faults.clear_cni_files(lab, node)
+    assert {p: os.path.exists(p) for p in HOST_PATHS_BEFORE} == HOST_PATHS_BEFORE
+
+
+def test_api_and_node_findings(lab, ansible, api, node_files):
+    # independent readers: the files as an SSH session on each node sees them, the nodes as kubectl sees them
+    assert lab.ssh("node1", "ls /etc/cni/net.d /opt/cni/bin").stdout.split() == [
+        "/etc/cni/net.d:", "10-calico.conflist", "/opt/cni/bin:", "bandwidth", "calico", "calico-ipam", "portmap"]
+    assert lab.ssh("node2", "test -e /etc/cni/net.d", check=False).returncode == 1
+    assert not lab.ssh("node3", "ls /opt/cni/bin").stdout.count("portmap")
+    nu = {n["metadata"]["name"]: [c["status"] for c in n["status"]["conditions"] if c["type"] == "NetworkUnavailable"]
+          for n in kubectl(api.kubeconfig(), "get", "nodes")["items"]}
+    assert nu == {"node1": ["False"], "node2": ["True"], "node3": [], "node4": []}
+
+    run = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": str(api.kubeconfig())})
+    assert run.rc == 0, run
+    api_result = run.results(action="node_network_status")
+    assert len(api_result) == 1  # run once, on the controller
+    assert checks(api_result[0]["result"]["findings"]) == [
+        ("node.cni_not_ready", "node3"),
+        ("node.cni_pod_crashloop", "node2/calico-node-m4q8z"),
+        ("node.cni_pod_missing", "node4"),
+        ("node.cni_pod_pending", "node3/calico-node-z9t5r"),
+        ("node.network_unavailable", "node2"),
+    ]
+    node = {r["host"]: r["result"]["findings"] for r in run.results(action="cni_config_check")}
+    assert checks(node["node1"]) == [("node.cni_files_ok", "node1")]
+    assert checks(node["node2"]) == [("node.cni_config_missing", "node2")]
+    assert checks(node["node3"]) == [("node.cni_binary_missing", "node3:/opt/cni/bin")]
+    assert node["node3"][0]["evidence"]["missing"] == ["portmap"]
+    # the role's per-host fact: the node's own files plus what the API says about that node
+    fact = run.results(host="node2", action="set_fact")[-1]["result"]["ansible_facts"]["cni_findings"]
+    assert checks(fact) == [("node.cni_config_missing", "node2"), ("node.cni_pod_crashloop", "node2/calico-node-m4q8z"),
+                            ("node.network_unavailable", "node2")]
+
+
+def test_node_side_runs_without_the_api(lab, ansible, node_files):
+    run = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_api": False, "cni_kubeconfig": "/nonexistent"})
+    assert run.rc == 0, run
+    assert not run.results(action="node_network_status") or all(
+        r["status"] == "skipped" for r in run.results(action="node_network_status"))
+    assert len(run.results(action="cni_config_check")) == len(lab.nodes)
+
+
+def test_bad_input(ansible, api):
+    result = ansible.module("localhost", "node_network_status",
+                            {"kubeconfig": str(api.kubeconfig()), "stuck_after": -1})["localhost"]
+    assert "stuck_after must be >= 0" in result["msg"]
+    result = ansible.module("node2", "cni_config_check", {"conf_dir": "etc/cni/net.d"})["node2"]
+    assert result["msg"] == "etc/cni/net.d is not an absolute path"

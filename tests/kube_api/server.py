@@ -1,0 +1,223 @@
+"""A small HTTPS server speaking the Kubernetes REST paths the collection uses.
+
+Served: discovery (``/version``, ``/api``, ``/apis``, ``/api/v1``,
+``/apis/discovery.k8s.io/v1``) so ``kubectl`` works; list and get of nodes, namespaces,
+pods, services, configmaps and endpointslices, cluster-wide and per namespace, with
+``labelSelector``, ``fieldSelector``, ``limit`` and ``continue``; merge-patch of services.
+Bearer tokens: a missing or unknown token is 401, a token whose policy denies a verb on
+a resource is 403 with the API server's wording.  Everything it answers is a real
+Kubernetes JSON shape (lists, Status objects).
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import yaml
+
+from .certs import make_ca_and_server
+from .store import KINDS, PLURALS, FixtureError, Store, merge_patch, validate
+
+GIT_VERSION = "v1.31.4"
+SHORT_NAMES = {"nodes": ["no"], "namespaces": ["ns"], "pods": ["po"], "services": ["svc"],
+               "configmaps": ["cm"], "endpointslices": []}
+
+
+def status(code, reason, message, details=None):
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": reason, "code": code}
+    if details:
+        body["details"] = details
+    return code, body
+
+
+def resource_list(group_version):
+    resources = []
+    for kind, (plural, gv, namespaced, dummy) in KINDS.items():
+        if gv != group_version:
+            continue
+        verbs = ["get", "list"] + (["patch"] if plural == "services" else [])
+        resources.append({"name": plural, "singularName": kind.lower(), "namespaced": namespaced, "kind": kind,
+                          "verbs": verbs, "shortNames": SHORT_NAMES[plural]})
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "kube-apiserver-standin"
+    # One request per connection, so that stop() really takes the API down for every client.
+    protocol_version = "HTTP/1.0"
+
+    def log_message(self, fmt, *args):  # quiet; requests are kept in server.requests
+        pass
+
+    # ---------------------------------------------------------------- plumbing
+    def _send(self, code, body, content_type="application/json"):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _auth(self, verb, plural, namespace):
+        header = self.headers.get("Authorization", "")
+        token = header[7:] if header.startswith("Bearer ") else None
+        policy = self.server.tokens.get(token) if token else None
+        if policy is None:
+            return status(401, "Unauthorized", "Unauthorized")
+        denied = policy.get("deny", ())
+        if "%s %s" % (verb, plural) in denied or "* %s" % plural in denied:
+            group = KINDS[PLURALS[plural]][1].rpartition("/")[0] if plural in PLURALS else ""
+            scope = 'in the namespace "%s"' % namespace if namespace else "at the cluster scope"
+            return status(403, "Forbidden", '%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s" %s'
+                          % (plural, policy.get("user", "lab-user"), verb, plural, group, scope),
+                          {"kind": plural})
+        return None
+
+    def _route(self, method):
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        parts = [p for p in url.path.split("/") if p]
+        self.server.requests.append({"method": method, "path": url.path, "query": query})
+        if method == "GET":
+            if parts == ["version"]:
+                return 200, {"major": "1", "minor": "31", "gitVersion": GIT_VERSION, "platform": "linux/amd64"}
+            if parts == ["api"]:
+                return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
+                    {"clientCIDR": "0.0.0.0/0", "serverAddress": "%s:%d" % self.server.server_address[:2]}]}
+            if parts == ["apis"]:
+                gv = {"groupVersion": "discovery.k8s.io/v1", "version": "v1"}
+                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
+                    {"name": "discovery.k8s.io", "versions": [gv], "preferredVersion": gv}]}
+            if parts == ["api", "v1"]:
+                return 200, resource_list("v1")
+            if parts == ["apis", "discovery.k8s.io", "v1"]:
+                return 200, resource_list("discovery.k8s.io/v1")
+        if parts[:2] == ["api", "v1"]:
+            rest, group_version = parts[2:], "v1"
+        elif parts[:3] == ["apis", "discovery.k8s.io", "v1"]:
+            rest, group_version = parts[3:], "discovery.k8s.io/v1"
+        else:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        namespace = None
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 2 or rest[0] not in PLURALS or KINDS[PLURALS[rest[0]]][1] != group_version:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        plural, name = rest[0], (rest[1] if len(rest) == 2 else None)
+        namespaced = KINDS[PLURALS[plural]][2]
+        if namespace and not namespaced:
+            return status(404, "NotFound", "the server could not find the requested resource")
+        verb = {"GET": "get" if name else "list", "PATCH": "patch"}.get(method)
+        if verb is None or (verb == "patch" and (plural != "services" or not name)):
+            return status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        denied = self._auth(verb, plural, namespace)
+        if denied:
+            return denied
+        store = self.server.store
+        if verb == "list":
+            try:
+                limit = int(query["limit"]) if query.get("limit") else None
+                items, token = store.list(plural, namespace, query.get("labelSelector"), query.get("fieldSelector"),
+                                          limit, query.get("continue"))
+            except ValueError as exc:
+                return status(400, "BadRequest", str(exc))
+            kind = PLURALS[plural]
+            md = {"resourceVersion": str(store.version)}
+            if token:
+                md["continue"] = token
+            return 200, {"kind": kind + "List", "apiVersion": group_version, "metadata": md, "items": items}
+        obj = store.get(plural, namespace if namespaced else None, name)
+        if obj is None:
+            return status(404, "NotFound", '%s "%s" not found' % (plural, name),
+                          {"name": name, "kind": plural})
+        if verb == "get":
+            return 200, obj
+        content_type = self.headers.get("Content-Type", "").split(";")[0].strip()
+        if content_type not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            return status(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
+                          "accepted media types include: application/merge-patch+json")
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            patch = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError as exc:
+            return status(400, "BadRequest", "error decoding patch: %s" % exc)
+        patched = merge_patch(obj, patch)
+        spec = patched.get("spec") or {}
+        if spec.get("externalTrafficPolicy") != "Local":
+            spec.pop("healthCheckNodePort", None)  # the API server releases it with policy Cluster
+        try:
+            validate(patched, source="patch")
+        except FixtureError as exc:
+            return status(422, "Invalid", str(exc))
+        return 200, store.put(patched)
+
+    def do_GET(self):
+        self._send(*self._route("GET"))
+
+    def do_PATCH(self):
+        self._send(*self._route("PATCH"))
+
+
+class StandIn(object):
+    """The stand-in API server, run in a thread of the test process."""
+
+    def __init__(self, objects, workdir, bind, port=0, tokens=None):
+        self.workdir = Path(workdir)
+        self.bind = bind
+        self.port = port
+        self.store = Store(objects)
+        self.token = "k8snet-lab-token"
+        self.tokens = tokens if tokens is not None else {self.token: {"user": "lab-admin"}}
+        self.httpd = None
+        self.thread = None
+        self.certs = None
+
+    @property
+    def url(self):
+        return "https://%s:%d" % (self.bind, self.httpd.server_address[1])
+
+    @property
+    def requests(self):
+        return self.httpd.requests
+
+    def start(self):
+        self.certs = make_ca_and_server(self.workdir / "pki", [self.bind])
+        httpd = ThreadingHTTPServer((self.bind, self.port), Handler)
+        httpd.daemon_threads = True
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(self.certs["cert"]), str(self.certs["key"]))
+        httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+        httpd.store, httpd.tokens, httpd.requests = self.store, self.tokens, []
+        self.httpd = httpd
+        self.thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        if self.httpd:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            self.thread.join(timeout=5)
+            self.httpd = None
+
+    def kubeconfig(self, path=None, token=None, context="lab", ca=True):
+        """Write a kubeconfig for this server (the token defaults to the admin one)."""
+        path = Path(path or self.workdir / "kubeconfig")
+        cluster = {"server": self.url}
+        if ca:
+            cluster["certificate-authority"] = str(self.certs["ca"])
+        config = {
+            "apiVersion": "v1", "kind": "Config", "current-context": context,
+            "clusters": [{"name": context, "cluster": cluster}],
+            "users": [{"name": context, "user": {"token": token or self.token}}],
+            "contexts": [{"name": context, "context": {"cluster": context, "user": context}}],
+        }
+        path.write_text(yaml.safe_dump(config))
+        path.chmod(0o600)
+        return path
