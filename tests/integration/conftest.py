@@ -53,7 +53,8 @@ class Ansible(object):
     def module(self, pattern, module, args=None, check=False, diff=False):
         """Run one module on ``pattern``; returns {host: result}."""
         name = module if "." in module else "k8snet.triage." + module
-        argv = [str(BIN / "ansible"), pattern, "-i", str(self.lab.inventory_path), "-m", name, "-a", json.dumps(args or {})]
+        argv = [str(BIN / "ansible"), pattern, "-i", str(self.lab.inventory_path), "-m", name]
+        argv += ["-a", json.dumps(args)] if args else []
         argv += ["--check"] if check else []
         argv += ["--diff"] if diff else []
         run = self._run(argv)
