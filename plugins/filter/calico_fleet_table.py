@@ -16,7 +16,7 @@ description:
   - A node with no result (failed or unreachable) and a node whose BIRD is down get one row each.
 options:
   _input:
-    description: Results by inventory host, C({host: calico_bgp_status result}); a null result means no data.
+    description: "Results by inventory host, C({host: calico_bgp_status result}); a null result means no data."
     type: dict
     required: true
   nodes:

@@ -16,7 +16,7 @@ description:
     causes, the Node resource name when known, and the action to take. It deletes nothing.
 options:
   _input:
-    description: Results by inventory host, C({host: calico_bgp_status result}).
+    description: "Results by inventory host, C({host: calico_bgp_status result})."
     type: dict
     required: true
   resources:

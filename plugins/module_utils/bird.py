@@ -210,7 +210,7 @@ class BirdClient(object):
             except OSError as exc:
                 raise ReadError("writing to BIRD at %s failed: %s" % (self.path, os.strerror(exc.errno or errno.EIO)),
                                 socket=self.path)
-            reply, _ = self._read_reply(sock, rest)
+            reply = self._read_reply(sock, rest)[0]
         finally:
             sock.close()
         return welcome + reply
@@ -292,7 +292,7 @@ def parse_bgp_info(state, info):
     BIRD prints the BGP state padded to 14 characters, then the error class and message;
     a protocol that is ``down`` shows only the class and message.
     """
-    first, _, rest = info.partition(" ")
+    first, rest = (info.split(" ", 1) + [""])[:2]
     if first in BGP_STATES:
         return {"bgp_state": first, "last_error": rest.strip()}
     return {"bgp_state": "Down" if state == "down" else "", "last_error": info.strip()}
@@ -529,10 +529,7 @@ def check_peers(peers, expected, own, now, stuck_after, mesh=True):
                 else " and is %s (%s): a leftover Node resource of a decommissioned host" % (peer["bgp_state"] or peer["state"], cause))),
             evidence={"address": peer["address"], "protocol": peer["name"], "state": peer["state"],
                       "bgp_state": peer["bgp_state"], "since": peer["since"], "last_error": peer["last_error"], "cause": cause},
-            remediation=("find the Node resource whose projectcalico.org/IPv4Address is %s (kubectl get nodes -o wide; "
-                         "calicoctl get nodes -o wide) and decommission it (kubectl delete node NAME, then calicoctl "
-                         "delete node NAME if it remains)" % peer["address"]) if not established else
-                        "add the node at %s to the inventory (k8s_nodes) or to expected_peers" % peer["address"],
+            remediation=_stale_remediation(peer["address"], established),
         ))
     if mesh and expected_set:
         have = {p["address"] for p in peers if p["address"]}
@@ -546,6 +543,14 @@ def check_peers(peers, expected, own, now, stuck_after, mesh=True):
                              "projectcalico.org/IPv4Address, and calico-node's confd logs on this node"),
             ))
     return found
+
+
+def _stale_remediation(address, established):
+    if established:
+        return "add the node at %s to the inventory (k8s_nodes) or to expected_peers" % address
+    return ("find the Node resource whose projectcalico.org/IPv4Address is %s (kubectl get nodes -o wide; "
+            "calicoctl get nodes -o wide) and decommission it (kubectl delete node NAME, then calicoctl "
+            "delete node NAME if it remains)" % address)
 
 
 def bird_down_finding(exc):
@@ -602,7 +607,7 @@ def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, t
         raise InputError("timeout must be more than 0 seconds, got %r" % timeout)
     if sockets:
         targets = [(path, True) for path in sockets]
-        for path, _ in targets:
+        for path in sockets:
             if not os.path.isabs(path):
                 raise InputError("sockets: %r is not an absolute path (e.g. %s)" % (path, CALICO_SOCKETS[0]))
     else:

@@ -129,7 +129,7 @@ def stale_nodes(statuses, resources=()):
                 if value and value not in entry[key]:
                     entry[key].append(value)
     result = []
-    for address in sorted(stale, key=lambda a: ipaddress.ip_address(a)):
+    for address in sorted(stale, key=ipaddress.ip_address):
         entry = stale[address]
         if entry["name"]:
             entry["action"] = "kubectl delete node %s (then calicoctl delete node %s if it remains)" % (entry["name"], entry["name"])

@@ -21,11 +21,11 @@ description:
   - C(bgp.stale_peer) for a node-to-node mesh peer whose address belongs to no node of
     O(expected_peers) (a leftover Node resource of a decommissioned host);
     C(bgp.missing_peer) for an expected node this node has no session with.
-  - C(bgp.bird_down) when BIRD's socket is missing or refuses (Calico's
-    C(BIRD is not ready: Error querying BIRD)); this is a finding, not a module failure.
+  - "C(bgp.bird_down) when BIRD's socket is missing or refuses (Calico's
+    C(BIRD is not ready: Error querying BIRD)); this is a finding, not a module failure."
   - Read-only; never changes the host.
 author:
-  - k8snet.triage contributors
+  - k8snet.triage contributors (!UNKNOWN)
 options:
   sockets:
     description:
@@ -76,9 +76,9 @@ attributes:
   platform:
     support: full
     platforms: posix
-    description: Linux nodes running Calico with BIRD (BIRD 1.6 or 2). Needs root to open BIRD's socket.
+    description: Linux nodes running Calico with BIRD (BIRD 1.6 or 2). Needs root to open BIRD's socket (C(become=true)).
 notes:
-  - Needs read access to BIRD's socket, which is root's: use C(become) when not connecting as root.
+  - Needs read access to BIRD's socket, which is root's; use C(become) when not connecting as root.
   - The node's own addresses are read with pyroute2 when importable, otherwise with C(ip -json).
 seealso:
   - name: Calico troubleshooting (stale Node resources)
@@ -171,7 +171,9 @@ sockets:
   elements: dict
   sample: [{"path": "/var/run/calico/bird.ctl", "status": "ok", "version": "1.6.8"}]
 findings:
-  description: Findings (DESIGN.md section 4) C(bgp.not_established), C(bgp.stale_peer), C(bgp.missing_peer), C(bgp.bird_down), or one C(bgp.sessions) of severity ok.
+  description:
+    - Findings (DESIGN.md section 4) C(bgp.not_established), C(bgp.stale_peer), C(bgp.missing_peer),
+      C(bgp.bird_down), or one C(bgp.sessions) of severity ok.
   returned: always
   type: list
   elements: dict

@@ -32,7 +32,7 @@ def test_parse_reply_keeps_codes_and_continuations():
     assert lines[0] == (1, "BIRD 2.0.12 ready.")
     assert lines[1][0] == 2002 and lines[1][1].startswith("Name")
     # continuation lines carry the code of the line before, without their leading space
-    assert [code for code, _ in lines[2:7]] == [1002] * 5
+    assert [line[0] for line in lines[2:7]] == [1002] * 5
     assert lines[3][1].startswith("Mesh_198_18_96_11 BGP")
     assert lines[-1] == (0, "")
 
@@ -40,7 +40,7 @@ def test_parse_reply_keeps_codes_and_continuations():
 def test_parse_reply_plain_output_has_no_codes():
     lines = bird.parse_reply(fixture("bird2_show_protocols_refused.birdc"))
     assert lines[0] == (None, "BIRD 2.0.12 ready.")
-    assert all(code is None for code, _ in lines)
+    assert all(line[0] is None for line in lines)
 
 
 def test_parse_reply_rejects_a_line_without_code_in_a_coded_reply():
@@ -260,7 +260,7 @@ class FakeBird(object):
 
     def __init__(self, path, transcript, chunk=7, finish=True, close_early=False):
         self.path = str(path)
-        self.welcome, _, self.reply = transcript.partition("\n")
+        self.welcome, self.reply = transcript.split("\n", 1)
         self.chunk, self.finish, self.close_early = chunk, finish, close_early
         self.commands = []
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -274,7 +274,7 @@ class FakeBird(object):
             conn.sendall(data[i:i + self.chunk])
 
     def _serve(self):
-        conn, _ = self.server.accept()
+        conn = self.server.accept()[0]
         with conn:
             self._send(conn, (self.welcome + "\n").encode())
             self.commands.append(conn.makefile("rb").readline().decode())
