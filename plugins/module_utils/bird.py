@@ -57,7 +57,6 @@ _REPLY_LINE = re.compile(r"^(\d{4})([ -]|$)(.*)$")
 _PEER_NAME = re.compile(r"^(Global|Node|Mesh)_(.+?)(?:_port_(\d+))?$")
 _TIME = re.compile(r"^(\d{1,2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-_DETAIL = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 ]*?):\s+(.*?)\s*$")
 _ROUTES = re.compile(r"(\d+) (imported|filtered|exported|preferred)")
 
 # Detail keys kept from `show protocols all` (BIRD 1.6 and 2 use the same labels).
@@ -350,14 +349,12 @@ def parse_protocols(text):
 
 
 def _add_detail(protocol, line):
-    match = _DETAIL.match(line)
-    if not match:
-        return
-    key = _DETAIL_KEYS.get(match.group(1))
+    label, colon, value = line.partition(":")
+    key = _DETAIL_KEYS.get(label.strip()) if colon else None
     if key is None or key in protocol.get("_seen", ()):
-        return  # keep the first one (BIRD 2 repeats Routes/State per channel)
+        return  # not a kept label, or already seen (BIRD 2 repeats Routes per channel): keep the first
     protocol.setdefault("_seen", set()).add(key)
-    value = match.group(2)
+    value = value.strip()
     if key == "routes":
         protocol["routes"] = _routes(value)
     elif key in ("neighbor_as", "local_as"):
