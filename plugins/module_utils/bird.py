@@ -505,14 +505,18 @@ def check_peers(peers, expected, own, now, stuck_after, mesh=True):
 
     ``expected``: addresses of the nodes that should be peers (this node's own addresses,
     ``own``, are left out).  With ``mesh`` (Calico's node-to-node mesh), every ``Mesh_`` peer
-    whose address is not expected is stale, and every expected address without a session is
-    missing.  Global and node-specific peers (BGPPeer resources: routers, reflectors) are not
+    whose address is not expected is stale (for the address families the expected list
+    covers), and every expected address without a session is missing.  Global and node-specific peers (BGPPeer resources: routers, reflectors) are not
     nodes and are never called stale.  Without ``expected`` only the sessions are checked.
     """
     expected_set = set(expected) - set(own)
+    # Only judge a peer whose address family the expected list covers: an IPv4-only list
+    # says nothing about the IPv6 mesh of a dual-stack cluster.
+    families = {ipaddress.ip_address(a).version for a in expected_set}
     stale = []
     if mesh and expected_set:
-        stale = [p for p in peers if p["type"] == "mesh" and p["address"] and p["address"] not in expected_set]
+        stale = [p for p in peers if p["type"] == "mesh" and p["address"] and p["address"] not in expected_set
+                 and ipaddress.ip_address(p["address"]).version in families]
     stale_names = {p["name"] for p in stale}
     found = check_sessions([p for p in peers if p["name"] not in stale_names], now, stuck_after)
     for peer in stale:

@@ -242,6 +242,15 @@ def test_global_peers_are_never_stale_and_an_established_stranger_is_a_warning()
     assert [(f["check"], f["severity"]) for f in stranger] == [("bgp.stale_peer", "warning"), ("bgp.missing_peer", "critical")]
 
 
+def test_ipv6_mesh_peers_are_not_judged_by_an_ipv4_list():
+    peers = [_peer("Mesh_10_0_0_2"), _peer("Mesh_fd80_24e2_f998_72d7__2")]
+    assert bird.check_peers(peers, ["10.0.0.2"], [], NOW, 300) == []
+    stale = bird.check_peers(peers, ["10.0.0.2", "fd80:24e2:f998:72d7::3"], [], NOW, 300)
+    assert sorted((f["check"], f["subject"]) for f in stale) == [
+        ("bgp.missing_peer", "fd80:24e2:f998:72d7::3"),
+        ("bgp.stale_peer", "fd80:24e2:f998:72d7::2 (Mesh_fd80_24e2_f998_72d7__2)")]
+
+
 def test_without_expected_peers_or_mesh_only_sessions_are_checked():
     peers = [_peer("Mesh_10_0_0_9", "Connect", "start", "01:00:00", "Socket: No route to host")]
     assert [f["check"] for f in bird.check_peers(peers, [], [], NOW, 300)] == ["bgp.not_established"]
