@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The fleet view of Calico BGP (controller side): nodes, the session table, stale Node resources.
+
+Pure functions over the results of ``calico_bgp_status`` collected from every node; the
+filters ``calico_inventory_nodes``, ``calico_fleet_table`` and ``calico_stale_nodes`` are
+thin wrappers around them.  A node is ``{"name", "address"}`` (plus ``host``, the inventory
+name, when it comes from the inventory).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+TABLE_COLUMNS = ("NODE", "PEER ADDRESS", "PEER NODE", "TYPE", "STATE", "BGP STATE", "SINCE", "CAUSE")
+
+
+class NodeListError(ValueError):
+    """A node list entry is unusable (the message names the host and the fix)."""
+
+
+def _ip(value):
+    text = str(value).strip()
+    return str(ipaddress.ip_interface(text).ip if "/" in text else ipaddress.ip_address(text))
+
+
+def inventory_nodes(hosts, hostvars):
+    """``[{host, name, address}]`` of inventory hosts: ``k8s_node_name``/``k8s_node_ip``
+    (DESIGN.md section 3), defaulting to the inventory name and ``ansible_host``."""
+    nodes = []
+    for host in hosts:
+        variables = hostvars[host]
+        name = variables.get("k8s_node_name") or host
+        raw = variables.get("k8s_node_ip") or variables.get("ansible_host") or host
+        try:
+            address = _ip(raw)
+        except ValueError:
+            raise NodeListError(
+                "host %s: %r is not an IP address; set k8s_node_ip to the node's BGP address (the "
+                "projectcalico.org/IPv4Address of its Node)" % (host, raw))
+        nodes.append({"host": str(host), "name": str(name), "address": address})
+    return nodes
+
+
+def normalise_nodes(nodes, what="nodes"):
+    """Check a list of ``{name, address}`` (e.g. filled from the Kubernetes Node list)."""
+    result = []
+    for i, node in enumerate(nodes or []):
+        if not isinstance(node, dict) or "address" not in node:
+            raise NodeListError("%s[%d] must be a dict with name and address, got %r" % (what, i, node))
+        try:
+            address = _ip(node["address"])
+        except ValueError:
+            raise NodeListError("%s[%d]: address %r is not an IP address" % (what, i, node["address"]))
+        entry = dict(node)
+        entry["address"] = address
+        entry["name"] = str(node.get("name") or address)
+        result.append(entry)
+    return result
+
+
+def _names_by_address(*lists):
+    names = {}
+    for nodes in lists:
+        for node in nodes or []:
+            names.setdefault(node["address"], node["name"])
+    return names
+
+
+def fleet_rows(statuses, nodes=(), resources=()):
+    """One row per (node, peer); a node without data or with BIRD down gets one row of its own.
+
+    ``statuses``: {inventory host: calico_bgp_status result or None}.
+    """
+    names = _names_by_address(nodes, resources)
+    rows = []
+    for host in sorted(statuses):
+        status = statuses[host]
+        if not status:
+            rows.append({"node": host, "peer": "-", "peer_node": "-", "type": "-", "state": "no data",
+                         "bgp_state": "-", "since": "-", "cause": "host failed or unreachable"})
+            continue
+        for item in status.get("findings", []):
+            if item.get("check") == "bgp.bird_down":
+                evidence = item.get("evidence", {})
+                rows.append({"node": host, "peer": "-", "peer_node": "-", "type": "-", "state": "BIRD down",
+                             "bgp_state": "-", "since": "-", "cause": "%s %s" % (evidence.get("socket"), evidence.get("reason"))})
+        for peer in status.get("peers", []):
+            address = peer.get("address") or "?"
+            rows.append({
+                "node": host,
+                "peer": address,
+                "peer_node": names.get(address, "(none)"),
+                "type": peer.get("type", ""),
+                "state": peer.get("state", ""),
+                "bgp_state": peer.get("bgp_state", ""),
+                "since": peer.get("since", ""),
+                "cause": peer.get("cause") or "",
+            })
+    return rows
+
+
+def fleet_table(statuses, nodes=(), resources=()):
+    """The rows of ``fleet_rows`` as aligned text lines, a heading first."""
+    rows = fleet_rows(statuses, nodes, resources)
+    keys = ("node", "peer", "peer_node", "type", "state", "bgp_state", "since", "cause")
+    table = [list(TABLE_COLUMNS)] + [[str(row[k]) for k in keys] for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(keys))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip() for line in table]
+
+
+def stale_nodes(statuses, resources=()):
+    """The Node resources to decommission: every ``bgp.stale_peer`` address across the fleet,
+    with the nodes that see it, their BGP states and causes, and the resource name when known."""
+    names = _names_by_address(resources)
+    stale = {}
+    for host in sorted(statuses):
+        for item in (statuses[host] or {}).get("findings", []):
+            if item.get("check") != "bgp.stale_peer":
+                continue
+            evidence = item.get("evidence", {})
+            address = evidence.get("address")
+            entry = stale.setdefault(address, {"address": address, "name": names.get(address),
+                                               "seen_by": [], "bgp_states": [], "causes": []})
+            entry["seen_by"].append(host)
+            for key, value in (("bgp_states", evidence.get("bgp_state")), ("causes", evidence.get("cause"))):
+                if value and value not in entry[key]:
+                    entry[key].append(value)
+    result = []
+    for address in sorted(stale, key=ipaddress.ip_address):
+        entry = stale[address]
+        if entry["name"]:
+            entry["action"] = "kubectl delete node %s (then calicoctl delete node %s if it remains)" % (entry["name"], entry["name"])
+        else:
+            entry["action"] = ("find the Node whose projectcalico.org/IPv4Address is %s (calicoctl get nodes -o wide) "
+                               "and delete it" % address)
+        result.append(entry)
+    return result

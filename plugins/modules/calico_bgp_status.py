@@ -1,0 +1,221 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: calico_bgp_status
+short_description: Read Calico's BIRD BGP sessions on a node and find the broken and stale ones
+version_added: 0.1.0
+description:
+  - Reads every BGP session of the node's BIRD (Calico's C(calico-node)) over BIRD's control
+    socket, speaking BIRD's reply-code protocol itself, so neither C(birdc) nor C(calicoctl)
+    is needed on the node. Both BIRD 1.6 (Calico's fork) and BIRD 2 are understood.
+  - Returns one item per BGP protocol with its type (from Calico's C(Mesh_)/C(Global_)/C(Node_)
+    names), peer address, state, since and last error, and findings.
+  - C(bgp.not_established) for a session that is not Established (critical once it has been
+    down for O(stuck_after) seconds), with the cause (connection refused, no route to host,
+    bad peer AS, hold timer expired ...).
+  - C(bgp.stale_peer) for a node-to-node mesh peer whose address belongs to no node of
+    O(expected_peers) (a leftover Node resource of a decommissioned host);
+    C(bgp.missing_peer) for an expected node this node has no session with.
+  - "C(bgp.bird_down) when BIRD's socket is missing or refuses (Calico's
+    C(BIRD is not ready: Error querying BIRD)); this is a finding, not a module failure."
+  - Read-only; never changes the host.
+author:
+  - k8snet.triage contributors (!UNKNOWN)
+options:
+  sockets:
+    description:
+      - BIRD control sockets to read. Each one given here must answer.
+      - When not set, calicoctl's sockets are read, C(/var/run/calico/bird.ctl) (required)
+        and C(/var/run/calico/bird6.ctl) (optional, BIRD 1.6's IPv6 daemon), each falling
+        back to the same name under C(/var/run/bird) when absent.
+    type: list
+    elements: path
+  expected_peers:
+    description:
+      - Addresses of the nodes this node should peer with (Calico's node-to-node mesh).
+        The node's own addresses are left out. C(10.0.0.5/24), the form of the
+        C(projectcalico.org/IPv4Address) Node annotation, is accepted.
+      - When empty, only the sessions themselves are checked (no stale or missing peers).
+    type: list
+    elements: str
+    default: []
+  node_to_node_mesh:
+    description:
+      - Whether Calico's node-to-node mesh is on (BGPConfiguration C(nodeToNodeMeshEnabled)).
+        When false (route reflectors), O(expected_peers) is not used to find stale or
+        missing peers.
+      - Global and node-specific peers (BGPPeer resources) are never called stale.
+    type: bool
+    default: true
+  stuck_after:
+    description:
+      - Seconds a session may be not Established before its finding is critical rather
+        than a warning. A session whose C(since) cannot be read is critical, and so is one
+        failing on a configuration error (bad peer AS, bad BGP identifier, authentication
+        failure, unacceptable hold time), since BIRD restarts such a protocol and its
+        C(since) keeps moving.
+    type: int
+    default: 300
+  timeout:
+    description:
+      - Seconds to wait for BIRD to accept the connection and for each part of its reply.
+    type: int
+    default: 5
+attributes:
+  check_mode:
+    support: full
+    description: Read-only; runs the same in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing, so there is no diff.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux nodes running Calico with BIRD (BIRD 1.6 or 2). Needs root to open BIRD's socket (C(become=true)).
+notes:
+  - Needs read access to BIRD's socket, which is root's; use C(become) when not connecting as root.
+  - The node's own addresses are read with pyroute2 when importable, otherwise with C(ip -json).
+seealso:
+  - name: Calico troubleshooting (stale Node resources)
+    description: Decommission inactive Node resources configured for the node-to-node mesh.
+    link: https://docs.tigera.io/calico/latest/operations/troubleshoot/troubleshooting
+"""
+
+EXAMPLES = r"""
+- name: Read the BGP sessions of every node
+  k8snet.triage.calico_bgp_status:
+  become: true
+
+- name: Find stale and missing mesh peers against the inventory's nodes
+  k8snet.triage.calico_bgp_status:
+    expected_peers: "{{ groups['k8s_nodes'] | map('extract', hostvars, 'ansible_host') | list }}"
+    stuck_after: 120
+
+- name: Read a BIRD started with a non-Calico socket
+  k8snet.triage.calico_bgp_status:
+    sockets:
+      - /run/bird/bird.ctl
+"""
+
+RETURN = r"""
+peers:
+  description: One item per BGP protocol of every socket read.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: BIRD protocol name (C(Mesh_10_0_0_2), C(Global_10_0_0_254_port_1179) ...).
+      type: str
+      sample: Mesh_10_0_0_2
+    type:
+      description: C(mesh), C(global) or C(node specific) (from the name), C(other) for non-Calico names.
+      type: str
+      sample: mesh
+    address:
+      description: Peer address (the C(Neighbor address) BIRD reports, else taken from the name).
+      type: str
+      sample: 10.0.0.2
+    port:
+      description: Peer port when the name carries C(_port_N), else null.
+      type: int
+    state:
+      description: BIRD protocol state (C(up), C(start), C(down) ...).
+      type: str
+      sample: start
+    bgp_state:
+      description: BGP state (C(Established), C(Active), C(Connect), C(Passive), C(Idle), C(Down) ...).
+      type: str
+      sample: Active
+    since:
+      description: When the protocol state last changed, as BIRD prints it (node local time or date).
+      type: str
+      sample: "17:19:38"
+    info:
+      description: BIRD's info column, whitespace collapsed.
+      type: str
+      sample: "Active Socket: Connection refused"
+    last_error:
+      description: Last error (class and message), empty when none.
+      type: str
+      sample: "Socket: Connection refused"
+    cause:
+      description: The cause in short words, empty when Established.
+      type: str
+      sample: connection refused
+    neighbor_as:
+      description: Peer AS as configured (only when BIRD reports it).
+      type: int
+      returned: when BIRD reports it
+    local_as:
+      description: Local AS (BIRD 2 only).
+      type: int
+      returned: when BIRD reports it
+    socket:
+      description: The socket this protocol was read from.
+      type: str
+established:
+  description: Number of BGP sessions Established.
+  returned: always
+  type: int
+  sample: 2
+sockets:
+  description: The sockets tried, with C(status) C(ok), C(absent), C(refused) or C(not a socket), and the BIRD version.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{"path": "/var/run/calico/bird.ctl", "status": "ok", "version": "1.6.8"}]
+findings:
+  description:
+    - Findings (DESIGN.md section 4) C(bgp.not_established), C(bgp.stale_peer), C(bgp.missing_peer),
+      C(bgp.bird_down), or one C(bgp.sessions) of severity ok.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.k8snet.triage.plugins.module_utils import bird
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+
+
+def own_addresses(module):
+    netlink = Netlink(module)
+    try:
+        return [a["address"] for a in netlink.addresses()]
+    finally:
+        netlink.close()
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            sockets=dict(type="list", elements="path"),
+            expected_peers=dict(type="list", elements="str", default=[]),
+            node_to_node_mesh=dict(type="bool", default=True),
+            stuck_after=dict(type="int", default=300),
+            timeout=dict(type="int", default=5),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        expected = bird.validate_addresses(params["expected_peers"])
+        result = bird.read_status(
+            sockets=params["sockets"], expected=expected, own=lambda: own_addresses(module) if expected else [], stuck_after=params["stuck_after"],
+            mesh=params["node_to_node_mesh"], timeout=params["timeout"],
+        )
+    except TriageError as exc:
+        fail_from(module, exc)
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()
