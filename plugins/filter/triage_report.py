@@ -12,7 +12,7 @@ short_description: gather the findings of every host into one fleet-wide report
 version_added: 0.1.0
 description:
   - Collects, for each host, every fact whose name ends in C(_findings) (each scenario role sets
-    C(<role>_findings)) and every fact whose name ends in C(_report) (compact per-node details for the
+    C(<role>_findings)) and every fact whose name ends in C(_details) (compact per-node details for the
     HTML views), tags each finding with its host and scenario, and counts them by severity, layer and check.
   - Hosts listed in O(unreachable), or whose fact C(triage_reachable) is false (set by C(triage.yml)),
     get a C(triage.host_unreachable) finding.
@@ -43,7 +43,7 @@ RETURN = """
 _value:
   description: C(findings) (flat, most severe first, each with C(host) and C(scenario)), C(counts)
     (C(severity), C(layer), C(check)), C(hosts) (per host, worst severity and counts), C(details)
-    (per host and scenario, the C(*_report) facts), C(worst).
+    (per host and scenario, the C(*_details) facts), C(worst).
   type: dict
 """
 
@@ -73,8 +73,8 @@ def triage_report(hostvars, hosts, unreachable=None):
             if key.endswith("_findings") and isinstance(value, list):
                 scenario = key[: -len("_findings")]
                 mine.extend(dict(item, scenario=scenario) for item in value if isinstance(item, dict))
-            elif key.endswith("_report") and isinstance(value, dict) and not key.startswith("__"):
-                details.setdefault(host, {})[key[: -len("_report")]] = value
+            elif key.endswith("_details") and isinstance(value, dict) and not key.startswith("__"):
+                details.setdefault(host, {})[key[: -len("_details")]] = value
         for item in mine:
             item["host"] = host
         flat.extend(mine)

@@ -17,6 +17,7 @@ from tests.lab import Lab
 ROOT = Path(__file__).resolve().parents[2]
 CALLBACKS = Path(__file__).resolve().parent / "callback_plugins"
 BIN = Path(sys.executable).parent  # ansible and ansible-playbook of the venv running the tests
+os.environ["PATH"] = "%s:%s" % (BIN, os.environ.get("PATH", ""))  # also for ansible-runner
 
 
 class Ansible(object):

@@ -7,7 +7,7 @@ from . import fault
 
 @fault
 def bind_vip(lab, node, address=None):
-    """Give ``node`` a VIP on eth0, as keepalived would, and announce it (gratuitous ARP)."""
+    """Give ``node`` a VIP on eth0, as keepalived or kube-vip would."""
     address = address or lab.vip(0)
     lab.ns_run(node, ["ip", "addr", "replace", f"{address}/32", "dev", "eth0"])
     return {"node": lab.node(node).name, "address": address}

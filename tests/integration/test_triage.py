@@ -1,0 +1,91 @@
+"""triage.yml end to end: faults in the lab, the run through ansible-runner (as AWX runs it),
+its artifacts, the JSON report, and the HTML report rendered by a real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.lab.faults import arp
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTPUT = ROOT / "tests" / "output"
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def triage_run(lab, tmp_path_factory):
+    """One triage.yml run through ansible-runner with a stale ARP entry and a node that is down."""
+    import ansible_runner
+    vip = lab.vip(5)
+    arp.bind_vip(lab, "node1", vip)
+    arp.stale_neighbor(lab, "node3", vip, "02:de:ad:00:be:ef")
+    private = tmp_path_factory.mktemp("runner")
+    inventory = json.loads(Path(lab.inventory_path).read_text())
+    # a node that is in the inventory but down: it must become a finding, not stop the run
+    inventory["all"]["children"]["k8s_nodes"]["hosts"]["node99"] = {"ansible_host": str(lab.network[99])}
+    (private / "inventory").mkdir()
+    (private / "inventory" / "hosts.json").write_text(json.dumps(inventory))
+    out = private / "report"
+    out.mkdir()
+    result = ansible_runner.run(
+        private_data_dir=str(private), playbook=str(ROOT / "playbooks" / "triage.yml"), quiet=True,
+        extravars={"stale_arp_vips": [vip], "report_output_dir": str(out), "triage_scenarios": ["cni", "stale_arp"]},
+        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_SSH_ARGS": "-o ConnectTimeout=3"},
+    )
+    yield {"runner": result, "out": out, "vip": vip}
+    lab.ns_run("node1", ["ip", "addr", "del", vip + "/32", "dev", "eth0"], check=False)
+    lab.ns_run("node3", ["ip", "neigh", "del", vip, "dev", "eth0"], check=False)
+
+
+def stats_event(result):
+    events = [e for e in result.events if e.get("event") == "playbook_on_stats"]
+    assert events, "ansible-runner wrote no playbook_on_stats event"
+    return events[-1]["event_data"]
+
+
+def test_run_ends_with_the_report_and_fails_on_critical(triage_run):
+    result = triage_run["runner"]
+    assert result.status == "failed" and result.rc != 0  # critical findings exist: report_fail_on_critical
+    report = json.loads((triage_run["out"] / "triage-report.json").read_text())
+    checks = {(f["host"], f["check"]) for f in report["findings"]}
+    assert ("node3", "arp.stale_entry") in checks
+    assert ("node99", "triage.host_unreachable") in checks
+    assert report["counts"]["severity"]["critical"] >= 2
+    # the healthy client got its stale_arp verdict too: the unreachable node did not stop the run
+    assert any(f["host"] == "node2" and f["scenario"] == "stale_arp" for f in report["findings"])
+
+
+def test_awx_artifacts_are_the_summary(triage_run):
+    data = stats_event(triage_run["runner"])
+    artifact = data["artifact_data"]["k8snet_triage"]
+    report = json.loads((triage_run["out"] / "triage-report.json").read_text())
+    assert artifact["counts"] == report["counts"]
+    assert artifact["worst"] == "critical"
+    assert all(f["severity"] != "ok" for f in artifact["findings"])
+    assert len(json.dumps(artifact)) < 100_000  # AWX keeps every event: the artifact stays small
+
+
+def test_html_report_renders_in_chromium_without_external_resources(triage_run):
+    html_path = triage_run["out"] / "triage-report.html"
+    html = html_path.read_text()
+    for marker in ("src=\"http", "href=\"http", "url(http", "@import"):
+        assert marker not in html
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is installed by scripts/bootstrap"
+    profile = triage_run["out"] / "chromium-profile"
+    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, "--user-data-dir=%s" % profile, "--dump-dom",
+                          html_path.as_uri()], capture_output=True, text=True, timeout=120, check=True).stdout
+    # rows exist only if the embedded script ran: the table is built in the browser
+    assert "<td>arp.stale_entry</td>" in dom and "<td>triage.host_unreachable</td>" in dom
+    assert "node99" in dom
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    shot = OUTPUT / "triage-report.png"
+    subprocess.run([chromium, *CHROMIUM_FLAGS, "--user-data-dir=%s" % profile, "--window-size=1400,1600",
+                    "--screenshot=%s" % shot, html_path.as_uri()], capture_output=True, timeout=120, check=True)
+    assert shot.stat().st_size > 20_000
