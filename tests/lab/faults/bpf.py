@@ -183,8 +183,10 @@ def ct_map(lab, node, entries=100, max_entries=4096, directory=GLOBALS):
 
 @fault
 def remove_bpf_maps(lab, node):
-    """Remove every pinned object under the node's /sys/fs/bpf (the node's own bpffs)."""
-    lab.node_run(node, ["find", "/sys/fs/bpf", "-mindepth", "1", "-delete"])
+    """Remove every pinned object under the node's /sys/fs/bpf (the node's own bpffs).
+
+    The kernel's own iterator files (maps.debug, progs.debug) cannot be removed and stay."""
+    lab.node_run(node, ["find", "/sys/fs/bpf", "-mindepth", "1", "-not", "-name", "*.debug", "-delete"])
     return {"node": lab.node(node).name}
 
 
