@@ -116,9 +116,9 @@ def is_bpffs(path):
 
 def _privilege_error(action, path, exc):
     return PrivilegeError(
-        "%s %s was refused by the kernel (%s): the bpf(2) syscall needs CAP_BPF (CAP_SYS_ADMIN before "
+        "%s %s was refused by the kernel (%s) for uid %d: the bpf(2) syscall needs CAP_BPF (CAP_SYS_ADMIN before "
         "Linux 5.8) and read/write access to the pin; run the module as root (become: true)"
-        % (action, path, exc.strerror), path=path, errno=exc.errno)
+        % (action, path, exc.strerror, os.geteuid()), pin=path, errno=exc.errno)
 
 
 class NotAMap(InputError):
@@ -141,17 +141,17 @@ class BpfMap(object):
             if exc.errno in (errno.EPERM, errno.EACCES):
                 raise _privilege_error("opening the pinned map", path, exc)
             if exc.errno == errno.ENOENT and not os.path.lexists(path):
-                raise InputError("%s does not exist: name a map pinned under the bpf filesystem" % path, path=path)
+                raise InputError("%s does not exist: name a map pinned under the bpf filesystem" % path, pin=path)
             if exc.errno in (errno.ENOENT, errno.EINVAL, errno.EBADF):
-                raise NotAMap("%s is not a pinned bpf object (%s)" % (path, exc.strerror), path=path)
-            raise ReadError("opening %s with bpf(BPF_OBJ_GET) failed: %s" % (path, exc.strerror), path=path)
+                raise NotAMap("%s is not a pinned bpf object (%s)" % (path, exc.strerror), pin=path)
+            raise ReadError("opening %s with bpf(BPF_OBJ_GET) failed: %s" % (path, exc.strerror), pin=path)
         try:
             kind = os.readlink("/proc/self/fd/%d" % self.fd)
         except OSError:
             kind = "anon_inode:bpf-map"
         if kind != "anon_inode:bpf-map":
             self.close()
-            raise NotAMap("%s is pinned but is not a map (%s)" % (path, kind.split(":")[-1]), path=path)
+            raise NotAMap("%s is pinned but is not a map (%s)" % (path, kind.split(":")[-1]), pin=path)
         self.info = self._read_info()
 
     def close(self):
@@ -175,7 +175,7 @@ class BpfMap(object):
         except OSError as exc:
             if exc.errno in (errno.EPERM, errno.EACCES):
                 raise _privilege_error("reading the map info of", self.path, exc)
-            raise ReadError("reading the map info of %s failed: %s" % (self.path, exc.strerror), path=self.path)
+            raise ReadError("reading the map info of %s failed: %s" % (self.path, exc.strerror), pin=self.path)
         mtype, map_id, key_size, value_size, max_entries, flags, name = _INFO_FIELDS.unpack_from(info.raw, 0)
         type_name = MAP_TYPES[mtype] if mtype < len(MAP_TYPES) else "type_%d" % mtype
         return {
@@ -212,7 +212,7 @@ class BpfMap(object):
     def _read_error(self, what, exc):
         if exc.errno in (errno.EPERM, errno.EACCES):
             return _privilege_error(what, self.path, exc)
-        return ReadError("%s %s failed: %s" % (what, self.path, exc.strerror), path=self.path, errno=exc.errno)
+        return ReadError("%s %s failed: %s" % (what, self.path, exc.strerror), pin=self.path, errno=exc.errno)
 
     def _items_batch(self, chunk):
         ksize, vsize = self.key_size, self.value_buf_size
@@ -258,36 +258,32 @@ class BpfMap(object):
                 out.append((nxt, value))
             key = nxt
 
-    def next_key(self, key):
-        """The key after ``key`` (the first one for None); None at the end."""
+    def _elem(self, cmd, key, out=None):
+        """One *_ELEM / GET_NEXT_KEY call (map_fd @0, key @8, value|next_key @16); False when the key is absent."""
         kbuf = ctypes.create_string_buffer(key, self.key_size) if key is not None else None
-        nbuf = ctypes.create_string_buffer(self.key_size)
         attr = ctypes.create_string_buffer(32)
-        struct.pack_into("=I4xQQQ", attr, 0, self.fd, _addr(kbuf), _addr(nbuf), 0)
+        struct.pack_into("=I4xQQQ", attr, 0, self.fd, _addr(kbuf), _addr(out), 0)
         try:
-            sys_bpf(BPF_MAP_GET_NEXT_KEY, attr)
+            sys_bpf(cmd, attr)
         except OSError as exc:
             if exc.errno == errno.ENOENT:
-                return None
+                return False
             raise
-        return nbuf.raw
+        return True
+
+    def next_key(self, key):
+        """The key after ``key`` (the first one for None); None at the end."""
+        nbuf = ctypes.create_string_buffer(self.key_size)
+        return nbuf.raw if self._elem(BPF_MAP_GET_NEXT_KEY, key, nbuf) else None
 
     def lookup(self, key):
         """The value stored under ``key`` (bytes), or None when the key is absent."""
-        kbuf = ctypes.create_string_buffer(key, self.key_size)
         vbuf = ctypes.create_string_buffer(max(self.value_buf_size, 1))
-        attr = ctypes.create_string_buffer(32)
-        struct.pack_into("=I4xQQQ", attr, 0, self.fd, _addr(kbuf), _addr(vbuf), 0)
         try:
-            sys_bpf(BPF_MAP_LOOKUP_ELEM, attr)
+            found = self._elem(BPF_MAP_LOOKUP_ELEM, key, vbuf)
         except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                return None
             raise self._read_error("looking up a key in", exc)
-        return vbuf.raw[:self.value_buf_size]
-
-    def count(self):
-        return len(self.items())
+        return vbuf.raw[:self.value_buf_size] if found else None
 
     # --------------------------------------------------------------- deleting
     def delete_keys(self, keys, chunk=4096):
@@ -309,7 +305,7 @@ class BpfMap(object):
     def _change_error(self, exc):
         if exc.errno in (errno.EPERM, errno.EACCES):
             return _privilege_error("deleting entries of", self.path, exc)
-        return ChangeError("deleting entries of %s failed: %s" % (self.path, exc.strerror), path=self.path)
+        return ChangeError("deleting entries of %s failed: %s" % (self.path, exc.strerror), pin=self.path)
 
     def _delete_batch(self, keys, chunk):
         ksize = self.key_size
@@ -337,16 +333,10 @@ class BpfMap(object):
         return deleted
 
     def _delete_one(self, key):
-        kbuf = ctypes.create_string_buffer(key, self.key_size)
-        attr = ctypes.create_string_buffer(32)
-        struct.pack_into("=I4xQQQ", attr, 0, self.fd, _addr(kbuf), 0, 0)
         try:
-            sys_bpf(BPF_MAP_DELETE_ELEM, attr)
+            return self._elem(BPF_MAP_DELETE_ELEM, key)
         except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                return False
             raise self._change_error(exc)
-        return True
 
 
 def possible_cpus(path="/sys/devices/system/cpu/possible"):
@@ -371,11 +361,15 @@ def check_bpffs(path):
     """Refuse anything that is not a directory on a bpf filesystem."""
     if not os.path.isdir(path):
         raise InputError("bpffs=%s is not a directory: give the mount point of the bpf filesystem "
-                         "(usually /sys/fs/bpf, or /run/cilium/bpffs)" % path, path=path)
+                         "(usually /sys/fs/bpf, or /run/cilium/bpffs)" % path, pin=path)
     if not is_bpffs(path):
         raise InputError("bpffs=%s is not a bpf filesystem (statfs type is not BPF_FS_MAGIC): give the mount "
                          "point of the bpf filesystem (usually /sys/fs/bpf; `mount -t bpf` lists them)" % path,
-                         path=path)
+                         pin=path)
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise PrivilegeError("bpffs=%s cannot be listed by uid %d (permission denied): reading pinned maps needs root, "
+                             "or CAP_BPF (CAP_SYS_ADMIN before Linux 5.8) and access to the pins; run the module "
+                             "with become: true" % (path, os.geteuid()), pin=path)
 
 
 def _has_glob(pattern):
@@ -407,7 +401,7 @@ def find_pinned(bpffs, patterns=None):
                 unmatched.append(pattern)
                 continue
             raise InputError("no map named %s is pinned under %s (searched %d pinned objects): check the name, "
-                             "or use a glob" % (pattern, bpffs, len(pinned)), path=os.path.join(bpffs, pattern))
+                             "or use a glob" % (pattern, bpffs, len(pinned)), pin=os.path.join(bpffs, pattern))
         selected.extend(h for h in hits if h not in selected)
     return sorted(selected), unmatched
 

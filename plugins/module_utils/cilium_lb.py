@@ -365,10 +365,6 @@ def plan_cleanup(model, mode):
 
 
 # ------------------------------------------------------------ reader / action
-def lb_role(name):
-    return LB_MAPS.get(name)
-
-
 def read_group(paths):
     """Read the LB maps among ``paths`` (one directory): {(role, version): (path, items, info)}."""
     group = {}
