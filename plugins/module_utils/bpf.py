@@ -351,7 +351,7 @@ def parse_cpu_ranges(text):
     for part in text.split(","):
         if not part:
             continue
-        low, _, high = part.partition("-")
+        low, _sep, high = part.partition("-")
         total += (int(high) if high else int(low)) - int(low) + 1
     return total
 

@@ -96,7 +96,7 @@ def frontend_text(address, port, proto):
 def parse_frontend(text):
     """``ip:port/proto`` (proto TCP, UDP, SCTP or ANY; ``[v6]:port`` for IPv6) -> (address, port, proto number)."""
     value = str(text).strip()
-    hostport, _, proto = value.partition("/")
+    hostport, _sep, proto = value.partition("/")
     proto = (proto or "TCP").upper()
     host, sep, port = hostport.rpartition(":")
     try:

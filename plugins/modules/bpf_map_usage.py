@@ -19,8 +19,7 @@ description:
   - With O(cleanup), deletes only entries nothing live references, re-reading every map and every key just
     before deleting it, at most O(max_delete) keys per run. LRU maps (connection tracking, NAT) are reported,
     never cleaned.
-author:
-  - k8snet.triage contributors
+author: k8snet.triage contributors (@k8snet)
 attributes:
   check_mode:
     support: full
@@ -29,6 +28,7 @@ attributes:
     support: full
     description: Entry counts before and after, with a few decoded sample keys per map.
   platform:
+    support: full
     platforms: posix
     description: Linux nodes, x86_64 or aarch64; needs CAP_BPF (CAP_SYS_ADMIN before Linux 5.8).
 options:
@@ -177,8 +177,8 @@ deleted:
   sample: {"/sys/fs/bpf/tc/globals/cilium_lb4_backends_v3": 812}
 cleanup:
   description:
-    - Per directory of LB maps, C(planned) and C(deleted) counts per map, C(skipped) counts
-      (C(changed), C(gone), C(now_referenced): keys the re-read showed were no longer safe to delete),
+    - Per directory of LB maps, C(planned) and C(deleted) counts per map, C(skipped) counts of keys the
+      re-read showed were no longer safe to delete (C(changed), C(gone), C(now_referenced)),
       C(samples) of decoded keys and C(capped) when O(max_delete) stopped the run.
   returned: always
   type: dict

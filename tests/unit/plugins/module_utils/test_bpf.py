@@ -67,12 +67,13 @@ def test_find_pinned_globs_and_literals(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("")
     root = str(tmp_path)
-    everything, _ = bpf.find_pinned(root)
+    everything, unmatched = bpf.find_pinned(root)
+    assert unmatched == []
     assert len(everything) == 4
     lb, unmatched = bpf.find_pinned(root, ["tc/globals/cilium_lb4_*", "nothing*"])
     assert [p.rsplit("/", 1)[1] for p in lb] == ["cilium_lb4_backends_v3", "cilium_lb4_services_v2"]
     assert unmatched == ["nothing*"]
-    by_name, _ = bpf.find_pinned(root, ["map_a"])
+    by_name, unmatched = bpf.find_pinned(root, ["map_a"])
     assert by_name == [str(tmp_path / "other/map_a")]
     with pytest.raises(InputError, match="no map named cilium_lb4_backends_v2 is pinned under"):
         bpf.find_pinned(root, ["cilium_lb4_backends_v2"])
