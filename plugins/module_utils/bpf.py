@@ -199,13 +199,26 @@ class BpfMap(object):
     # --------------------------------------------------------------- reading
     def items(self, chunk=4096):
         """Every (key, value) as bytes: LOOKUP_BATCH where the kernel has it, GET_NEXT_KEY otherwise."""
+        return self._walk(chunk, collect=True)
+
+    def count(self, chunk=4096):
+        """The number of entries, counted in the kernel without keeping them (CT maps hold 512Ki)."""
+        return self._walk(chunk, collect=False)
+
+    def _walk(self, chunk, collect):
         try:
-            return self._items_batch(chunk)
+            return self._batch(chunk, collect)
         except OSError as exc:
             if exc.errno not in _NOT_SUPPORTED:
                 raise self._read_error("batch lookup", exc)
         try:
-            return self._items_next_key()
+            if collect:
+                return self._items_next_key()
+            total, key = 0, self.next_key(None)
+            while key is not None:
+                total += 1
+                key = self.next_key(key)
+            return total
         except OSError as exc:
             raise self._read_error("iterating", exc)
 
@@ -214,11 +227,12 @@ class BpfMap(object):
             return _privilege_error(what, self.path, exc)
         return ReadError("%s %s failed: %s" % (what, self.path, exc.strerror), pin=self.path, errno=exc.errno)
 
-    def _items_batch(self, chunk):
+    def _batch(self, chunk, collect):
         ksize, vsize = self.key_size, self.value_buf_size
         token_size = max(ksize, 8)
         tokens = [ctypes.create_string_buffer(token_size), ctypes.create_string_buffer(token_size)]
         out = []
+        total = 0
         first = True
         while True:
             keys = ctypes.create_string_buffer(ksize * chunk)
@@ -238,11 +252,13 @@ class BpfMap(object):
                     raise
                 done = True
             count = struct.unpack_from("=I", attr.raw, 32)[0]
-            kraw, vraw = keys.raw, values.raw
-            for i in range(count):
-                out.append((kraw[i * ksize:(i + 1) * ksize], vraw[i * vsize:(i + 1) * vsize]))
+            total += count
+            if collect:
+                kraw, vraw = keys.raw, values.raw
+                for i in range(count):
+                    out.append((kraw[i * ksize:(i + 1) * ksize], vraw[i * vsize:(i + 1) * vsize]))
             if done:
-                return out
+                return out if collect else total
             first = False
             ctypes.memmove(tokens[0], tokens[1], token_size)
 
@@ -410,15 +426,18 @@ def read_map(path, bpffs, with_items=False):
     """Open one pinned map read-only: its usage model, plus its items when asked."""
     with BpfMap(path) as bmap:
         info = dict(bmap.info)
-        items = None
-        error = None
+        items = entries = error = None
         try:
-            items = bmap.items()
+            if with_items:
+                items = bmap.items()
+                entries = len(items)
+            else:
+                entries = bmap.count()
         except ReadError as exc:
             if exc.details.get("errno") not in _NOT_SUPPORTED:
                 raise
             error = "this map type cannot be iterated"
-    model = usage_model(path, bpffs, info, None if items is None else len(items))
+    model = usage_model(path, bpffs, info, entries)
     if error:
         model["note"] = error
     return model, (items if with_items else None)

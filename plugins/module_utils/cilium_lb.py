@@ -20,7 +20,7 @@ orphan when no services entry with backend_slot > 0 holds its ID.  A reverse-NAT
 is an orphan when no frontend (slot 0) carries its index.
 
 Pure: decode_*, analyze, summaries, lb_findings, plan_cleanup, parse_frontend.
-Reader/action: read_group, apply_cleanup (re-reads every map just before deleting).
+Reader/action: read_group, apply_cleanup (re-reads the maps just before deleting).
 """
 
 from __future__ import annotations
@@ -326,7 +326,7 @@ def _name_of(role, version=None):
 
 # ---------------------------------------------------------------------- plan
 def plan_cleanup(model, mode):
-    """What ``mode`` would delete, in order: (role, version, key, expected value, text) (pure).
+    """What ``mode`` would delete, in order: (role, version, key, expected value) tuples (pure).
 
     Services entries of stale frontends first (the frontend slot before its backend slots, so
     the datapath stops choosing the service at once), then backends no remaining slot
@@ -342,11 +342,8 @@ def plan_cleanup(model, mode):
     if stale:
         gone_masters = sorted((m for (fe, _s), m in model["masters"].items() if fe in stale), key=lambda m: m["key"])
         gone_slots = sorted((s for s in model["slots"] if s["fe"] in stale), key=lambda s: s["key"])
-        for m in gone_masters:
-            plan.append((SERVICES, None, m["key"], m["value"],
-                         "%s slot 0 (frontend)" % frontend_text(m["k"]["address"], m["k"]["port"], m["k"]["proto"])))
-        for s in gone_slots:
-            plan.append((SERVICES, None, s["key"], s["value"], _slot_text(s)))
+        for entry in gone_masters + gone_slots:
+            plan.append((SERVICES, None, entry["key"], entry["value"]))
         keep_slots = [s for s in model["slots"] if s["fe"] not in stale]
         keep_masters = dict((k, m) for k, m in model["masters"].items() if k[0] not in stale)
     referenced = set(s["v"]["backend_id"] for s in keep_slots)
@@ -355,13 +352,38 @@ def plan_cleanup(model, mode):
         for backend_id in sorted(entries):
             if backend_id not in referenced:
                 key, value = entries[backend_id]
-                plan.append((BACKENDS, version, key, value, _backend_text(backend_id, value)))
+                plan.append((BACKENDS, version, key, value))
     used = set(m["v"]["rev_nat_index"] for m in keep_masters.values())
     for index in sorted(model["revnat"]):
         if index not in used:
             key, value = model["revnat"][index]
-            plan.append((REVNAT, None, key, value, _revnat_text(index, value)))
+            plan.append((REVNAT, None, key, value))
     return plan
+
+
+def describe(item):
+    """One planned deletion as text, for samples in the result and the diff."""
+    role, _version, key, value = item
+    if role == BACKENDS:
+        return _backend_text(decode_backend_key(key), value)
+    if role == REVNAT:
+        return _revnat_text(decode_revnat_key(key), value)
+    k, v = decode_service_key(key), decode_service_value(value)
+    fe = frontend_text(k["address"], k["port"], k["proto"])
+    if k["slot"] == 0:
+        return "%s slot 0 (frontend, %d slots)" % (fe, v["count"])
+    return "%s slot %d -> backend %d" % (fe, k["slot"], v["backend_id"])
+
+
+def references(services):
+    """Backend IDs held by slots and reverse-NAT indexes held by frontends, in a services map read now."""
+    backend_ids, revnat = set(), set()
+    for key, value in services:
+        if struct.unpack("=H", key[6:8])[0]:
+            backend_ids.add(struct.unpack("=I", value[0:4])[0])
+        else:
+            revnat.add(struct.unpack(">H", value[6:8])[0])
+    return backend_ids, revnat
 
 
 # ------------------------------------------------------------ reader / action
@@ -397,66 +419,60 @@ def path_index(paths):
     return out
 
 
-def apply_cleanup(paths, mode, live, max_delete, check_mode, initial_plan):
-    """Carry out the plan for one directory, re-reading every map right before acting.
+def apply_cleanup(paths, max_delete, check_mode, plan):
+    """Carry out the plan for one directory of LB maps, at most ``max_delete`` keys; check mode only counts.
 
-    Each phase (stale services, then backends, then reverse NAT) reads the maps again, plans
-    again, and deletes only what both plans agree on and whose value is still the one planned;
-    at most ``max_delete`` keys in all.  Check mode only counts.  Returns {"deleted": {path: n},
+    Phase by phase (stale services entries, then backends, then reverse NAT), right before
+    deleting: the services map is read again (what is referenced now), the target map is read
+    again (every key and value), and a key is deleted only if it is still there, still holds
+    the planned value and nothing references it now.  Returns {"deleted": {path: n},
     "planned": {path: n}, "skipped": {reason: n}, "samples": {path: [..]}, "capped": bool}.
     """
     result = {"deleted": {}, "planned": {}, "skipped": {"changed": 0, "gone": 0, "now_referenced": 0},
               "samples": {}, "capped": False}
     path_of = path_index(paths)
-    for role, ver, _key, _value, text in initial_plan:
-        path = path_of[(role, ver)]
+    for item in plan:
+        path = path_of[(item[0], item[1])]
         result["planned"][path] = result["planned"].get(path, 0) + 1
         samples = result["samples"].setdefault(path, [])
         if len(samples) < EXAMPLES:
-            samples.append(text)
-    budget = max_delete
+            samples.append(describe(item))
     if check_mode:
-        for role, ver, _key, _value, _text in initial_plan[:budget]:
+        for role, ver, _key, _value in plan[:max_delete]:
             path = path_of[(role, ver)]
             result["deleted"][path] = result["deleted"].get(path, 0) + 1
-        result["capped"] = len(initial_plan) > budget
+        result["capped"] = len(plan) > max_delete
         return result
+    budget = max_delete
     for phase in (SERVICES, BACKENDS, REVNAT):
-        todo = [item for item in initial_plan if item[0] == phase]
-        if not todo:
-            continue
-        if budget <= 0:
-            result["capped"] = True
-            break
-        fresh = read_group(paths)  # re-read just before acting
-        fresh_keys = set((r, v, k) for r, v, k, _val, _t in plan_cleanup(analyze_group(fresh, live), mode))
-        present = dict((rv, set(k for k, _v in val[1])) for rv, val in fresh.items())
-        targets = {}
-        for role, ver, key, value, _text in todo:
-            if (role, ver, key) in fresh_keys:
-                targets.setdefault((role, ver), []).append((key, value))
-            elif key in present.get((role, ver), ()):
-                result["skipped"]["now_referenced"] += 1
-            else:
-                result["skipped"]["gone"] += 1
-        for (role, ver), pairs in sorted(targets.items(), key=lambda kv: str(kv[0])):
+        todo = {}
+        for role, ver, key, value in plan:
+            if role == phase:
+                todo.setdefault((role, ver), []).append((key, value))
+        for (role, ver), pairs in sorted(todo.items(), key=lambda kv: str(kv[0])):
             if budget <= 0:
                 result["capped"] = True
-                break
-            if len(pairs) > budget:
-                pairs = pairs[:budget]
-                result["capped"] = True
+                return result
+            with bpf.BpfMap(path_of[(SERVICES, None)]) as services:
+                backend_ids, revnat = references(services.items())  # what is referenced now
             path = path_of[(role, ver)]
             with bpf.BpfMap(path, write=True) as bmap:
+                current = dict(bmap.items())  # every key and value, re-read just before deleting
                 keys = []
                 for key, value in pairs:
-                    current = bmap.lookup(key)  # the value must still be the one we planned on
-                    if current is None:
+                    now = current.get(key)
+                    if now is None:
                         result["skipped"]["gone"] += 1
-                    elif current != value:
+                    elif now != value:
                         result["skipped"]["changed"] += 1
+                    elif (role == BACKENDS and decode_backend_key(key) in backend_ids) or (
+                            role == REVNAT and decode_revnat_key(key) in revnat):
+                        result["skipped"]["now_referenced"] += 1
                     else:
                         keys.append(key)
+                if len(keys) > budget:
+                    keys = keys[:budget]
+                    result["capped"] = True
                 done = bmap.delete_keys(keys)
             result["deleted"][path] = result["deleted"].get(path, 0) + done
             budget -= done
@@ -526,7 +542,7 @@ def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup=
         if not plan:
             continue
         paths = [val[0] for val in group.values()]
-        done = apply_cleanup(paths, cleanup, live, max_delete - sum(done_counts), check_mode, plan)
+        done = apply_cleanup(paths, max_delete - sum(done_counts), check_mode, plan)
         done_counts.extend(done["deleted"].values())
         result["cleanup"][directory] = done
         for path, count in done["deleted"].items():

@@ -74,6 +74,7 @@ def checks(result):
 # ----------------------------------------------------------------- reading
 def test_fill_levels_equal_bpftool_counts_on_every_node(lab, ansible, lb_maps):
     lb.ct_map(lab, "node1", entries=300, max_entries=4096)
+    other = lb.other_maps(lab, "node3")  # LPM trie (GET_NEXT_KEY path) and per-CPU hash, on Python 3.9
     results = ansible.module("k8s_nodes", "bpf_map_usage", {"bpffs": "/sys/fs/bpf"})
     assert sorted(results) == list(NODES)
     for node in NODES:
@@ -84,6 +85,9 @@ def test_fill_levels_equal_bpftool_counts_on_every_node(lab, ansible, lb_maps):
         pins = [lb_maps[node][r] for r in ("services", "backends", "reverse_nat")]
         if node == "node1":
             pins.append(lb.path(lb.CT))
+        if node == "node3":
+            pins += [other["lpm"], other["percpu"]]
+            assert (maps["cilium_lb4_source_range"]["entries"], maps["cilium_metrics"]["entries"]) == (40, 30)
         assert sorted(m["path"] for m in result["maps"]) == sorted(pins)
         for pin in pins:
             model = maps[os.path.basename(pin)]

@@ -182,6 +182,19 @@ def ct_map(lab, node, entries=100, max_entries=4096, directory=GLOBALS):
 
 
 @fault
+def other_maps(lab, node, directory=GLOBALS):
+    """Maps of other types Cilium pins: an LPM trie (no batch lookup: read by GET_NEXT_KEY) and a per-CPU hash."""
+    # cilium_lb4_source_range: LPM_TRIE, key {u32 prefixlen, u16 rev_nat_id, u16 pad, be32 addr}, u8 value
+    lpm = _create(lab, node, "cilium_lb4_source_range", "lpm_trie", 12, 1, 1024, directory)
+    ranges = [(struct.pack("=IHH", 32 + 24, 1 + i % 3, 0) + bytes([198, 18, i, 0]), b"\x01") for i in range(40)]
+    _fill(lab, node, lpm, ranges)
+    # cilium_metrics: PERCPU_HASH, key 8 bytes, value 16 bytes per CPU
+    metrics = _create(lab, node, "cilium_metrics", "percpu_hash", 8, 16, 1024, directory, flags=0)
+    _fill(lab, node, metrics, [(struct.pack("=BBHI", 1, i, 0, 0), bytes(16)) for i in range(1, 31)])
+    return {"node": lab.node(node).name, "lpm": lpm, "lpm_entries": 40, "percpu": metrics, "percpu_entries": 30}
+
+
+@fault
 def remove_bpf_maps(lab, node):
     """Remove every pinned object under the node's /sys/fs/bpf (the node's own bpffs).
 
