@@ -473,8 +473,9 @@ def apply_cleanup(paths, max_delete, check_mode, plan):
                 if len(keys) > budget:
                     keys = keys[:budget]
                     result["capped"] = True
-                done = bmap.delete_keys(keys)
-            result["deleted"][path] = result["deleted"].get(path, 0) + done
+                done = bmap.delete_keys(keys) if keys else 0
+            if done:
+                result["deleted"][path] = result["deleted"].get(path, 0) + done
             budget -= done
     return result
 

@@ -16,9 +16,10 @@ description:
     C(cilium_lb4_backends_v2), the old u16-key C(cilium_lb4_backends), C(cilium_lb4_reverse_nat)) and finds
     orphan backends, service slots pointing at missing backends, reverse-NAT entries without a frontend and,
     given O(live_frontends), frontends Kubernetes no longer knows.
-  - With O(cleanup), deletes only entries nothing live references, re-reading every map and every key just
-    before deleting it, at most O(max_delete) keys per run. LRU maps (connection tracking, NAT) are reported,
-    never cleaned.
+  - With O(cleanup), deletes only entries nothing live references. Right before deleting, it reads the services
+    map (what is referenced now) and the target map (every key and value) again, and deletes a key only if it
+    is still there, unchanged and unreferenced; at most O(max_delete) keys per run. LRU maps (connection
+    tracking, NAT) are reported, never cleaned.
 author: k8snet.triage contributors (@k8snet)
 attributes:
   check_mode:
@@ -167,6 +168,8 @@ findings:
   description:
     - Findings (DESIGN.md contract) with checks C(bpf.map_pressure), C(bpf.map_full), C(bpf.orphan_backends),
       C(bpf.dangling_service_slots), C(bpf.orphan_reverse_nat), C(bpf.stale_frontends).
+    - They describe the maps as read before any cleanup; O(deleted) says what the cleanup removed. Run the module
+      again (read-only) to see the state after it, as the C(cilium_maps) role's post-check does.
   returned: always
   type: list
   elements: dict

@@ -227,3 +227,82 @@ def test_check_options_refuse_bad_input_before_reading(tmp_path):
         cilium_lb.check_options(str(tmp_path), 0.8, 0.95, "none", None, 10)
     with pytest.raises(InputError, match="is not a directory"):
         cilium_lb.check_options(str(tmp_path / "nope"), 0.8, 0.95, "none", None, 10)
+
+
+# -------------------------------------------------- cleanup against a fake kernel
+class FakeMaps(object):
+    """In-memory pinned maps standing in for bpf.BpfMap: {path: {key: value}}."""
+
+    def __init__(self, maps):
+        self.maps = maps
+        self.deleted = []
+        store = self
+
+        class FakeMap(object):
+            def __init__(self, path, write=False):
+                self.path, self.write = path, write
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+            def items(self):
+                return list(store.maps[self.path].items())
+
+            def delete_keys(self, keys):
+                assert self.write, "deleting through a read-only map"
+                for key in keys:
+                    del store.maps[self.path][key]
+                    store.deleted.append((self.path, key))
+                return len(keys)
+
+        self.cls = FakeMap
+
+
+GL = "/sys/fs/bpf/tc/globals/"
+PATHS = [GL + "cilium_lb4_services_v2", GL + "cilium_lb4_backends_v3", GL + "cilium_lb4_reverse_nat"]
+
+
+def fake_kernel(monkeypatch):
+    fake = FakeMaps({GL + "cilium_lb4_services_v2": dict(dump("v3", "cilium_lb4_services_v2")),
+                     GL + "cilium_lb4_backends_v3": dict(dump("v3", "cilium_lb4_backends_v3")),
+                     GL + "cilium_lb4_reverse_nat": dict(dump("v3", "cilium_lb4_reverse_nat"))})
+    monkeypatch.setattr(cilium_lb.bpf, "BpfMap", fake.cls)
+    return fake
+
+
+def test_check_mode_counts_and_deletes_nothing(monkeypatch):
+    fake = fake_kernel(monkeypatch)
+    plan = cilium_lb.plan_cleanup(model_of("v3"), "orphans")
+    done = cilium_lb.apply_cleanup(PATHS, 100, True, plan)
+    assert done["deleted"] == {GL + "cilium_lb4_backends_v3": 3, GL + "cilium_lb4_reverse_nat": 2}
+    assert fake.deleted == []
+    assert done["samples"][GL + "cilium_lb4_backends_v3"][0].startswith("1000000 -> ")
+
+
+def test_apply_rereads_and_skips_what_changed_went_or_became_referenced(monkeypatch):
+    fake = fake_kernel(monkeypatch)
+    plan = cilium_lb.plan_cleanup(model_of("v3"), "orphans")
+    backends = fake.maps[GL + "cilium_lb4_backends_v3"]
+    services = fake.maps[GL + "cilium_lb4_services_v2"]
+    orphan_keys = [p[2] for p in plan if p[0] == "backends"]
+    # after planning: the agent rewrote orphan 0, deleted orphan 1, and gave orphan 2 to a new slot
+    backends[orphan_keys[0]] = backends[orphan_keys[0]][:4] + b"\x00\x51" + backends[orphan_keys[0]][6:]
+    del backends[orphan_keys[1]]
+    master = next(k for k in services if cilium_lb.decode_service_key(k)["slot"] == 0)
+    new_slot = master[:6] + struct.pack("=H", 9) + master[8:]
+    services[new_slot] = orphan_keys[2] + b"\x00" * 8
+    done = cilium_lb.apply_cleanup(PATHS, 100, False, plan)
+    assert done["skipped"] == {"changed": 1, "gone": 1, "now_referenced": 1}
+    assert done["deleted"] == {GL + "cilium_lb4_reverse_nat": 2}
+    assert all(path.endswith("reverse_nat") for path, _key in fake.deleted)
+
+
+def test_apply_honours_max_delete(monkeypatch):
+    fake = fake_kernel(monkeypatch)
+    plan = cilium_lb.plan_cleanup(model_of("v3"), "orphans")
+    done = cilium_lb.apply_cleanup(PATHS, 2, False, plan)
+    assert done["capped"] is True and len(fake.deleted) == 2
+    assert done["deleted"] == {GL + "cilium_lb4_backends_v3": 2}
