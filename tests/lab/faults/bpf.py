@@ -106,15 +106,19 @@ def frontend(lab, index, port=80, proto="TCP"):
 
 @fault
 def cilium_lb_maps(lab, node, services=4, backends_per_service=3, version="v3", max_entries=65536,
-                   orphans=0, dangling=0, orphan_revnat=0, directory=GLOBALS):
+                   orphans=0, dangling=0, orphan_revnat=0, fill=None, directory=GLOBALS):
     """Create Cilium's LB maps on ``node`` with ``services`` frontends and their backends, plus faults.
 
     ``orphans`` backends no slot references, ``dangling`` slots (on one extra service)
     pointing at backend IDs that do not exist, ``orphan_revnat`` reverse-NAT entries no
-    service uses.  Backends are numbered 1..services*backends_per_service.
+    service uses.  ``fill`` (0..1) sets the backends map's fill level instead of
+    ``orphans``: the entries above the live backends are orphans.  Backends are numbered
+    1..services*backends_per_service.
     """
     services, per, orphans, dangling = int(services), int(backends_per_service), int(orphans), int(dangling)
     orphan_revnat, max_entries = int(orphan_revnat), int(max_entries)
+    if fill is not None:
+        orphans = max(int(float(fill) * max_entries) - services * per, 0)
     vsize = 12 if version == "v3" else 8
     ksize = 2 if version == "v1" else 4
     svc_pin = _create(lab, node, SERVICES, "hash", 12, 12, max_entries, directory)
