@@ -168,7 +168,7 @@ findings:
   description:
     - Findings (DESIGN.md contract) with checks C(bpf.map_pressure), C(bpf.map_full), C(bpf.orphan_backends),
       C(bpf.dangling_service_slots), C(bpf.orphan_reverse_nat), C(bpf.stale_frontends).
-    - They describe the maps as read before any cleanup; O(deleted) says what the cleanup removed. Run the module
+    - They describe the maps as read before any cleanup; RV(deleted) says what the cleanup removed. Run the module
       again (read-only) to see the state after it, as the C(cilium_maps) role's post-check does.
   returned: always
   type: list
