@@ -185,6 +185,18 @@ class BpfMap(object):
         }
 
     @property
+    def frozen(self):
+        """True after BPF_MAP_FREEZE (`bpftool map freeze`): user space can no longer write or delete."""
+        try:
+            with open("/proc/self/fdinfo/%d" % self.fd) as handle:
+                for line in handle:
+                    if line.startswith("frozen:"):
+                        return line.split(":", 1)[1].strip() == "1"
+        except (IOError, OSError):
+            pass
+        return False
+
+    @property
     def key_size(self):
         return self.info["key_size"]
 

@@ -31,7 +31,7 @@ import struct
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bpf
 from ansible_collections.k8snet.triage.plugins.module_utils import findings as fnd
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError
 
 SERVICES = "services"
 BACKENDS = "backends"
@@ -443,6 +443,12 @@ def apply_cleanup(paths, max_delete, check_mode, plan):
             result["deleted"][path] = result["deleted"].get(path, 0) + 1
         result["capped"] = len(plan) > max_delete
         return result
+    for path in sorted(set(path_of[(item[0], item[1])] for item in plan)):
+        with bpf.BpfMap(path, write=True) as bmap:
+            if bmap.frozen:
+                raise ChangeError("%s is frozen (BPF_MAP_FREEZE, `bpftool map freeze`): user space cannot delete from "
+                                  "it, so nothing was deleted in %s; its owner must recreate it"
+                                  % (path, os.path.dirname(path)), pin=path)
     budget = max_delete
     for phase in (SERVICES, BACKENDS, REVNAT):
         todo = {}

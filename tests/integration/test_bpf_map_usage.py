@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import subprocess
 
 import pytest
 
@@ -255,13 +256,50 @@ def test_playbook_fleet_report_and_cleanup_ramp(lab, ansible, lb_maps):
     assert len(report) == 3 and all("deleted" in line for line in report)
 
 
-def test_post_check_failure_stops_the_ramp(lab, ansible, lb_maps):
-    """A cap that leaves orphans fails node1's post-check; max_fail_percentage 0 stops the rollout there."""
+def test_capped_cleanup_passes_the_post_check_and_says_what_remains(lab, ansible, lb_maps):
     run = ansible.playbook("playbooks/cilium_maps.yml", {"cilium_maps_cleanup": True, "cilium_maps_max_delete": 5})
+    assert run.rc == 0, run
+    for node in NODES:
+        post = task(run, "Fail the host if what was to be removed is still there", node)[0]["result"]
+        assert "max_delete=5 capped this run" in post["msg"]
+        assert lb.bpftool_count(lab, node, lb_maps[node]["backends"]) == lb_maps[node]["backend_entries"] - 5
+
+
+def test_failed_cleanup_stops_the_ramp(lab, ansible, lb_maps):
+    """node1's backends map is frozen: its cleanup fails, nothing changes there, the ramp stops before node2."""
+    lb.freeze_map(lab, "node1")
+    run = ansible.playbook("playbooks/cilium_maps.yml", {"cilium_maps_cleanup": True})
     assert run.rc != 0
     failed = [r for r in run.records if r["status"] == "failed"]
     assert [r["host"] for r in failed] == ["node1"]
-    assert "max_delete capped this run" in failed[0]["result"]["msg"]
-    assert lb.bpftool_count(lab, "node1", lb_maps["node1"]["backends"]) == lb_maps["node1"]["backend_entries"] - 5
-    for node in ("node2", "node3"):  # never reached
+    assert "cilium_lb4_backends_v3 is frozen" in failed[0]["result"]["msg"]
+    assert "nothing was deleted" in failed[0]["result"]["msg"]
+    for node in NODES:  # node1 refused, node2 and node3 never reached
         assert lb.bpftool_count(lab, node, lb_maps[node]["backends"]) == lb_maps[node]["backend_entries"]
+        assert lb.bpftool_count(lab, node, lb_maps[node]["reverse_nat"]) == lb_maps[node]["revnat_entries"]
+
+
+def test_post_check_fails_when_something_re_adds_the_orphans(lab, ansible, lb_maps):
+    """A stand-in for an agent that keeps re-adding a leaked backend: the post-check fails node1 and stops the ramp."""
+    made = lb_maps["node1"]
+    key = lb.backend_key(lb.ORPHAN_BASE, "v3")
+    value = lb.backend_value("198.19.64.2", 9090, "v3")
+    node = lab.node("node1")
+    loop = ("while :; do bpftool map update pinned %s key hex %s value hex %s; sleep 0.1; done"
+            % (made["backends"], lb._hex(key), lb._hex(value)))
+    agent = subprocess.Popen(["nsenter", "-t", str(node.sshd_pid), "-m", "-n", "--", "sh", "-c", loop],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        run = ansible.playbook("playbooks/cilium_maps.yml", {"cilium_maps_cleanup": True})
+    finally:
+        agent.kill()
+        agent.wait(timeout=10)
+    assert run.rc != 0
+    failed = [r for r in run.records if r["status"] == "failed"]
+    assert [(r["host"], r["task"].rsplit(": ", 1)[-1]) for r in failed] == [
+        ("node1", "Fail the host if what was to be removed is still there")]
+    assert "the cleanup did not hold" in failed[0]["result"]["msg"]
+    left = lb.bpftool_entries(lab, "node1", made["backends"])
+    assert backend_ids(left, "v3") == list(range(1, made["live_backends"] + 1)) + [lb.ORPHAN_BASE]
+    for other in ("node2", "node3"):  # the ramp stopped after node1
+        assert lb.bpftool_count(lab, other, lb_maps[other]["backends"]) == lb_maps[other]["backend_entries"]

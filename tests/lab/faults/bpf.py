@@ -136,7 +136,7 @@ def cilium_lb_maps(lab, node, services=4, backends_per_service=3, version="v3", 
             backends.append((backend_key(backend_id, version), backend_value(_backend_ip(lab, node, backend_id), 8080, version)))
     live_ids = backend_id
     for o in range(orphans):
-        oid = (ORPHAN_BASE + o) if version != "v1" else (40000 + o)
+        oid = (ORPHAN_BASE + o) if version != "v1" else (65536 - orphans + o)  # u16 IDs: the top of the range
         backends.append((backend_key(oid, version), backend_value(_backend_ip(lab, node, o), 9090, version)))
     dangling_service = None
     if dangling:
@@ -146,7 +146,7 @@ def cilium_lb_maps(lab, node, services=4, backends_per_service=3, version="v3", 
         svc.append((svc_key(vip, 80, 0), svc_value(0, dangling, s)))
         revnat.append((revnat_key(s), revnat_value(vip, 80)))
         for slot in range(1, dangling + 1):
-            did = (DANGLING_BASE + slot) if version != "v1" else (50000 + slot)
+            did = (DANGLING_BASE + slot) if version != "v1" else (live_ids + slot)
             svc.append((svc_key(vip, 80, slot), svc_value(did, 0, s)))
     for r in range(orphan_revnat):
         revnat.append((revnat_key(STALE_REVNAT_BASE + r), revnat_value(_service_vip(lab, 900 + r), 443)))
@@ -196,6 +196,14 @@ def other_maps(lab, node, directory=GLOBALS):
     metrics = _create(lab, node, "cilium_metrics", "percpu_hash", 8, 16, 1024, directory, flags=0)
     _fill(lab, node, metrics, [(struct.pack("=BBHI", 1, i, 0, 0), bytes(16)) for i in range(1, 31)])
     return {"node": lab.node(node).name, "lpm": lpm, "lpm_entries": 40, "percpu": metrics, "percpu_entries": 30}
+
+
+@fault
+def freeze_map(lab, node, name="cilium_lb4_backends_v3", directory=GLOBALS):
+    """Freeze a pinned map (`bpftool map freeze`): from then on user space cannot change it."""
+    pin = path(name, directory)
+    lab.node_run(node, ["bpftool", "map", "freeze", "pinned", pin])
+    return {"node": lab.node(node).name, "path": pin}
 
 
 @fault

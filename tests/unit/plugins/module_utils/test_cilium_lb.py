@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bpf"
 BACKEND_MAP = {"v1": "cilium_lb4_backends", "v2": "cilium_lb4_backends_v2", "v3": "cilium_lb4_backends_v3"}
@@ -236,11 +236,13 @@ class FakeMaps(object):
     def __init__(self, maps):
         self.maps = maps
         self.deleted = []
+        self.frozen = set()
         store = self
 
         class FakeMap(object):
             def __init__(self, path, write=False):
                 self.path, self.write = path, write
+                self.frozen = path in store.frozen
 
             def __enter__(self):
                 return self
@@ -306,3 +308,12 @@ def test_apply_honours_max_delete(monkeypatch):
     done = cilium_lb.apply_cleanup(PATHS, 2, False, plan)
     assert done["capped"] is True and len(fake.deleted) == 2
     assert done["deleted"] == {GL + "cilium_lb4_backends_v3": 2}
+
+
+def test_a_frozen_map_stops_the_cleanup_before_anything_is_deleted(monkeypatch):
+    fake = fake_kernel(monkeypatch)
+    fake.frozen.add(GL + "cilium_lb4_reverse_nat")
+    plan = cilium_lb.plan_cleanup(model_of("v3"), "orphans")
+    with pytest.raises(ChangeError, match="cilium_lb4_reverse_nat is frozen"):
+        cilium_lb.apply_cleanup(PATHS, 100, False, plan)
+    assert fake.deleted == []
