@@ -1,0 +1,567 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Cilium's IPv4 load-balancer maps: decoders, checks, a cleanup plan and its safe execution.
+
+Layouts (cilium/cilium bpf/lib/common.h; byte order per pkg/loadbalancer/maps ToNetwork()):
+
+  cilium_lb4_services_v2   key  lb4_key      be32 address, be16 dport, u16 backend_slot (host),
+                                             u8 proto (0 = ANY), u8 scope, u8 pad[2]          12 B
+                           value lb4_service u32 backend_id (slot > 0), u16 count (slot 0),
+                                             be16 rev_nat_index, u8 flags, u8 flags2, u16 qcount 12 B
+  cilium_lb4_backends      key u16 id, value be32 address, be16 port, u8 proto, u8 flags       (v1)
+  cilium_lb4_backends_v2   key u32 id, same 8-byte value                                       (v2)
+  cilium_lb4_backends_v3   key u32 id, 12-byte value (adds cluster id)                         (v3)
+  cilium_lb4_reverse_nat   key be16 rev_nat_index, value be32 address, be16 port               (6 B)
+
+Offline orphan rule (what the agent's own deleteOrphanBackends does): a backend is an
+orphan when no services entry with backend_slot > 0 holds its ID.  A reverse-NAT entry
+is an orphan when no frontend (slot 0) carries its index.
+
+Pure: decode_*, analyze, summaries, lb_findings, plan_cleanup, parse_frontend.
+Reader/action: read_group, apply_cleanup (re-reads the maps just before deleting).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import struct
+
+from ansible_collections.k8snet.triage.plugins.module_utils import bpf
+from ansible_collections.k8snet.triage.plugins.module_utils import findings as fnd
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError
+
+SERVICES = "services"
+BACKENDS = "backends"
+REVNAT = "reverse_nat"
+
+# pin name: (role, backend version, key size, value size)
+LB_MAPS = {
+    "cilium_lb4_services_v2": (SERVICES, None, 12, 12),
+    "cilium_lb4_backends_v3": (BACKENDS, "v3", 4, 12),
+    "cilium_lb4_backends_v2": (BACKENDS, "v2", 4, 8),
+    "cilium_lb4_backends": (BACKENDS, "v1", 2, 8),
+    "cilium_lb4_reverse_nat": (REVNAT, None, 2, 6),
+}
+# the datapath looks backends up in the newest map present
+BACKEND_PREFERENCE = ("v3", "v2", "v1")
+CLEANUP_MODES = ("none", "orphans", "stale")
+
+PROTOCOLS = {0: "ANY", 6: "TCP", 17: "UDP", 132: "SCTP"}
+PROTOCOL_NUMBERS = dict((v, k) for k, v in PROTOCOLS.items())
+EXAMPLES = 5
+
+
+# ------------------------------------------------------------------ decoders
+def proto_name(number):
+    return PROTOCOLS.get(number, str(number))
+
+
+def decode_service_key(raw):
+    address, port = raw[0:4], struct.unpack(">H", raw[4:6])[0]
+    slot = struct.unpack("=H", raw[6:8])[0]
+    return {"address": str(ipaddress.IPv4Address(address)), "port": port, "slot": slot,
+            "proto": raw[8], "scope": raw[9]}
+
+
+def decode_service_value(raw):
+    backend_id, count = struct.unpack("=IH", raw[0:6])
+    rev_nat = struct.unpack(">H", raw[6:8])[0]
+    return {"backend_id": backend_id, "count": count, "rev_nat_index": rev_nat, "flags": raw[8], "flags2": raw[9]}
+
+
+def decode_backend_key(raw):
+    return struct.unpack("=H" if len(raw) == 2 else "=I", raw)[0]
+
+
+def decode_backend_value(raw):
+    return {"address": str(ipaddress.IPv4Address(raw[0:4])), "port": struct.unpack(">H", raw[4:6])[0],
+            "proto": raw[6], "state": raw[7]}
+
+
+def decode_revnat_key(raw):
+    return struct.unpack(">H", raw)[0]
+
+
+def decode_revnat_value(raw):
+    return {"address": str(ipaddress.IPv4Address(raw[0:4])), "port": struct.unpack(">H", raw[4:6])[0]}
+
+
+def frontend_text(address, port, proto):
+    return "%s:%d/%s" % (address, port, proto_name(proto))
+
+
+def parse_frontend(text):
+    """``ip:port/proto`` (proto TCP, UDP, SCTP or ANY; ``[v6]:port`` for IPv6) -> (address, port, proto number)."""
+    value = str(text).strip()
+    hostport, _sep, proto = value.partition("/")
+    proto = (proto or "TCP").upper()
+    host, sep, port = hostport.rpartition(":")
+    try:
+        if not sep or proto not in PROTOCOL_NUMBERS:
+            raise ValueError
+        address = ipaddress.ip_address(host.strip("[]"))
+        port = int(port)
+        if not 0 <= port <= 65535:
+            raise ValueError
+    except ValueError:
+        raise InputError("live_frontends item %r is not ip:port/proto (e.g. 10.96.0.10:53/UDP; proto TCP, UDP, "
+                         "SCTP or ANY)" % (text,), value=text)
+    return (str(address), port, PROTOCOL_NUMBERS[proto])
+
+
+# ------------------------------------------------------------------ analysis
+def layout_ok(name, info):
+    """Whether a pinned map has the type and sizes this module decodes for its Cilium name."""
+    _role, _version, ksize, vsize = LB_MAPS[name]
+    return info["type"] == "hash" and info["key_size"] == ksize and info["value_size"] == vsize
+
+
+def _is_live(fe, live):
+    """Whether frontend (address, port, proto) is in ``live`` (a set of parsed frontends; 0 = wildcard)."""
+    address, port, proto = fe
+    for l_address, l_port, l_proto in live:
+        if l_address != address:
+            continue
+        if port and l_port and port != l_port:
+            continue
+        if proto and l_proto and proto != l_proto:
+            continue
+        return True
+    return False
+
+
+def analyze(services, backends, revnat, live=None):
+    """Cross-check the LB maps of one directory (pure).
+
+    ``services``: list of (key, value) bytes or None when the map is absent; ``backends``:
+    {version: list of (key, value)}; ``revnat``: list or None; ``live``: set of parsed
+    frontends or None.  Returns a model with everything the checks and the plan need.
+    """
+    model = {"services_present": services is not None, "backends_present": sorted(backends),
+             "revnat_present": revnat is not None, "live_given": live is not None}
+    masters, slots = {}, []
+    for key, value in services or []:
+        k, v = decode_service_key(key), decode_service_value(value)
+        fe = (k["address"], k["port"], k["proto"])
+        if k["slot"] == 0:
+            masters[(fe, k["scope"])] = {"key": key, "value": value, "k": k, "v": v}
+        else:
+            slots.append({"key": key, "value": value, "k": k, "v": v, "fe": fe})
+    referenced = set(s["v"]["backend_id"] for s in slots)
+    used_revnat = set(m["v"]["rev_nat_index"] for m in masters.values())
+    model["frontends"] = sorted(set(fe for fe, _scope in masters))
+    model["masters"] = masters
+    model["slots"] = slots
+
+    active = next((ver for ver in BACKEND_PREFERENCE if ver in backends), None)
+    model["active_backends"] = active
+    backend_maps = {}
+    for version, items in backends.items():
+        entries = {}
+        for key, value in items:
+            entries[decode_backend_key(key)] = (key, value)
+        backend_maps[version] = entries
+    model["backend_maps"] = backend_maps
+
+    # backends no slot references (only provable when the services map was read)
+    model["orphan_backends"] = {}
+    if services is not None:
+        for version, entries in backend_maps.items():
+            model["orphan_backends"][version] = sorted(i for i in entries if i not in referenced)
+
+    # slots pointing at backends the datapath cannot find, slots with no frontend, counts that disagree
+    dangling, headless, beyond = [], [], []
+    present = {}
+    for s in slots:
+        master = masters.get((s["fe"], s["k"]["scope"]))
+        if master is None:
+            headless.append(s)
+        else:
+            present[(s["fe"], s["k"]["scope"])] = present.get((s["fe"], s["k"]["scope"]), 0) + 1
+            if s["k"]["slot"] > master["v"]["count"]:
+                beyond.append(s)
+        if active is not None and s["v"]["backend_id"] not in backend_maps[active]:
+            dangling.append(s)
+    model["dangling_slots"] = dangling
+    model["headless_slots"] = headless
+    model["slots_beyond_count"] = beyond
+    model["count_mismatch"] = sorted(
+        (frontend_text(*fe), scope, m["v"]["count"], present.get((fe, scope), 0))
+        for (fe, scope), m in masters.items()
+        if not (m["v"]["flags2"] & 0x4) and m["v"]["count"] != present.get((fe, scope), 0))
+
+    model["revnat"] = {}
+    model["orphan_revnat"] = []
+    model["missing_revnat"] = []
+    if revnat is not None:
+        for key, value in revnat:
+            model["revnat"][decode_revnat_key(key)] = (key, value)
+        if services is not None:
+            model["orphan_revnat"] = sorted(i for i in model["revnat"] if i not in used_revnat)
+            model["missing_revnat"] = sorted(set(
+                frontend_text(*fe) for (fe, _s), m in masters.items() if m["v"]["rev_nat_index"] not in model["revnat"]))
+
+    model["stale_frontends"] = []
+    if live is not None:
+        model["stale_frontends"] = [fe for fe in model["frontends"] if not _is_live(fe, live)]
+    return model
+
+
+def _backend_text(backend_id, value):
+    b = decode_backend_value(value)
+    return "%d -> %s" % (backend_id, frontend_text(b["address"], b["port"], b["proto"]))
+
+
+def _slot_text(s):
+    return "%s slot %d -> backend %d" % (frontend_text(*s["fe"]), s["k"]["slot"], s["v"]["backend_id"])
+
+
+def _revnat_text(index, value):
+    r = decode_revnat_value(value)
+    return "%d -> %s:%d" % (index, r["address"], r["port"])
+
+
+def summaries(model):
+    """Per-role decoded summaries, with a few examples, never whole maps (pure)."""
+    out = {}
+    if model["services_present"]:
+        out[SERVICES] = {
+            "role": SERVICES,
+            "frontends": len(model["frontends"]),
+            "backend_slots": len(model["slots"]),
+            "dangling_slots": len(model["dangling_slots"]),
+            "slots_without_frontend": len(model["headless_slots"]),
+            "count_mismatches": len(model["count_mismatch"]),
+            "stale_frontends": len(model["stale_frontends"]) if model["live_given"] else None,
+            "examples": {
+                "frontends": [frontend_text(*fe) for fe in model["frontends"][:EXAMPLES]],
+                "dangling_slots": [_slot_text(s) for s in model["dangling_slots"][:EXAMPLES]],
+                "stale_frontends": [frontend_text(*fe) for fe in model["stale_frontends"][:EXAMPLES]],
+            },
+        }
+    for version, entries in model["backend_maps"].items():
+        orphans = model["orphan_backends"].get(version)
+        out["%s_%s" % (BACKENDS, version)] = {
+            "role": BACKENDS, "version": version, "active": version == model["active_backends"],
+            "backends": len(entries),
+            "orphans": None if orphans is None else len(orphans),
+            "examples": {"orphans": [_backend_text(i, entries[i][1]) for i in (orphans or [])[:EXAMPLES]]},
+        }
+    if model["revnat_present"]:
+        out[REVNAT] = {
+            "role": REVNAT, "entries": len(model["revnat"]),
+            "orphans": len(model["orphan_revnat"]) if model["services_present"] else None,
+            "frontends_without_entry": len(model["missing_revnat"]),
+            "examples": {"orphans": [_revnat_text(i, model["revnat"][i][1]) for i in model["orphan_revnat"][:EXAMPLES]],
+                         "frontends_without_entry": model["missing_revnat"][:EXAMPLES]},
+        }
+    return out
+
+
+def lb_findings(model, subject):
+    """Findings for one directory of LB maps (pure)."""
+    out = []
+    active = model["active_backends"]
+    if not model["services_present"] and model["backend_maps"]:
+        out.append(fnd.finding(
+            "bpf.orphan_backends", "info", "L4", subject,
+            "backends are pinned but cilium_lb4_services_v2 is not, so orphans cannot be proven",
+            {"backend_maps": model["backends_present"]},
+            "include cilium_lb4_services_v2 (same directory) in the maps read"))
+    for version, orphans in sorted(model["orphan_backends"].items()):
+        if not orphans:
+            continue
+        entries = model["backend_maps"][version]
+        out.append(fnd.finding(
+            "bpf.orphan_backends", "warning", "L4", "%s/%s" % (subject, _name_of(BACKENDS, version)),
+            "%d of %d backends in the %s backends map are referenced by no service slot"
+            % (len(orphans), len(entries), version),
+            {"count": len(orphans), "backends": len(entries), "active_map": version == active,
+             "examples": [_backend_text(i, entries[i][1]) for i in orphans[:EXAMPLES]]},
+            "remove them with k8snet.triage.bpf_map_usage cleanup=orphans (check mode first); the agent "
+            "also drops them on restart (deleteOrphanBackends)"))
+    if model["dangling_slots"] or model["headless_slots"] or model["slots_beyond_count"]:
+        out.append(fnd.finding(
+            "bpf.dangling_service_slots", "critical" if model["dangling_slots"] else "warning", "L4",
+            "%s/cilium_lb4_services_v2" % subject,
+            "%d service slots point at backends missing from the %s map, %d slots have no frontend, "
+            "%d lie beyond their frontend's count"
+            % (len(model["dangling_slots"]), _name_of(BACKENDS, active) if active else "backends",
+               len(model["headless_slots"]), len(model["slots_beyond_count"])),
+            {"dangling": len(model["dangling_slots"]), "without_frontend": len(model["headless_slots"]),
+             "beyond_count": len(model["slots_beyond_count"]),
+             "examples": [_slot_text(s) for s in (model["dangling_slots"] + model["headless_slots"]
+                                                  + model["slots_beyond_count"])[:EXAMPLES]],
+             "count_mismatch": [list(c) for c in model["count_mismatch"][:EXAMPLES]]},
+            "traffic hashed to a dangling slot is dropped (`backend N not found` in cilium-dbg bpf lb list): "
+            "restart the cilium agent on this node so it rewrites the service; this module never deletes slots "
+            "of live services"))
+    if model["orphan_revnat"]:
+        out.append(fnd.finding(
+            "bpf.orphan_reverse_nat", "info", "L4", "%s/cilium_lb4_reverse_nat" % subject,
+            "%d reverse-NAT entries belong to no frontend" % len(model["orphan_revnat"]),
+            {"count": len(model["orphan_revnat"]),
+             "examples": [_revnat_text(i, model["revnat"][i][1]) for i in model["orphan_revnat"][:EXAMPLES]]},
+            "k8snet.triage.bpf_map_usage cleanup=orphans removes them"))
+    if model["stale_frontends"]:
+        out.append(fnd.finding(
+            "bpf.stale_frontends", "warning", "L4", "%s/cilium_lb4_services_v2" % subject,
+            "%d frontends in the services map are not services Kubernetes knows" % len(model["stale_frontends"]),
+            {"count": len(model["stale_frontends"]), "frontends": len(model["frontends"]),
+             "examples": [frontend_text(*fe) for fe in model["stale_frontends"][:EXAMPLES]]},
+            "check them against `kubectl get svc -A`; k8snet.triage.bpf_map_usage cleanup=stale removes them "
+            "with their slots, backends and reverse-NAT entries"))
+    return out
+
+
+def _name_of(role, version=None):
+    for name, (r, v, _k, _vs) in LB_MAPS.items():
+        if r == role and v == version:
+            return name
+    return role
+
+
+# ---------------------------------------------------------------------- plan
+def plan_cleanup(model, mode):
+    """What ``mode`` would delete, in order: (role, version, key, expected value) tuples (pure).
+
+    Services entries of stale frontends first (the frontend slot before its backend slots, so
+    the datapath stops choosing the service at once), then backends no remaining slot
+    references, then reverse-NAT entries no remaining frontend uses.  Nothing is planned
+    when the services map is absent: without it no reference can be proven missing.
+    """
+    if mode == "none" or not model["services_present"]:
+        return []
+    plan = []
+    stale = set(model["stale_frontends"]) if mode == "stale" else set()
+    keep_slots = model["slots"]
+    keep_masters = model["masters"]
+    if stale:
+        gone_masters = sorted((m for (fe, _s), m in model["masters"].items() if fe in stale), key=lambda m: m["key"])
+        gone_slots = sorted((s for s in model["slots"] if s["fe"] in stale), key=lambda s: s["key"])
+        for entry in gone_masters + gone_slots:
+            plan.append((SERVICES, None, entry["key"], entry["value"]))
+        keep_slots = [s for s in model["slots"] if s["fe"] not in stale]
+        keep_masters = dict((k, m) for k, m in model["masters"].items() if k[0] not in stale)
+    referenced = set(s["v"]["backend_id"] for s in keep_slots)
+    for version in sorted(model["backend_maps"]):
+        entries = model["backend_maps"][version]
+        for backend_id in sorted(entries):
+            if backend_id not in referenced:
+                key, value = entries[backend_id]
+                plan.append((BACKENDS, version, key, value))
+    used = set(m["v"]["rev_nat_index"] for m in keep_masters.values())
+    for index in sorted(model["revnat"]):
+        if index not in used:
+            key, value = model["revnat"][index]
+            plan.append((REVNAT, None, key, value))
+    return plan
+
+
+def describe(item):
+    """One planned deletion as text, for samples in the result and the diff."""
+    role, _version, key, value = item
+    if role == BACKENDS:
+        return _backend_text(decode_backend_key(key), value)
+    if role == REVNAT:
+        return _revnat_text(decode_revnat_key(key), value)
+    k, v = decode_service_key(key), decode_service_value(value)
+    fe = frontend_text(k["address"], k["port"], k["proto"])
+    if k["slot"] == 0:
+        return "%s slot 0 (frontend, %d slots)" % (fe, v["count"])
+    return "%s slot %d -> backend %d" % (fe, k["slot"], v["backend_id"])
+
+
+def references(services):
+    """Backend IDs held by slots and reverse-NAT indexes held by frontends, in a services map read now."""
+    backend_ids, revnat = set(), set()
+    for key, value in services:
+        if struct.unpack("=H", key[6:8])[0]:
+            backend_ids.add(struct.unpack("=I", value[0:4])[0])
+        else:
+            revnat.add(struct.unpack(">H", value[6:8])[0])
+    return backend_ids, revnat
+
+
+# ------------------------------------------------------------ reader / action
+def read_group(paths):
+    """Read the LB maps among ``paths`` (one directory): {(role, version): (path, items, info)}."""
+    group = {}
+    for path in paths:
+        spec = LB_MAPS.get(os.path.basename(path))
+        if spec is None:
+            continue
+        with bpf.BpfMap(path) as bmap:
+            info = bmap.info
+            if not layout_ok(os.path.basename(path), info):
+                continue
+            group[(spec[0], spec[1])] = (path, bmap.items(), info)
+    return group
+
+
+def analyze_group(group, live):
+    services = group.get((SERVICES, None))
+    revnat = group.get((REVNAT, None))
+    backends = dict((ver, val[1]) for (role, ver), val in group.items() if role == BACKENDS)
+    return analyze(services[1] if services else None, backends, revnat[1] if revnat else None, live)
+
+
+def path_index(paths):
+    """{(role, version): path} for the LB maps among ``paths``."""
+    out = {}
+    for path in paths:
+        spec = LB_MAPS.get(os.path.basename(path))
+        if spec is not None:
+            out[(spec[0], spec[1])] = path
+    return out
+
+
+def apply_cleanup(paths, max_delete, check_mode, plan):
+    """Carry out the plan for one directory of LB maps, at most ``max_delete`` keys; check mode only counts.
+
+    Phase by phase (stale services entries, then backends, then reverse NAT), right before
+    deleting: the services map is read again (what is referenced now), the target map is read
+    again (every key and value), and a key is deleted only if it is still there, still holds
+    the planned value and nothing references it now.  Returns {"deleted": {path: n},
+    "planned": {path: n}, "skipped": {reason: n}, "samples": {path: [..]}, "capped": bool}.
+    """
+    result = {"deleted": {}, "planned": {}, "skipped": {"changed": 0, "gone": 0, "now_referenced": 0},
+              "samples": {}, "capped": False}
+    path_of = path_index(paths)
+    for item in plan:
+        path = path_of[(item[0], item[1])]
+        result["planned"][path] = result["planned"].get(path, 0) + 1
+        samples = result["samples"].setdefault(path, [])
+        if len(samples) < EXAMPLES:
+            samples.append(describe(item))
+    if check_mode:
+        for role, ver, _key, _value in plan[:max_delete]:
+            path = path_of[(role, ver)]
+            result["deleted"][path] = result["deleted"].get(path, 0) + 1
+        result["capped"] = len(plan) > max_delete
+        return result
+    for path in sorted(set(path_of[(item[0], item[1])] for item in plan)):
+        with bpf.BpfMap(path, write=True) as bmap:
+            if bmap.frozen:
+                raise ChangeError("%s is frozen (BPF_MAP_FREEZE, `bpftool map freeze`): user space cannot delete from "
+                                  "it, so nothing was deleted in %s; its owner must recreate it"
+                                  % (path, os.path.dirname(path)), pin=path)
+    budget = max_delete
+    for phase in (SERVICES, BACKENDS, REVNAT):
+        todo = {}
+        for role, ver, key, value in plan:
+            if role == phase:
+                todo.setdefault((role, ver), []).append((key, value))
+        for (role, ver), pairs in sorted(todo.items(), key=lambda kv: str(kv[0])):
+            if budget <= 0:
+                result["capped"] = True
+                return result
+            with bpf.BpfMap(path_of[(SERVICES, None)]) as services:
+                backend_ids, revnat = references(services.items())  # what is referenced now
+            path = path_of[(role, ver)]
+            with bpf.BpfMap(path, write=True) as bmap:
+                current = dict(bmap.items())  # every key and value, re-read just before deleting
+                keys = []
+                for key, value in pairs:
+                    now = current.get(key)
+                    if now is None:
+                        result["skipped"]["gone"] += 1
+                    elif now != value:
+                        result["skipped"]["changed"] += 1
+                    elif (role == BACKENDS and decode_backend_key(key) in backend_ids) or (
+                            role == REVNAT and decode_revnat_key(key) in revnat):
+                        result["skipped"]["now_referenced"] += 1
+                    else:
+                        keys.append(key)
+                if len(keys) > budget:
+                    keys = keys[:budget]
+                    result["capped"] = True
+                done = bmap.delete_keys(keys) if keys else 0
+            if done:
+                result["deleted"][path] = result["deleted"].get(path, 0) + done
+            budget -= done
+    return result
+
+
+# ------------------------------------------------------------------ service
+def check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, max_delete):
+    """Validate the options before anything is read; returns the parsed live frontends (or None)."""
+    if not 0 < warn_ratio <= critical_ratio <= 1:
+        raise InputError("warn_ratio=%s and critical_ratio=%s must satisfy 0 < warn_ratio <= critical_ratio <= 1"
+                         % (warn_ratio, critical_ratio))
+    if cleanup not in CLEANUP_MODES:
+        raise InputError("cleanup=%s is not one of %s" % (cleanup, ", ".join(CLEANUP_MODES)))
+    if max_delete < 1:
+        raise InputError("max_delete=%d must be at least 1 (use cleanup=none to delete nothing)" % max_delete)
+    if cleanup == "stale" and live_frontends is None:
+        raise InputError("cleanup=stale needs live_frontends (the ip:port/proto of every Kubernetes service "
+                         "frontend); without it every frontend would look stale")
+    live = None if live_frontends is None else set(parse_frontend(f) for f in live_frontends)
+    bpf.check_bpffs(bpffs)
+    return live
+
+
+def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup="none", live_frontends=None,
+                 max_delete=10000, check_mode=False):
+    """Everything bpf_map_usage returns: maps, findings, deleted, changed, diff."""
+    bpffs = os.path.realpath(bpffs)
+    live = check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, max_delete)
+    pins, unmatched = bpf.find_pinned(bpffs, maps)
+    models, skipped, groups = [], [], {}
+    for path in pins:
+        try:
+            model, items = bpf.read_map(path, bpffs, with_items=os.path.basename(path) in LB_MAPS)
+        except bpf.NotAMap:
+            skipped.append(os.path.relpath(path, bpffs))
+            continue
+        models.append(model)
+        spec = LB_MAPS.get(model["name"])
+        if spec is not None and items is not None and layout_ok(model["name"], model):
+            groups.setdefault(os.path.dirname(path), {})[(spec[0], spec[1])] = (path, items, model)
+        elif spec is not None:
+            model["note"] = ("not decoded: a %s map with %d-byte keys and %d-byte values is not the layout this "
+                             "module knows for %s" % (model["type"], model["key_size"], model["value_size"], model["name"]))
+    findings = bpf.pressure_findings(models, warn_ratio, critical_ratio, scope=bpffs)
+    for pattern in unmatched:
+        findings.append(fnd.finding("bpf.map_pressure", "info", "L4", "%s/%s" % (bpffs, pattern),
+                                    "no pinned map matches %s" % pattern, {"bpffs": bpffs}, ""))
+    by_path = dict((m["path"], m) for m in models)
+    result = {"deleted": {}, "changed": False, "cleanup": {}}
+    before, after = {}, {}
+    done_counts = []
+    for directory in sorted(groups):
+        group = groups[directory]
+        for name in sorted(LB_MAPS):  # siblings the patterns did not select are still needed as evidence
+            spec = LB_MAPS[name]
+            sibling = os.path.join(directory, name)
+            if (spec[0], spec[1]) not in group and os.path.exists(sibling):
+                group.update(read_group([sibling]))
+        model = analyze_group(group, live)
+        decoded = summaries(model)
+        for (role, ver), (path, _items, _info) in group.items():
+            if path in by_path:
+                by_path[path]["cilium"] = decoded.get(role if role != BACKENDS else "%s_%s" % (role, ver))
+        findings.extend(lb_findings(model, directory))
+        plan = plan_cleanup(model, cleanup)
+        if not plan:
+            continue
+        paths = [val[0] for val in group.values()]
+        done = apply_cleanup(paths, max_delete - sum(done_counts), check_mode, plan)
+        done_counts.extend(done["deleted"].values())
+        result["cleanup"][directory] = done
+        for path, count in done["deleted"].items():
+            if not count:
+                continue
+            result["deleted"][path] = count
+            entries = len(group[[k for k, v in group.items() if v[0] == path][0]][1])
+            before[path] = {"entries": entries}
+            after[path] = {"entries": entries - count, "deleted_examples": done["samples"].get(path, [])}
+    result["changed"] = bool(result["deleted"])
+    result["diff"] = {"before": before, "after": after}
+    result["maps"] = models
+    result["not_maps"] = {"count": len(skipped), "examples": skipped[:EXAMPLES]}
+    result["findings"] = fnd.sort_findings(findings)
+    return result

@@ -1,0 +1,228 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: bpf_map_usage
+short_description: fill level of every pinned eBPF map, Cilium load-balancer map checks and safe cleanup
+version_added: 0.1.0
+description:
+  - Reads every pinned eBPF map under a bpf filesystem with the C(bpf(2)) syscall (no C(bpftool) needed on the
+    node) and counts its entries in the kernel, so the fill ratio is the kernel's, not the agent's cache.
+  - Decodes Cilium's IPv4 load-balancer maps (C(cilium_lb4_services_v2), C(cilium_lb4_backends_v3),
+    C(cilium_lb4_backends_v2), the old u16-key C(cilium_lb4_backends), C(cilium_lb4_reverse_nat)) and finds
+    orphan backends, service slots pointing at missing backends, reverse-NAT entries without a frontend and,
+    given O(live_frontends), frontends Kubernetes no longer knows.
+  - With O(cleanup), deletes only entries nothing live references. Right before deleting, it reads the services
+    map (what is referenced now) and the target map (every key and value) again, and deletes a key only if it
+    is still there, unchanged and unreferenced; at most O(max_delete) keys per run. LRU maps (connection
+    tracking, NAT) are reported, never cleaned.
+author: k8snet.triage contributors (@k8snet)
+attributes:
+  check_mode:
+    support: full
+    description: Counts what would be deleted and deletes nothing.
+  diff_mode:
+    support: full
+    description: Entry counts before and after, with a few decoded sample keys per map.
+  platform:
+    support: full
+    platforms: posix
+    description: Linux nodes, x86_64 or aarch64; needs CAP_BPF (CAP_SYS_ADMIN before Linux 5.8).
+options:
+  bpffs:
+    description:
+      - Mount point of the bpf filesystem to read. It must be a bpf filesystem.
+      - Cilium's fallback mount is C(/run/cilium/bpffs).
+    type: path
+    default: /sys/fs/bpf
+  maps:
+    description:
+      - Pinned maps to read, as paths relative to O(bpffs) or base names; shell globs are allowed
+        (V(tc/globals/cilium_lb4_*), V(cilium_ct*)).
+      - A literal name that matches nothing fails the module; a glob that matches nothing is reported.
+      - Default is every pinned map under O(bpffs), recursively.
+    type: list
+    elements: str
+    default: []
+  warn_ratio:
+    description: Fill ratio (entries / max_entries) at or above which a map gets a warning.
+    type: float
+    default: 0.8
+  critical_ratio:
+    description: Fill ratio at or above which the finding is critical.
+    type: float
+    default: 0.95
+  cleanup:
+    description:
+      - V(none) changes nothing.
+      - V(orphans) deletes backends no service slot references and reverse-NAT entries no frontend uses.
+      - V(stale) also deletes the services entries (frontend and slots) of frontends missing from
+        O(live_frontends), then the backends and reverse-NAT entries only they used. Needs O(live_frontends).
+    type: str
+    choices: [none, orphans, stale]
+    default: none
+  live_frontends:
+    description:
+      - Frontends Kubernetes knows, as C(ip:port/proto) (proto V(TCP), V(UDP), V(SCTP) or V(ANY)), e.g. every
+        ClusterIP, external IP and LoadBalancer IP with its port. Enables the C(bpf.stale_frontends) check.
+      - Gather them once on the controller (the C(cilium_maps) role takes them as a variable).
+    type: list
+    elements: str
+  max_delete:
+    description: Most keys one run may delete, over all maps; the rest waits for the next run.
+    type: int
+    default: 10000
+notes:
+  - Entries are counted by iterating the map (C(BPF_MAP_LOOKUP_BATCH), or C(BPF_MAP_GET_NEXT_KEY) on kernels
+    without it); C(bpftool map show) has no entry count.
+  - Array-like maps have every slot from creation, so their O(warn_ratio) check is skipped (C(ratio) is null).
+seealso:
+  - name: Cilium eBPF maps
+    description: Map sizes and the bpf-lb-map-max option.
+    link: https://docs.cilium.io/en/stable/network/ebpf/maps/
+"""
+
+EXAMPLES = r"""
+- name: Fill level of every pinned map, and the Cilium LB cross-checks
+  k8snet.triage.bpf_map_usage:
+  register: usage
+
+- name: Only the LB maps, warn early
+  k8snet.triage.bpf_map_usage:
+    maps:
+      - tc/globals/cilium_lb4_*
+    warn_ratio: 0.7
+
+- name: Remove orphan backends, at most 5000 keys (run with --check --diff first)
+  k8snet.triage.bpf_map_usage:
+    maps:
+      - tc/globals/cilium_lb4_*
+    cleanup: orphans
+    max_delete: 5000
+
+- name: Remove frontends Kubernetes no longer has
+  k8snet.triage.bpf_map_usage:
+    cleanup: stale
+    live_frontends:
+      - 10.96.0.1:443/TCP
+      - 10.96.0.10:53/UDP
+      - 10.96.0.10:53/TCP
+"""
+
+RETURN = r"""
+maps:
+  description: One item per pinned map read.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Base name of the pin.
+      type: str
+      sample: cilium_lb4_backends_v3
+    path:
+      description: Absolute path of the pin.
+      type: str
+    pin:
+      description: Path relative to O(bpffs).
+      type: str
+    type:
+      description: Map type as bpftool names it.
+      type: str
+      sample: hash
+    id:
+      description: Kernel map id.
+      type: int
+    kernel_name:
+      description: The kernel's name of the map (at most 15 characters).
+      type: str
+    key_size:
+      description: Key size in bytes.
+      type: int
+    value_size:
+      description: Value size in bytes.
+      type: int
+    flags:
+      description: Map flags (1 = BPF_F_NO_PREALLOC).
+      type: int
+    entries:
+      description: Entries counted in the kernel; null when the map type cannot be iterated.
+      type: int
+    max_entries:
+      description: The map's max_entries.
+      type: int
+    ratio:
+      description: entries / max_entries, null for array-like maps.
+      type: float
+    cilium:
+      description:
+        - For Cilium LB maps, a decoded summary with a few examples (C(role) services, backends or
+          reverse_nat; counts of frontends, backend slots, dangling slots, orphans, stale frontends).
+      type: dict
+      returned: for Cilium LB maps with the known layout
+findings:
+  description:
+    - Findings (DESIGN.md contract) with checks C(bpf.map_pressure), C(bpf.map_full), C(bpf.orphan_backends),
+      C(bpf.dangling_service_slots), C(bpf.orphan_reverse_nat), C(bpf.stale_frontends).
+    - They describe the maps as read before any cleanup; RV(deleted) says what the cleanup removed. Run the module
+      again (read-only) to see the state after it, as the C(cilium_maps) role's post-check does.
+  returned: always
+  type: list
+  elements: dict
+deleted:
+  description: Keys deleted per map path (in check mode, keys that would be deleted).
+  returned: always
+  type: dict
+  sample: {"/sys/fs/bpf/tc/globals/cilium_lb4_backends_v3": 812}
+cleanup:
+  description:
+    - Per directory of LB maps, C(planned) and C(deleted) counts per map, C(skipped) counts of keys the
+      re-read showed were no longer safe to delete (C(changed), C(gone), C(now_referenced)),
+      C(samples) of decoded keys and C(capped) when O(max_delete) stopped the run.
+  returned: always
+  type: dict
+not_maps:
+  description: Pinned objects that are not maps (programs, links, bpffs iterator files), counted, with examples.
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            bpffs=dict(type="path", default="/sys/fs/bpf"),
+            maps=dict(type="list", elements="str", default=[]),
+            warn_ratio=dict(type="float", default=0.8),
+            critical_ratio=dict(type="float", default=0.95),
+            cleanup=dict(type="str", choices=list(cilium_lb.CLEANUP_MODES), default="none"),
+            live_frontends=dict(type="list", elements="str"),
+            max_delete=dict(type="int", default=10000),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        result = cilium_lb.usage_report(
+            params["bpffs"], maps=params["maps"], warn_ratio=params["warn_ratio"],
+            critical_ratio=params["critical_ratio"], cleanup=params["cleanup"],
+            live_frontends=params["live_frontends"], max_delete=params["max_delete"], check_mode=module.check_mode,
+        )
+    except TriageError as exc:
+        fail_from(module, exc)
+    if not module._diff:
+        result.pop("diff")
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
