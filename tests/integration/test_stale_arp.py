@@ -19,12 +19,12 @@ PLAYBOOK = "playbooks/stale_arp.yml"
 
 @pytest.fixture(scope="module")
 def vips(lab):
-    """VIP 0 held by node1 (the control plane); VIP 2 held by node2, for node1 as a client."""
+    """VIP 0 held by node1 (the control plane); VIP 6 held by node2, for node1 as a client."""
     arp.bind_vip(lab, "node1", lab.vip(0))
-    arp.bind_vip(lab, "node2", lab.vip(2))
-    yield {"cp": lab.vip(0), "node2": lab.vip(2)}
+    arp.bind_vip(lab, "node2", lab.vip(6))
+    yield {"cp": lab.vip(0), "node2": lab.vip(6)}
     lab.ns_run("node1", ["ip", "addr", "del", lab.vip(0) + "/32", "dev", "eth0"], check=False)
-    lab.ns_run("node2", ["ip", "addr", "del", lab.vip(2) + "/32", "dev", "eth0"], check=False)
+    lab.ns_run("node2", ["ip", "addr", "del", lab.vip(6) + "/32", "dev", "eth0"], check=False)
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def clean(lab):
     """Forget every neighbor entry a test made for the lab's VIPs."""
     yield
     for node in lab.nodes:
-        for n in range(4):
+        for n in (0, 1, 3, 6):
             lab.ns_run(node, ["ip", "neigh", "del", lab.vip(n), "dev", "eth0"], check=False)
 
 
