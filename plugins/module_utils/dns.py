@@ -341,7 +341,7 @@ def check_matrix(servers, rows, cluster_domain="cluster.local", subject="resolve
                              sorted(set(s["node"] or "?" for s in silent))), ", ".join(
                              sorted(set(s["node"] or "its node" for s in silent)))))
         if answering:
-            parts.append("%s answered wrongly (%s)" % (", ".join(s["name"] for s in answering), ", ".join(
+            parts.append("%s answered with errors (%s)" % (", ".join(s["name"] for s in answering), ", ".join(
                 sorted(set(r["status"] for s in answering for r in by_server[s["address"]] if r["status"] in FAILED)))))
         service_down = any(s["role"] == "service" for s in failing)
         out.append(finding(

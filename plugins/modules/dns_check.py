@@ -141,7 +141,7 @@ backend:
   description: The DNS client that was used (V(dnspython) or V(stdlib)).
   returned: always
   type: str
-results:
+matrix:
   description: One row per server, name and protocol.
   returned: always
   type: list
@@ -149,8 +149,8 @@ results:
   sample:
     - {server: 10.96.0.10, name: kubernetes.default.svc.cluster.local, protocol: udp, status: ok,
        rcode: NOERROR, answers: [10.96.0.1], cnames: [], error: null, attempts: 1, elapsed_ms: 2}
-host_results:
-  description: Rows for the host resolvers (O(host_resolvers=true)), same shape as RV(results).
+host_matrix:
+  description: Rows for the host resolvers (O(host_resolvers=true)), same shape as RV(matrix).
   returned: always
   type: list
   elements: dict
@@ -201,7 +201,7 @@ def run(module):
     summary = {}
     for row in rows + host_rows:
         summary[row["status"]] = summary.get(row["status"], 0) + 1
-    return dict(changed=False, backend=resolver.backend, results=rows, host_results=host_rows,
+    return dict(changed=False, backend=resolver.backend, matrix=rows, host_matrix=host_rows,
                 resolv_conf=confs, summary=summary, findings=findings)
 
 

@@ -163,9 +163,12 @@ def _lb(lab):
 
 @fault
 def break_arp(lab):
-    """The LB node stops answering ARP for the VIP (arp_ignore + a neighbor flush on the client)."""
+    """The LB node stops answering ARP for the VIP: the VIP moves to lo with arp_ignore=1 (the node
+    still accepts packets to it and still answers ARP for its own address)."""
     info = _lb(lab)
-    lab.ns_run(info["lb"], ["sysctl", "-qw", "net.ipv4.conf.eth0.arp_ignore=8", "net.ipv4.conf.all.arp_ignore=8"])
+    lab.ns_run(info["lb"], ["ip", "addr", "del", f"{info['vip']}/32", "dev", "eth0"], check=False)
+    lab.ns_run(info["lb"], ["ip", "addr", "replace", f"{info['vip']}/32", "dev", "lo"])
+    lab.ns_run(info["lb"], ["sysctl", "-qw", "net.ipv4.conf.eth0.arp_ignore=1"])
     lab.run(["ip", "-n", info["client_ns"], "neigh", "flush", "to", info["vip"]], check=False)
     return {"break": "arp", "node": info["lb"], "vip": info["vip"]}
 
@@ -183,7 +186,7 @@ def break_between_nodes(lab):
     """The lab switch drops IPv4 packets to the pod CIDRs (a firewall between the nodes)."""
     nft = ["nft", "-f", "-"]
     lab.run(["ip", "netns", "exec", lab.switch_ns, *nft], input=(
-        f"table bridge {NAT_COMMENT} {{\n chain fwd {{ type filter hook forward priority 0; policy accept;\n"
+        f"table bridge {NAT_COMMENT} {{\n chain forward_drop {{ type filter hook forward priority 0; policy accept;\n"
         f"  ip daddr {lab.pod_supernet} counter drop\n }}\n}}\n"))
     return {"break": "between_nodes", "dropped": str(lab.pod_supernet)}
 
@@ -210,7 +213,9 @@ def break_masquerade(lab, node="node2"):
 def path_repair(lab):
     """Undo every path break: ARP answered, DNAT back, switch open, pod route back, masquerade back."""
     info = _lb(lab)
-    lab.ns_run(info["lb"], ["sysctl", "-qw", "net.ipv4.conf.eth0.arp_ignore=0", "net.ipv4.conf.all.arp_ignore=0"])
+    lab.ns_run(info["lb"], ["sysctl", "-qw", "net.ipv4.conf.eth0.arp_ignore=0"])
+    lab.ns_run(info["lb"], ["ip", "addr", "del", f"{info['vip']}/32", "dev", "lo"], check=False)
+    lab.ns_run(info["lb"], ["ip", "addr", "replace", f"{info['vip']}/32", "dev", "eth0"])
     dnat = _dnat_rule(info["vip"], info["pod_ip"])
     if _ipt(lab, info["lb"], ["-t", "nat", "-C", *dnat], check=False).returncode != 0:
         _ipt(lab, info["lb"], ["-t", "nat", "-A", *dnat])

@@ -132,7 +132,7 @@ def test_some_fail_names_the_pods_and_their_nodes():
     assert (f["check"], f["severity"]) == ("dns.some_servers_fail", "warning")
     assert f["evidence"]["failing_nodes"] == ["node2", "node3"]
     assert "coredns-c did not answer from here (on node3)" in f["summary"]
-    assert "coredns-b answered wrongly (refused)" in f["summary"]
+    assert "coredns-b answered with errors (refused)" in f["summary"]
     assert "node3" in f["remediation"]
 
 
