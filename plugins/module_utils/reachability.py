@@ -316,3 +316,38 @@ def check(rows, subject):
         out.append(finding("reach.ok", "ok", "L3", subject, "all %d targets answered every probe" % len(rows),
                            {"targets": sample(r["name"] for r in rows)}))
     return out
+
+
+def matrix(results):
+    """{prober: reachability result} -> {"pairs", "silent_pairs", "findings"} for the fleet (pure).
+
+    A node that answered no prober that tried it is isolated (critical); a node answered by some
+    probers and not by others points at the path between those node groups (warning).
+    """
+    pairs = []
+    for prober, result in sorted(results.items()):
+        for row in (result or {}).get("targets") or []:
+            pairs.append({"from": prober, "to": row["name"], "ok": bool(row.get("reachable"))})
+    by_target = {}
+    for pair in pairs:
+        by_target.setdefault(pair["to"], []).append(pair)
+    findings = []
+    for target, seen_by in sorted(by_target.items()):
+        failed = sorted(p["from"] for p in seen_by if not p["ok"])
+        answered = sorted(p["from"] for p in seen_by if p["ok"])
+        if failed and not answered:
+            findings.append(finding("connectivity.node_isolated", "critical", "L3", target,
+                                    "%s answered none of the %d nodes that probed it" % (target, len(failed)),
+                                    {"probed_by": sample(failed)},
+                                    "check the node itself first (link, address, firewall), then its switch port"))
+        elif failed:
+            findings.append(finding("connectivity.partial", "warning", "L3", target,
+                                    "%s answers %s but not %s" % (target, ", ".join(sample(answered, 5)), ", ".join(
+                                        sample(failed, 5))),
+                                    {"failed_from": sample(failed), "answered": len(answered)},
+                                    "compare the routes and firewall rules of the failing nodes toward it "
+                                    "(k8snet.triage.route_check, k8snet.triage.iptables_drops)"))
+    if not findings:
+        findings.append(finding("connectivity.ok", "ok", "L3", "fleet", "all %d probed node pairs answered" % len(pairs),
+                                {"pairs": len(pairs), "nodes": len(results)}))
+    return {"pairs": pairs, "silent_pairs": [p for p in pairs if not p["ok"]], "findings": findings}
