@@ -37,7 +37,7 @@ CAP_NET_RAW = 13
 MAX_DURATION = 300
 MAX_PACKETS = 100000
 SNAPLEN = 128
-TCP_FLAGS = ((0x02, "S"), (0x10, "."), (0x01, "F"), (0x04, "R"), (0x08, "P"))
+TCP_FLAGS = ((0x02, "S"), (0x01, "F"), (0x08, "P"), (0x04, "R"), (0x10, "."))  # tcpdump's order
 
 
 # ------------------------------------------------------------------ the filter (pure)
