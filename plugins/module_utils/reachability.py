@@ -266,11 +266,13 @@ class Prober(object):
 
 
 def judge(row):
-    """A target is reachable when any probe got an answer from it (a TCP RST is an answer)."""
+    """A target is reachable when ICMP or TCP got an answer (a RST is an answer).  ARP alone only
+    decides when it was the only probe: an ARP answer proves layer 2, not that packets get through."""
     icmp = row.get("icmp") or {}
     tcp = row.get("tcp") or {}
-    arp = row.get("arp") or {}
-    return bool(icmp.get("received") or tcp.get("status") in ("open", "refused") or arp.get("status") == "answered")
+    if icmp or tcp:
+        return bool(icmp.get("received") or tcp.get("status") in ("open", "refused"))
+    return (row.get("arp") or {}).get("status") == "answered"
 
 
 def diagnose(row):
@@ -281,6 +283,10 @@ def diagnose(row):
         return ("reach.arp_conflict", "critical", "L2", "%s is answered by %d MACs (%s): an IP conflict" % (
             name, len(arp["macs"]), ", ".join(arp["macs"])), "find the hosts owning these MACs; k8snet.triage.arp_check")
     if not row["reachable"]:
+        if arp and arp["status"] == "answered" and (icmp or tcp):
+            return ("reach.unreachable", "critical", "L3", "%s answers ARP on %s (layer 2 works) but neither ICMP nor "
+                    "TCP: a firewall drops its traffic" % (name, arp["interface"]), "k8snet.triage.iptables_drops on "
+                    "both ends (INPUT/OUTPUT/FORWARD) and any security group between them")
         if arp and arp["status"] == "no_answer":
             return ("reach.unreachable", "critical", "L2", "%s does not answer ARP on %s: host down, wrong VLAN, or a "
                     "stale/unannounced address" % (name, arp["interface"]), "k8snet.triage.arp_check on this node; "
