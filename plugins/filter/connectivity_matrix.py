@@ -11,9 +11,9 @@ name: connectivity_matrix
 short_description: fleet view of k8snet.triage.reachability results taken on every node
 version_added: 0.1.0
 description:
-  - Takes C({node: reachability result}) and returns the probed pairs, the silent ones, and findings
-    C(connectivity.node_isolated) (no prober got an answer), C(connectivity.partial) (some did, some
-    did not) or C(connectivity.ok).
+  - Takes the reachability results keyed by node and returns the probed pairs, the silent ones,
+    and findings C(connectivity.node_isolated) (no prober got an answer), C(connectivity.partial)
+    (some did, some did not) or C(connectivity.ok).
 options:
   _input:
     description: Reachability results keyed by the node that sent the probes.

@@ -12,7 +12,7 @@ short_description: render findings as one line each, most severe first
 version_added: 0.1.0
 description:
   - Turns a list of findings (the C(findings) every k8snet.triage module returns) into
-    short lines C(SEVERITY check subject: summary), sorted critical first, for a terminal.
+    short lines C(SEVERITY check subject - summary), sorted critical first, for a terminal.
 options:
   _input:
     description: A list of findings.

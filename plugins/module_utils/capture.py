@@ -146,7 +146,7 @@ def parse_pcap(data, names=None, local_macs=None):
                "proto": "other", "src": None, "dst": None, "sport": None, "dport": None, "flags": None,
                "icmp_type": None, "arp_op": None, "length": orig}
         if linktype == LINKTYPE_LINUX_SLL2 and len(frame) >= 20:
-            ethertype, _, ifindex, _, ptype = struct.unpack("!HHIHB", frame[:11])
+            ethertype, ifindex, ptype = struct.unpack("!H2xI2xB", frame[:11])
             pkt.update(ifindex=ifindex, interface=names.get(ifindex, "if%d" % ifindex),
                        direction="out" if ptype == 4 else "in")
             _l3(ethertype, frame[20:], pkt)
@@ -301,7 +301,7 @@ class Capture(object):
         return out
 
     def run(self, interfaces, hosts, ports, protocol, duration, max_packets, pcap_path=None, first=10, route_to=None,
-            stop_file=None):
+            stop_file=None, remove_files=False):
         validate_bounds(duration, max_packets)
         bpf = build_filter(hosts, ports, protocol)
         routed = self.resolve_routes(route_to)
@@ -352,6 +352,10 @@ class Capture(object):
         finally:
             if workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
+            if remove_files:
+                for path in (pcap_path, stop_file):
+                    if path and os.path.isfile(path):
+                        os.unlink(path)
         macs = set()
         for name in indexes.values():
             try:
@@ -362,5 +366,6 @@ class Capture(object):
         linktype, packets = parse_pcap(data, indexes, macs)
         result = summarize(packets, interfaces, first)
         result.update(filter=bpf, linktype=linktype, routed=routed, seconds=round(elapsed, 3),
-                      stopped_by_file=bool(watcher and watcher.stopped_early), capped=len(packets) >= max_packets, pcap_path=pcap_path)
+                      stopped_by_file=bool(watcher and watcher.stopped_early),
+                      files_removed=bool(remove_files), capped=len(packets) >= max_packets, pcap_path=pcap_path)
         return result

@@ -80,7 +80,7 @@ def _read_name(data, offset, depth=0):
         length = data[offset]
         if length & 0xC0 == 0xC0:
             pointer = struct.unpack("!H", data[offset:offset + 2])[0] & 0x3FFF
-            rest, _ = _read_name(data, pointer, depth + 1)
+            rest = _read_name(data, pointer, depth + 1)[0]
             labels.append(rest)
             return ".".join(x for x in labels if x), offset + 2
         offset += 1
@@ -96,12 +96,12 @@ def parse_response(data):
         raise ValueError("response shorter than a DNS header (%d bytes)" % len(data))
     qid, flags, qd, an, _ns, _ar = struct.unpack("!HHHHHH", data[:12])
     offset = 12
-    for _ in range(qd):
-        _, offset = _read_name(data, offset)
+    for dummy in range(qd):
+        offset = _read_name(data, offset)[1]
         offset += 4
     answers, cnames = [], []
-    for _ in range(an):
-        _, offset = _read_name(data, offset)
+    for dummy in range(an):
+        offset = _read_name(data, offset)[1]
         rtype, _cls, _ttl, rdlen = struct.unpack("!HHIH", data[offset:offset + 10])
         offset += 10
         rdata = data[offset:offset + rdlen]
@@ -200,7 +200,7 @@ class Resolver(object):
         row = {"server": server, "name": name, "protocol": protocol, "rcode": None, "answers": [], "cnames": [],
                "error": None, "attempts": 0}
         started = time.time()
-        for _ in range(self.retries + 1):
+        for dummy in range(self.retries + 1):
             row["attempts"] += 1
             try:
                 reply = self._query(server, self.port, name, self.rdtype, protocol, self.timeout)
@@ -358,7 +358,7 @@ def check_matrix(servers, rows, cluster_domain="cluster.local", subject="resolve
                "recreated" if answering else "")))
     # upstream: servers that resolve cluster names but not external ones
     if cluster_rows and external:
-        good = [s for s in working]
+        good = list(working)
         broken_ext = [r for r in external if r["status"] in FAILED and any(r["server"] == s["address"] for s in good)]
         ok_ext = [r for r in external if r["status"] == "ok" and any(r["server"] == s["address"] for s in good)]
         if good and broken_ext and not ok_ext:

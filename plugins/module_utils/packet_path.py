@@ -88,8 +88,8 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
         lb_hosts = ",".join(r.get("host") or "?" for r in lbs)
         if not hop("lb_in", lb_hosts, sum(seen(r, direction="in", proto="tcp", dst=vip, dport=port) for r in lbs)):
             vanished = "arp"
-        elif not hop("lb_translated", lb_hosts, sum(seen(r, direction="out", proto="tcp", dst=pod_ip, dport=pod_port)
-                                                     for r in lbs)):
+        elif not hop("lb_translated", lb_hosts,
+                     sum(seen(r, direction="out", proto="tcp", dst=pod_ip, dport=pod_port) for r in lbs)):
             vanished = "nat"
     if vanished is None and worker:
         if not same_node and not hop("worker_in", worker.get("host"), seen(

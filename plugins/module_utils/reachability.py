@@ -61,7 +61,7 @@ def parse_echo_reply(data, raw=True):
         data = data[(data[0] & 0x0F) * 4:]
     if len(data) < 8 or data[0] != 0:
         return None
-    _, _, _, ident, seq = struct.unpack("!BBHHH", data[:8])
+    ident, seq = struct.unpack("!4xHH", data[:8])
     return ident, seq
 
 
@@ -176,7 +176,7 @@ def probe_icmp(address, count, timeout, interval=0.2):
 def probe_tcp(address, port, timeout, count=1):
     """Up to ``count`` connects, stopping at the first that opens; the last status wins otherwise."""
     out = {"port": port, "status": "error", "attempts": 0, "ms": None, "error": None}
-    for _ in range(count):
+    for dummy in range(count):
         out["attempts"] += 1
         started = time.time()
         try:
@@ -214,7 +214,7 @@ def probe_arp(address, route, links, addresses, count, timeout):
     macs = []
     try:
         sock.bind((dev, ETH_P_ARP))
-        for _ in range(count):
+        for dummy in range(count):
             sock.send(arp_request(mac, src, address))
             deadline = time.time() + timeout
             while True:
@@ -357,3 +357,19 @@ def matrix(results):
         findings.append(finding("connectivity.ok", "ok", "L3", "fleet", "all %d probed node pairs answered" % len(pairs),
                                 {"pairs": len(pairs), "nodes": len(results)}))
     return {"pairs": pairs, "silent_pairs": [p for p in pairs if not p["ok"]], "findings": findings}
+
+
+def sample_peers(nodes, me, limit):
+    """The peers ``me`` probes: the other nodes in sorted ring order after ``me``, every stride-th of
+    them, at most ``limit`` (all when there are fewer).  Every node is probed by about ``limit``
+    others, and the fleet costs ``len(nodes) * limit`` probes instead of n squared (pure)."""
+    ring = sorted(set(nodes))
+    if me not in ring:
+        raise InputError("%s is not one of the nodes to sample among (%s)" % (me, ", ".join(ring[:10])))
+    i = ring.index(me)
+    others = ring[i + 1:] + ring[:i]
+    if limit <= 0 or not others:
+        return []
+    k = min(len(others), limit)
+    stride = max(1, len(others) // k)
+    return others[stride - 1::stride][:k]

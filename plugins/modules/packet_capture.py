@@ -68,6 +68,12 @@ options:
       - End the capture early (before O(duration)) as soon as this file exists; a play touches it on
         every hop once its probes are sent. Only this module's own tcpdump is stopped.
     type: path
+  remove_files:
+    description:
+      - Remove O(pcap_path) and O(stop_file) once the capture is read (a play that waited for the pcap
+        and touched the stop file needs no clean-up task then). Leave it off to fetch the pcap.
+    type: bool
+    default: false
   pcap_path:
     description:
       - Keep the capture in this file (its directory must exist), for C(ansible.builtin.fetch).
@@ -75,16 +81,20 @@ options:
     type: path
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: a capture changes nothing on the host; it runs in check mode too.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
+    description: Target OS/families that can be operated against.
+    support: full
     platforms: posix
 requirements:
   - tcpdump and coreutils C(timeout) on the host
 author:
-  - k8snet.triage contributors
+  - k8snet.triage contributors (@k8snet)
 """
 
 EXAMPLES = r"""
@@ -156,6 +166,10 @@ stopped_by_file:
   description: Whether O(stop_file) ended the capture before O(duration).
   returned: always
   type: bool
+files_removed:
+  description: Whether O(pcap_path) and O(stop_file) were removed (O(remove_files)).
+  returned: always
+  type: bool
 capped:
   description: Whether O(max_packets) was reached.
   returned: always
@@ -191,13 +205,15 @@ def main():
             first=dict(type="int", default=10),
             pcap_path=dict(type="path"),
             stop_file=dict(type="path"),
+            remove_files=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
         result = Capture(module).run(p["interfaces"], p["hosts"], p["ports"], p["protocol"], p["duration"],
-                                     p["max_packets"], p["pcap_path"], p["first"], p["route_to"], p["stop_file"])
+                                     p["max_packets"], p["pcap_path"], p["first"], p["route_to"], p["stop_file"],
+                                     p["remove_files"])
     except TriageError as exc:
         fail_from(module, exc)
     subject = ",".join(sorted(result["interfaces"]))

@@ -63,14 +63,18 @@ options:
     default: auto
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: probes change nothing on the host; they run in check mode too.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
+    description: Target OS/families that can be operated against.
+    support: full
     platforms: linux
 author:
-  - k8snet.triage contributors
+  - k8snet.triage contributors (@k8snet)
 """
 
 EXAMPLES = r"""

@@ -101,8 +101,9 @@ def test_upstream_and_host_resolver_down(lab, ansible, cluster_dns):
     lab_dns.dns_upstream_down(lab)
     try:
         assert independent(lab, "node2", cluster_dns["kube_dns"], EXTERNAL) != "NOERROR"
-        res = ansible.module("node2", "dns_check", args(cluster_dns, servers=servers(cluster_dns)[:2],
-                                                         host_resolvers=True, resolv_conf=HOST_RESOLV))["node2"]
+        two = servers(cluster_dns)[:2]
+        res = ansible.module("node2", "dns_check", args(cluster_dns, servers=two, host_resolvers=True,
+                                                        resolv_conf=HOST_RESOLV))["node2"]
         checks = by_check(res)
         assert checks["dns.upstream"]["severity"] == "critical"
         assert EXTERNAL in checks["dns.upstream"]["summary"]

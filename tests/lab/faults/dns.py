@@ -86,9 +86,9 @@ def dns_cluster(lab):
         _start_dns(lab, name, info["ns"], info["ip"], "refused" if mode == "refused" else "healthy", up["ip"])
         pods[name] = {"name": name, "node": node, "ip": info["ip"], "mode": mode, "ns": info["ns"]}
     isolated = pods["coredns-c"]
-    _ensure(lab, isolated["node"], "filter", ["FORWARD", "-i", "eth0", "-d", isolated["ip"], "-m", "conntrack",
-                                                "--ctstate", "NEW", "-m", "comment",
-                                                "--comment", NAT_COMMENT + "-dns-isolate", "-j", "DROP"])
+    isolate = ["FORWARD", "-i", "eth0", "-d", isolated["ip"], "-m", "conntrack", "--ctstate", "NEW",
+               "-m", "comment", "--comment", NAT_COMMENT + "-dns-isolate", "-j", "DROP"]
+    _ensure(lab, isolated["node"], "filter", isolate)
     kube_dns = lab.service_ip(10)
     healthy = pods["coredns-a"]["ip"]
     for node in lab.nodes:

@@ -65,7 +65,7 @@ def test_real_sll2_capture_interfaces_directions_protocols():
 
 
 def test_real_sll2_summary_and_flows():
-    _, packets = c.parse_pcap((FIX / "any_sll2.pcap").read_bytes(), NAMES)
+    packets = c.parse_pcap((FIX / "any_sll2.pcap").read_bytes(), NAMES)[1]
     summary = c.summarize(packets, ["eth0"], first=3)
     assert summary["interfaces"] == {"eth0": {"in": 6, "out": 7}}
     assert summary["total"] == 13 and len(summary["first"]) == 3

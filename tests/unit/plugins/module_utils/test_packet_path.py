@@ -77,7 +77,7 @@ def test_without_client_capture_and_lb_on_the_worker():
 
 
 def test_filter_accepts_results_keyed_by_host():
-    case, v, _ = load("break_between_nodes")
+    case, v = load("break_between_nodes")[:2]
     keyed = {"client": {"client": case["captures"]["client"]}, "lb": {"node1": case["captures"]["node1"]},
              "worker": {"node2": case["captures"]["node2"]}}
     got = bisect_filter(keyed, v["ingress_path_vip"], "80", v["ingress_path_pod_ip"], "8080", case["probe"])

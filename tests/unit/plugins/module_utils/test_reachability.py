@@ -95,5 +95,21 @@ def test_matrix_isolated_partial_ok():
 
 def test_capture_and_reachability_agree_on_tcp_flags():
     # the SYN of our own TCP probe as tcpdump saw it
-    _, packets = capture.parse_pcap((FIX / "any_sll2.pcap").read_bytes(), {2: "eth0"})
+    packets = capture.parse_pcap((FIX / "any_sll2.pcap").read_bytes(), {2: "eth0"})[1]
     assert [p["flags"] for p in packets if p["dport"] == 81] == ["S"]
+
+
+def test_peer_sample_below_n_squared_and_covering_everyone():
+    nodes = ["node%02d" % i for i in range(1, 41)]
+    probed_by = dict((n, 0) for n in nodes)
+    for me in nodes:
+        peers = r.sample_peers(nodes, me, 8)
+        assert len(peers) == 8 and me not in peers and len(set(peers)) == 8
+        for peer in peers:
+            probed_by[peer] += 1
+    assert set(probed_by.values()) == {8}  # 40 * 8 probes instead of 40 * 39, each node probed 8 times
+    assert r.sample_peers(["a", "b", "c"], "a", 8) == ["b", "c"]
+    assert r.sample_peers(["a", "b", "c"], "a", 1) == ["c"]
+    assert r.sample_peers(["a"], "a", 3) == []
+    with pytest.raises(InputError, match="not one of the nodes"):
+        r.sample_peers(["a", "b"], "z", 1)
