@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Controller side of role connectivity: which peers one node probes."""
+
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: connectivity_peers
+short_description: the sample of peers one node probes, as k8snet.triage.reachability targets
+version_added: 0.1.0
+description:
+  - Orders the nodes in a ring (sorted by name) and picks, after O(node), every stride-th other node,
+    at most O(limit) of them, so that a fleet of n nodes costs n x limit probes instead of n squared
+    while every node is still probed by about O(limit) others.
+  - Returns reachability targets with C(address) taken from C(k8s_node_ip), else C(ansible_host), of
+    each peer in O(hostvars).
+options:
+  _input:
+    description: The inventory names of the nodes.
+    type: list
+    elements: str
+    required: true
+  node:
+    description: The node that probes.
+    type: str
+    required: true
+  limit:
+    description: Most peers to probe.
+    type: int
+    required: true
+  hostvars:
+    description: The play's C(hostvars), to read each peer's address.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = """
+- name: Probe a sample of peers
+  k8snet.triage.reachability:
+    targets: "{{ groups['k8s_nodes'] | k8snet.triage.connectivity_peers(inventory_hostname, 8, hostvars) }}"
+"""
+
+RETURN = """
+_value:
+  description: Targets C({address, name}).
+  type: list
+  elements: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.reachability import sample_peers
+
+
+def connectivity_peers(nodes, node, limit, hostvars):
+    try:
+        peers = sample_peers(list(nodes), node, int(limit))
+    except InputError as exc:
+        raise AnsibleFilterError(exc.message)
+    out = []
+    for peer in peers:
+        facts = hostvars[peer]
+        address = facts.get("k8s_node_ip") or facts.get("ansible_host")
+        if not address:
+            raise AnsibleFilterError("node %s has neither k8s_node_ip nor ansible_host" % peer)
+        out.append({"address": str(address), "name": peer})
+    return out
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"connectivity_peers": connectivity_peers}

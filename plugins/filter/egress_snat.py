@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Controller side of role egress: which source address pod traffic leaves the node with."""
+
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: egress_snat
+short_description: findings on the source address of pod traffic leaving a node
+version_added: 0.1.0
+description:
+  - Reads a C(k8snet.triage.packet_capture) result taken on the node's external interface while a pod
+    sent traffic to O(target), and returns C(egress.ok) (SNAT to the node IP), C(egress.no_snat) (the pod
+    IP leaves the node), C(egress.unexpected_source) or C(egress.not_leaving).
+options:
+  _input:
+    description: The packet_capture result.
+    type: dict
+    required: true
+  node_ip:
+    description: The node's IP on the external interface.
+    type: str
+    required: true
+  pod_ip:
+    description: The pod that sent the traffic.
+    type: str
+    required: true
+  target:
+    description: The external address the pod sent to.
+    type: str
+    required: true
+"""
+
+EXAMPLES = """
+- name: Is pod egress masqueraded?
+  ansible.builtin.set_fact:
+    egress_findings: "{{ capture | k8snet.triage.egress_snat(node_ip='198.18.0.12', pod_ip='10.244.1.5', target='198.18.0.100') }}"
+"""
+
+RETURN = """
+_value:
+  description: A list with one finding.
+  type: list
+  elements: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import egress_snat as _egress_snat
+
+
+def egress_snat(capture, node_ip, pod_ip, target):
+    if not isinstance(capture, dict):
+        raise AnsibleFilterError("egress_snat expects a packet_capture result, got %s" % type(capture).__name__)
+    return _egress_snat(capture, node_ip, pod_ip, target)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"egress_snat": egress_snat}

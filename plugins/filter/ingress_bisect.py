@@ -1,0 +1,93 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Controller side of role ingress_path: the first hop where the probes vanished."""
+
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: ingress_bisect
+short_description: find the first hop of the ingress path where the probes were not seen
+version_added: 0.1.0
+description:
+  - Walks client -> LB node (received, then translated to the pod) -> worker -> pod veth -> pod reply
+    over C(k8snet.triage.packet_capture) results taken at the same time on each hop, and returns the
+    hops, the hop where the packets vanished and one finding with the runbook step for it
+    (C(ingress.client_network), C(ingress.arp), C(ingress.nat), C(ingress.between_nodes),
+    C(ingress.pod_forwarding), C(ingress.backend), C(ingress.return_path) or C(ingress.ok)).
+options:
+  _input:
+    description: >-
+      The captures, C({client: result, lb: [results], worker: result}) where each result is a
+      packet_capture result with a C(host) key added, or C({client: {host: result}, lb: {host: result, ...},
+      worker: {host: result}}). Any hop may be missing.
+    type: dict
+    required: true
+  vip:
+    description: The LoadBalancer VIP the client probes.
+    type: str
+    required: true
+  port:
+    description: The Service port on the VIP.
+    type: int
+    required: true
+  pod_ip:
+    description: The pod the VIP is translated to.
+    type: str
+    required: true
+  pod_port:
+    description: The pod's target port.
+    type: int
+    required: true
+  probe:
+    description: The client's C(k8snet.triage.reachability) result (to tell a broken return path).
+    type: dict
+  pod_interface:
+    description: The pod's host-side veth; by default the one the worker's capture resolved from O(pod_ip).
+    type: str
+"""
+
+EXAMPLES = """
+- name: Where do the packets vanish?
+  ansible.builtin.set_fact:
+    bisect: "{{ captures | k8snet.triage.ingress_bisect(vip='198.18.0.202', port=80, pod_ip='10.244.1.5', pod_port=8080) }}"
+"""
+
+RETURN = """
+_value:
+  description: C(hops) (hop, host, packets seen), C(vanished_at) (null when every hop saw the probes) and C(findings).
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import ingress_bisect as _bisect
+
+
+def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None):
+    if not isinstance(captures, dict):
+        raise AnsibleFilterError("ingress_bisect expects a dict {client, lb, worker} of capture results, got %s"
+                                 % type(captures).__name__)
+    return _bisect(_normalize(captures), vip, int(port), pod_ip, int(pod_port), probe, pod_interface)
+
+
+def _normalize(captures):
+    """Accept results keyed by host ({hop: {host: result}}, what a role builds from hostvars) too."""
+    def one(value):
+        if isinstance(value, dict) and "flows" not in value and value:
+            host, result = sorted(value.items())[0]
+            return dict(result, host=host) if isinstance(result, dict) else None
+        return value or None
+
+    out = {"client": one(captures.get("client")), "worker": one(captures.get("worker"))}
+    lbs = captures.get("lb") or []
+    if isinstance(lbs, dict):
+        lbs = [dict(result, host=host) for host, result in sorted(lbs.items()) if isinstance(result, dict)]
+    out["lb"] = lbs
+    return out
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"ingress_bisect": ingress_bisect}

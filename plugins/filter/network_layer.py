@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Which layer does an error message point at?  A table of real client error texts."""
+
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: network_layer
+short_description: classify a client error message into L2, L3, L4, L7 or DNS
+version_added: 0.1.0
+description:
+  - Reads an error text as printed by Go (C(net), C(net/http), C(crypto/tls)), curl, Python
+    (C(requests), C(urllib3), C(socket)) or Java (C(java.net), C(javax.net.ssl)) clients, or by
+    C(ping), and says which network layer it implicates and which check to run next.
+  - The classification is table-driven; the first matching row wins, and the rows are ordered
+    from the most specific (a DNS lookup that timed out is DNS, not a layer 3 timeout) to the
+    most generic.
+  - Rules of thumb the table encodes; an HTTP status or a TLS certificate error means layers
+    3 and 4 work; C(connection refused) and C(connection reset by peer) are layer 4 (the host
+    answered); C(no route to host) and connect timeouts are layer 3 (or layer 2 when the target
+    is on-link and ARP gets no answer).
+options:
+  _input:
+    description: One error text, or a list of them.
+    type: raw
+    required: true
+"""
+
+EXAMPLES = """
+- name: Which layer is broken?
+  ansible.builtin.debug:
+    msg: "{{ 'dial tcp 198.18.0.10:443: connect: no route to host' | k8snet.triage.network_layer }}"
+  # -> {"layer": "L3", "category": "no_route", "next_check": "k8snet.triage.route_check ...", ...}
+"""
+
+RETURN = """
+_value:
+  description: >-
+    One dict per input text (a list for a list) with C(layer) (C(L2), C(L3), C(L4), C(L7), C(DNS),
+    or C(unknown)), C(category), C(meaning) (what works and what does not), C(next_check),
+    C(also) (other layers the same text can come from) and C(matched) (the text that matched).
+  type: raw
+"""
+
+import re
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.six import string_types
+
+# Next checks, named once.
+_DNS = "k8snet.triage.dns_check against the kube-dns Service IP and each coredns pod IP (role k8snet.triage.dns)"
+_ROUTE = "k8snet.triage.route_check on the source node (route to the destination), then k8snet.triage.reachability"
+_ARP = "k8snet.triage.arp_check for the next hop / VIP, and k8snet.triage.reachability with probes: [arp]"
+_DROPS = "k8snet.triage.iptables_drops on source, LB and destination nodes, then role k8snet.triage.ingress_path"
+_LISTENER = ("the destination: is the process listening and does the Service have endpoints "
+             "(a REJECT rule also answers like this: k8snet.triage.iptables_drops)")
+_RESET = "role k8snet.triage.ingress_path (who sends the RST: a middlebox, conntrack, or the backend) and backend logs"
+_TLS = "the certificate chain and names (openssl s_client -connect HOST:PORT -servername NAME); the network is fine"
+_APP = "the application and its backends (logs, readiness); the network path up to layer 4 works"
+_MTU = "path MTU (ping -M do -s 1472 DEST) and the VIP's MAC with k8snet.triage.arp_check (a moved VIP stalls handshakes)"
+
+# (category, layer, also, meaning, next_check, patterns).  Order matters: most specific first.
+RULES = (
+    # -------------------------------------------------------------- DNS
+    ("dns_timeout", "DNS", ["L3"], "the resolver did not answer: DNS server unreachable or down",
+     _DNS, [r"lookup \S+ on \S+: .*(i/o timeout|connection refused|no route to host)",
+            r"temporary failure in name resolution", r"\[errno -3\]", r"eai_again",
+            r"could not contact dns servers", r"connection timed out; no servers could be reached",
+            r"resolving timed out", r"resolve_timeout"]),
+    ("dns_servfail", "DNS", [], "the resolver answered SERVFAIL: it could not resolve the name (upstream or zone problem)",
+     _DNS, [r"server misbehaving", r"servfail"]),
+    ("dns_nxdomain", "DNS", [], "the name does not exist for this resolver (NXDOMAIN): a wrong name, namespace or search path",
+     _DNS, [r"no such host", r"could not resolve host", r"name or service not known", r"\[errno -2\]",
+            r"unknownhostexception", r"nodename nor servname provided", r"nxdomain", r"failed to resolve '",
+            r"getaddrinfo enotfound", r"name does not resolve"]),
+    # -------------------------------------------------------------- L7: layer 4 works
+    ("tls_certificate", "L7", [], "TCP and the TLS handshake reached the server; the certificate was rejected",
+     _TLS, [r"x509:", r"certificate verify failed", r"ssl certificate problem", r"pkix path building failed",
+            r"sslhandshakeexception: no subject alternative", r"certificate has expired",
+            r"unable to get local issuer certificate", r"self[- ]signed certificate"]),
+    ("tls_handshake_stalled", "L4", ["L2"], "TCP connected but the TLS handshake never completed: MTU blackhole, "
+     "a stale VIP MAC or an overloaded endpoint", _MTU,
+     [r"tls handshake timeout", r"ssl_error_syscall", r"ssl handshake timed out", r"remote host terminated the handshake"]),
+    ("http_status", "L7", [], "the server answered with an HTTP error: the network path works",
+     _APP, [r"\b50[0-4]\b.*(service unavailable|bad gateway|gateway timeout|internal server error)",
+            r"(service unavailable|bad gateway|gateway timeout|internal server error)",
+            r"the requested url returned error: \d{3}", r"http response to https client",
+            r"status code:? 5\d\d", r"unexpected status code"]),
+    ("read_timeout", "L7", ["L4"], "connected, then no response in time: a slow or hung backend (or an MTU blackhole)",
+     _APP, [r"read timed out", r"awaiting headers", r"read tcp \S+->\S+: i/o timeout",
+            r"operation timed out after \d+ milliseconds with \d+ (out of -?\d+ )?bytes received",
+            r"readtimeout", r"timeout awaiting response headers"]),
+    ("empty_reply", "L7", ["L4"], "connected, and the server closed without an answer",
+     _APP, [r"empty reply from server", r"remotedisconnected", r"remote end closed connection without response",
+            r"unexpected eof"]),
+    # -------------------------------------------------------------- L4: the host answered
+    ("connection_refused", "L4", [], "the host answered with a RST: nothing listens on the port, or a REJECT rule",
+     _LISTENER, [r"connection refused", r"\[errno 111\]", r"econnrefused"]),
+    ("connection_reset", "L4", [], "an established connection was reset: backend crash, conntrack or a middlebox",
+     _RESET, [r"connection reset", r"\[errno 104\]", r"econnreset", r"broken pipe", r"\[errno 32\]",
+              r"connection aborted"]),
+    ("connect_failed_fast", "L4", ["L3"], "the connection failed at once: refused by the host (L4) or no route (L3); "
+     "curl 8 prints the same text for both, curl -v names the errno", _LISTENER + "; " + _ROUTE,
+     [r"failed to connect to .* after \d+ ms: couldn't connect to server"]),
+    # -------------------------------------------------------------- L2 before L3: on-link failures
+    ("arp_unresolved", "L2", ["L3"], "the next hop did not answer ARP: wrong/stale MAC, VIP not announced, or host down",
+     _ARP, [r"destination host unreachable", r"host is down", r"\[errno 112\]", r"ehostdown",
+            r"\d+% unanswered", r"no reply from"]),
+    # -------------------------------------------------------------- L3
+    ("no_route", "L3", ["L2"], "no usable route to the destination (on-link, a failed ARP also reports this)",
+     _ROUTE + "; " + _ARP, [r"no route to host", r"noroutetohostexception", r"\[errno 113\]", r"ehostunreach",
+                            r"network is unreachable", r"\[errno 101\]", r"enetunreach"]),
+    ("connect_timeout", "L3", ["L2", "L4"], "the connection attempt got no answer at all: packets dropped on the way "
+     "(firewall, routing, ARP, or the LB)", _DROPS,
+     [r"i/o timeout", r"connect timed out", r"connection timed out", r"connecttimeout", r"\[errno 110\]",
+      r"etimedout", r"http connect timed out", r"dial tcp .*: (context deadline exceeded|operation was canceled)",
+      r"failed to connect to .* after \d+ ms: timeout was reached"]),
+    ("deadline", "L3", ["L4", "L7"], "a deadline expired; where it expired is not in the text", _DROPS,
+     [r"context deadline exceeded", r"timed out", r"timeout"]),
+)
+
+_COMPILED = tuple((cat, layer, also, meaning, nxt, [re.compile(p, re.I) for p in pats])
+                  for cat, layer, also, meaning, nxt, pats in RULES)
+
+UNKNOWN = {"layer": "unknown", "category": "unknown", "also": [], "matched": None,
+           "meaning": "no rule matched this text",
+           "next_check": "role k8snet.triage.connectivity (node-to-node matrix) and k8snet.triage.dns_check"}
+
+
+def classify(text):
+    """One error text in, one classification dict out (pure)."""
+    if text is None:
+        text = ""
+    if not isinstance(text, string_types):
+        raise AnsibleFilterError("network_layer expects an error text or a list of them, got %s" % type(text).__name__)
+    for category, layer, also, meaning, next_check, patterns in _COMPILED:
+        for pattern in patterns:
+            match = pattern.search(text)
+            if match:
+                return {"layer": layer, "category": category, "also": list(also), "meaning": meaning,
+                        "next_check": next_check, "matched": match.group(0)}
+    return dict(UNKNOWN)
+
+
+def network_layer(value):
+    if isinstance(value, (list, tuple)):
+        return [classify(item) for item in value]
+    return classify(value)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"network_layer": network_layer}

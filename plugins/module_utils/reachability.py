@@ -1,0 +1,375 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""ICMP echo, TCP connect and ARP probes from this host, in parallel, standard library only.
+
+ICMP uses a raw socket (CAP_NET_RAW) or, without it, an unprivileged ICMP datagram socket when
+``net.ipv4.ping_group_range`` allows; ARP uses an AF_PACKET socket on the interface the route to
+the target uses (on-link targets only) and records every MAC that answers; TCP is a plain
+connect.  With ``netns_pid`` the probes run inside that process's network namespace (a pod's,
+for example), entered with setns(2) before any probe thread starts.
+
+Probe models:
+  icmp {"sent", "received", "rtt_ms", "error"}
+  tcp  {"port", "status": open|refused|timeout|unreachable|error, "ms", "error"}
+  arp  {"status": answered|no_answer|not_on_link|error, "interface", "macs", "error"}
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import ipaddress
+import os
+import random
+import select
+import socket
+import struct
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+
+PROBES = ("icmp", "tcp", "arp")
+CLONE_NEWNET = 0x40000000
+ETH_P_ARP = 0x0806
+MAX_WORKERS = 32
+
+
+# ------------------------------------------------------------------ pure helpers
+
+
+def checksum(data):
+    if len(data) % 2:
+        data += b"\x00"
+    total = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    total = (total >> 16) + (total & 0xFFFF)
+    total += total >> 16
+    return ~total & 0xFFFF
+
+
+def echo_request(ident, seq, payload=b"k8snet-triage"):
+    header = struct.pack("!BBHHH", 8, 0, 0, ident, seq)
+    return struct.pack("!BBHHH", 8, 0, checksum(header + payload), ident, seq) + payload
+
+
+def parse_echo_reply(data, raw=True):
+    """(ident, seq) of an ICMP echo reply; raw sockets include the IPv4 header."""
+    if raw:
+        data = data[(data[0] & 0x0F) * 4:]
+    if len(data) < 8 or data[0] != 0:
+        return None
+    ident, seq = struct.unpack("!4xHH", data[:8])
+    return ident, seq
+
+
+def arp_request(src_mac, src_ip, target_ip):
+    mac = bytes(bytearray(int(x, 16) for x in src_mac.split(":")))
+    eth = b"\xff" * 6 + mac + struct.pack("!H", ETH_P_ARP)
+    arp = struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + mac + socket.inet_aton(src_ip) + b"\x00" * 6 + socket.inet_aton(target_ip)
+    return eth + arp
+
+
+def parse_arp_reply(frame):
+    """(sender_ip, sender_mac) of an ARP reply frame, else None."""
+    if len(frame) < 42 or struct.unpack("!H", frame[12:14])[0] != ETH_P_ARP:
+        return None
+    if struct.unpack("!H", frame[20:22])[0] != 2:
+        return None
+    mac = ":".join("%02x" % b for b in bytearray(frame[22:28]))
+    return socket.inet_ntoa(frame[28:32]), mac
+
+
+def validate_targets(targets, default_port):
+    out = []
+    for item in targets:
+        address = item.get("address")
+        try:
+            ip = ipaddress.ip_address(address)
+        except ValueError:
+            raise InputError("target address %r is not an IP address" % (address,))
+        if ip.version != 4:
+            raise InputError("target %s: only IPv4 targets are probed by this version" % address)
+        port = item.get("port") or default_port
+        if not 0 < port < 65536:
+            raise InputError("target %s: port %s is not in 1..65535" % (address, port))
+        out.append({"address": address, "name": item.get("name") or address, "port": port})
+    return out
+
+
+# ------------------------------------------------------------------ probes
+
+
+def enter_netns(pid):
+    """Move this process (before any thread starts) into the network namespace of ``pid``."""
+    path = "/proc/%d/ns/net" % pid
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise InputError("netns_pid %d: cannot open %s (%s); give the pid of a process in the pod, "
+                         "e.g. from crictl inspect" % (pid, path, exc.strerror))
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            if err == errno.EPERM:
+                raise PrivilegeError("entering the network namespace of pid %d needs CAP_SYS_ADMIN; run the task "
+                                     "with become: true" % pid)
+            raise InputError("setns into %s failed: %s" % (path, os.strerror(err)))
+    finally:
+        os.close(fd)
+
+
+def _icmp_socket():
+    try:
+        return socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP), True
+    except PermissionError:
+        try:
+            return socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP), False
+        except OSError:
+            raise PrivilegeError("ICMP probes need CAP_NET_RAW (or net.ipv4.ping_group_range covering this user); "
+                                 "run the task with become: true or leave icmp out of probes")
+
+
+def probe_icmp(address, count, timeout, interval=0.2):
+    sock, raw = _icmp_socket()
+    ident = random.randint(1, 0xFFFF)
+    result = {"sent": 0, "received": 0, "rtt_ms": None, "error": None}
+    rtts = []
+    try:
+        if not raw:
+            sock.connect((address, 0))
+        for seq in range(1, count + 1):
+            sent_at = time.time()
+            try:
+                if raw:
+                    sock.sendto(echo_request(ident, seq), (address, 0))
+                else:
+                    sock.send(echo_request(ident, seq))
+            except OSError as exc:
+                result["error"] = exc.strerror or str(exc)
+                break
+            result["sent"] += 1
+            deadline = sent_at + timeout
+            while True:
+                left = deadline - time.time()
+                if left <= 0 or not select.select([sock], [], [], left)[0]:
+                    break
+                data, peer = sock.recvfrom(2048)
+                reply = parse_echo_reply(data, raw)
+                # unprivileged sockets rewrite the id: match on the sequence and the peer
+                if reply and peer[0] == address and reply[1] == seq and (not raw or reply[0] == ident):
+                    rtts.append((time.time() - sent_at) * 1000)
+                    result["received"] += 1
+                    break
+            if seq < count:
+                time.sleep(max(0, interval - (time.time() - sent_at)) if rtts else 0)
+    finally:
+        sock.close()
+    if rtts:
+        result["rtt_ms"] = round(sum(rtts) / len(rtts), 3)
+    return result
+
+
+def probe_tcp(address, port, timeout, count=1):
+    """Up to ``count`` connects, stopping at the first that opens; the last status wins otherwise."""
+    out = {"port": port, "status": "error", "attempts": 0, "ms": None, "error": None}
+    for dummy in range(count):
+        out["attempts"] += 1
+        started = time.time()
+        try:
+            sock = socket.create_connection((address, port), timeout=timeout)
+            sock.close()
+            out.update(status="open", error=None)
+        except socket.timeout:
+            out.update(status="timeout", error="no answer in %ss" % timeout)
+        except OSError as exc:
+            status = {errno.ECONNREFUSED: "refused", errno.EHOSTUNREACH: "unreachable",
+                      errno.ENETUNREACH: "unreachable"}.get(exc.errno, "error")
+            out.update(status=status, error=exc.strerror or str(exc))
+        out["ms"] = round((time.time() - started) * 1000, 3)
+        if out["status"] == "open":
+            break
+    return out
+
+
+def probe_arp(address, route, links, addresses, count, timeout):
+    """ARP who-has on the route's interface; every MAC that answers is recorded."""
+    dev = route.get("dev")
+    out = {"status": "no_answer", "interface": dev, "macs": [], "error": None}
+    if route.get("gateway") or not dev or route.get("type") not in ("unicast",):
+        out.update(status="not_on_link", error="routed via %s" % (route.get("gateway") or route.get("type")))
+        return out
+    mac = dict((link["ifname"], link["mac"]) for link in links).get(dev)
+    src = route.get("prefsrc") or next((a["address"] for a in addresses if a["interface"] == dev and a["family"] == 4), None)
+    if not mac or not src:
+        out.update(status="error", error="interface %s has no MAC or IPv4 address" % dev)
+        return out
+    try:
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ARP))
+    except PermissionError:
+        raise PrivilegeError("ARP probes need CAP_NET_RAW; run the task with become: true or leave arp out of probes")
+    macs = []
+    try:
+        sock.bind((dev, ETH_P_ARP))
+        for dummy in range(count):
+            sock.send(arp_request(mac, src, address))
+            deadline = time.time() + timeout
+            while True:
+                left = deadline - time.time()
+                if left <= 0 or not select.select([sock], [], [], left)[0]:
+                    break
+                reply = parse_arp_reply(sock.recv(2048))
+                if reply and reply[0] == address and reply[1] not in macs:
+                    macs.append(reply[1])
+            if macs:
+                break
+    finally:
+        sock.close()
+    out.update(status="answered" if macs else "no_answer", macs=macs)
+    return out
+
+
+class Prober(object):
+    def __init__(self, netlink, probes, count, timeout):
+        self.netlink, self.probes, self.count, self.timeout = netlink, probes, count, timeout
+        self._links = self._addresses = None
+
+    def _one(self, target, kind):
+        if kind == "icmp":
+            return probe_icmp(target["address"], self.count, self.timeout)
+        if kind == "tcp":
+            return probe_tcp(target["address"], target["port"], self.timeout, self.count)
+        return probe_arp(target["address"], target["route"], self._links, self._addresses, self.count, self.timeout)
+
+    def run(self, targets):
+        """Every (target, probe) pair in its own thread; rows in the order of ``targets``."""
+        if "arp" in self.probes:
+            self._links, self._addresses = self.netlink.links(), self.netlink.addresses()
+            for target in targets:
+                target["route"] = self.netlink.route_get(target["address"])
+        jobs = [(t, kind) for t in targets for kind in PROBES if kind in self.probes]
+        with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, max(1, len(jobs)))) as pool:
+            futures = [(t, kind, pool.submit(self._one, t, kind)) for t, kind in jobs]
+            rows = dict((t["address"] + "/" + t["name"], {"address": t["address"], "name": t["name"]}) for t in targets)
+            for target, kind, future in futures:
+                rows[target["address"] + "/" + target["name"]][kind] = future.result()
+        out = [rows[t["address"] + "/" + t["name"]] for t in targets]
+        for row in out:
+            row["reachable"] = judge(row)
+        return out
+
+
+# ------------------------------------------------------------------ checks (pure)
+
+
+def judge(row):
+    """A target is reachable when ICMP or TCP got an answer (a RST is an answer).  ARP alone only
+    decides when it was the only probe: an ARP answer proves layer 2, not that packets get through."""
+    icmp = row.get("icmp") or {}
+    tcp = row.get("tcp") or {}
+    if icmp or tcp:
+        return bool(icmp.get("received") or tcp.get("status") in ("open", "refused"))
+    return (row.get("arp") or {}).get("status") == "answered"
+
+
+def diagnose(row):
+    """(check, severity, layer, summary, remediation) for one target row."""
+    icmp, tcp, arp = row.get("icmp"), row.get("tcp"), row.get("arp")
+    name = row["name"]
+    if arp and len(arp.get("macs") or []) > 1:
+        return ("reach.arp_conflict", "critical", "L2", "%s is answered by %d MACs (%s): an IP conflict" % (
+            name, len(arp["macs"]), ", ".join(arp["macs"])), "find the hosts owning these MACs; k8snet.triage.arp_check")
+    if not row["reachable"]:
+        if arp and arp["status"] == "answered" and (icmp or tcp):
+            return ("reach.unreachable", "critical", "L3", "%s answers ARP on %s (layer 2 works) but neither ICMP nor "
+                    "TCP: a firewall drops its traffic" % (name, arp["interface"]), "k8snet.triage.iptables_drops on "
+                    "both ends (INPUT/OUTPUT/FORWARD) and any security group between them")
+        if arp and arp["status"] == "no_answer":
+            return ("reach.unreachable", "critical", "L2", "%s does not answer ARP on %s: host down, wrong VLAN, or a "
+                    "stale/unannounced address" % (name, arp["interface"]), "k8snet.triage.arp_check on this node; "
+                    "is the target up and on this segment?")
+        if tcp and tcp["status"] == "unreachable":
+            return ("reach.unreachable", "critical", "L3", "%s is unreachable (%s)" % (name, tcp["error"]),
+                    "k8snet.triage.route_check: the route to it, and ARP for the next hop")
+        return ("reach.unreachable", "critical", "L3", "%s answers no probe (%s)" % (name, ", ".join(
+            p for p in ("icmp", "tcp", "arp") if row.get(p))), "packets are dropped on the way: "
+            "k8snet.triage.iptables_drops on both ends, route_check, then role k8snet.triage.ingress_path")
+    if tcp and tcp["status"] == "refused":
+        return ("reach.port_closed", "warning", "L4", "%s is up but port %d refuses connections" % (name, tcp["port"]),
+                "is the service listening on that port? a REJECT rule answers the same way (k8snet.triage.iptables_drops)")
+    if tcp and tcp["status"] in ("timeout", "unreachable", "error"):
+        return ("reach.port_filtered", "warning", "L4", "%s answers %s but TCP port %d gets no answer (%s)" % (
+            name, "ICMP" if icmp and icmp["received"] else "ARP", tcp["port"], tcp["status"]),
+            "a firewall drops the port: k8snet.triage.iptables_drops on the target")
+    if icmp and icmp["sent"] and icmp["received"] < icmp["sent"]:
+        return ("reach.loss", "warning", "L3", "%s lost %d of %d ICMP echoes" % (
+            name, icmp["sent"] - icmp["received"], icmp["sent"]), "repeat with a larger count; check interface errors")
+    return None
+
+
+def check(rows, subject):
+    out = []
+    for row in rows:
+        verdict = diagnose(row)
+        if verdict:
+            check_name, severity, layer, summary, remediation = verdict
+            evidence = dict((k, row[k]) for k in ("icmp", "tcp", "arp") if k in row)
+            out.append(finding(check_name, severity, layer, row["name"], summary, evidence, remediation))
+    if not out:
+        out.append(finding("reach.ok", "ok", "L3", subject, "all %d targets answered every probe" % len(rows),
+                           {"targets": sample(r["name"] for r in rows)}))
+    return out
+
+
+def matrix(results):
+    """{prober: reachability result} -> {"pairs", "silent_pairs", "findings"} for the fleet (pure).
+
+    A node that answered no prober that tried it is isolated (critical); a node answered by some
+    probers and not by others points at the path between those node groups (warning).
+    """
+    pairs = []
+    for prober, result in sorted(results.items()):
+        for row in (result or {}).get("targets") or []:
+            pairs.append({"from": prober, "to": row["name"], "ok": bool(row.get("reachable"))})
+    by_target = {}
+    for pair in pairs:
+        by_target.setdefault(pair["to"], []).append(pair)
+    findings = []
+    for target, seen_by in sorted(by_target.items()):
+        failed = sorted(p["from"] for p in seen_by if not p["ok"])
+        answered = sorted(p["from"] for p in seen_by if p["ok"])
+        if failed and not answered:
+            findings.append(finding("connectivity.node_isolated", "critical", "L3", target,
+                                    "%s answered none of the %d nodes that probed it" % (target, len(failed)),
+                                    {"probed_by": sample(failed)},
+                                    "check the node itself first (link, address, firewall), then its switch port"))
+        elif failed:
+            findings.append(finding("connectivity.partial", "warning", "L3", target,
+                                    "%s answers %s but not %s" % (target, ", ".join(sample(answered, 5)), ", ".join(
+                                        sample(failed, 5))),
+                                    {"failed_from": sample(failed), "answered": len(answered)},
+                                    "compare the routes and firewall rules of the failing nodes toward it "
+                                    "(k8snet.triage.route_check, k8snet.triage.iptables_drops)"))
+    if not findings:
+        findings.append(finding("connectivity.ok", "ok", "L3", "fleet", "all %d probed node pairs answered" % len(pairs),
+                                {"pairs": len(pairs), "nodes": len(results)}))
+    return {"pairs": pairs, "silent_pairs": [p for p in pairs if not p["ok"]], "findings": findings}
+
+
+def sample_peers(nodes, me, limit):
+    """The peers ``me`` probes: the other nodes in sorted ring order after ``me``, every stride-th of
+    them, at most ``limit`` (all when there are fewer).  Every node is probed by about ``limit``
+    others, and the fleet costs ``len(nodes) * limit`` probes instead of n squared (pure)."""
+    ring = sorted(set(nodes))
+    if me not in ring:
+        raise InputError("%s is not one of the nodes to sample among (%s)" % (me, ", ".join(ring[:10])))
+    i = ring.index(me)
+    others = ring[i + 1:] + ring[:i]
+    if limit <= 0 or not others:
+        return []
+    k = min(len(others), limit)
+    stride = max(1, len(others) // k)
+    return others[stride - 1::stride][:k]

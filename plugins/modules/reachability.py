@@ -1,0 +1,176 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: reachability
+short_description: ICMP, TCP connect and ARP probes from this host to a list of targets, in parallel
+version_added: 0.1.0
+description:
+  - Probes every target with ICMP echo, a TCP connect and an ARP request (on-link targets only), in
+    parallel threads inside the module, and says for each what answered.
+  - Findings; C(reach.unreachable) (layer 2 when ARP got no answer, else layer 3), C(reach.port_closed)
+    (a RST; the host is up), C(reach.port_filtered) (the host answers but the port is silent),
+    C(reach.arp_conflict) (several MACs answered one address), C(reach.loss), or C(reach.ok).
+  - With O(netns_pid) the probes leave from the network namespace of that process (a pod), as
+    C(nsenter -t PID -n) would.
+  - Standard library only; ICMP and ARP need CAP_NET_RAW.
+options:
+  targets:
+    description: Where to probe.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      address:
+        description: IPv4 address of the target.
+        type: str
+        required: true
+      name:
+        description: A label for reports (a node name). Defaults to the address.
+        type: str
+      port:
+        description: TCP port for this target; defaults to O(tcp_port).
+        type: int
+  probes:
+    description: Which probes to send.
+    type: list
+    elements: str
+    choices: [icmp, tcp, arp]
+    default: [icmp, tcp]
+  tcp_port:
+    description: TCP port probed on targets that do not name one.
+    type: int
+    default: 22
+  count:
+    description: ICMP echoes, and ARP requests and TCP connects until one is answered, per target.
+    type: int
+    default: 3
+  timeout:
+    description: Seconds to wait for each answer.
+    type: float
+    default: 1.0
+  netns_pid:
+    description: Probe from the network namespace of this process (for example a pod's container process).
+    type: int
+  reader:
+    description: How routes and links are read for ARP probes (see the collection's netlink readers).
+    type: str
+    choices: [auto, pyroute2, iproute2]
+    default: auto
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+    details: probes change nothing on the host; they run in check mode too.
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  platform:
+    description: Target OS/families that can be operated against.
+    support: full
+    platforms: linux
+author:
+  - k8snet.triage contributors (@k8snet)
+"""
+
+EXAMPLES = r"""
+- name: Can this node reach its peers?
+  k8snet.triage.reachability:
+    targets:
+      - {address: 198.18.0.12, name: worker-1}
+      - {address: 198.18.0.13, name: worker-2}
+    probes: [icmp, tcp, arp]
+    tcp_port: 10250
+
+- name: TCP probe of a LoadBalancer VIP from a pod's network namespace
+  k8snet.triage.reachability:
+    targets: [{address: 198.18.0.202, port: 80}]
+    probes: [tcp]
+    netns_pid: 4242
+"""
+
+RETURN = r"""
+targets:
+  description: One row per target with the probes sent and what answered.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - address: 198.18.0.12
+      name: worker-1
+      reachable: true
+      icmp: {sent: 3, received: 3, rtt_ms: 0.071, error: null}
+      tcp: {port: 10250, status: open, attempts: 1, ms: 0.2, error: null}
+      arp: {status: answered, interface: eth0, macs: ["02:18:00:00:00:02"], error: null}
+answered:
+  description: Names of the targets that answered at least one probe.
+  returned: always
+  type: list
+  elements: str
+silent:
+  description: Names of the targets that answered no probe.
+  returned: always
+  type: list
+  elements: str
+findings:
+  description: The findings (see the collection's findings contract).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.k8snet.triage.plugins.module_utils import reachability
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+
+
+def run(module):
+    p = module.params
+    if p["count"] < 1 or p["timeout"] <= 0:
+        raise InputError("count must be >= 1 and timeout > 0 (got %s, %s)" % (p["count"], p["timeout"]))
+    targets = reachability.validate_targets(p["targets"], p["tcp_port"])
+    if p["netns_pid"] is not None:
+        reachability.enter_netns(p["netns_pid"])
+    netlink = Netlink(module, p["reader"])
+    try:
+        rows = reachability.Prober(netlink, p["probes"], p["count"], p["timeout"]).run(targets)
+    finally:
+        netlink.close()
+    subject = "netns of pid %d" % p["netns_pid"] if p["netns_pid"] is not None else "this host"
+    # not "results"/"unreachable": Ansible reads those keys as loop results and host unreachability
+    return dict(changed=False, targets=rows, answered=[r["name"] for r in rows if r["reachable"]],
+                silent=[r["name"] for r in rows if not r["reachable"]],
+                findings=reachability.check(rows, subject))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            targets=dict(type="list", elements="dict", required=True, options=dict(
+                address=dict(type="str", required=True),
+                name=dict(type="str"),
+                port=dict(type="int"),
+            )),
+            probes=dict(type="list", elements="str", choices=list(reachability.PROBES), default=["icmp", "tcp"]),
+            tcp_port=dict(type="int", default=22),
+            count=dict(type="int", default=3),
+            timeout=dict(type="float", default=1.0),
+            netns_pid=dict(type="int"),
+            reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        module.exit_json(**run(module))
+    except TriageError as exc:
+        fail_from(module, exc)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""Ingress and egress paths: a client outside the cluster, a LoadBalancer VIP, masquerade.
+
+* ``k8t<s>-client``: a namespace on the lab bridge at .100 (not a node), with its own sshd so
+  ansible reaches it like any host; ``path_inventory`` writes an inventory with it in the
+  ``ingress_clients`` group.
+* ``loadbalancer``: the VIP ``lab.vip(n)`` bound on the LB node (node1), DNAT-ed
+  (PREROUTING, iptables-nft) to a pod behind a worker, and masqueraded toward the pod network,
+  as kube-proxy does for ``externalTrafficPolicy: Cluster``; the pod runs an HTTP server.
+* ``masquerade``: pod traffic leaving a node toward a non-pod address is SNAT-ed to the node IP.
+* breaks, one per hop, each undone by ``path_repair``: ``break_arp`` (the LB node stops answering
+  ARP for the VIP), ``break_dnat`` (the DNAT rule removed), ``break_between_nodes`` (the lab switch
+  drops traffic to the pod CIDR), ``break_pod_route`` (the worker loses the pod's /32 route),
+  ``break_masquerade`` (no SNAT on the worker).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ..core import SYSTEM_PYTHON, LabError, Node
+from . import fault
+from .pods import pod, pod_mesh
+
+CLIENT_INDEX = 100
+UPSTREAM_INDEX = 90
+HTTP_PORT = 8080
+VIP_PORT = 80
+NAT_COMMENT = "k8t-path"
+
+
+def outside_host(lab, name, index, sshd=False):
+    """A namespace on the lab bridge at network[index], outside the cluster (no pod CIDR)."""
+    hosts = lab.extra.setdefault("outside", {})
+    if name in hosts:
+        return hosts[name]
+    ns, ip = f"{lab.prefix}-{name}", str(lab.network[index])
+    port = f"vx{name}"[:15]
+    lab.run(["ip", "netns", "add", ns])
+    lab.run(["ip", "link", "add", "eth0", "netns", ns, "address", f"02:18:{lab.slot:02x}:01:00:{index:02x}",
+             "type", "veth", "peer", "name", port, "netns", lab.switch_ns])
+    lab.run(["ip", "-n", lab.switch_ns, "link", "set", port, "master", "br0", "up"])
+    lab.run(["ip", "-n", ns, "-batch", "-"], input="link set lo up\nlink set eth0 up\n"
+            f"addr add {ip}/{lab.network.prefixlen} dev eth0\n")
+    info = {"name": name, "ns": ns, "ip": ip, "sshd_pid": 0}
+    if sshd:
+        node = Node(name=name, index=index, ns=ns, ip=ip, mac="", pod_cidr="", python=SYSTEM_PYTHON, pyroute2=False)
+        (lab.workdir / "nodes" / name / "log").mkdir(parents=True, exist_ok=True)
+        (lab.workdir / "nodes" / name / "run").mkdir(parents=True, exist_ok=True)
+        lab._start_sshd(node)  # the lab's own sshd recipe, reused for a non-node host
+        info["sshd_pid"] = node.sshd_pid
+    hosts[name] = info
+    lab.remember("outside", hosts)
+    return info
+
+
+@fault
+def client(lab):
+    """The client namespace outside the cluster (.100 on the node network), reachable over SSH."""
+    return outside_host(lab, "client", CLIENT_INDEX, sshd=True)
+
+
+@fault
+def path_inventory(lab):
+    """The lab inventory plus the client host (group ingress_clients); returns its path."""
+    info = client(lab)
+    inventory = json.loads(lab.write_inventory().read_text())
+    inventory["all"]["children"]["ingress_clients"] = {"hosts": {"client": {
+        "ansible_host": info["ip"], "ansible_python_interpreter": SYSTEM_PYTHON}}}
+    path = lab.workdir / "path-inventory.yml"
+    path.write_text(json.dumps(inventory, indent=2) + "\n")
+    return {"inventory": str(path)}
+
+
+def _ipt(lab, node, args, check=True):
+    return lab.ns_run(node, ["iptables", "-w", *args], check=check)
+
+
+@fault
+def masquerade(lab, node=None):
+    """Pod traffic leaving eth0 toward a non-pod address is SNAT-ed to the node IP (every node by default)."""
+    nodes = [lab.node(node)] if node else lab.nodes
+    for n in nodes:
+        rule = ["POSTROUTING", "-s", n.pod_cidr, "!", "-d", str(lab.pod_supernet), "-o", "eth0",
+                "-m", "comment", "--comment", NAT_COMMENT + "-masq", "-j", "MASQUERADE"]
+        if _ipt(lab, n, ["-t", "nat", "-C", *rule], check=False).returncode != 0:
+            _ipt(lab, n, ["-t", "nat", "-A", *rule])
+    return {"nodes": [n.name for n in nodes]}
+
+
+def _start(lab, ns, argv, name):
+    """Start a long-running process inside namespace ``ns``; its pid is remembered."""
+    log = lab.workdir / f"{name}.log"
+    import subprocess  # local: only the lab starts daemons this way
+
+    with open(log, "w") as handle:
+        proc = subprocess.Popen(["ip", "netns", "exec", ns, *argv], stdout=handle, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    procs = lab.extra.setdefault("procs", {})
+    procs[name] = proc.pid
+    lab.remember("procs", procs)
+    return proc.pid
+
+
+def wait_port(lab, ns, ip, port, proto="tcp", timeout=10):
+    """Wait until something listens on ip:port inside ns (ss, not our modules)."""
+    flag = "-ltn" if proto == "tcp" else "-lun"
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        out = lab.run(["ip", "netns", "exec", ns, "ss", "-H", flag, "src", f"{ip}:{port}"], check=False).stdout
+        if out.strip():
+            return True
+        time.sleep(0.1)
+    raise LabError(f"nothing listens on {ip}:{port}/{proto} in {ns} after {timeout}s")
+
+
+@fault
+def web_pod(lab, node="node2", name="web"):
+    """A pod running an HTTP server on :8080 behind ``node``."""
+    info = pod(lab, node, name)
+    if "pid" not in info:
+        info["pid"] = _start(lab, info["ns"], [lab.python, "-m", "http.server", "--bind", info["ip"], str(HTTP_PORT)],
+                             f"http-{name}")
+        wait_port(lab, info["ns"], info["ip"], HTTP_PORT)
+        lab.extra["pods"][name] = info
+        lab.remember("pods", lab.extra["pods"])
+    return info
+
+
+@fault
+def loadbalancer(lab, lb="node1", worker="node2", vip_index=2):
+    """VIP on the LB node, DNAT VIP:80 -> web pod:8080 on the worker, masquerade toward pods, client."""
+    pod_mesh(lab)
+    masquerade(lab)
+    web = web_pod(lab, worker)
+    cl = client(lab)
+    vip = lab.vip(vip_index)
+    lab.ns_run(lb, ["ip", "addr", "replace", f"{vip}/32", "dev", "eth0"])
+    dnat = _dnat_rule(vip, web["ip"])
+    if _ipt(lab, lb, ["-t", "nat", "-C", *dnat], check=False).returncode != 0:
+        _ipt(lab, lb, ["-t", "nat", "-A", *dnat])
+    snat = ["POSTROUTING", "-d", web["ip"], "-p", "tcp", "--dport", str(HTTP_PORT), "!", "-s", str(lab.pod_supernet),
+            "-m", "comment", "--comment", NAT_COMMENT + "-svc-masq", "-j", "MASQUERADE"]
+    if _ipt(lab, lb, ["-t", "nat", "-C", *snat], check=False).returncode != 0:
+        _ipt(lab, lb, ["-t", "nat", "-A", *snat])
+    info = {"lb": lab.node(lb).name, "worker": lab.node(worker).name, "vip": vip, "vip_port": VIP_PORT,
+            "pod_ip": web["ip"], "pod_port": HTTP_PORT, "pod_device": web["device"], "client": cl["ip"],
+            "client_ns": cl["ns"], "pod_ns": web["ns"], "pod_pid": web["pid"]}
+    lab.remember("loadbalancer", info)
+    return info
+
+
+def _dnat_rule(vip, pod_ip):
+    return ["PREROUTING", "-d", f"{vip}/32", "-p", "tcp", "--dport", str(VIP_PORT), "-m", "comment",
+            "--comment", NAT_COMMENT + "-dnat", "-j", "DNAT", "--to-destination", f"{pod_ip}:{HTTP_PORT}"]
+
+
+def _lb(lab):
+    if "loadbalancer" not in lab.extra:
+        raise LabError("inject loadbalancer first")
+    return lab.extra["loadbalancer"]
+
+
+@fault
+def break_arp(lab):
+    """The LB node stops answering ARP for the VIP: the VIP moves to lo with arp_ignore=1 (the node
+    still accepts packets to it and still answers ARP for its own address)."""
+    info = _lb(lab)
+    lab.ns_run(info["lb"], ["ip", "addr", "del", f"{info['vip']}/32", "dev", "eth0"], check=False)
+    lab.ns_run(info["lb"], ["ip", "addr", "replace", f"{info['vip']}/32", "dev", "lo"])
+    lab.ns_run(info["lb"], ["sysctl", "-qw", "net.ipv4.conf.eth0.arp_ignore=1"])
+    lab.run(["ip", "-n", info["client_ns"], "neigh", "flush", "to", info["vip"]], check=False)
+    return {"break": "arp", "node": info["lb"], "vip": info["vip"]}
+
+
+@fault
+def break_dnat(lab):
+    """The LB node loses its DNAT rule for the VIP (kube-proxy / dataplane NAT not programmed)."""
+    info = _lb(lab)
+    _ipt(lab, info["lb"], ["-t", "nat", "-D", *_dnat_rule(info["vip"], info["pod_ip"])], check=False)
+    return {"break": "dnat", "node": info["lb"], "vip": info["vip"]}
+
+
+@fault
+def break_between_nodes(lab):
+    """The lab switch drops IPv4 packets to the pod CIDRs (a firewall between the nodes)."""
+    nft = ["nft", "-f", "-"]
+    lab.run(["ip", "netns", "exec", lab.switch_ns, *nft], input=(
+        f"table bridge {NAT_COMMENT} {{\n chain forward_drop {{ type filter hook forward priority 0; policy accept;\n"
+        f"  ip daddr {lab.pod_supernet} counter drop\n }}\n}}\n"))
+    return {"break": "between_nodes", "dropped": str(lab.pod_supernet)}
+
+
+@fault
+def break_pod_route(lab):
+    """The worker loses the /32 route to the pod (the CNI did not program it)."""
+    info = _lb(lab)
+    lab.ns_run(info["worker"], ["ip", "route", "del", f"{info['pod_ip']}/32"], check=False)
+    return {"break": "pod_route", "node": info["worker"], "pod": info["pod_ip"]}
+
+
+@fault
+def break_masquerade(lab, node="node2"):
+    """The node stops SNAT-ing pod egress traffic."""
+    n = lab.node(node)
+    rule = ["POSTROUTING", "-s", n.pod_cidr, "!", "-d", str(lab.pod_supernet), "-o", "eth0",
+            "-m", "comment", "--comment", NAT_COMMENT + "-masq", "-j", "MASQUERADE"]
+    _ipt(lab, n, ["-t", "nat", "-D", *rule], check=False)
+    return {"break": "masquerade", "node": n.name}
+
+
+@fault
+def path_repair(lab):
+    """Undo every path break: ARP answered, DNAT back, switch open, pod route back, masquerade back."""
+    info = _lb(lab)
+    lab.ns_run(info["lb"], ["sysctl", "-qw", "net.ipv4.conf.eth0.arp_ignore=0"])
+    lab.ns_run(info["lb"], ["ip", "addr", "del", f"{info['vip']}/32", "dev", "lo"], check=False)
+    lab.ns_run(info["lb"], ["ip", "addr", "replace", f"{info['vip']}/32", "dev", "eth0"])
+    dnat = _dnat_rule(info["vip"], info["pod_ip"])
+    if _ipt(lab, info["lb"], ["-t", "nat", "-C", *dnat], check=False).returncode != 0:
+        _ipt(lab, info["lb"], ["-t", "nat", "-A", *dnat])
+    lab.run(["ip", "netns", "exec", lab.switch_ns, "nft", "delete", "table", "bridge", NAT_COMMENT], check=False)
+    lab.ns_run(info["worker"], ["ip", "route", "replace", f"{info['pod_ip']}/32", "dev", info["pod_device"]])
+    masquerade(lab)
+    return {"repaired": True}

@@ -1,0 +1,165 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""dns: the stdlib wire parser on real dnsmasq 2.90 replies (checked against dnspython),
+answer classification, and the findings the server matrix implies."""
+
+from __future__ import annotations
+
+import binascii
+import json
+from pathlib import Path
+
+import dns.message
+import dns.rrset
+import pytest
+
+from ansible_collections.k8snet.triage.plugins.module_utils import dns as d
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+
+FIX = Path(__file__).parent / "fixtures" / "dns"
+REPLIES = json.loads((FIX / "dnsmasq_2.90_responses.json").read_text())
+EXPECTED = {
+    "noerror_a_udp": ("NOERROR", ["198.18.176.1"], "ok"),
+    "noerror_a_tcp": ("NOERROR", ["198.18.176.20"], "ok"),
+    "nxdomain": ("NXDOMAIN", [], "nxdomain"),
+    "refused": ("REFUSED", [], "refused"),
+    "forwarded_external": ("NOERROR", ["198.18.160.150"], "ok"),
+    "nodata_aaaa": ("NOERROR", [], "nodata"),
+}
+
+
+@pytest.mark.parametrize("label", sorted(EXPECTED))
+def test_parse_real_dnsmasq_replies(label):
+    wire = binascii.unhexlify(REPLIES[label]["response_hex"])
+    got = d.parse_response(wire)
+    rcode, answers, status = EXPECTED[label]
+    assert (got["id"], got["rcode"], got["answers"], got["truncated"]) == (0x1234, rcode, answers, False)
+    assert d.classify(got) == status
+    # the same bytes read by dnspython agree
+    msg = dns.message.from_wire(wire)
+    assert dns.rcode.to_text(msg.rcode()) == rcode
+    assert [r.address for rrset in msg.answer for r in rrset] == answers
+
+
+@pytest.mark.parametrize("label", sorted(EXPECTED))
+def test_our_query_is_what_dnspython_reads(label):
+    case = REPLIES[label]
+    assert d.build_query(case["name"], case["rdtype"], qid=0x1234).hex() == case["query_hex"]
+    msg = dns.message.from_wire(binascii.unhexlify(case["query_hex"]))
+    assert str(msg.question[0].name) == case["name"] + "." and msg.edns == 0 and msg.flags & 0x0100
+
+
+def test_cname_chain_with_compression_pointers():
+    query = dns.message.make_query("api.default.svc.cluster.local", "A")
+    reply = dns.message.make_response(query)
+    reply.answer.append(dns.rrset.from_text("api.default.svc.cluster.local.", 30, "IN", "CNAME",
+                                            "kubernetes.default.svc.cluster.local."))
+    reply.answer.append(dns.rrset.from_text("kubernetes.default.svc.cluster.local.", 30, "IN", "A", "198.18.176.1"))
+    got = d.parse_response(reply.to_wire())
+    assert got["cnames"] == ["kubernetes.default.svc.cluster.local"] and got["answers"] == ["198.18.176.1"]
+
+
+def test_truncated_and_short_replies():
+    reply = dns.message.make_response(dns.message.make_query("x.cluster.local", "A"))
+    reply.flags |= 0x0200
+    assert d.parse_response(reply.to_wire())["truncated"] is True
+    with pytest.raises(ValueError, match="shorter than a DNS header"):
+        d.parse_response(b"\x12\x34")
+
+
+def test_classify_against_expect():
+    reply = {"rcode": "NOERROR", "answers": ["198.18.176.9"]}
+    assert d.classify(reply, ["198.18.176.1"]) == "wrong_answer"
+    assert d.classify(reply, ["198.18.176.9"]) == "ok"
+    assert d.classify({"rcode": "SERVFAIL"}) == "servfail"
+    assert d.classify({"rcode": "NOTIMP"}) == "error"
+
+
+def test_resolv_conf_real_systemd_files():
+    assert d.parse_resolv_conf((FIX / "resolv.conf.systemd-stub").read_text()) == ["127.0.0.53"]
+    assert d.parse_resolv_conf((FIX / "resolv.conf.systemd-uplink").read_text()) == ["198.18.160.90", "198.18.160.91"]
+    found = d.read_resolv_confs([str(FIX / "resolv.conf.systemd-uplink"), str(FIX / "missing")])
+    assert list(found) == [str(FIX / "resolv.conf.systemd-uplink")]
+
+
+def test_bad_input_names_the_value():
+    with pytest.raises(InputError, match="'kube-dns' is not an IP"):
+        d.validate_servers([{"address": "kube-dns"}])
+    with pytest.raises(InputError, match="empty or over-long label"):
+        d.validate_names(["a..b"], {})
+    with pytest.raises(InputError, match="not in names"):
+        d.validate_names(["a.cluster.local"], {"b.cluster.local": "198.18.176.1"})
+    with pytest.raises(InputError, match="not an IP"):
+        d.validate_names(["a.cluster.local"], {"a.cluster.local": ["nope"]})
+    assert d.validate_names(["a.cluster.local"], {"a.cluster.local": "198.18.176.1"}) == {"a.cluster.local": ["198.18.176.1"]}
+
+
+# ------------------------------------------------------------------ checks
+
+SERVERS = d.validate_servers([
+    {"address": "198.18.176.10", "name": "kube-dns", "role": "service"},
+    {"address": "198.19.160.2", "name": "coredns-a", "node": "node1"},
+    {"address": "198.19.161.2", "name": "coredns-b", "node": "node2"},
+    {"address": "198.19.162.2", "name": "coredns-c", "node": "node3"},
+])
+CLUSTER, EXTERNAL = "kubernetes.default.svc.cluster.local", "www.upstream.test"
+
+
+def rows(statuses):
+    """statuses: {(server, name): status} -> rows over udp and tcp."""
+    out = []
+    for (server, name), status in statuses.items():
+        for proto in ("udp", "tcp"):
+            out.append({"server": server, "name": name, "protocol": proto, "status": status,
+                        "error": "timed out" if status == "timeout" else None})
+    return out
+
+
+def matrix(a="ok", b="ok", c="ok", svc="ok", ext="ok"):
+    st = {}
+    for addr, status in (("198.18.176.10", svc), ("198.19.160.2", a), ("198.19.161.2", b), ("198.19.162.2", c)):
+        st[(addr, CLUSTER)] = status
+        st[(addr, EXTERNAL)] = ext if status == "ok" else status
+    return rows(st)
+
+
+def test_all_ok():
+    [f] = d.check_matrix(SERVERS, matrix())
+    assert (f["check"], f["severity"]) == ("dns.ok", "ok")
+
+
+def test_some_fail_names_the_pods_and_their_nodes():
+    [f] = d.check_matrix(SERVERS, matrix(b="refused", c="timeout"))
+    assert (f["check"], f["severity"]) == ("dns.some_servers_fail", "warning")
+    assert f["evidence"]["failing_nodes"] == ["node2", "node3"]
+    assert "coredns-c did not answer from here (on node3)" in f["summary"]
+    assert "coredns-b answered with errors (refused)" in f["summary"]
+    assert "node3" in f["remediation"]
+
+
+def test_kube_dns_failing_is_critical():
+    [f] = d.check_matrix(SERVERS, matrix(svc="timeout"))
+    assert (f["check"], f["severity"]) == ("dns.some_servers_fail", "critical")
+
+
+def test_all_fail_silent_points_at_connectivity():
+    [f] = d.check_matrix(SERVERS, matrix("timeout", "timeout", "unreachable", "timeout"))
+    assert (f["check"], f["severity"]) == ("dns.all_servers_fail", "critical")
+    assert "cannot reach any of them" in f["summary"]
+
+
+def test_upstream_broken_when_cluster_names_work():
+    [f] = d.check_matrix(SERVERS, matrix(ext="servfail"))
+    assert (f["check"], f["severity"]) == ("dns.upstream", "critical")
+    assert f["evidence"]["statuses"] == {"servfail": 8}
+
+
+def test_host_resolver_cluster_domain_expected_to_fail():
+    confs = {"/run/systemd/resolve/resolv.conf": ["198.18.160.90"]}
+    good = rows({("198.18.160.90", EXTERNAL): "ok", ("198.18.160.90", CLUSTER): "refused"})
+    [f] = d.check_host_resolvers(confs, good)
+    assert f["severity"] == "ok" and "cluster.local names fail there as expected" in f["summary"]
+    bad = rows({("198.18.160.90", EXTERNAL): "timeout", ("198.18.160.90", CLUSTER): "timeout"})
+    [f] = d.check_host_resolvers(confs, bad)
+    assert (f["check"], f["severity"]) == ("dns.host_resolver", "critical")
+    [f] = d.check_host_resolvers({}, [])
+    assert f["severity"] == "warning"

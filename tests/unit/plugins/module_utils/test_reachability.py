@@ -1,0 +1,115 @@
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""reachability: wire helpers checked against real frames captured in the lab, per-target
+diagnosis, and the fleet matrix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.k8snet.triage.plugins.module_utils import capture
+from ansible_collections.k8snet.triage.plugins.module_utils import reachability as r
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+
+FIX = Path(__file__).parent / "fixtures" / "capture"
+
+
+def _ethernet_frames():
+    data = (FIX / "eth0_en10mb.pcap").read_bytes()
+    offset, frames = 24, []
+    while offset + 16 <= len(data):
+        incl = int.from_bytes(data[offset + 8:offset + 12], "little")
+        frames.append(data[offset + 16:offset + 16 + incl])
+        offset += 16 + incl
+    return frames
+
+
+def test_arp_reply_parsed_from_a_real_frame_and_our_request_matches_the_kernels():
+    frames = _ethernet_frames()
+    assert r.parse_arp_reply(frames[1]) == ("198.18.160.12", "02:18:05:00:00:02")
+    assert r.parse_arp_reply(frames[0]) is None  # the request
+    ours = r.arp_request("02:18:05:00:00:01", "198.18.160.11", "198.18.160.12")
+    assert ours[:42] == frames[0][:42]  # same bytes as the kernel's who-has (before the padding)
+
+
+def test_echo_request_checksum_and_reply_parse_on_a_real_frame():
+    frames = _ethernet_frames()
+    kernel_request = frames[2][14:]  # IPv4 packet
+    icmp = kernel_request[20:]
+    assert r.checksum(icmp) == 0  # a valid ICMP checksum sums to zero
+    assert r.checksum(r.echo_request(0x1234, 7)) == 0
+    reply = frames[3][14:]
+    ident = int.from_bytes(icmp[4:6], "big")
+    assert r.parse_echo_reply(reply, raw=True) == (ident, 1)
+    assert r.parse_echo_reply(reply[20:], raw=False) == (ident, 1)
+    assert r.parse_echo_reply(kernel_request, raw=True) is None  # a request is not a reply
+
+
+def test_targets_validated():
+    assert r.validate_targets([{"address": "198.18.160.12"}], 22) == [
+        {"address": "198.18.160.12", "name": "198.18.160.12", "port": 22}]
+    for bad, message in (({"address": "node2"}, "not an IP"), ({"address": "fd00::1"}, "only IPv4"),
+                         ({"address": "198.18.160.12", "port": 70000}, "not in 1..65535")):
+        with pytest.raises(InputError, match=message):
+            r.validate_targets([bad], 22)
+
+
+ICMP_OK = {"sent": 2, "received": 2, "rtt_ms": 0.1, "error": None}
+ICMP_NONE = {"sent": 2, "received": 0, "rtt_ms": None, "error": None}
+
+
+@pytest.mark.parametrize("row, check, layer", [
+    ({"icmp": ICMP_OK, "tcp": {"port": 22, "status": "open"}}, None, None),
+    ({"icmp": ICMP_NONE, "arp": {"status": "no_answer", "interface": "eth0", "macs": []}}, "reach.unreachable", "L2"),
+    ({"tcp": {"port": 22, "status": "unreachable", "error": "No route to host"}}, "reach.unreachable", "L3"),
+    ({"icmp": ICMP_NONE, "tcp": {"port": 22, "status": "timeout", "error": "x"},
+      "arp": {"status": "answered", "interface": "eth0", "macs": ["02:18:05:00:00:03"]}}, "reach.unreachable", "L3"),
+    ({"arp": {"status": "answered", "interface": "eth0", "macs": ["02:18:05:00:00:03"]}}, None, None),
+    ({"icmp": ICMP_NONE, "tcp": {"port": 22, "status": "timeout", "error": "x"}}, "reach.unreachable", "L3"),
+    ({"icmp": ICMP_OK, "tcp": {"port": 81, "status": "refused", "error": "Connection refused"}}, "reach.port_closed", "L4"),
+    ({"icmp": ICMP_OK, "tcp": {"port": 22, "status": "timeout", "error": "x"}}, "reach.port_filtered", "L4"),
+    ({"icmp": {"sent": 3, "received": 2}, "tcp": {"port": 22, "status": "open"}}, "reach.loss", "L3"),
+    ({"arp": {"status": "answered", "interface": "eth0", "macs": ["02:00:00:00:00:01", "02:00:00:00:00:02"]}},
+     "reach.arp_conflict", "L2"),
+])
+def test_diagnosis(row, check, layer):
+    row = dict(row, name="node2", address="198.18.160.12")
+    row["reachable"] = r.judge(row)
+    [f] = r.check([row], "node1")
+    assert (f["check"], f["layer"]) == (check or "reach.ok", layer or "L3")
+
+
+def result(*rows):
+    return {"targets": [{"name": name, "reachable": ok} for name, ok in rows]}
+
+
+def test_matrix_isolated_partial_ok():
+    got = r.matrix({"node1": result(("node2", True), ("node3", False)), "node2": result(("node3", False), ("node1", True)),
+                    "node3": result(("node1", False), ("node2", True))})
+    by_check = dict((f["subject"], f["check"]) for f in got["findings"])
+    assert by_check == {"node3": "connectivity.node_isolated", "node1": "connectivity.partial"}
+    assert len(got["pairs"]) == 6 and len(got["silent_pairs"]) == 3
+    assert r.matrix({"node1": result(("node2", True))})["findings"][0]["check"] == "connectivity.ok"
+
+
+def test_capture_and_reachability_agree_on_tcp_flags():
+    # the SYN of our own TCP probe as tcpdump saw it
+    packets = capture.parse_pcap((FIX / "any_sll2.pcap").read_bytes(), {2: "eth0"})[1]
+    assert [p["flags"] for p in packets if p["dport"] == 81] == ["S"]
+
+
+def test_peer_sample_below_n_squared_and_covering_everyone():
+    nodes = ["node%02d" % i for i in range(1, 41)]
+    probed_by = dict((n, 0) for n in nodes)
+    for me in nodes:
+        peers = r.sample_peers(nodes, me, 8)
+        assert len(peers) == 8 and me not in peers and len(set(peers)) == 8
+        for peer in peers:
+            probed_by[peer] += 1
+    assert set(probed_by.values()) == {8}  # 40 * 8 probes instead of 40 * 39, each node probed 8 times
+    assert r.sample_peers(["a", "b", "c"], "a", 8) == ["b", "c"]
+    assert r.sample_peers(["a", "b", "c"], "a", 1) == ["c"]
+    assert r.sample_peers(["a"], "a", 3) == []
+    with pytest.raises(InputError, match="not one of the nodes"):
+        r.sample_peers(["a", "b"], "z", 1)
