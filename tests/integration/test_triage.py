@@ -35,7 +35,7 @@ def triage_run(lab, tmp_path_factory):
     out.mkdir()
     result = ansible_runner.run(
         private_data_dir=str(private), playbook=str(ROOT / "playbooks" / "triage.yml"), quiet=True,
-        extravars={"stale_arp_vips": [vip], "report_output_dir": str(out), "triage_scenarios": ["cni", "stale_arp"]},
+        extravars={"stale_arp_vips": [vip], "report_output_dir": str(out), "triage_scenarios": ["cni", "stale_arp", "connectivity"]},
         envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_SSH_ARGS": "-o ConnectTimeout=3"},
     )
     yield {"runner": result, "out": out, "vip": vip}
