@@ -71,8 +71,8 @@ def main():
         print("lab: %d nodes up in %.1f s (namespaces, sshd each, SSH reachable)" % (opts.nodes, up))
         manual = manual_loop(lab)
         print("%-34s %9s %12s  %s" % ("setting", "wall s", "per host s", "findings"))
-        print("%-34s %9.1f %12.3f  %s" % ("manual ssh loop (ip n; ip r; iptables)", manual, manual / opts.nodes,
-                                           "(read by eye)"))
+        print("%-34s %9.1f %12.3f  %s" % (
+            "manual ssh loop (ip n; ip r; iptables)", manual, manual / opts.nodes, "(read by eye)"))
         for name in opts.settings.split(","):
             forks, strategy, pipelining = SETTINGS[name]
             with tempfile.TemporaryDirectory() as out:

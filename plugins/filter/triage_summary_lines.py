@@ -66,7 +66,6 @@ def triage_summary_lines(report, limit=40):
     return lines
 
 
-
 class FilterModule(object):
     def filters(self):
         return {"triage_summary_lines": triage_summary_lines}

@@ -1,0 +1,121 @@
+"""The demo: one fault per scenario in the namespace lab, the triage, the report, remediation
+in check mode, then for real, then the triage again showing the repaired faults gone.
+
+Run through scripts/demo (which installs what is needed first). Everything it makes is
+removed at the end, also on error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.lab import Lab  # noqa: E402
+from tests.lab.faults import load_all  # noqa: E402
+
+BIN = Path(sys.executable).parent
+OUT = Path(os.environ.get("K8SNET_DEMO_OUTPUT", ROOT / "demo-output"))
+BOLD, RESET = ("\033[1m", "\033[0m") if sys.stdout.isatty() else ("", "")
+
+
+def step(text):
+    print("\n%s==== %s%s" % (BOLD, text, RESET), flush=True)
+
+
+def playbook(lab, name, extra, check=False, show=("Summary", "Show the findings", "report:")):
+    """Run a collection playbook; print only the findings, diffs, summary and recap."""
+    argv = [str(BIN / "ansible-playbook"), "-i", str(lab.inventory_path), "k8snet.triage." + name, "-e", json.dumps(extra)]
+    argv += ["--check", "--diff"] if check else []
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_DISPLAY_SKIPPED_HOSTS="false",
+               ANSIBLE_DISPLAY_OK_HOSTS="true", PATH="%s:%s" % (BIN, os.environ["PATH"]))
+    proc = subprocess.run(argv, cwd=OUT, env=env, capture_output=True, text=True, check=False)
+    printing = False
+    for line in proc.stdout.splitlines():
+        if line.startswith("TASK ["):
+            printing = any(marker in line for marker in show)
+            continue
+        if line.startswith(("---", "+++", "@@")) or (line[:1] in ("+", "-") and not line.startswith("- ")):
+            print("    " + line)
+        elif line.startswith("PLAY RECAP"):
+            printing = True
+        elif printing and line.strip():
+            print("    " + line)
+    return proc.returncode
+
+
+def main():
+    lab = Lab(nodes=int(os.environ.get("K8SNET_DEMO_NODES", "3")))
+    faults = load_all()
+    OUT.mkdir(parents=True, exist_ok=True)
+    try:
+        step("Building the lab: %d nodes as network namespaces, each with its own sshd" % lab.node_count)
+        lab.up()
+        for n in lab.nodes:
+            print("  %-6s %-15s %s  python %s" % (n.name, n.ip, ",".join(n.groups), n.python))
+
+        step("Injecting one fault per scenario")
+        vip = lab.vip(0)
+        print("  stale ARP:   ", faults["bind_vip"](lab, "node1", vip), faults["stale_neighbor"](lab, "node3", vip))
+        faults["learn_neighbor"](lab, "node2", vip)
+        print("  Calico BGP:  ", "mesh with a bad peer AS and a peer of a decommissioned node",
+              faults["bgp_mesh"](lab).get("stale", ""))
+        print("  eBPF maps:   ", "node1: Cilium LB maps with 500 orphan backends;",
+              "node2: a full backends map")
+        faults["cilium_lb_maps"](lab, "node1", orphans=500)
+        faults["full_map"](lab, "node2")
+        print("  CNI:         ", "node3 has no CNI configuration (node1, node2 do)")
+        faults["cni_files"](lab, "node1")
+        faults["cni_files"](lab, "node2")
+        dns = faults["dns_cluster"](lab)
+        print("  DNS:         ", "coredns-b answers REFUSED, coredns-c is reachable only from its own node")
+        for name in ("pod_route_missing", "route_missing"):
+            if name in faults:
+                print("  pod network: ", faults[name](lab))
+                break
+        servers = [{"address": dns["kube_dns"], "role": "service"}] + [
+            {"address": p["ip"], "name": name, "node": p["node"]} for name, p in sorted(dns["pods"].items())]
+        triage_vars = {"stale_arp_vips": [vip], "dns_servers": servers, "dns_names": dns["cluster_names"][:1],
+                       "report_output_dir": str(OUT), "report_fail_on_critical": False,
+                       # the lab runs no kubelet: probe nodes with ICMP and ARP, not TCP 10250
+                       "connectivity_probes": ["icmp", "arp"]}
+
+        step("Triage: every scenario that fits the inventory, read-only")
+        playbook(lab, "triage", triage_vars)
+        html = OUT / "triage-report.html"
+        print("  report: %s (and triage-report.json)" % html)
+        chromium = shutil.which("chromium")
+        if chromium and html.exists():
+            shot = OUT / "triage-report.png"
+            subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                            "--user-data-dir=%s" % (OUT / ".chromium"), "--window-size=1400,1600",
+                            "--screenshot=%s" % shot, html.as_uri()], capture_output=True, timeout=120, check=False)
+            print("  screenshot: %s" % shot)
+
+        step("Remediation, dry run (--check --diff): what would change")
+        playbook(lab, "stale_arp", {"stale_arp_vips": [vip], "stale_arp_flush": True}, check=True)
+        playbook(lab, "cilium_maps", {"cilium_maps_cleanup": True}, check=True)
+
+        step("Remediation for real: targeted, in serial ramps, each host re-checked")
+        playbook(lab, "stale_arp", {"stale_arp_vips": [vip], "stale_arp_flush": True})
+        playbook(lab, "cilium_maps", {"cilium_maps_cleanup": True})
+
+        step("Triage again: the stale ARP entry and the orphaned map entries are gone")
+        faults["learn_neighbor"](lab, "node3", vip)
+        playbook(lab, "triage", triage_vars)
+        print("\n  What remains needs an operator, and the report says what to do: the Calico peer AS and"
+              " the decommissioned node's peer,\n  the full map, node3's CNI config, and the DNS pods.")
+    finally:
+        step("Tearing the lab down")
+        lab.down()
+
+
+if __name__ == "__main__":
+    main()
