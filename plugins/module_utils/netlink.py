@@ -345,7 +345,11 @@ class Netlink(object):
             return _from_pyroute2_route(msgs[0], self._ifnames())
         rc, out, err = self.ip.run(["-json", "route", "get", address], check=False)
         if rc != 0:
-            return {"dst": _cidr(address, family), "family": family, "type": "unreachable", "error": err.strip()}
+            # the kernel's words without iproute2's prefix, as pyroute2 gives them
+            error = err.strip()
+            if error.startswith("RTNETLINK answers: "):
+                error = error[len("RTNETLINK answers: "):]
+            return {"dst": _cidr(address, family), "family": family, "type": "unreachable", "error": error}
         return parse_routes(out, family)[0]
 
     # ----------------------------------------------------------- the change

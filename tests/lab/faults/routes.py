@@ -61,19 +61,25 @@ def route_blackhole(lab, node, peer, prefixlen=26, kind="blackhole"):
 
 @fault
 def next_hop_failed(lab, node, peer):
-    """Make ``node``'s neighbor entry for ``peer``'s node IP FAILED: the peer stops answering ARP, one probe fails."""
+    """Make ``node``'s neighbor entry for ``peer``'s node IP FAILED: ``node`` stops sending ARP requests for
+    it (an nft ``arp`` table on ``node`` only, so SSH to both nodes keeps working) and one ping probes."""
     node, peer = lab.node(node), lab.node(peer)
-    lab.ns_run(peer, ["sysctl", "-qw", "net.ipv4.conf.eth0.arp_ignore=8"])
+    lab.ns_run(node, ["nft", "-f", "-"], input="\n".join([
+        "table arp k8tlab_arp {",
+        "  chain output { type filter hook output priority 0; policy accept; }",
+        "}",
+        f"add rule arp k8tlab_arp output arp daddr ip {peer.ip} drop",
+        ""]))
     lab.ns_run(node, ["ip", "neigh", "flush", "to", peer.ip, "dev", "eth0"], check=False)
     lab.ping(node, peer.ip, count=1, timeout=1)
     # the kernel keeps INCOMPLETE while it probes (3 x 1 s by default), then FAILED
     state = lab.neighbors(node, peer.ip)
     return {"node": node.name, "peer": peer.name, "gateway": peer.ip, "state": state[0]["state"] if state else [],
-            "undo_peer": peer.name}
+            "undo_next_hop": True}
 
 
 def restore_next_hop(lab, info):
-    lab.ns_run(info["undo_peer"], ["sysctl", "-qw", "net.ipv4.conf.eth0.arp_ignore=0"])
+    lab.ns_run(info["node"], ["nft", "delete", "table", "arp", "k8tlab_arp"], check=False)
     lab.ns_run(info["node"], ["ip", "neigh", "flush", "to", info["gateway"], "dev", "eth0"], check=False)
 
 
