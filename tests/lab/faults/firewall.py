@@ -110,8 +110,11 @@ def traffic_start(lab, src, dst, proto="icmp", seconds=6, rate=20, port=None):
     return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def traffic_stop(proc, timeout=15):
-    """Wait for traffic started by traffic_start (it is bounded), killing it only if it overruns."""
+def traffic_stop(proc, timeout=15, now=False):
+    """End traffic started by traffic_start: wait for it (it is bounded), or with ``now`` stop it
+    at once (SIGTERM to that process only)."""
+    if now and proc.poll() is None:
+        proc.terminate()
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
