@@ -167,10 +167,68 @@ def render_expr(expr):
     return " ".join(p.strip() for p in parts)
 
 
+# nft prints one compact JSON document: {"nftables": [{"metainfo": ..}, {"table": ..}, {"rule": ..}, ..]}.
+# Inside a JSON string a quote is escaped, and "table", "chain" and "rule" are never keys nested
+# in an expression, so ', {"rule": ' only occurs between top-level elements.
+_NFT_SPLIT = re.compile(r', (?=\{"(?:metainfo|table|chain|rule|set|map|flowtable|counter|quota|limit|'
+                        r'ct helper|ct timeout|ct expectation|secmark|synproxy)": \{"family": |\{"metainfo": )')
+_NFT_RULE_HEAD = re.compile(r'\{"rule": \{"family": "([a-z0-9]+)", "table": "((?:[^"\\]|\\.)*)"')
+_NFT_DROP_RULE = re.compile(r'\{"rule": \{"family": "([a-z0-9]+)", "table": "((?:[^"\\]|\\.)*)", '
+                            r'"chain": "((?:[^"\\]|\\.)*)", "handle": (\d+), "expr": \[')
+_NFT_VERDICT_END = re.compile(r'\{"(drop|reject)": (?:null|\{[^{}"]*(?:"[^"]*"[^{}"]*)*\})\}\]\}\}$')
+_NFT_COUNTER = re.compile(r'\{"counter": \{"packets": (\d+), "bytes": (\d+)\}\}')
+
+
+def _nft_items(text):
+    """The top-level elements of ``nft -j list ruleset``, decoding only what can matter.
+
+    Rules without a ``"drop"`` / ``"reject"`` anywhere in their text are not decoded: they are
+    yielded as ``{"rule": {"family", "table"}}`` (enough to count them), which keeps a
+    100k-rule ruleset cheap.  Output that does not look like nft's falls back to json.loads.
+    """
+    body = (text or "").strip()
+    head, tail = '{"nftables": [', "]}"
+    if not (body.startswith(head) and body.endswith(tail)):
+        return json.loads(body or "{}").get("nftables", [])
+    items = []
+    for chunk in _NFT_SPLIT.split(body[len(head):-len(tail)]):
+        if chunk.startswith('{"rule": '):
+            if '"drop"' not in chunk and '"reject"' not in chunk:
+                match = _NFT_RULE_HEAD.match(chunk)
+                if match:
+                    items.append({"rule": {"family": match.group(1), "table": json.loads('"%s"' % match.group(2)),
+                                           "expr": ()}})
+                    continue
+            else:
+                match, end = _NFT_DROP_RULE.match(chunk), _NFT_VERDICT_END.search(chunk)
+                if match and end:
+                    counters = _NFT_COUNTER.findall(chunk)
+                    items.append({"rule": {
+                        "family": match.group(1), "table": json.loads('"%s"' % match.group(2)),
+                        "chain": json.loads('"%s"' % match.group(3)), "handle": int(match.group(4)),
+                        "verdict": end.group(1), "chunk": chunk,
+                        "counter": {"packets": int(counters[-1][0]), "bytes": int(counters[-1][1])} if counters else None,
+                    }})
+                    continue
+        items.append(json.loads(chunk))
+    return items
+
+
+def _nft_entry(rule, verdict, counter, expr, chunk):
+    entry = _entry("nftables", rule["family"], rule["table"], rule["chain"], "rule", verdict,
+                   None, (counter or {}).get("packets", 0), (counter or {}).get("bytes", 0),
+                   counted=counter is not None)
+    # rendered only for the rows returned (rule_text)
+    entry["expr"] = expr
+    entry["chunk"] = chunk
+    entry["handle"] = rule.get("handle")
+    return entry
+
+
 def parse_nft(text, skip_tables=()):
     """Parse ``nft -j list ruleset``; ``skip_tables`` holds (family, name) pairs already read as iptables-nft."""
     try:
-        items = json.loads(text or "{}").get("nftables", [])
+        items = _nft_items(text)
     except ValueError as exc:
         raise ReadError("`nft -j list ruleset` printed no valid JSON (%s); is nft older than 0.9?" % exc)
     skip = set(skip_tables)
@@ -181,23 +239,25 @@ def parse_nft(text, skip_tables=()):
             if (rule["family"], rule["table"]) in skip:
                 continue
             rs.rules += 1
-            expr = rule.get("expr") or []
-            verdict = None
+            if "verdict" in rule:  # a drop/reject rule read by _nft_items without decoding it
+                rs.add(_nft_entry(rule, rule["verdict"], rule["counter"], None, rule["chunk"]),
+                       ("nftables", rule["family"], rule["table"], rule["chain"], rule["handle"]))
+                continue
+            expr = rule.get("expr") or ()
+            # the verdict ends the rule: only drop/reject rules are looked at further
+            last = expr[-1] if expr else {}
+            if "drop" in last:
+                verdict = "drop"
+            elif "reject" in last:
+                verdict = "reject"
+            else:
+                continue
             counter = None
             for stmt in expr:
-                if "drop" in stmt:
-                    verdict = "drop"
-                elif "reject" in stmt:
-                    verdict = "reject"
-                elif "counter" in stmt and isinstance(stmt["counter"], dict):
+                if "counter" in stmt and isinstance(stmt["counter"], dict):
                     counter = stmt["counter"]
-            if verdict is None:
-                continue
-            entry = _entry("nftables", rule["family"], rule["table"], rule["chain"], "rule", verdict,
-                           render_expr(expr), (counter or {}).get("packets", 0), (counter or {}).get("bytes", 0),
-                           counted=counter is not None)
-            entry["handle"] = rule.get("handle")
-            rs.add(entry, ("nftables", rule["family"], rule["table"], rule["chain"], rule.get("handle")))
+            rs.add(_nft_entry(rule, verdict, counter, expr, None),
+                   ("nftables", rule["family"], rule["table"], rule["chain"], rule.get("handle")))
         elif "chain" in item:
             chain = item["chain"]
             if (chain["family"], chain["table"]) in skip:
@@ -290,8 +350,19 @@ class Reader(object):
 # ----------------------------------------------------------------- compare and check
 
 
+def rule_text(entry):
+    """The rule as text (native nftables rules are rendered here, only when shown)."""
+    if entry["rule"] is None:
+        expr = entry.get("expr")
+        if expr is None and entry.get("chunk"):
+            expr = json.loads(entry["chunk"])["rule"].get("expr") or []
+        entry["rule"] = render_expr(expr or [])
+    return entry["rule"]
+
+
 def _row(entry, packets, bytes_, seconds):
-    row = dict((k, entry[k]) for k in ("backend", "family", "table", "chain", "kind", "verdict", "rule", "owner"))
+    row = dict((k, entry[k]) for k in ("backend", "family", "table", "chain", "kind", "verdict", "owner"))
+    row["rule"] = rule_text(entry)
     row.update({"packets": packets, "bytes": bytes_, "packets_total": entry["packets"], "bytes_total": entry["bytes"],
                 "pps": round(packets / seconds, 2) if seconds else None,
                 "bps": round(bytes_ / seconds, 2) if seconds else None})

@@ -78,7 +78,7 @@ def test_native_nft_skips_iptables_nft_tables():
     assert got == [("forward_chain", "policy", "drop", 0, False), ("input", "rule", "drop", 27, True),
                    ("input", "rule", "reject", 0, True)]
     drop = [e for e in rs.entries.values() if e["verdict"] == "drop" and e["kind"] == "rule"][0]
-    assert drop["rule"] == "ip saddr 198.18.32.12 udp dport 5000 counter drop"
+    assert iptables.rule_text(drop) == "ip saddr 198.18.32.12 udp dport 5000 counter drop"
     assert drop["handle"] == 3
 
 
@@ -181,3 +181,56 @@ def test_bad_input(args, text):
     with pytest.raises(InputError) as exc:
         iptables.validate(*args)
     assert text in str(exc.value)
+
+
+def _full_decode(text, skip=()):
+    """parse_nft with every element decoded by json.loads (the reference for the fast path)."""
+    original = iptables._nft_items
+    iptables._nft_items = lambda t: __import__("json").loads(t)["nftables"]
+    try:
+        return iptables.parse_nft(text, skip)
+    finally:
+        iptables._nft_items = original
+
+
+def _same(fast, full):
+    assert (fast.rules, fast.tables, sorted(fast.entries, key=str)) == (full.rules, full.tables, sorted(full.entries, key=str))
+    for key, entry in fast.entries.items():
+        other = full.entries[key]
+        for field in ("verdict", "packets", "bytes", "counted", "chain", "table", "family", "handle", "owner"):
+            assert entry.get(field) == other.get(field), (key, field)
+        assert iptables.rule_text(entry) == iptables.rule_text(other)
+
+
+@pytest.mark.parametrize("skip", [(), (("ip", "filter"), ("ip6", "filter"))])
+def test_nft_fast_path_equals_full_decode_on_captured_output(skip):
+    text = _text("t1_nft.json")
+    _same(iptables.parse_nft(text, skip), _full_decode(text, skip))
+
+
+def test_nft_fast_path_equals_full_decode_on_awkward_rules():
+    import json
+    match = {"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "saddr"}}, "right": "198.18.32.12"}}
+    rules = [
+        [match, {"counter": {"packets": 4, "bytes": 400}}, {"drop": None}],
+        [match, {"counter": {"packets": 1, "bytes": 10}}, {"reject": {"type": "tcp reset"}}],
+        [match, {"counter": {"packets": 2, "bytes": 20}}, {"reject": None}],
+        [match, {"counter": "named"}, {"drop": None}],                       # named counter: not counted
+        [match, {"counter": {"packets": 9, "bytes": 90}}, {"accept": None}],  # not a drop
+        [{"match": {"op": "==", "left": {"meta": {"key": "iifname"}}, "right": "drop"}}, {"accept": None}],
+        [match, {"drop": None}],                                             # no counter
+    ]
+    items = [{"metainfo": {"version": "1.0.6", "json_schema_version": 1}},
+             {"table": {"family": "inet", "name": "t\"q", "handle": 1}},
+             {"chain": {"family": "inet", "table": "t\"q", "name": "input", "handle": 1, "type": "filter",
+                        "hook": "input", "prio": 0, "policy": "drop"}}]
+    for handle, expr in enumerate(rules, start=2):
+        items.append({"rule": {"family": "inet", "table": "t\"q", "chain": "input", "handle": handle, "expr": expr}})
+    items.append({"rule": {"family": "inet", "table": "t\"q", "chain": "input", "handle": 50,
+                           "comment": "drop \"all\"", "expr": [match, {"counter": {"packets": 3, "bytes": 30}}, {"drop": None}]}})
+    text = json.dumps({"nftables": items})
+    fast = iptables.parse_nft(text)
+    _same(fast, _full_decode(text))
+    assert sorted((e["handle"], e["verdict"], e["packets"], e["counted"]) for e in fast.entries.values() if e["kind"] == "rule") == [
+        (2, "drop", 4, True), (3, "reject", 1, True), (4, "reject", 2, True), (5, "drop", 0, False),
+        (8, "drop", 0, False), (50, "drop", 3, True)]
