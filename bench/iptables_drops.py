@@ -64,7 +64,7 @@ def nft_rules():
 
 
 def build():
-    subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+    subprocess.run(["ip", "netns", "del", NS], capture_output=True, check=False)
     sh(["ip", "netns", "add", NS])
     sh(["ip", "-n", NS, "link", "set", "lo", "up"])
     sh(["ip", "-n", NS, "addr", "add", "198.18.0.1/32", "dev", "lo"])
@@ -77,11 +77,13 @@ def build():
         path.unlink()
 
 
-UDP = (r"import socket,sys,time" "\n"
-       r"s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)" "\n"
-       r"end=time.time()+float(sys.argv[1])" "\n"
-       r"while time.time()<end:" "\n"
-       r"    [s.sendto(b'x'*64,('198.18.0.1',p)) for p in (5000,5000,5000,5001,5002)]; time.sleep(0.02)" "\n")
+UDP = "\n".join([
+    "import socket,sys,time",
+    "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)",
+    "end=time.time()+float(sys.argv[1])",
+    "while time.time()<end:",
+    "    [s.sendto(b'x'*64,('198.18.0.1',p)) for p in (5000,5000,5000,5001,5002)]; time.sleep(0.02)",
+    ""])
 
 PARSE = r"""
 import json, os, subprocess, sys, time
@@ -133,20 +135,20 @@ def main():
         proc = subprocess.run(["ip", "netns", "exec", NS, str(ROOT / ".venv" / "bin" / "ansible"), "localhost", "-c", "local",
                                "-i", "localhost,", "-e", "ansible_python_interpreter=" + python,
                                "-m", "k8snet.triage.iptables_drops", "-a", json.dumps({"interval": 1, "limit": 5}), "-o"],
-                              capture_output=True, text=True, env=env, cwd=str(ROOT))
+                              capture_output=True, text=True, env=env, cwd=str(ROOT), check=False)
         wall = time.monotonic() - t0 - 1
         result = json.loads(proc.stdout.split("=>", 1)[1]) if "=>" in proc.stdout else {}
         grown = [(d["chain"], d["pps"]) for d in result.get("drops", [])]
         rows.append(("ours: ansible -m iptables_drops, interval 1 (minus the 1 s)", wall, children_cpu() - c0,
                      "%s growing: %s" % (result.get("drops_count"), grown[:3]) if result else proc.stdout[-300:] + proc.stderr[-300:]))
         c0, t0 = children_cpu(), time.monotonic()
-        proc = subprocess.run(["ip", "netns", "exec", NS, python, "-c", PARSE, str(ROOT / "build")], capture_output=True, text=True)
+        proc = subprocess.run(["ip", "netns", "exec", NS, python, "-c", PARSE, str(ROOT / "build")], capture_output=True, text=True, check=False)
         data = json.loads(proc.stdout)
         rows.append(("ours: parse_save on iptables-legacy-save -c (CPU)", data["parse_save"][0], data["parse_save"][0], "%d rules" % data["parse_save"][1]))
         rows.append(("ours: parse_nft on nft -j list ruleset (CPU)", data["parse_nft"][0], data["parse_nft"][0], "%d rules" % data["parse_nft"][1]))
         for tool in (["iptables-legacy-save", "-c"], ["nft", "-j", "list", "ruleset"]):
             c0, t0 = children_cpu(), time.monotonic()
-            proc = subprocess.run(["ip", "netns", "exec", NS] + tool, capture_output=True, text=True)
+            proc = subprocess.run(["ip", "netns", "exec", NS] + tool, capture_output=True, text=True, check=False)
             rows.append(("  (reading: %s)" % " ".join(tool), time.monotonic() - t0, children_cpu() - c0, "%d bytes" % len(proc.stdout)))
         # manual: iptables -L -v -n -x | grep DROP, twice, compared
         files = ["/tmp/%s.L%d" % (NS, i) for i in (1, 2)]
@@ -157,7 +159,7 @@ def main():
                                stdout=handle, check=True)
             if i == 0:
                 time.sleep(1)
-        cmp = subprocess.run([python, "-c", MANUAL] + files, capture_output=True, text=True)
+        cmp = subprocess.run([python, "-c", MANUAL] + files, capture_output=True, text=True, check=False)
         for path in files:
             os.unlink(path)
         rows.append(("manual: iptables -L -v -n -x | grep DROP x2 + compare (minus 1 s)", time.monotonic() - t0 - 1,
@@ -170,7 +172,7 @@ def main():
         if traffic is not None:
             traffic.terminate()
             traffic.wait()
-        subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+        subprocess.run(["ip", "netns", "del", NS], capture_output=True, check=False)
 
 
 if __name__ == "__main__":

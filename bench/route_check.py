@@ -38,7 +38,7 @@ def sh(argv, **kw):
 
 
 def build():
-    subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+    subprocess.run(["ip", "netns", "del", NS], capture_output=True, check=False)
     sh(["ip", "netns", "add", NS])
     sh(["ip", "-n", NS, "link", "add", "eth0", "type", "veth", "peer", "name", "eth1"])
     lines = ["link set lo up", "link set eth0 up", "link set eth1 up", "addr add 198.18.0.1/20 dev eth0"]
@@ -124,7 +124,7 @@ def timed(argv, **kw):
     """(wall seconds, CPU seconds of the command and its children, CompletedProcess)."""
     c0 = children_cpu()
     t0 = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True, **kw)
+    proc = subprocess.run(argv, capture_output=True, text=True, **kw, check=False)
     return time.monotonic() - t0, children_cpu() - c0, proc
 
 
@@ -155,19 +155,19 @@ def main():
         seconds, cpu, proc = timed(["ip", "netns", "exec", NS, "ip", "-j", "route", "show", "table", "main"])
         rows.append(("manual: ip -j route show table main", seconds, cpu, "%d bytes" % len(proc.stdout)))
         c0, t0 = children_cpu(), time.monotonic()
-        cmp = subprocess.run([python, "-c", MANUAL, json.dumps(peers)], input=proc.stdout, capture_output=True, text=True)
+        cmp = subprocess.run([python, "-c", MANUAL, json.dumps(peers)], input=proc.stdout, capture_output=True, text=True, check=False)
         rows.append(("manual: comparison script (exact match only)", time.monotonic() - t0, children_cpu() - c0,
                      "%s bad (misses the blackhole)" % cmp.stdout.strip()))
         c0, t0 = children_cpu(), time.monotonic()
         for peer in peers:
-            subprocess.run(["ip", "netns", "exec", NS, "ip", "route", "show", peer["pod_cidrs"][0]], capture_output=True)
+            subprocess.run(["ip", "netns", "exec", NS, "ip", "route", "show", peer["pod_cidrs"][0]], capture_output=True, check=False)
         rows.append(("manual: ip route show <cidr> x %d peers" % len(peers), time.monotonic() - t0, children_cpu() - c0, "read by eye"))
         print("load average: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
         print("%-56s %8s %8s  %s" % ("what", "wall s", "cpu s", "notes"))
         for name, seconds, cpu, note in rows:
             print("%-56s %8.2f %8.2f  %s" % (name, seconds, cpu, note))
     finally:
-        subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+        subprocess.run(["ip", "netns", "del", NS], capture_output=True, check=False)
 
 
 if __name__ == "__main__":

@@ -160,8 +160,8 @@ def render_expr(expr):
         elif name in ("jump", "goto"):
             parts.append("%s %s" % (name, value.get("target")))
         elif name == "reject":
-            parts.append(" ".join(["reject"] + (["with"] + [str(value[k]) for k in ("type", "expr") if value.get(k)]
-                                                  if value else [])))
+            details = [str(value[k]) for k in ("type", "expr") if value.get(k)] if value else []
+            parts.append(" ".join(["reject"] + (["with"] + details if details else [])))
         else:
             parts.append("%s %s" % (name, _render(value) if value is not None else ""))
     return " ".join(p.strip() for p in parts)

@@ -85,7 +85,6 @@ def _cidr(dst, family):
     return str(ipaddress.ip_network(dst, strict=False))
 
 
-
 def _decode_bits(value, table):
     return [name for bit, name in table if value & bit]
 

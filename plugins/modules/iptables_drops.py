@@ -18,7 +18,10 @@ description:
     packet counters grew, fastest first, with the owner guessed from the chain name.
   - Rules that did not count anything during the window are totals, never "growing".
   - Read-only; never changes the node.
-author: k8snet.triage contributors
+author:
+  - k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 options:
   backends:
     description: The backends to read; a backend whose tools are not installed is reported and skipped.
@@ -49,12 +52,16 @@ options:
 attributes:
   check_mode:
     support: full
+    details: Read-only; check mode runs the same reads and checks.
   diff_mode:
     support: none
+    details: Nothing is changed, so there is nothing to diff.
   platform:
+    support: full
     platforms: posix
+    details: Linux nodes, Python 3.9+ (standard library; pyroute2 optional).
 notes:
-  - Reading counters needs root (CAP_NET_ADMIN); use C(become: true).
+  - "Reading counters needs root (CAP_NET_ADMIN): use C(become: true)."
   - Native nftables rules are counted only when they have a C(counter) statement, and nftables
     base chains have no policy counter, so a native C(policy drop) is reported but its growth is
     unknown. iptables-legacy and iptables-nft both count their chain policies.

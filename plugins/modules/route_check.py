@@ -23,7 +23,10 @@ description:
     where C(ip -json) plus parsing took about 1.5 s. Links and neighbors use pyroute2 when it is
     importable. Both readers give the same result (tested).
   - Read-only; never changes the node.
-author: k8snet.triage contributors
+author:
+  - k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 options:
   peers:
     description:
@@ -87,10 +90,14 @@ options:
 attributes:
   check_mode:
     support: full
+    details: Read-only; check mode runs the same reads and checks.
   diff_mode:
     support: none
+    details: Nothing is changed, so there is nothing to diff.
   platform:
+    support: full
     platforms: posix
+    details: Linux nodes, Python 3.9+ (standard library; pyroute2 optional).
 notes:
   - Needs C(ip) (iproute2) or the pyroute2 Python library on the node; no privileges beyond reading.
   - Only the main routing table is checked.

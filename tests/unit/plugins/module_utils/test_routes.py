@@ -43,8 +43,9 @@ def v4_only(peers):
     return [dict(p, pod_cidrs=[c for c in p["pod_cidrs"] if ":" not in c]) for p in peers]
 
 
-def run(node, v6=False, peers=PEERS, mode="direct", tunnel=None):
+def run(node, v6=False, peers=None, mode="direct", tunnel=None):
     table, neigh, links, addresses = load(node, v6)
+    peers = peers or PEERS
     peers = peers if v6 else v4_only(peers)
     local, remote = routes.normalize_peers(peers, None, addresses + (["fd00:198:18::11"] if node == "node1" else []))
     index = routes.RouteIndex(table)
@@ -133,7 +134,7 @@ def test_covering_default_route_is_still_missing():
         {"dst": "198.18.32.0/24", "dev": "eth0", "protocol": "kernel", "scope": "link", "flags": []},
     ]), 4)
     local, remote = routes.normalize_peers(PEERS[:2], "node1", [])
-    found, _ = routes.check_peer_routes(routes.RouteIndex(table), [p for p in remote if p["node"] == "node2"], "node1")
+    found, _results = routes.check_peer_routes(routes.RouteIndex(table), [p for p in remote if p["node"] == "node2"], "node1")
     missing = [f for f in found if f["check"] == "route.missing" and "198.19.33" in f["subject"]]
     assert missing and missing[0]["evidence"]["found"] == "0.0.0.0/0 via 198.18.32.1 dev eth0"
 
@@ -144,7 +145,7 @@ def test_blackhole_over_the_whole_cidr_via_a_shorter_prefix():
         {"type": "unreachable", "dst": "198.19.32.0/19", "flags": []},
     ]), 4)
     _local, remote = routes.normalize_peers(v4_only(PEERS), "node1", [])
-    found, _ = routes.check_peer_routes(routes.RouteIndex(table), remote, "node1")
+    found, _results = routes.check_peer_routes(routes.RouteIndex(table), remote, "node1")
     assert {f["check"] for f in found} == {"route.unreachable"}
     assert all(f["evidence"]["covers"] == "all" for f in found if "198.19" in f["subject"])
 
@@ -152,7 +153,7 @@ def test_blackhole_over_the_whole_cidr_via_a_shorter_prefix():
 def test_overlay_mode_wants_the_tunnel_device():
     table = netlink.parse_routes(_text("node2_route4.json"), 4)
     _local, remote = routes.normalize_peers(v4_only(PEERS), "node2", [])
-    found, _ = routes.check_peer_routes(routes.RouteIndex(table), remote, "node2", "overlay", "vxlan.calico")
+    found, _results = routes.check_peer_routes(routes.RouteIndex(table), remote, "node2", "overlay", "vxlan.calico")
     wrong = [f for f in found if f["check"] == "route.wrong_device"]
     assert wrong and wrong[0]["evidence"]["expected"] == "198.19.32.0/24 dev vxlan.calico"
 
