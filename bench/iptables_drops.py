@@ -119,6 +119,29 @@ def children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
+def timed(argv, **kw):
+    """(wall seconds, CPU seconds of the command and its children, CompletedProcess)."""
+    c0 = children_cpu()
+    t0 = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, **kw)
+    return time.monotonic() - t0, children_cpu() - c0, proc
+
+
+def node_side(python, module, args):
+    """Run the module file as the node runs it (no controller, no SSH), in the namespace.
+    Returns (wall, cpu, result)."""
+    path = Path("/tmp/%s-%s.args" % (NS, module))
+    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "build"))
+    try:
+        seconds, cpu, proc = timed(["ip", "netns", "exec", NS, python, str(ROOT / "plugins" / "modules" / (module + ".py")),
+                                    str(path)], env=env)
+    finally:
+        path.unlink()
+    text = proc.stdout.strip()
+    return seconds, cpu, json.loads(text) if text.startswith("{") else {"error": text[-300:] + proc.stderr[-300:]}
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("run as root (it makes a network namespace)")
@@ -141,6 +164,9 @@ def main():
         grown = [(d["chain"], d["pps"]) for d in result.get("drops", [])]
         rows.append(("ours: ansible -m iptables_drops, interval 1 (minus the 1 s)", wall, children_cpu() - c0,
                      "%s growing: %s" % (result.get("drops_count"), grown[:3]) if result else proc.stdout[-300:] + proc.stderr[-300:]))
+        seconds, cpu, result = node_side(python, "iptables_drops", {"interval": 1, "limit": 5})
+        rows.append(("ours: iptables_drops module on the node, interval 1 (minus 1 s)", seconds - 1, cpu,
+                     "%s growing" % result.get("drops_count", result)))
         c0, t0 = children_cpu(), time.monotonic()
         proc = subprocess.run(["ip", "netns", "exec", NS, python, "-c", PARSE, str(ROOT / "build")], capture_output=True, text=True, check=False)
         data = json.loads(proc.stdout)
@@ -164,6 +190,16 @@ def main():
             os.unlink(path)
         rows.append(("manual: iptables -L -v -n -x | grep DROP x2 + compare (minus 1 s)", time.monotonic() - t0 - 1,
                      children_cpu() - c0, "legacy only; %s" % cmp.stdout.strip()[:80]))
+        # manual for native nftables: nft list ruleset twice (then compare by eye or diff)
+        c0, t0 = children_cpu(), time.monotonic()
+        sizes = []
+        for i in range(2):
+            proc = subprocess.run(["ip", "netns", "exec", NS, "nft", "list", "ruleset"], capture_output=True, text=True, check=False)
+            sizes.append(len(proc.stdout))
+            if i == 0:
+                time.sleep(1)
+        rows.append(("manual: nft list ruleset x2 (minus 1 s), no comparison", time.monotonic() - t0 - 1,
+                     children_cpu() - c0, "%d bytes each, diff by eye" % sizes[0]))
         print("load average: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
         print("%-66s %8s %8s  %s" % ("what", "wall s", "cpu s", "notes"))
         for name, seconds, cpu, note in rows:

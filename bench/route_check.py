@@ -128,6 +128,21 @@ def timed(argv, **kw):
     return time.monotonic() - t0, children_cpu() - c0, proc
 
 
+def node_side(python, module, args):
+    """Run the module file as the node runs it (no controller, no SSH), in the namespace.
+    Returns (wall, cpu, result)."""
+    path = Path("/tmp/%s-%s.args" % (NS, module))
+    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "build"))
+    try:
+        seconds, cpu, proc = timed(["ip", "netns", "exec", NS, python, str(ROOT / "plugins" / "modules" / (module + ".py")),
+                                    str(path)], env=env)
+    finally:
+        path.unlink()
+    text = proc.stdout.strip()
+    return seconds, cpu, json.loads(text) if text.startswith("{") else {"error": text[-300:] + proc.stderr[-300:]}
+
+
 def main():
     if os.geteuid() != 0:
         sys.exit("run as root (it makes a network namespace)")
@@ -146,6 +161,10 @@ def main():
         ok = proc.returncode == 0 and '"route.missing"' in proc.stdout and '"route.unreachable"' in proc.stdout
         rows.append(("ours: ansible -m route_check (controller + module)", seconds, cpu,
                      "ok" if ok else proc.stdout[-300:] + proc.stderr[-300:]))
+        seconds, cpu, result = node_side(python, "route_check", {"peers": peers, "node_name": "bench"})
+        rows.append(("ours: route_check module on the node (no ansible)", seconds, cpu,
+                     "%s routes read, %s" % (result.get("routes_read"), sorted(set(f["check"] for f in result.get("findings", [])))
+                                             if "findings" in result else result)))
         for reader in ("iproute2", "pyroute2"):
             _s, _c, proc = timed(["ip", "netns", "exec", NS, python, "-c", INLINE, str(ROOT / "build"), reader, json.dumps(peers)])
             data = json.loads(proc.stdout)

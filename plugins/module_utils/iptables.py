@@ -324,7 +324,7 @@ class Reader(object):
             tool = self.tools.get(name)
             if tool is None or not tool.available:
                 continue
-            rc, text, err = tool.run(args, check=False)
+            rc, text, err = tool.run_large(args, check=False)
             if rc != 0:
                 raise ReadError("`%s %s` failed with exit code %d: %s; run the task with become: true (reading "
                                 "counters needs CAP_NET_ADMIN)" % (name, " ".join(args), rc, (err or text).strip()[:300]),
@@ -337,7 +337,7 @@ class Reader(object):
                 nft_tables.update(("ip" if family == 4 else "ip6", t) for _f, t in rs.tables)
         tool = self.tools.get("nft")
         if tool is not None and tool.available:
-            rc, text, err = tool.run(["-j", "list", "ruleset"], check=False)
+            rc, text, err = tool.run_large(["-j", "list", "ruleset"], check=False)
             if rc != 0:
                 raise ReadError("`nft -j list ruleset` failed with exit code %d: %s; run the task with become: true"
                                 % (rc, (err or text).strip()[:300]), rc=rc)

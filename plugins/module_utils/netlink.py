@@ -330,7 +330,8 @@ class Netlink(object):
             return out
         out = []
         for family in families:
-            out.extend(parse_routes(self._ip_json(["-%d" % family, "route", "show", "table", str(table)]), family))
+            text = self.ip.run_large(["-json", "-%d" % family, "route", "show", "table", str(table)])[1]
+            out.extend(parse_routes(text, family))
         return out
 
     def route_get(self, address):
