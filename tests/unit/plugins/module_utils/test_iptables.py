@@ -234,3 +234,21 @@ def test_nft_fast_path_equals_full_decode_on_awkward_rules():
     assert sorted((e["handle"], e["verdict"], e["packets"], e["counted"]) for e in fast.entries.values() if e["kind"] == "rule") == [
         (2, "drop", 4, True), (3, "reject", 1, True), (4, "reject", 2, True), (5, "drop", 0, False),
         (8, "drop", 0, False), (50, "drop", 3, True)]
+
+
+class _BinModule(object):
+    """Just enough of AnsibleModule for commands.Tool to find a binary."""
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        import shutil
+        return shutil.which(name)
+
+
+def test_run_large_reads_big_output_and_names_a_failing_command():
+    from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
+    tool = Tool(_BinModule(), "head")
+    rc, out, err = tool.run_large(["-c", "30000000", "/dev/zero"])
+    assert rc == 0 and len(out) == 30000000 and err == ""
+    with pytest.raises(ReadError) as exc:
+        tool.run_large(["/nonexistent/k8t-file"])
+    assert "`head /nonexistent/k8t-file` failed with exit code 1" in str(exc.value)
