@@ -15,23 +15,16 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from netns_bench import PYTHON, ROOT, ansible_module, children_cpu, namespace, node_side, sh, table
+
 sys.path.insert(0, str(ROOT / "build"))
-if not os.environ.get("K8SNET_LAB_SLOT"):
-    sys.exit("set K8SNET_LAB_SLOT to your lab slot: the bench namespace is named after it")
-SLOT = int(os.environ["K8SNET_LAB_SLOT"])
-NS = "k8t%d-benchfw" % SLOT
+NS = namespace("benchfw")
 RULES = 100000
-
-
-def sh(argv, **kw):
-    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, check=True, **kw)
 
 
 def legacy_rules():
@@ -114,38 +107,8 @@ print(len(grown), grown[:3])
 """
 
 
-def children_cpu():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def timed(argv, **kw):
-    """(wall seconds, CPU seconds of the command and its children, CompletedProcess)."""
-    c0 = children_cpu()
-    t0 = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False, **kw)
-    return time.monotonic() - t0, children_cpu() - c0, proc
-
-
-def node_side(python, module, args):
-    """Run the module file as the node runs it (no controller, no SSH), in the namespace.
-    Returns (wall, cpu, result)."""
-    path = Path("/tmp/%s-%s.args" % (NS, module))
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "build"))
-    try:
-        seconds, cpu, proc = timed(["ip", "netns", "exec", NS, python, str(ROOT / "plugins" / "modules" / (module + ".py")),
-                                    str(path)], env=env)
-    finally:
-        path.unlink()
-    text = proc.stdout.strip()
-    return seconds, cpu, json.loads(text) if text.startswith("{") else {"error": text[-300:] + proc.stderr[-300:]}
-
-
 def main():
-    if os.geteuid() != 0:
-        sys.exit("run as root (it makes a network namespace)")
-    python = str(ROOT / ".venv" / "bin" / "python")
+    python = PYTHON
     traffic = None
     try:
         t0 = time.monotonic()
@@ -153,18 +116,12 @@ def main():
         print("built %s: %d iptables-legacy rules + %d nft rules in %.1f s" % (NS, RULES, RULES, time.monotonic() - t0))
         traffic = subprocess.Popen(["ip", "netns", "exec", NS, python, "-c", UDP, "900"])  # stopped in finally
         rows = []
-        env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH=str(ROOT / ".venv" / "bin") + ":" + os.environ["PATH"])
-        c0, t0 = children_cpu(), time.monotonic()
-        proc = subprocess.run(["ip", "netns", "exec", NS, str(ROOT / ".venv" / "bin" / "ansible"), "localhost", "-c", "local",
-                               "-i", "localhost,", "-e", "ansible_python_interpreter=" + python,
-                               "-m", "k8snet.triage.iptables_drops", "-a", json.dumps({"interval": 1, "limit": 5}), "-o"],
-                              capture_output=True, text=True, env=env, cwd=str(ROOT), check=False)
-        wall = time.monotonic() - t0 - 1
+        seconds, cpu, proc = ansible_module(NS, "iptables_drops", {"interval": 1, "limit": 5})
         result = json.loads(proc.stdout.split("=>", 1)[1]) if "=>" in proc.stdout else {}
         grown = [(d["chain"], d["pps"]) for d in result.get("drops", [])]
-        rows.append(("ours: ansible -m iptables_drops, interval 1 (minus the 1 s)", wall, children_cpu() - c0,
+        rows.append(("ours: ansible -m iptables_drops, interval 1 (minus the 1 s)", seconds - 1, cpu,
                      "%s growing: %s" % (result.get("drops_count"), grown[:3]) if result else proc.stdout[-300:] + proc.stderr[-300:]))
-        seconds, cpu, result = node_side(python, "iptables_drops", {"interval": 1, "limit": 5})
+        seconds, cpu, result = node_side(NS, "iptables_drops", {"interval": 1, "limit": 5})
         rows.append(("ours: iptables_drops module on the node, interval 1 (minus 1 s)", seconds - 1, cpu,
                      "%s growing" % result.get("drops_count", result)))
         c0, t0 = children_cpu(), time.monotonic()
@@ -200,10 +157,7 @@ def main():
                 time.sleep(1)
         rows.append(("manual: nft list ruleset x2 (minus 1 s), no comparison", time.monotonic() - t0 - 1,
                      children_cpu() - c0, "%d bytes each, diff by eye" % sizes[0]))
-        print("load average: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
-        print("%-66s %8s %8s  %s" % ("what", "wall s", "cpu s", "notes"))
-        for name, seconds, cpu, note in rows:
-            print("%-66s %8.2f %8.2f  %s" % (name, seconds, cpu, note))
+        table(rows)
     finally:
         if traffic is not None:
             traffic.terminate()

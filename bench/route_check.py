@@ -16,25 +16,17 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import os
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from netns_bench import PYTHON, ROOT, ansible_module, children_cpu, namespace, node_side, sh, table, timed
+
 sys.path.insert(0, str(ROOT / "build"))
-if not os.environ.get("K8SNET_LAB_SLOT"):
-    sys.exit("set K8SNET_LAB_SLOT to your lab slot: the bench namespace is named after it")
-SLOT = int(os.environ["K8SNET_LAB_SLOT"])
-NS = "k8t%d-benchrt" % SLOT
+NS = namespace("benchrt")
 TOTAL = 100000
 PEERS = 250
-
-
-def sh(argv, **kw):
-    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, check=True, **kw)
 
 
 def build():
@@ -115,53 +107,19 @@ print(bad)
 """
 
 
-def children_cpu():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
-def timed(argv, **kw):
-    """(wall seconds, CPU seconds of the command and its children, CompletedProcess)."""
-    c0 = children_cpu()
-    t0 = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True, **kw, check=False)
-    return time.monotonic() - t0, children_cpu() - c0, proc
-
-
-def node_side(python, module, args):
-    """Run the module file as the node runs it (no controller, no SSH), in the namespace.
-    Returns (wall, cpu, result)."""
-    path = Path("/tmp/%s-%s.args" % (NS, module))
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "build"))
-    try:
-        seconds, cpu, proc = timed(["ip", "netns", "exec", NS, python, str(ROOT / "plugins" / "modules" / (module + ".py")),
-                                    str(path)], env=env)
-    finally:
-        path.unlink()
-    text = proc.stdout.strip()
-    return seconds, cpu, json.loads(text) if text.startswith("{") else {"error": text[-300:] + proc.stderr[-300:]}
-
-
 def main():
-    if os.geteuid() != 0:
-        sys.exit("run as root (it makes a network namespace)")
-    python = str(ROOT / ".venv" / "bin" / "python")
+    python = PYTHON
     try:
         t0 = time.monotonic()
         peers = build()
         print("built %s: %d routes in %.1f s" % (NS, TOTAL, time.monotonic() - t0))
         rows = []
         # ours, through ansible (AnsiballZ, the real module) inside the namespace
-        env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH=str(ROOT / ".venv" / "bin") + ":" + os.environ["PATH"])
-        args = json.dumps({"peers": peers, "node_name": "bench", "local_pod_routes": True})
-        seconds, cpu, proc = timed(["ip", "netns", "exec", NS, str(ROOT / ".venv" / "bin" / "ansible"), "localhost", "-c", "local",
-                                    "-i", "localhost,", "-e", "ansible_python_interpreter=" + python,
-                                    "-m", "k8snet.triage.route_check", "-a", args, "-o"], env=env, cwd=str(ROOT))
+        seconds, cpu, proc = ansible_module(NS, "route_check", {"peers": peers, "node_name": "bench", "local_pod_routes": True})
         ok = proc.returncode == 0 and '"route.missing"' in proc.stdout and '"route.unreachable"' in proc.stdout
         rows.append(("ours: ansible -m route_check (controller + module)", seconds, cpu,
                      "ok" if ok else proc.stdout[-300:] + proc.stderr[-300:]))
-        seconds, cpu, result = node_side(python, "route_check", {"peers": peers, "node_name": "bench"})
+        seconds, cpu, result = node_side(NS, "route_check", {"peers": peers, "node_name": "bench"})
         rows.append(("ours: route_check module on the node (no ansible)", seconds, cpu,
                      "%s routes read, %s" % (result.get("routes_read"), sorted(set(f["check"] for f in result.get("findings", [])))
                                              if "findings" in result else result)))
@@ -181,10 +139,7 @@ def main():
         for peer in peers:
             subprocess.run(["ip", "netns", "exec", NS, "ip", "route", "show", peer["pod_cidrs"][0]], capture_output=True, check=False)
         rows.append(("manual: ip route show <cidr> x %d peers" % len(peers), time.monotonic() - t0, children_cpu() - c0, "read by eye"))
-        print("load average: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
-        print("%-56s %8s %8s  %s" % ("what", "wall s", "cpu s", "notes"))
-        for name, seconds, cpu, note in rows:
-            print("%-56s %8.2f %8.2f  %s" % (name, seconds, cpu, note))
+        table(rows)
     finally:
         subprocess.run(["ip", "netns", "del", NS], capture_output=True, check=False)
 
