@@ -1,0 +1,492 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Firewall drops: DROP / REJECT rules and DROP policies whose counters grow.
+
+Three backends can hold rules on one host at the same time, and each is read:
+
+* ``legacy``    x_tables, read with ``iptables-legacy-save -c`` / ``ip6tables-legacy-save -c``
+* ``nft``       iptables-nft (x_tables rules stored in nf_tables), read with
+                ``iptables-nft-save -c`` / ``ip6tables-nft-save -c``
+* ``nftables``  native nftables, read with ``nft -j list ruleset``; the ``ip`` / ``ip6``
+                tables that iptables-nft-save already showed are skipped, so no rule is
+                counted twice.
+
+Parsers (``parse_save``, ``parse_nft``) are pure: text in, ``Ruleset`` out.  A ruleset keeps
+only what the check needs: every DROP / REJECT rule and DROP policy (an *entry*) with its
+counters, plus rule counts.  ``compare`` turns two snapshots into growth rates and
+``check`` turns those into findings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+
+BACKENDS = ("legacy", "nft", "nftables")
+# (backend, family, tool, args)
+SAVE_TOOLS = (
+    ("legacy", 4, "iptables-legacy-save", ["-c"]),
+    ("legacy", 6, "ip6tables-legacy-save", ["-c"]),
+    ("nft", 4, "iptables-nft-save", ["-c"]),
+    ("nft", 6, "ip6tables-nft-save", ["-c"]),
+)
+_VERDICT = re.compile(r" -j (DROP|REJECT)(?: |$)")
+_FAMILY_NAMES = {4: "ipv4", 6: "ipv6"}
+
+
+class Ruleset(object):
+    """One backend's rules of one family (or all nftables families) at one moment."""
+
+    def __init__(self, backend, family, source):
+        self.backend = backend
+        self.family = family
+        self.source = source
+        self.entries = {}       # key -> entry (drop/reject rules and drop policies)
+        self.rules = 0          # every rule read
+        self.tables = []        # (family, table) names seen
+        self.taken = 0.0        # time.monotonic() of the read
+        self.warnings = []
+
+    def add(self, entry, key):
+        self.entries[key] = entry
+
+
+def owner_of(table, chain):
+    """Who most likely installed a chain, from its name (and its table's for nftables)."""
+    if chain.startswith("KUBE-") or table in ("kube-proxy",):
+        return "kube-proxy"
+    if chain.startswith(("cali-", "cali:")) or table == "calico":
+        return "calico"
+    if chain.startswith(("CILIUM_", "cilium")) or table.startswith("cilium"):
+        return "cilium"
+    if table == "firewalld" or chain.endswith(("_direct", "_ZONES", "_ZONES_SOURCE")) or \
+            re.match(r"^(IN|FWD|FWDI|FWDO|OUT|PRE|POST)_", chain) or re.match(r"^filter_(IN|FWD|OUT)_", chain):
+        return "firewalld"
+    return "other"
+
+
+def _entry(backend, family, table, chain, kind, verdict, text, packets, bytes_, counted=True):
+    return {"backend": backend, "family": family, "table": table, "chain": chain, "kind": kind,
+            "verdict": verdict, "rule": text, "packets": packets, "bytes": bytes_, "counted": counted,
+            "owner": owner_of(table, chain)}
+
+
+# ----------------------------------------------------------------- parsers
+
+
+def parse_save(text, backend, family):
+    """Parse ``iptables-save -c`` output (legacy or nft variant, IPv4 or IPv6)."""
+    rs = Ruleset(backend, _FAMILY_NAMES[family], "save")
+    table = None
+    seen = {}
+    verdict_search = _VERDICT.search
+    for line in (text or "").splitlines():
+        if not line:
+            continue
+        first = line[0]
+        if first == "[":
+            rs.rules += 1
+            end = line.find("]")
+            rule = line[end + 2:]
+            match = verdict_search(rule)
+            if match is None:
+                continue
+            packets, bytes_ = line[1:end].split(":")
+            chain = rule.split(" ", 2)[1]
+            key = (backend, rs.family, table, chain, rule)
+            n = seen.get(key, 0)
+            seen[key] = n + 1
+            rs.add(_entry(backend, rs.family, table, chain, "rule", match.group(1), rule, int(packets), int(bytes_)),
+                   key + (n,))
+        elif first == ":":
+            name, policy, counters = (line[1:].split(" ") + ["", ""])[:3]
+            if policy == "DROP":
+                packets, bytes_ = counters.strip("[]").split(":") if counters else ("0", "0")
+                rs.add(_entry(backend, rs.family, table, name, "policy", "DROP", "-P %s DROP" % name,
+                              int(packets), int(bytes_)),
+                       (backend, rs.family, table, name, "policy"))
+        elif first == "*":
+            table = line[1:].strip()
+            rs.tables.append((rs.family, table))
+        elif first == "-" and line.startswith("-A "):  # saved without -c: no counters
+            rs.rules += 1
+    return rs
+
+
+def parse_warnings(stderr):
+    """iptables-nft-save's warnings, e.g. ``# Warning: iptables-legacy tables present, ...``."""
+    return [line.strip("# ").strip() for line in (stderr or "").splitlines() if "Warning" in line]
+
+
+def _render(value):
+    if isinstance(value, dict):
+        if "set" in value:
+            return "{ %s }" % ", ".join(_render(v) for v in value["set"])
+        if "prefix" in value:
+            return "%s/%s" % (value["prefix"]["addr"], value["prefix"]["len"])
+        if "range" in value:
+            return "%s-%s" % tuple(_render(v) for v in value["range"])
+        if "payload" in value:
+            return "%s %s" % (value["payload"].get("protocol", ""), value["payload"].get("field", ""))
+        if "meta" in value:
+            return "meta %s" % value["meta"].get("key")
+        if "ct" in value:
+            return "ct %s" % value["ct"].get("key")
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    if isinstance(value, list):
+        return "{ %s }" % ", ".join(_render(v) for v in value)
+    return str(value)
+
+
+def render_expr(expr):
+    """A native nftables rule (``nft -j`` ``expr`` list) as text close to ``nft list``, counters left out."""
+    parts = []
+    for stmt in expr:
+        (name, value), = stmt.items()
+        if name == "match":
+            op = value.get("op", "==")
+            parts.append("%s %s%s" % (_render(value["left"]), "" if op in ("==", "in") else op + " ", _render(value["right"])))
+        elif name == "counter":
+            parts.append("counter")
+        elif name in ("drop", "accept", "return", "continue"):
+            parts.append(name)
+        elif name in ("jump", "goto"):
+            parts.append("%s %s" % (name, value.get("target")))
+        elif name == "reject":
+            details = [str(value[k]) for k in ("type", "expr") if value.get(k)] if value else []
+            parts.append(" ".join(["reject"] + (["with"] + details if details else [])))
+        else:
+            parts.append("%s %s" % (name, _render(value) if value is not None else ""))
+    return " ".join(p.strip() for p in parts)
+
+
+# nft prints one compact JSON document: {"nftables": [{"metainfo": ..}, {"table": ..}, {"rule": ..}, ..]}.
+# Inside a JSON string a quote is escaped, and "table", "chain" and "rule" are never keys nested
+# in an expression, so ', {"rule": ' only occurs between top-level elements.
+_NFT_SPLIT = re.compile(r', (?=\{"(?:metainfo|table|chain|rule|set|map|flowtable|counter|quota|limit|'
+                        r'ct helper|ct timeout|ct expectation|secmark|synproxy)": \{"family": |\{"metainfo": )')
+_NFT_RULE_HEAD = re.compile(r'\{"rule": \{"family": "([a-z0-9]+)", "table": "((?:[^"\\]|\\.)*)"')
+_NFT_DROP_RULE = re.compile(r'\{"rule": \{"family": "([a-z0-9]+)", "table": "((?:[^"\\]|\\.)*)", '
+                            r'"chain": "((?:[^"\\]|\\.)*)", "handle": (\d+), "expr": \[')
+_NFT_VERDICT_END = re.compile(r'\{"(drop|reject)": (?:null|\{[^{}"]*(?:"[^"]*"[^{}"]*)*\})\}\]\}\}$')
+_NFT_COUNTER = re.compile(r'\{"counter": \{"packets": (\d+), "bytes": (\d+)\}\}')
+
+
+def _nft_items(text):
+    """The top-level elements of ``nft -j list ruleset``, decoding only what can matter.
+
+    Rules without a ``"drop"`` / ``"reject"`` anywhere in their text are not decoded: they are
+    yielded as ``{"rule": {"family", "table"}}`` (enough to count them), which keeps a
+    100k-rule ruleset cheap.  Output that does not look like nft's falls back to json.loads.
+    """
+    body = (text or "").strip()
+    head, tail = '{"nftables": [', "]}"
+    if not (body.startswith(head) and body.endswith(tail)):
+        return json.loads(body or "{}").get("nftables", [])
+    items = []
+    for chunk in _NFT_SPLIT.split(body[len(head):-len(tail)]):
+        if chunk.startswith('{"rule": '):
+            if '"drop"' not in chunk and '"reject"' not in chunk:
+                match = _NFT_RULE_HEAD.match(chunk)
+                if match:
+                    items.append({"rule": {"family": match.group(1), "table": json.loads('"%s"' % match.group(2)),
+                                           "expr": ()}})
+                    continue
+            else:
+                match, end = _NFT_DROP_RULE.match(chunk), _NFT_VERDICT_END.search(chunk)
+                if match and end:
+                    counters = _NFT_COUNTER.findall(chunk)
+                    items.append({"rule": {
+                        "family": match.group(1), "table": json.loads('"%s"' % match.group(2)),
+                        "chain": json.loads('"%s"' % match.group(3)), "handle": int(match.group(4)),
+                        "verdict": end.group(1), "chunk": chunk,
+                        "counter": {"packets": int(counters[-1][0]), "bytes": int(counters[-1][1])} if counters else None,
+                    }})
+                    continue
+        items.append(json.loads(chunk))
+    return items
+
+
+def _nft_entry(rule, verdict, counter, expr, chunk):
+    entry = _entry("nftables", rule["family"], rule["table"], rule["chain"], "rule", verdict,
+                   None, (counter or {}).get("packets", 0), (counter or {}).get("bytes", 0),
+                   counted=counter is not None)
+    # rendered only for the rows returned (rule_text)
+    entry["expr"] = expr
+    entry["chunk"] = chunk
+    entry["handle"] = rule.get("handle")
+    return entry
+
+
+def parse_nft(text, skip_tables=()):
+    """Parse ``nft -j list ruleset``; ``skip_tables`` holds (family, name) pairs already read as iptables-nft."""
+    try:
+        items = _nft_items(text)
+    except ValueError as exc:
+        raise ReadError("`nft -j list ruleset` printed no valid JSON (%s); is nft older than 0.9?" % exc)
+    skip = set(skip_tables)
+    rs = Ruleset("nftables", "all", "nft")
+    for item in items:
+        if "rule" in item:
+            rule = item["rule"]
+            if (rule["family"], rule["table"]) in skip:
+                continue
+            rs.rules += 1
+            if "verdict" in rule:  # a drop/reject rule read by _nft_items without decoding it
+                rs.add(_nft_entry(rule, rule["verdict"], rule["counter"], None, rule["chunk"]),
+                       ("nftables", rule["family"], rule["table"], rule["chain"], rule["handle"]))
+                continue
+            expr = rule.get("expr") or ()
+            # the verdict ends the rule: only drop/reject rules are looked at further
+            last = expr[-1] if expr else {}
+            if "drop" in last:
+                verdict = "drop"
+            elif "reject" in last:
+                verdict = "reject"
+            else:
+                continue
+            counter = None
+            for stmt in expr:
+                if "counter" in stmt and isinstance(stmt["counter"], dict):
+                    counter = stmt["counter"]
+            rs.add(_nft_entry(rule, verdict, counter, expr, None),
+                   ("nftables", rule["family"], rule["table"], rule["chain"], rule.get("handle")))
+        elif "chain" in item:
+            chain = item["chain"]
+            if (chain["family"], chain["table"]) in skip:
+                continue
+            if chain.get("policy") == "drop" and chain.get("hook"):
+                # base chains have no policy counter in nftables
+                rs.add(_entry("nftables", chain["family"], chain["table"], chain["name"], "policy", "drop",
+                              "type %s hook %s priority %s; policy drop" % (chain.get("type"), chain["hook"], chain.get("prio")),
+                              0, 0, counted=False),
+                       ("nftables", chain["family"], chain["table"], chain["name"], "policy"))
+        elif "table" in item:
+            table = item["table"]
+            if (table["family"], table["name"]) not in skip:
+                rs.tables.append((table["family"], table["name"]))
+    return rs
+
+
+# ----------------------------------------------------------------- reader
+
+
+def validate(backends, interval, limit, warning_pps, critical_pps):
+    for name in backends:
+        if name not in BACKENDS:
+            raise InputError("backend %r is unknown; use any of %s" % (name, ", ".join(BACKENDS)))
+    if interval < 0 or interval > 300:
+        raise InputError("interval %r is out of range: give 0 (one snapshot, totals only) to 300 seconds" % interval)
+    if limit < 1:
+        raise InputError("limit %r must be at least 1" % limit)
+    if warning_pps < 0 or critical_pps < warning_pps:
+        raise InputError("thresholds warning_pps=%r and critical_pps=%r: need 0 <= warning_pps <= critical_pps"
+                         % (warning_pps, critical_pps))
+
+
+class Reader(object):
+    """Take snapshots of every backend present on the host."""
+
+    def __init__(self, module, backends=BACKENDS):
+        self.module = module
+        self.backends = backends
+        self.tools = {}
+        for backend, family, name, _args in SAVE_TOOLS:
+            if backend in backends:
+                self.tools[name] = Tool(module, name, required=False)
+        if "nftables" in backends:
+            self.tools["nft"] = Tool(module, "nft", required=False)
+
+    def status(self):
+        """Which command of which backend exists on this host."""
+        out = []
+        for backend, family, name, args in SAVE_TOOLS:
+            if backend in self.backends:
+                out.append({"backend": backend, "family": _FAMILY_NAMES[family], "command": " ".join([name] + args),
+                            "installed": self.tools[name].available})
+        if "nftables" in self.backends:
+            out.append({"backend": "nftables", "family": "all", "command": "nft -j list ruleset",
+                        "installed": self.tools["nft"].available})
+        return out
+
+    def snapshot(self):
+        """One reading of every backend: a list of Rulesets."""
+        out = []
+        nft_tables = set()
+        for backend, family, name, args in SAVE_TOOLS:
+            tool = self.tools.get(name)
+            if tool is None or not tool.available:
+                continue
+            rc, text, err = tool.run_large(args, check=False)
+            if rc != 0:
+                raise ReadError("`%s %s` failed with exit code %d: %s; run the task with become: true (reading "
+                                "counters needs CAP_NET_ADMIN)" % (name, " ".join(args), rc, (err or text).strip()[:300]),
+                                rc=rc)
+            rs = parse_save(text, backend, family)
+            rs.taken = time.monotonic()
+            rs.warnings = parse_warnings(err)
+            out.append(rs)
+            if backend == "nft":
+                nft_tables.update(("ip" if family == 4 else "ip6", t) for _f, t in rs.tables)
+        tool = self.tools.get("nft")
+        if tool is not None and tool.available:
+            rc, text, err = tool.run_large(["-j", "list", "ruleset"], check=False)
+            if rc != 0:
+                raise ReadError("`nft -j list ruleset` failed with exit code %d: %s; run the task with become: true"
+                                % (rc, (err or text).strip()[:300]), rc=rc)
+            rs = parse_nft(text, nft_tables)
+            rs.taken = time.monotonic()
+            out.append(rs)
+        return out
+
+
+# ----------------------------------------------------------------- compare and check
+
+
+def rule_text(entry):
+    """The rule as text (native nftables rules are rendered here, only when shown)."""
+    if entry["rule"] is None:
+        expr = entry.get("expr")
+        if expr is None and entry.get("chunk"):
+            expr = json.loads(entry["chunk"])["rule"].get("expr") or []
+        entry["rule"] = render_expr(expr or [])
+    return entry["rule"]
+
+
+def _row(entry, packets, bytes_, seconds):
+    row = dict((k, entry[k]) for k in ("backend", "family", "table", "chain", "kind", "verdict", "owner"))
+    row["rule"] = rule_text(entry)
+    row.update({"packets": packets, "bytes": bytes_, "packets_total": entry["packets"], "bytes_total": entry["bytes"],
+                "pps": round(packets / seconds, 2) if seconds else None,
+                "bps": round(bytes_ / seconds, 2) if seconds else None})
+    if entry.get("handle") is not None:
+        row["handle"] = entry["handle"]
+    return row
+
+
+def compare(before, after):
+    """Growth of every counted entry between two snapshots, fastest first.
+
+    An entry is matched by backend, family, table, chain and rule text (nftables: handle);
+    a rule that appeared in between counts from zero, a counter that went down (rule
+    replaced) counts from zero too.  Idle entries are not returned.
+    """
+    old = {}
+    for rs in before:
+        for key, entry in rs.entries.items():
+            old[key] = (entry, rs.taken)
+    grown = []
+    for rs in after:
+        for key, entry in rs.entries.items():
+            if not entry["counted"]:
+                continue
+            prev, taken = old.get(key, (None, None))
+            packets = entry["packets"] - (prev["packets"] if prev else 0)
+            bytes_ = entry["bytes"] - (prev["bytes"] if prev else 0)
+            if packets < 0:
+                packets, bytes_ = entry["packets"], entry["bytes"]
+            if packets > 0:
+                seconds = rs.taken - taken if taken is not None else None
+                grown.append(_row(entry, packets, bytes_, seconds))
+    grown.sort(key=lambda r: (-(r["pps"] or 0), -r["packets"], r["backend"], r["chain"]))
+    return grown
+
+
+def totals(snapshot, limit):
+    """Per-backend counts and the drop entries with the most packets so far."""
+    per = {}
+    entries = []
+    for rs in snapshot:
+        item = per.setdefault(rs.backend, {"rules": 0, "drop_rules": 0, "drop_policies": 0, "packets": 0, "bytes": 0})
+        item["rules"] += rs.rules
+        for entry in rs.entries.values():
+            item["drop_rules" if entry["kind"] == "rule" else "drop_policies"] += 1
+            item["packets"] += entry["packets"]
+            item["bytes"] += entry["bytes"]
+            entries.append(entry)
+    entries.sort(key=lambda e: (-e["packets"], e["backend"], e["chain"]))
+    top = [_row(e, 0, 0, None) for e in entries[:limit] if e["packets"]]
+    for row in top:
+        for key in ("packets", "bytes", "pps", "bps"):
+            row.pop(key)
+    return per, top
+
+
+REMEDIATION = {
+    "kube-proxy": "kube-proxy drops here: KUBE-FIREWALL drops invalid/martian packets, KUBE-EXTERNAL-SERVICES and "
+                  "KUBE-SERVICES REJECT traffic to a Service without ready endpoints; check the Service's "
+                  "EndpointSlices (`kubectl get endpointslices -l kubernetes.io/service-name=NAME`).",
+    "calico": "A Calico policy drops it: find the policy from the chain name (`cali-pi-`/`cali-po-` are "
+              "policy chains) with `calicoctl get networkpolicy,globalnetworkpolicy -A -o wide`.",
+    "cilium": "Cilium drops it: `cilium-dbg monitor --type drop` or `hubble observe --verdict DROPPED` names the reason.",
+    "firewalld": "firewalld drops it: `firewall-cmd --get-active-zones` and `firewall-cmd --list-all --zone=ZONE`; "
+                 "allow the pod and service CIDRs and the node ports the cluster uses.",
+    "other": "Find who installs this rule (configuration management, a host firewall, a CNI) and whether it "
+             "should drop this traffic; watch it live with `watch -d iptables -L CHAIN -v -n` or `nft list chain`.",
+}
+
+
+def check(grown, snapshot, node, interval, limit, warning_pps, critical_pps):
+    """Findings: drops_growing (top ``limit``), drop_policy, mixed_backends."""
+    out = []
+    for row in grown[:limit]:
+        pps = row["pps"] or 0
+        severity = "critical" if pps >= critical_pps else "warning" if pps >= warning_pps else "info"
+        what = "the %s policy" % row["verdict"] if row["kind"] == "policy" else "a %s rule" % row["verdict"]
+        out.append(finding(
+            "iptables.drops_growing", severity, "L4",
+            "%s %s %s %s/%s" % (node, row["backend"], row["family"], row["table"], row["chain"]),
+            "%s of %s %s %s/%s dropped %d packets in %ss (%.1f/s)" % (
+                what, row["backend"], row["family"], row["table"], row["chain"], row["packets"], interval, pps),
+            {"rule": row["rule"], "pps": row["pps"], "bps": row["bps"], "packets": row["packets"],
+             "packets_total": row["packets_total"], "owner": row["owner"], "family": row["family"]},
+            REMEDIATION[row["owner"]],
+        ))
+    for rs in snapshot:
+        for entry in rs.entries.values():
+            if entry["kind"] != "policy":
+                continue
+            out.append(finding(
+                "iptables.drop_policy", "info", "L4",
+                "%s %s %s %s/%s" % (node, entry["backend"], entry["family"], entry["table"], entry["chain"]),
+                "chain %s of %s %s table %s drops what no rule accepts (policy %s)" % (
+                    entry["chain"], entry["backend"], entry["family"], entry["table"], entry["verdict"]),
+                {"policy": entry["verdict"], "family": entry["family"],
+                 "packets_total": entry["packets"] if entry["counted"] else None,
+                 "counted": entry["counted"]},
+                "Expected on a hardened host; when traffic is lost, make sure the cluster's rules accept it "
+                "before the policy applies (FORWARD DROP needs pod CIDR accepts, as kube-proxy and the CNI add).",
+            ))
+    with_rules = dict((b, sum(rs.rules for rs in snapshot if rs.backend == b)) for b in BACKENDS)
+    if with_rules["legacy"] and (with_rules["nft"] or with_rules["nftables"]):
+        warnings = sorted(set(w for rs in snapshot for w in rs.warnings))
+        out.append(finding(
+            "iptables.mixed_backends", "warning", "L4", node,
+            "rules in both iptables-legacy (%d) and nf_tables (iptables-nft %d, nft %d): both run, a packet "
+            "accepted by one can still be dropped by the other" % (
+                with_rules["legacy"], with_rules["nft"], with_rules["nftables"]),
+            {"rules": with_rules, "warnings": sample(warnings)},
+            "Use one backend: the one kube-proxy and the CNI use (`iptables --version` in their containers says "
+            "legacy or nf_tables); flush the other's leftovers after checking who wrote them.",
+        ))
+    return out
+
+
+def summary(found, snapshot, node, interval):
+    """One ``ok`` finding when no drop counter grew, saying what was read."""
+    if any(f["check"] == "iptables.drops_growing" for f in found):
+        return []
+    entries = sum(len(rs.entries) for rs in snapshot)
+    if interval:
+        text = "no DROP/REJECT counter grew in %ss (%d drop rules and policies read)" % (interval, entries)
+    else:
+        text = "%d drop rules and policies read (interval 0: totals only)" % entries
+    return [finding("iptables.drops", "ok", "L4", node, text,
+                    {"backends": sorted(set(rs.backend for rs in snapshot)), "entries": entries})]

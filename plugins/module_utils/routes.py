@@ -1,0 +1,426 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The pod-CIDR route mesh: checks on a node's routing table (pure functions).
+
+Models come from ``netlink.py`` (routes, links, neighbors, addresses).  ``RouteIndex``
+indexes one routing table once (exact prefixes in a dict, prefixes sorted by start
+address for "what lies inside this CIDR"), so that a table of 100k routes is checked
+in one pass plus a few dictionary lookups per peer CIDR.
+
+Checks (all return findings built with ``findings.finding``):
+
+* ``route.missing``            no route for a peer's pod CIDR (or only a less specific one)
+* ``route.wrong_gateway``      the CIDR (or part of it) goes via another gateway
+* ``route.wrong_device``       the CIDR goes out of another device than the uplink / tunnel
+* ``route.unreachable``        a blackhole / unreachable / prohibit route over all or part
+* ``route.next_hop_unresolved`` the gateway's neighbor entry is FAILED / INCOMPLETE
+* ``route.pod_device_missing`` / ``route.pod_device_down``  local /32 and /128 pod routes
+* ``route.overlap``            peers' CIDRs overlap, or the local CIDR is routed away
+"""
+
+from __future__ import annotations
+
+import bisect
+import ipaddress
+import socket
+
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import EVIDENCE_SAMPLE, finding, sample
+
+POD_DEVICE_PREFIXES = ("cali", "lxc")
+BAD_TYPES = ("blackhole", "unreachable", "prohibit")
+NEXT_HOP_BAD = ("FAILED", "INCOMPLETE")
+LINK_DOWN_STATES = ("DOWN", "LOWERLAYERDOWN", "NOTPRESENT")
+MODES = ("direct", "overlay")
+
+
+# ----------------------------------------------------------------- input
+
+
+def _network(value, what):
+    try:
+        return ipaddress.ip_network(str(value), strict=True)
+    except ValueError as exc:
+        raise InputError("%s %r is not a valid CIDR (%s); give the network address, e.g. 198.19.1.0/24"
+                         % (what, value, exc), value=value)
+
+
+def _address(value, what):
+    try:
+        return ipaddress.ip_address(str(value))
+    except ValueError:
+        raise InputError("%s %r is not a valid IP address" % (what, value), value=value)
+
+
+def normalize_peers(peers, node_name=None, local_addresses=()):
+    """Validate ``peers`` and split off this host's own entry.
+
+    Returns ``(local, remote)``: ``local`` is the entry whose ``node`` is ``node_name`` or
+    whose ``node_ip`` is an address of this host (or None), ``remote`` the others.  Each
+    entry is ``{"node", "node_ips": [ip_address], "pod_cidrs": [ip_network]}``.
+    """
+    local_addresses = set(str(a) for a in local_addresses)
+    local, remote, seen = None, [], set()
+    for i, peer in enumerate(peers or []):
+        name = peer.get("node") or "peers[%d]" % i
+        if not peer.get("node_ip"):
+            raise InputError("peer %s has no node_ip; every peer needs node, node_ip and pod_cidrs" % name)
+        ips = [_address(peer["node_ip"], "node_ip of peer %s:" % name)]
+        ips += [_address(a, "node_ips of peer %s:" % name) for a in peer.get("node_ips") or []]
+        cidrs = [_network(c, "pod CIDR of peer %s:" % name) for c in peer.get("pod_cidrs") or []]
+        if name in seen:
+            raise InputError("peer %s is listed twice in peers" % name)
+        seen.add(name)
+        entry = {"node": name, "node_ips": ips, "pod_cidrs": cidrs}
+        if (node_name and name == node_name) or any(str(ip) in local_addresses for ip in ips):
+            if local is not None:
+                raise InputError("peers %s and %s both look like this host (same name or a local node_ip)"
+                                 % (local["node"], name))
+            local = entry
+        else:
+            remote.append(entry)
+    return local, remote
+
+
+# ----------------------------------------------------------------- index
+
+
+def _start(network_text, family):
+    address = network_text.split("/", 1)[0]
+    return int.from_bytes(socket.inet_pton(socket.AF_INET if family == 4 else socket.AF_INET6, address), "big")
+
+
+class RouteIndex(object):
+    """One routing table (a list of route models), indexed for prefix lookups."""
+
+    def __init__(self, routes):
+        self.routes = routes
+        self.exact = {}
+        ranges = {4: [], 6: []}
+        for route in routes:
+            dst = route["dst"]
+            best = self.exact.get(dst)
+            if best is not None:
+                if (route.get("metric") or 0) < (best.get("metric") or 0):
+                    self.exact[dst] = route
+                continue
+            self.exact[dst] = route
+            family = route["family"]
+            plen = int(dst.rsplit("/", 1)[1])
+            ranges[family].append((_start(dst, family), plen, dst))
+        self._starts = {}
+        self._ranges = {}
+        for family, items in ranges.items():
+            items.sort()
+            self._ranges[family] = items
+            self._starts[family] = [item[0] for item in items]
+
+    def covering(self, network):
+        """The most specific route whose prefix contains all of ``network`` (LPM), or None."""
+        for plen in range(network.prefixlen, -1, -1):
+            route = self.exact.get(str(network.supernet(new_prefix=plen)) if plen < network.prefixlen else str(network))
+            if route is not None:
+                return route
+        return None
+
+    def inside(self, network):
+        """Routes strictly more specific than ``network`` that lie inside it."""
+        family = network.version
+        lo = int(network.network_address)
+        hi = int(network.broadcast_address)
+        starts = self._starts[family]
+        out = []
+        for i in range(bisect.bisect_left(starts, lo), bisect.bisect_right(starts, hi)):
+            _start_int, plen, dst = self._ranges[family][i]
+            if plen > network.prefixlen:
+                out.append(self.exact[dst])
+        return out
+
+    def lookup(self, address):
+        """The route the table picks for one address (longest prefix match)."""
+        return self.covering(ipaddress.ip_network(address))
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def describe(route):
+    """A route as ``ip route`` prints it, for evidence."""
+    if route is None:
+        return None
+    parts = [] if route.get("type", "unicast") == "unicast" else [route["type"]]
+    parts.append(route["dst"])
+    if route.get("gateway"):
+        parts += ["via", route["gateway"]]
+    if route.get("dev"):
+        parts += ["dev", route["dev"]]
+    for hop in route.get("nexthops") or []:
+        parts += ["nexthop"] + (["via", hop["gateway"]] if hop.get("gateway") else []) + (["dev", hop["dev"]] if hop.get("dev") else [])
+    if route.get("protocol") not in (None, "boot"):
+        parts += ["proto", route["protocol"]]
+    return " ".join(parts)
+
+
+def _hops(route):
+    if route.get("nexthops"):
+        return [(h.get("gateway"), h.get("dev")) for h in route["nexthops"]]
+    return [(route.get("gateway"), route.get("dev"))]
+
+
+def _node_ip(peer, family):
+    for ip in peer["node_ips"]:
+        if ip.version == family:
+            return str(ip)
+    return None
+
+
+def is_pod_device(name):
+    return bool(name) and name.startswith(POD_DEVICE_PREFIXES)
+
+
+# ----------------------------------------------------------------- checks
+
+
+def check_overlaps(local, remote, node):
+    """Peers' pod CIDRs that overlap each other (or this host's)."""
+    entries = []
+    for peer in ([local] if local else []) + list(remote):
+        for cidr in peer["pod_cidrs"]:
+            entries.append((cidr.version, int(cidr.network_address), int(cidr.broadcast_address), str(cidr), peer["node"]))
+    entries.sort()
+    out = []
+    reach = None  # (family, end, cidr, node) of the widest range seen so far
+    for family, start, end, cidr, owner in entries:
+        if reach and reach[0] == family and start <= reach[1] and reach[3] != owner:
+            out.append(finding(
+                "route.overlap", "critical", "L3", node,
+                "pod CIDR %s of %s overlaps %s of %s: one of them cannot be routed" % (cidr, owner, reach[2], reach[3]),
+                {"cidr": cidr, "node": owner, "overlaps": reach[2], "other_node": reach[3]},
+                "Give every node a distinct pod CIDR (kube-controller-manager --cluster-cidr / the CNI's IPAM "
+                "blocks) and remove the stale Node object or inventory k8s_pod_cidr that duplicates it.",
+            ))
+        if not reach or reach[0] != family or end > reach[1]:
+            reach = (family, end, cidr, owner)
+    return out
+
+
+def uplink_for(index, gateway):
+    """The device through which this table reaches ``gateway`` (the uplink)."""
+    route = index.lookup(gateway)
+    if route is None or route.get("type", "unicast") != "unicast":
+        return None
+    return route.get("dev") or (_hops(route)[0][1] if route.get("nexthops") else None)
+
+
+def check_peer_routes(index, remote, node, mode="direct", tunnel_device=None, neighbors=()):
+    """Every peer's pod CIDR routed via that peer (direct) or the tunnel device (overlay).
+
+    Returns ``(findings, results)``: ``results`` has one row per peer CIDR
+    (node, cidr, status, found, expected).
+    """
+    out, results = [], []
+    neigh = {}
+    for entry in neighbors:
+        neigh[(entry["address"], entry.get("interface"))] = entry
+    checked_hops = set()
+    for peer in remote:
+        for cidr in peer["pod_cidrs"]:
+            cidr_text = str(cidr)
+            gateway = _node_ip(peer, cidr.version)
+            if mode == "overlay":
+                device = tunnel_device
+                expected = "%s dev %s" % (cidr_text, device)
+            else:
+                device = uplink_for(index, gateway) if gateway else None
+                expected = "%s via %s dev %s" % (cidr_text, gateway or "<%s node address>" % peer["node"], device or "?")
+            statuses = []
+            route = index.exact.get(cidr_text)
+            found = route or index.covering(cidr)
+            evidence = {"cidr": cidr_text, "peer": peer["node"], "expected": expected, "found": describe(found)}
+            subject = "%s %s" % (peer["node"], cidr_text)
+            if found is not None and found.get("type", "unicast") in BAD_TYPES:
+                statuses.append("unreachable")
+                out.append(finding(
+                    "route.unreachable", "critical", "L3", subject,
+                    "all of %s (pods of %s) hits a %s route" % (cidr_text, peer["node"], found["type"]),
+                    dict(evidence, covers="all"),
+                    "Delete the %s route (`ip route del %s`) if nothing should drop this range, then restore "
+                    "`%s` (the CNI or routing daemon normally does it)." % (found["type"], found["dst"], expected),
+                ))
+            elif route is None:
+                statuses.append("missing")
+                out.append(finding(
+                    "route.missing", "critical", "L3", subject,
+                    "no route for %s (pods of %s)%s" % (
+                        cidr_text, peer["node"], "; it falls to the less specific %s" % found["dst"] if found else ""),
+                    evidence,
+                    "Add `ip route add %s` or restart the component that programs it (routing daemon, CNI agent); "
+                    "check that node %s is still a member of the cluster." % (expected, peer["node"]),
+                ))
+            else:
+                hops = _hops(route)
+                if mode == "direct" and gateway and gateway not in [h[0] for h in hops]:
+                    statuses.append("wrong_gateway")
+                    out.append(finding(
+                        "route.wrong_gateway", "critical", "L3", subject,
+                        "%s (pods of %s) goes via %s instead of %s" % (
+                            cidr_text, peer["node"], ", ".join(str(h[0]) for h in hops), gateway),
+                        evidence,
+                        "Replace it: `ip route replace %s`; a wrong gateway usually means a re-used node IP or a "
+                        "stale route of a node that left the cluster." % expected,
+                    ))
+                if mode == "overlay":
+                    matching = hops
+                else:
+                    matching = [h for h in hops if h[0] == gateway] if gateway else hops
+                if device and matching and device not in [h[1] for h in matching]:
+                    statuses.append("wrong_device")
+                    out.append(finding(
+                        "route.wrong_device", "critical", "L3", subject,
+                        "%s (pods of %s) leaves by %s instead of %s" % (
+                            cidr_text, peer["node"], ", ".join(str(h[1]) for h in hops), device),
+                        evidence,
+                        "Replace it: `ip route replace %s`." % expected,
+                    ))
+                if mode == "direct" and gateway and device and (gateway, device) not in checked_hops:
+                    checked_hops.add((gateway, device))
+                    entry = neigh.get((gateway, device))
+                    bad = [s for s in (entry or {}).get("state", []) if s in NEXT_HOP_BAD]
+                    if bad:
+                        statuses.append("next_hop_unresolved")
+                        out.append(finding(
+                            "route.next_hop_unresolved", "critical", "L2", "%s %s" % (peer["node"], gateway),
+                            "the next hop %s (node %s) on %s does not resolve: neighbor entry %s" % (
+                                gateway, peer["node"], device, "/".join(entry["state"])),
+                            {"gateway": gateway, "dev": device, "state": entry["state"], "mac": entry.get("mac"),
+                             "cidrs": [str(c) for c in peer["pod_cidrs"]]},
+                            "Check that node %s is up and answers ARP/ND on %s (`arping -I %s %s`); "
+                            "k8snet.triage.arp_check tells a stale or conflicting entry apart." % (
+                                peer["node"], device, device, gateway),
+                        ))
+            # the parts of the CIDR that go somewhere else
+            drops, elsewhere = [], []
+            for part in index.inside(cidr):
+                if part.get("type", "unicast") in BAD_TYPES:
+                    drops.append(part)
+                elif part.get("type", "unicast") == "unicast" and mode == "direct" and gateway and \
+                        gateway not in [h[0] for h in _hops(part)]:
+                    elsewhere.append(part)
+            if drops:
+                statuses.append("unreachable")
+                out.append(finding(
+                    "route.unreachable", "critical", "L3", subject,
+                    "%d more specific %s route(s) inside %s (pods of %s) drop part of it" % (
+                        len(drops), "/".join(sorted(set(r["type"] for r in drops))), cidr_text, peer["node"]),
+                    dict(evidence, covers="part", routes=[describe(r) for r in sample(drops)], count=len(drops)),
+                    "Delete the more specific route(s), e.g. `ip route del %s %s`, unless that range is meant "
+                    "to be dropped (longest prefix wins over `%s`)." % (drops[0]["type"], drops[0]["dst"], expected),
+                ))
+            if elsewhere:
+                statuses.append("wrong_gateway")
+                out.append(finding(
+                    "route.wrong_gateway", "critical", "L3", subject,
+                    "%d more specific route(s) send part of %s (pods of %s) elsewhere than %s" % (
+                        len(elsewhere), cidr_text, peer["node"], gateway),
+                    dict(evidence, covers="part", routes=[describe(r) for r in sample(elsewhere)], count=len(elsewhere)),
+                    "Delete the more specific route(s), e.g. `ip route del %s`." % elsewhere[0]["dst"],
+                ))
+            results.append({"node": peer["node"], "cidr": cidr_text, "expected": expected,
+                            "found": describe(found), "status": statuses or ["ok"]})
+    return out, results
+
+
+def check_local_cidrs(index, local, node):
+    """This host's own pod CIDR must not be routed away via a gateway (to another host)."""
+    out = []
+    if not local:
+        return out
+    for cidr in local["pod_cidrs"]:
+        away = []
+        exact = index.exact.get(str(cidr))
+        for route in ([exact] if exact else []) + index.inside(cidr):
+            if route.get("type", "unicast") == "unicast" and any(h[0] for h in _hops(route)):
+                away.append(route)
+        if away:
+            out.append(finding(
+                "route.overlap", "critical", "L3", "%s %s" % (node, cidr),
+                "%d route(s) send (part of) this node's own pod CIDR %s to another host" % (len(away), cidr),
+                {"cidr": str(cidr), "routes": [describe(r) for r in sample(away)], "count": len(away)},
+                "Delete the route(s) (e.g. `ip route del %s`): local pods are reached through their own "
+                "cali*/lxc* device, never via a gateway; a peer announcing this CIDR has a duplicate." % away[0]["dst"],
+            ))
+    return out
+
+
+def check_pod_routes(routes, links, node, local=None):
+    """Every /32 and /128 route to a cali*/lxc* device has the device present and up; a host route
+    inside this node's pod CIDR that reaches no pod device (and no gateway) has lost its device."""
+    by_name = dict((link["ifname"], link) for link in links)
+    local_cidrs = (local or {}).get("pod_cidrs") or []
+    missing, down, checked = [], [], 0
+    for route in routes:
+        dst = route["dst"]
+        if not (dst.endswith("/32") and route["family"] == 4) and not (dst.endswith("/128") and route["family"] == 6):
+            continue
+        if route.get("type", "unicast") != "unicast":
+            continue
+        dev = route.get("dev")
+        if is_pod_device(dev) or (dev and dev not in by_name):
+            checked += 1
+            link = by_name.get(dev)
+            if link is None:
+                missing.append({"route": describe(route), "dev": dev})
+            elif not link.get("up") or link.get("operstate") in LINK_DOWN_STATES or "linkdown" in (route.get("flags") or []):
+                down.append({"route": describe(route), "dev": dev, "operstate": link.get("operstate"), "up": link.get("up")})
+        elif local_cidrs and not route.get("gateway") and not route.get("nexthops") and dev != "lo":
+            address = ipaddress.ip_network(dst).network_address
+            if any(address in cidr for cidr in local_cidrs if cidr.version == route["family"]):
+                checked += 1
+                missing.append({"route": describe(route), "dev": dev, "note": "not a cali*/lxc* pod device"})
+    out = []
+    if missing:
+        out.append(finding(
+            "route.pod_device_missing", "critical", "L3", node,
+            "%d local pod route(s) point at no pod device: %s" % (
+                len(missing), ", ".join(m["route"] for m in missing[:3])),
+            {"count": len(missing), "routes": sample(missing)},
+            "The pod's veth is gone or was never made: delete the stale route (`ip route del %s`) and let the "
+            "CNI recreate the pod's interface (delete the pod so it is rescheduled)." % missing[0]["route"].split()[0],
+        ))
+    if down:
+        out.append(finding(
+            "route.pod_device_down", "critical", "L3", node,
+            "%d local pod route(s) point at a device that is down: %s" % (
+                len(down), ", ".join(d["dev"] for d in down[:3])),
+            {"count": len(down), "routes": sample(down)},
+            "Bring the device up (`ip link set %s up`) or delete the pod so the CNI recreates it; check the "
+            "CNI agent's log for the pod." % down[0]["dev"],
+        ))
+    return out, checked
+
+
+def summary(findings_list, results, node, pod_routes_checked=None):
+    """One ``ok`` finding when nothing is wrong, so the report shows what was checked."""
+    if findings_list:
+        return []
+    evidence = {"peer_cidrs": len(results)}
+    if pod_routes_checked is not None:
+        evidence["pod_routes"] = pod_routes_checked
+    return [finding("route.mesh", "ok", "L3", node,
+                    "%d peer pod CIDR(s) routed as expected" % len(results), evidence)]
+
+
+def validate_tunnel(tunnel_device, links):
+    names = sorted(link["ifname"] for link in links)
+    if tunnel_device not in names:
+        raise InputError(
+            "tunnel_device %r is not a device on this host (devices: %s); give the overlay's device, "
+            "e.g. vxlan.calico, tunl0 or cilium_vxlan, or use mode=direct"
+            % (tunnel_device, ", ".join(names[:EVIDENCE_SAMPLE]) + (" ..." if len(names) > EVIDENCE_SAMPLE else "")),
+            value=tunnel_device)
+
+
+def validate_destinations(destinations):
+    return [str(_address(d, "destination")) for d in destinations or []]

@@ -1,0 +1,189 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: iptables_drops
+short_description: find DROP / REJECT rules and DROP policies whose counters grow
+version_added: 0.1.0
+description:
+  - Reads every firewall backend present on the node, IPv4 and IPv6 - iptables-legacy
+    (C(iptables-legacy-save -c), C(ip6tables-legacy-save -c)), iptables-nft
+    (C(iptables-nft-save -c), C(ip6tables-nft-save -c)) and native nftables
+    (C(nft -j list ruleset), without the tables iptables-nft already showed) - twice,
+    O(interval) seconds apart, and reports the DROP / REJECT rules and DROP policies whose
+    packet counters grew, fastest first, with the owner guessed from the chain name.
+  - Rules that did not count anything during the window are totals, never "growing".
+  - Read-only; never changes the node.
+author:
+  - k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+options:
+  backends:
+    description: The backends to read; a backend whose tools are not installed is reported and skipped.
+    type: list
+    elements: str
+    choices: [legacy, nft, nftables]
+    default: [legacy, nft, nftables]
+  interval:
+    description:
+      - Seconds between the two snapshots. V(0) takes one snapshot and returns totals only.
+    type: float
+    default: 5
+  limit:
+    description: How many growing entries (and top totals) to return.
+    type: int
+    default: 20
+  warning_pps:
+    description: Packets per second from which a growing drop is a V(warning) (below it, V(info)).
+    type: float
+    default: 1.0
+  critical_pps:
+    description: Packets per second from which a growing drop is V(critical).
+    type: float
+    default: 100.0
+  node_name:
+    description: The node name used as the subject of findings (default the host name).
+    type: str
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; check mode runs the same reads and checks.
+  diff_mode:
+    support: none
+    details: Nothing is changed, so there is nothing to diff.
+  platform:
+    support: full
+    platforms: posix
+    details: Linux nodes, Python 3.9+ (standard library; pyroute2 optional).
+notes:
+  - "Reading counters needs root (CAP_NET_ADMIN): use C(become: true)."
+  - Native nftables rules are counted only when they have a C(counter) statement, and nftables
+    base chains have no policy counter, so a native C(policy drop) is reported but its growth is
+    unknown. iptables-legacy and iptables-nft both count their chain policies.
+"""
+
+EXAMPLES = r"""
+- name: Which drop counters grow during 10 seconds
+  k8snet.triage.iptables_drops:
+    interval: 10
+  become: true
+
+- name: Totals only, iptables-legacy and iptables-nft
+  k8snet.triage.iptables_drops:
+    interval: 0
+    backends: [legacy, nft]
+"""
+
+RETURN = r"""
+findings:
+  description: The findings (C(iptables.drops_growing), C(iptables.drop_policy), C(iptables.mixed_backends)).
+  returned: always
+  type: list
+  elements: dict
+drops:
+  description: The growing entries, fastest first (at most O(limit)).
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - backend: legacy
+      family: ipv4
+      table: filter
+      chain: KUBE-FIREWALL
+      kind: rule
+      verdict: DROP
+      rule: -A KUBE-FIREWALL -s 198.18.32.12/32 -p icmp -j DROP
+      owner: kube-proxy
+      packets: 50
+      bytes: 4200
+      pps: 10.0
+      bps: 840.0
+      packets_total: 65
+      bytes_total: 5460
+drops_count:
+  description: How many entries grew (before O(limit)).
+  returned: always
+  type: int
+totals:
+  description: Per backend, the rules read, DROP/REJECT rules, DROP policies and their packets and bytes so far.
+  returned: always
+  type: dict
+  sample: {legacy: {rules: 3, drop_rules: 2, drop_policies: 1, packets: 15, bytes: 1260}}
+top_totals:
+  description: The drop entries with the most packets so far (at most O(limit)).
+  returned: always
+  type: list
+  elements: dict
+backends:
+  description: Each command, whether it is installed, and whether its output was read.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {backend: legacy, family: ipv4, command: iptables-legacy-save -c, installed: true, read: true, rules: 3}
+interval:
+  description: The seconds between the two snapshots.
+  returned: always
+  type: float
+"""
+
+import socket
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.k8snet.triage.plugins.module_utils import iptables
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+
+
+def run(module):
+    p = module.params
+    iptables.validate(p["backends"], p["interval"], p["limit"], p["warning_pps"], p["critical_pps"])
+    reader = iptables.Reader(module, p["backends"])
+    first = reader.snapshot()
+    grown = []
+    last = first
+    if p["interval"] > 0:
+        time.sleep(p["interval"])
+        last = reader.snapshot()
+        grown = iptables.compare(first, last)
+    node = p["node_name"] or socket.gethostname()
+    found = iptables.check(grown, last, node, p["interval"], p["limit"], p["warning_pps"], p["critical_pps"])
+    found += iptables.summary(found, last, node, p["interval"])
+    per, top = iptables.totals(last, p["limit"])
+    status = reader.status()
+    for row in status:
+        read = [rs for rs in last if rs.backend == row["backend"] and rs.family in (row["family"], "all")]
+        row["read"] = bool(read)
+        row["rules"] = sum(rs.rules for rs in read)
+    return dict(changed=False, findings=sort_findings(found), drops=grown[:p["limit"]], drops_count=len(grown),
+                totals=per, top_totals=top, backends=status, interval=p["interval"])
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            backends=dict(type="list", elements="str", choices=list(iptables.BACKENDS), default=list(iptables.BACKENDS)),
+            interval=dict(type="float", default=5),
+            limit=dict(type="int", default=20),
+            warning_pps=dict(type="float", default=1.0),
+            critical_pps=dict(type="float", default=100.0),
+            node_name=dict(type="str"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        result = run(module)
+    except TriageError as exc:
+        fail_from(module, exc)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
