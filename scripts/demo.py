@@ -52,6 +52,7 @@ def playbook(lab, name, extra, check=False, show=("Summary", "Show the findings"
 
 def main():
     lab = Lab(nodes=int(os.environ.get("K8SNET_DEMO_NODES", "3")))
+    traffic = None
     faults = load_all()
     OUT.mkdir(parents=True, exist_ok=True)
     try:
@@ -75,10 +76,11 @@ def main():
         faults["cni_files"](lab, "node2")
         dns = faults["dns_cluster"](lab)
         print("  DNS:         ", "coredns-b answers REFUSED, coredns-c is reachable only from its own node")
-        for name in ("pod_route_missing", "route_missing"):
-            if name in faults:
-                print("  pod network: ", faults[name](lab))
-                break
+        faults["route_blackhole"](lab, "node1", "node2")
+        print("  pod network: ", "node1 has a blackhole route over part of node2's pod CIDR")
+        faults["drop_rule"](lab, "node3", "nft", lab.node("node1").ip)
+        traffic = faults["traffic_start"](lab, "node1", lab.node("node3").ip, seconds=540, rate=20)
+        print("  firewall:    ", "node3 drops node1's ICMP in an iptables-nft rule, under real traffic (20 pkt/s)")
         servers = [{"address": dns["kube_dns"], "role": "service"}] + [
             {"address": p["ip"], "name": name, "node": p["node"]} for name, p in sorted(dns["pods"].items())]
         triage_vars = {"stale_arp_vips": [vip], "dns_servers": servers, "dns_names": dns["cluster_names"][:1],
@@ -86,8 +88,8 @@ def main():
                        # the lab runs no kubelet: probe nodes with ICMP and ARP, not TCP 10250
                        "connectivity_probes": ["icmp", "arp"]}
 
-        step("Triage: every scenario that fits the inventory, read-only")
-        playbook(lab, "triage", triage_vars)
+        step("Triage: every scenario that fits the inventory, read-only (the fleet summary)")
+        playbook(lab, "triage", triage_vars, show=("Summary",))
         html = OUT / "triage-report.html"
         print("  report: %s (and triage-report.json)" % html)
         chromium = shutil.which("chromium")
@@ -109,10 +111,13 @@ def main():
 
         step("Triage again: the stale ARP entry and the orphaned map entries are gone")
         faults["learn_neighbor"](lab, "node3", vip)
-        playbook(lab, "triage", triage_vars)
-        print("\n  What remains needs an operator, and the report says what to do: the Calico peer AS and"
-              " the decommissioned node's peer,\n  the full map, node3's CNI config, and the DNS pods.")
+        playbook(lab, "triage", triage_vars, show=("Summary",))
+        print("\n  What remains needs an operator, and the summary says what to run next for each: the blackhole"
+              " route,\n  the dropping firewall rule, the Calico peer AS and the decommissioned node's peer, the full"
+              " map,\n  node3's CNI config, and the DNS pods.")
     finally:
+        if traffic is not None:
+            faults["traffic_stop"](traffic, now=True)
         step("Tearing the lab down")
         lab.down()
 
