@@ -97,14 +97,16 @@ class Run(object):
         return "Run(rc=%s)\n%s\n%s" % (self.rc, self.stdout[-6000:], self.stderr[-2000:])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab():
+    """A fresh lab for every test module: scenarios leave daemons, rules, pods and traffic
+    behind that other scenarios' assertions must not see (a 3-node lab builds in about 2 s)."""
     lab = Lab().up()
     yield lab
     if os.environ.get("K8SNET_KEEP_LAB") != "1":
         lab.down(quiet=True)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ansible(lab):
     return Ansible(lab)

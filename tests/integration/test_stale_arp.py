@@ -157,11 +157,11 @@ def test_permanent_wrong_entry_kept_without_force_and_deleted_with_force(lab, an
 def test_bad_input_fails_clearly_and_changes_nothing(lab, ansible, vips, clean, args, message):
     vip = vips["cp"]
     arp.stale_neighbor(lab, "node2", vip, WRONG)
-    before = lab.neighbors("node2")
+    before = lab.neighbors("node2", vip)
     args = json.loads(json.dumps(args).replace("{vip}", vip))
     result = ansible.module("node2", "arp_check", args)["node2"]
     assert result.get("failed") is True and message in result["msg"], result
-    assert lab.neighbors("node2") == before
+    assert lab.neighbors("node2", vip) == before and before[0]["lladdr"] == WRONG
 
 
 class TestPlaybook(object):
