@@ -15,11 +15,11 @@ description:
   - C(nodes) with the InternalIP, pod CIDRs and Calico's C(projectcalico.org/IPv4Address) (prefix length
     removed) and C(projectcalico.org/ASNumber) annotations (the C(calico) role's expected BGP peers).
   - C(service_frontends) as C(ip:port/proto), the format of M(k8snet.triage.bpf_map_usage)'s
-    O(k8snet.triage.bpf_map_usage#module:live_frontends) (the C(cilium_maps) role): every ClusterIP,
+    O(k8snet.triage.bpf_map_usage#module:live_frontends) (the C(cilium_maps) role), namely every ClusterIP,
     externalIP and LoadBalancer ingress IP with each Service port, and each NodePort on every node's
     InternalIP (Cilium programs NodePort frontends per node address). ExternalName Services have none.
   - C(dns_servers) in M(k8snet.triage.dns_check)'s O(k8snet.triage.dns_check#module:servers) format (the
-    C(dns) role): the DNS Service's ClusterIP (role V(service)) and each DNS pod with its IP and node
+    C(dns) role), namely the DNS Service's ClusterIP (role V(service)) and each DNS pod with its IP and node
     (role V(pod)).
   - Findings C(kube.node_without_pod_cidr) (info), C(kube.node_without_internal_ip),
     C(kube.dns_service_missing), C(kube.dns_service_headless), C(kube.dns_pods_missing),
