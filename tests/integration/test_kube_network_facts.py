@@ -260,3 +260,11 @@ def _rcode(lab, node, server):
             "except (dns.exception.Timeout, OSError):\n"
             "    print('timeout')\n")
     return lab.ns_run(node, [lab.python, "-c", code, server]).stdout.strip()
+
+
+def test_role_with_a_bad_kubeconfig_fails_once_before_asking_anything(ansible):
+    run = ansible.playbook("k8snet.triage.dns", {"dns_kubeconfig": "/nonexistent/kubeconfig"})
+    assert run.rc != 0
+    failed = run.results("Read the DNS Service and the coredns pods from the Kubernetes API once")
+    assert len(failed) == 1 and "kubeconfig /nonexistent/kubeconfig does not exist" in failed[0]["result"]["msg"]
+    assert run.results("Ask every DNS server from this node") == []
