@@ -1,0 +1,226 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Network facts other roles need from the Kubernetes API, read once on the controller.
+
+Pure functions over the plain dicts ``kube.Kube`` returns (the API's own field names):
+
+* ``node_facts``: name, InternalIP, pod CIDRs and Calico's per-node annotations
+  (``projectcalico.org/IPv4Address`` without its prefix length, ``projectcalico.org/ASNumber``);
+* ``service_frontends``: every ``ip:port/proto`` frontend Cilium programs for the Services
+  (ClusterIPs, externalIPs, LoadBalancer ingress IPs, and each NodePort on every node's
+  InternalIP), in the format of bpf_map_usage's ``live_frontends``;
+* ``dns_servers``: the kube-dns Service ClusterIP and every coredns pod, in dns_check's
+  ``servers`` format;
+* small findings about what is missing (``kube.node_without_pod_cidr`` ...).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
+
+GATHER = ("nodes", "service_frontends", "dns_servers")
+CALICO_IPV4_ANNOTATION = "projectcalico.org/IPv4Address"
+CALICO_ASN_ANNOTATION = "projectcalico.org/ASNumber"
+DNS_NAMESPACE = "kube-system"
+DNS_SERVICE = "kube-dns"
+DNS_POD_SELECTOR = "k8s-app=kube-dns"
+# Service types whose ports also get a NodePort frontend on every node.
+NODEPORT_TYPES = ("NodePort", "LoadBalancer")
+
+
+# ------------------------------------------------------------------ nodes
+def _strip_prefix(value):
+    """'10.0.0.5/24' -> '10.0.0.5'; None for an empty or malformed annotation."""
+    if not value:
+        return None
+    try:
+        return str(ipaddress.ip_interface(str(value).strip()).ip)
+    except ValueError:
+        return None
+
+
+def _int_or_none(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def node_facts(node):
+    """One Node object -> {name, internal_ip, pod_cidrs, calico_ipv4_address, calico_asn}."""
+    spec = node.get("spec") or {}
+    annotations = meta(node, "annotations") or {}
+    cidrs = list(spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else []))
+    return {
+        "name": meta(node, "name"),
+        "internal_ip": node_address(node),
+        "pod_cidrs": cidrs,
+        "calico_ipv4_address": _strip_prefix(annotations.get(CALICO_IPV4_ANNOTATION)),
+        "calico_asn": _int_or_none(annotations.get(CALICO_ASN_ANNOTATION)),
+    }
+
+
+def nodes_facts(nodes):
+    return sorted((node_facts(n) for n in nodes), key=lambda n: n["name"] or "")
+
+
+def calico_address(node):
+    """The address Calico peers with: its IPv4Address annotation, else the InternalIP."""
+    return node.get("calico_ipv4_address") or node.get("internal_ip")
+
+
+def node_findings(facts):
+    found = []
+    no_cidr = [n["name"] for n in facts if not n["pod_cidrs"]]
+    if no_cidr:
+        found.append(finding(
+            "kube.node_without_pod_cidr", "info", "L3", ", ".join(sample(no_cidr)),
+            "%d node(s) have no spec.podCIDR: %s" % (len(no_cidr), ", ".join(sample(no_cidr))),
+            {"nodes": sample(no_cidr), "count": len(no_cidr)},
+            "expected with Calico or Cilium cluster-pool IPAM (they assign pod blocks themselves); with "
+            "host-local or Kubernetes IPAM, check kube-controller-manager --allocate-node-cidrs and --cluster-cidr"))
+    no_ip = [n["name"] for n in facts if not n["internal_ip"]]
+    if no_ip:
+        found.append(finding(
+            "kube.node_without_internal_ip", "warning", "L3", ", ".join(sample(no_ip)),
+            "%d node(s) report no InternalIP address: %s" % (len(no_ip), ", ".join(sample(no_ip))),
+            {"nodes": sample(no_ip), "count": len(no_ip)},
+            "check the kubelet's --node-ip and the cloud provider; NodePort frontends and peer checks skip these nodes"))
+    return found
+
+
+# ------------------------------------------------------------------ service frontends
+def frontend(address, port, proto):
+    """'10.96.0.10:53/UDP', '[fd00::a]:53/UDP' (bpf_map_usage's live_frontends format)."""
+    ip = ipaddress.ip_address(address)
+    host = "[%s]" % ip if ip.version == 6 else str(ip)
+    return "%s:%d/%s" % (host, int(port), (proto or "TCP").upper())
+
+
+def _frontend_key(text):
+    hostport, _sep, proto = text.partition("/")
+    host, _sep, port = hostport.rpartition(":")
+    ip = ipaddress.ip_address(host.strip("[]"))
+    return (ip.version, int(ip), int(port), proto)
+
+
+def _addresses(candidates):
+    """Valid, unique IP addresses in order; skips empty values and ``None`` (headless)."""
+    out = []
+    for value in candidates:
+        if not value or value == "None":  # headless
+            continue
+        try:
+            address = str(ipaddress.ip_address(value))
+        except ValueError:
+            continue
+        if address not in out:
+            out.append(address)
+    return out
+
+
+def cluster_ips(service):
+    spec = service.get("spec") or {}
+    return _addresses(spec.get("clusterIPs") or [spec.get("clusterIP")])
+
+
+def service_addresses(service):
+    """The virtual addresses of one Service: ClusterIPs, externalIPs, LoadBalancer ingress IPs."""
+    spec = service.get("spec") or {}
+    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    return _addresses(cluster_ips(service) + list(spec.get("externalIPs") or []) + [i.get("ip") for i in ingress])
+
+
+def service_frontends(services, node_ips):
+    """Sorted unique ip:port/proto of every Service frontend; NodePorts on each of ``node_ips``."""
+    out = set()
+    node_ips = [ip for ip in node_ips if ip]
+    for service in services:
+        spec = service.get("spec") or {}
+        if spec.get("type") == "ExternalName":
+            continue
+        addresses = service_addresses(service)
+        for port in spec.get("ports") or []:
+            proto = port.get("protocol") or "TCP"
+            for address in addresses:
+                out.add(frontend(address, port["port"], proto))
+            if spec.get("type") in NODEPORT_TYPES and port.get("nodePort"):
+                for address in node_ips:
+                    out.add(frontend(address, port["nodePort"], proto))
+    return sorted(out, key=_frontend_key)
+
+
+# ------------------------------------------------------------------ DNS servers
+def dns_servers(service, pods):
+    """dns_check servers: the Service ClusterIP(s) (role service), then each pod with an IP (role pod)."""
+    out = []
+    if service:
+        for address in cluster_ips(service):
+            out.append({"address": address, "name": meta(service, "name"), "role": "service"})
+    for pod in sorted(pods, key=lambda p: meta(p, "name") or ""):
+        ip = (pod.get("status") or {}).get("podIP")
+        if not ip:
+            continue
+        server = {"address": ip, "name": meta(pod, "name"), "role": "pod"}
+        if (pod.get("spec") or {}).get("nodeName"):
+            server["node"] = pod["spec"]["nodeName"]
+        out.append(server)
+    return out
+
+
+def dns_findings(service, pods, namespace=DNS_NAMESPACE, name=DNS_SERVICE, selector=DNS_POD_SELECTOR):
+    found = []
+    if service is None:
+        found.append(finding(
+            "kube.dns_service_missing", "critical", "DNS", "%s/%s" % (namespace, name),
+            "the DNS Service %s/%s does not exist" % (namespace, name),
+            {"namespace": namespace, "service": name},
+            "pods resolve through this Service's ClusterIP (kubelet --cluster-dns): recreate it, or set "
+            "dns_service to the name your cluster uses (e.g. coredns)"))
+    elif not cluster_ips(service):
+        found.append(finding(
+            "kube.dns_service_headless", "warning", "DNS", "%s/%s" % (namespace, name),
+            "the DNS Service %s/%s has no ClusterIP" % (namespace, name),
+            {"cluster_ip": (service.get("spec") or {}).get("clusterIP")},
+            "kubelet's --cluster-dns must name a ClusterIP: recreate the Service with one"))
+    without_ip = sorted(meta(p, "name") for p in pods if not (p.get("status") or {}).get("podIP"))
+    if not pods:
+        found.append(finding(
+            "kube.dns_pods_missing", "critical", "DNS", "%s/%s" % (namespace, selector),
+            "no pod in %s matches %s: nothing serves cluster DNS" % (namespace, selector),
+            {"namespace": namespace, "selector": selector},
+            "check the coredns Deployment (kubectl -n %s get deploy,rs,pods -l %s), or set dns_pod_selector"
+            % (namespace, selector)))
+    elif without_ip:
+        found.append(finding(
+            "kube.dns_pod_without_ip", "warning", "DNS", ", ".join(sample(without_ip)),
+            "%d of %d DNS pod(s) have no IP yet (not asked): %s" % (len(without_ip), len(pods), ", ".join(sample(without_ip))),
+            {"pods": sample(without_ip), "count": len(without_ip)},
+            "kubectl -n %s describe pod %s: Pending pods usually wait for the CNI or for resources" % (namespace, without_ip[0])))
+    return found
+
+
+# ------------------------------------------------------------------ one read of the API
+def gather(kube, what=GATHER, dns_namespace=DNS_NAMESPACE, dns_service=DNS_SERVICE, dns_pod_selector=DNS_POD_SELECTOR):
+    """Read what ``what`` names through ``kube`` (a kube.Kube), each list once; returns the result dict."""
+    result, found = {}, []
+    nodes = None
+    if "nodes" in what or "service_frontends" in what:
+        nodes = nodes_facts(kube.nodes())
+    if "nodes" in what:
+        result["nodes"] = nodes
+        found.extend(node_findings(nodes))
+    if "service_frontends" in what:
+        result["service_frontends"] = service_frontends(kube.services(), [n["internal_ip"] for n in nodes])
+    if "dns_servers" in what:
+        service = kube.get("services", dns_service, dns_namespace)
+        pods = kube.pods(dns_namespace, label_selector=dns_pod_selector)
+        result["dns_servers"] = dns_servers(service, pods)
+        found.extend(dns_findings(service, pods, dns_namespace, dns_service, dns_pod_selector))
+    result["findings"] = found
+    return result

@@ -1,0 +1,157 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: kube_network_facts
+short_description: Nodes, Service frontends and DNS servers from the Kubernetes API, for the node-side checks
+version_added: 0.1.0
+description:
+  - Reads the Kubernetes API once, on the controller, and returns what the node-side roles compare the
+    kernel and daemons against, so they check against the cluster instead of the inventory.
+  - C(nodes) with the InternalIP, pod CIDRs and Calico's C(projectcalico.org/IPv4Address) (prefix length
+    removed) and C(projectcalico.org/ASNumber) annotations (the C(calico) role's expected BGP peers).
+  - C(service_frontends) as C(ip:port/proto), the format of M(k8snet.triage.bpf_map_usage)'s
+    O(k8snet.triage.bpf_map_usage#module:live_frontends) (the C(cilium_maps) role), namely every ClusterIP,
+    externalIP and LoadBalancer ingress IP with each Service port, and each NodePort on every node's
+    InternalIP (Cilium programs NodePort frontends per node address). ExternalName Services have none.
+  - C(dns_servers) in M(k8snet.triage.dns_check)'s O(k8snet.triage.dns_check#module:servers) format (the
+    C(dns) role), namely the DNS Service's ClusterIP (role V(service)) and each DNS pod with its IP and node
+    (role V(pod)).
+  - Findings C(kube.node_without_pod_cidr) (info), C(kube.node_without_internal_ip),
+    C(kube.dns_service_missing), C(kube.dns_service_headless), C(kube.dns_pods_missing),
+    C(kube.dns_pod_without_ip).
+  - Read-only.
+author:
+  - k8snet.triage contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - k8snet.triage.kube_auth
+attributes:
+  check_mode:
+    support: full
+    details: Read-only; check mode reads the same.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+    details: Runs on the controller; talks to the Kubernetes API.
+options:
+  gather:
+    description:
+      - What to read and return. V(service_frontends) also lists the Nodes (for the NodePort addresses);
+        V(dns_servers) reads one Service and the DNS pods of O(dns_namespace).
+    type: list
+    elements: str
+    choices: [nodes, service_frontends, dns_servers]
+    default: [nodes, service_frontends, dns_servers]
+  dns_namespace:
+    description: Namespace of the cluster DNS Service and pods.
+    type: str
+    default: kube-system
+  dns_service:
+    description: Name of the cluster DNS Service (the ClusterIP kubelet's C(--cluster-dns) names).
+    type: str
+    default: kube-dns
+  dns_pod_selector:
+    description: Label selector of the DNS pods (coredns keeps the C(k8s-app=kube-dns) label).
+    type: str
+    default: k8s-app=kube-dns
+"""
+
+EXAMPLES = r"""
+- name: Read the cluster's network facts once
+  k8snet.triage.kube_network_facts:
+    kubeconfig: /etc/kubernetes/admin.conf
+  run_once: true
+  delegate_to: localhost
+  register: cluster
+
+- name: Only the Service frontends, for the eBPF map cross-check
+  k8snet.triage.kube_network_facts:
+    kubeconfig: "{{ cilium_maps_kubeconfig }}"
+    gather: [service_frontends]
+  run_once: true
+  delegate_to: localhost
+  register: frontends
+"""
+
+RETURN = r"""
+nodes:
+  description: One item per Node, sorted by name.
+  returned: when V(nodes) is in O(gather)
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Node name.
+      type: str
+    internal_ip:
+      description: The InternalIP address, or null.
+      type: str
+    pod_cidrs:
+      description: C(spec.podCIDRs) (or C(spec.podCIDR)); empty when the node has none.
+      type: list
+      elements: str
+    calico_ipv4_address:
+      description: The C(projectcalico.org/IPv4Address) annotation without its prefix length, or null.
+      type: str
+    calico_asn:
+      description: The C(projectcalico.org/ASNumber) annotation, or null.
+      type: int
+  sample:
+    - {name: node1, internal_ip: 198.18.0.11, pod_cidrs: [198.19.0.0/24], calico_ipv4_address: 198.18.0.11, calico_asn: null}
+service_frontends:
+  description: Sorted, unique C(ip:port/proto) of every Service frontend (IPv6 as C([addr]:port/proto)).
+  returned: when V(service_frontends) is in O(gather)
+  type: list
+  elements: str
+  sample: [10.96.0.1:443/TCP, 10.96.0.10:53/TCP, 10.96.0.10:53/UDP, 198.18.0.11:30080/TCP]
+dns_servers:
+  description: The DNS Service ClusterIP and each DNS pod with an IP, in dns_check's C(servers) format.
+  returned: when V(dns_servers) is in O(gather)
+  type: list
+  elements: dict
+  sample:
+    - {address: 10.96.0.10, name: kube-dns, role: service}
+    - {address: 198.19.0.2, name: coredns-5d78c9869d-8kq2x, node: node1, role: pod}
+findings:
+  description: Findings (see the collection's findings contract); empty when there is nothing to say.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
+
+
+def main():
+    argument_spec = dict(AUTH_ARG_SPEC)
+    argument_spec.update(
+        gather=dict(type="list", elements="str", choices=list(kube_facts.GATHER), default=list(kube_facts.GATHER)),
+        dns_namespace=dict(type="str", default=kube_facts.DNS_NAMESPACE),
+        dns_service=dict(type="str", default=kube_facts.DNS_SERVICE),
+        dns_pod_selector=dict(type="str", default=kube_facts.DNS_POD_SELECTOR),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    require_kubernetes(module)
+    p = module.params
+    try:
+        result = kube_facts.gather(Kube(p), p["gather"], p["dns_namespace"], p["dns_service"], p["dns_pod_selector"])
+    except TriageError as exc:
+        fail_from(module, exc)
+    result["findings"] = sort_findings(result["findings"])
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

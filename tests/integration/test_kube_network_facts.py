@@ -1,0 +1,270 @@
+"""kube_network_facts against the stand-in API, and the three role hooks that use it:
+cilium_maps (live frontends reach bpf_map_usage on the nodes), calico (expected BGP peers from
+the Node annotations, InternalIP as fallback) and dns (servers from the kube-dns Service and the
+coredns pods, asked from every node).  Every expectation is derived independently from kubectl's
+view of the same API, or from the node's own state (bpftool maps, BIRD sessions, dnsmasq)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from tests.kube_api import FIXTURES, StandIn, load_yaml
+from tests.kube_api.helpers import kubectl
+from tests.lab.faults import bgp
+from tests.lab.faults import bpf as lb
+from tests.lab.faults import dns as lab_dns
+from tests.lab.faults import kube as kube_faults
+
+FILES = ("cluster.yaml", "network.yaml")
+CALICO = "projectcalico.org/IPv4Address"
+
+
+def serve(lab, label, edit=None):
+    """The stand-in with the lab's nodes (as kube_faults.start_api) after ``edit(objects)``."""
+    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in FILES]))
+    if edit:
+        edit(objects)
+    return StandIn(objects, lab.workdir / label, lab.controller_ip).start()
+
+
+def named(objects, kind, name):
+    return next(o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name)
+
+
+# ------------------------------------------------------- independent readers (kubectl JSON)
+def expected_frontends(kubeconfig):
+    """ip:port/proto of every Service frontend, computed from `kubectl get svc,nodes`."""
+    node_ips = [a["address"] for n in kubectl(kubeconfig, "get", "nodes")["items"]
+                for a in n["status"]["addresses"] if a["type"] == "InternalIP"]
+    out = set()
+    for svc in kubectl(kubeconfig, "get", "services", "-A")["items"]:
+        spec = svc["spec"]
+        if spec.get("type") == "ExternalName":
+            continue
+        vips = [ip for ip in spec.get("clusterIPs", []) if ip != "None"] + spec.get("externalIPs", [])
+        vips += [i["ip"] for i in svc.get("status", {}).get("loadBalancer", {}).get("ingress", [])]
+        for port in spec.get("ports", []):
+            proto = port.get("protocol", "TCP")
+            targets = [(ip, port["port"]) for ip in vips]
+            if spec["type"] in ("NodePort", "LoadBalancer"):
+                targets += [(ip, port["nodePort"]) for ip in node_ips]
+            for ip, number in targets:
+                host = "[%s]" % ip if ":" in ip else ip
+                out.add("%s:%d/%s" % (host, number, proto))
+    return out
+
+
+def expected_peers(kubeconfig):
+    out = []
+    for node in kubectl(kubeconfig, "get", "nodes")["items"]:
+        annotation = node["metadata"].get("annotations", {}).get(CALICO)
+        internal = [a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"][0]
+        out.append({"name": node["metadata"]["name"], "address": annotation.split("/")[0] if annotation else internal})
+    return sorted(out, key=lambda n: n["name"])
+
+
+def expected_dns_servers(kubeconfig):
+    svc = kubectl(kubeconfig, "get", "service", "-n", "kube-system", "kube-dns")
+    out = [{"address": svc["spec"]["clusterIP"], "name": "kube-dns", "role": "service"}]
+    pods = kubectl(kubeconfig, "get", "pods", "-n", "kube-system", "-l", "k8s-app=kube-dns")["items"]
+    for pod in sorted(pods, key=lambda p: p["metadata"]["name"]):
+        if pod["status"].get("podIP"):
+            out.append({"address": pod["status"]["podIP"], "name": pod["metadata"]["name"],
+                        "node": pod["spec"]["nodeName"], "role": "pod"})
+    return out
+
+
+# ------------------------------------------------------------------------------ module
+@pytest.fixture(scope="module")
+def api(lab):
+    server = serve(lab, "kube-api-netfacts")
+    yield server
+    server.stop()
+
+
+def test_module_returns_what_kubectl_shows(lab, ansible, api):
+    kc = str(api.kubeconfig())
+    result = ansible.module("localhost", "kube_network_facts", {"kubeconfig": kc})["localhost"]
+    assert result["changed"] is False
+    assert set(result["service_frontends"]) == expected_frontends(kc)
+    assert len(result["service_frontends"]) == len(expected_frontends(kc)) == 21
+    keys = [(ipaddress.ip_address(f.rsplit(":", 1)[0].strip("[]")), int(f.rsplit(":", 1)[1].split("/")[0]))
+            for f in result["service_frontends"]]
+    assert keys == sorted(keys, key=lambda k: (k[0].version, k[0], k[1]))
+    assert [n["name"] for n in result["nodes"]] == ["node1", "node2", "node3"]
+    assert [(n["internal_ip"], n["pod_cidrs"]) for n in result["nodes"]] == [(n.ip, [n.pod_cidr]) for n in lab.nodes]
+    assert [{"name": n["name"], "address": n["calico_ipv4_address"] or n["internal_ip"]} for n in result["nodes"]] \
+        == expected_peers(kc)
+    assert result["nodes"][2]["calico_ipv4_address"] is None  # node3 has no Calico annotation
+    assert result["dns_servers"] == expected_dns_servers(kc)
+    assert [(f["check"], f["subject"]) for f in result["findings"]] == [
+        ("kube.dns_pod_without_ip", "coredns-7db6d8ff4d-pnd4g")]
+
+
+def test_gather_reads_only_what_is_asked_and_check_mode(ansible, api):
+    before = len(api.requests)
+    result = ansible.module("localhost", "kube_network_facts", {"kubeconfig": str(api.kubeconfig()),
+                                                                "gather": ["dns_servers"]}, check=True)["localhost"]
+    paths = sorted({r["path"] for r in api.requests[before:]})
+    assert paths == ["/api/v1/namespaces/kube-system/pods", "/api/v1/namespaces/kube-system/services/kube-dns"]
+    assert "nodes" not in result and "service_frontends" not in result and result["changed"] is False
+    assert [s["role"] for s in result["dns_servers"]] == ["service", "pod", "pod", "pod"]
+
+
+def test_other_dns_names_give_findings_not_errors(ansible, api):
+    result = ansible.module("localhost", "kube_network_facts", {
+        "kubeconfig": str(api.kubeconfig()), "gather": ["dns_servers"], "dns_service": "coredns",
+        "dns_pod_selector": "k8s-app=coredns"})["localhost"]
+    assert result["dns_servers"] == []
+    assert sorted(f["check"] for f in result["findings"]) == ["kube.dns_pods_missing", "kube.dns_service_missing"]
+
+
+@pytest.mark.parametrize("args,words", [
+    ({"kubeconfig": "/nonexistent/kubeconfig"}, "kubeconfig /nonexistent/kubeconfig does not exist"),
+    ({"gather": ["pods"]}, "value of gather must be one or more of: nodes, service_frontends, dns_servers"),
+])
+def test_bad_input_fails_clearly(ansible, api, args, words):
+    args = dict({"kubeconfig": str(api.kubeconfig())}, **args)
+    result = ansible.module("localhost", "kube_network_facts", args)["localhost"]
+    assert result["failed"] and words in result["msg"], result.get("msg")
+
+
+# ------------------------------------------------------------------------- cilium_maps
+@pytest.fixture
+def lb_node3(lab):
+    made = lb.cilium_lb_maps(lab, "node3", services=3, backends_per_service=2)
+    yield made
+    lb.remove_bpf_maps(lab, "node3")
+
+
+def test_cilium_maps_live_frontends_from_the_api(lab, ansible, lb_node3):
+    live_vip = lb_node3["frontends"][0].split(":")[0]  # Kubernetes still has service 1 (its map VIP, port 80)
+
+    def edit(objects):
+        shop = named(objects, "Service", "shop")
+        shop["spec"]["clusterIP"], shop["spec"]["clusterIPs"] = live_vip, [live_vip]
+
+    server = serve(lab, "kube-api-cilium-hook", edit)
+    try:
+        kc = str(server.kubeconfig())
+        run = ansible.playbook("playbooks/cilium_maps.yml", {"cilium_maps_kubeconfig": kc}, limit="node3")
+        assert run.rc == 0, run
+        gathered = run.result("Keep the live frontends for every host", "node3")["ansible_facts"]
+        assert set(gathered["__cilium_maps_gathered_frontends"]) == expected_frontends(kc)
+        assert "%s:80/TCP" % live_vip in gathered["__cilium_maps_gathered_frontends"]
+        usage = run.result("Read every pinned map and cross-check the Cilium LB maps", "node3")
+        stale = [f for f in usage["findings"] if f["check"] == "bpf.stale_frontends"]
+        # bpftool (independent) shows the three VIPs; the two Kubernetes lacks are the stale ones
+        vips = {".".join(str(b) for b in k[:4]) for k in lb.bpftool_entries(lab, "node3", lb_node3["services"])}
+        assert vips == {f.split(":")[0] for f in lb_node3["frontends"]}
+        assert stale and stale[0]["evidence"]["count"] == 2
+        assert sorted(stale[0]["evidence"]["examples"]) == sorted(lb_node3["frontends"][1:])
+        assert all(not r["result"].get("changed") for r in run.records)
+    finally:
+        server.stop()
+
+
+# ------------------------------------------------------------------------------ calico
+@pytest.fixture(scope="module")
+def mesh(lab):
+    info = bgp.bgp_mesh(lab)
+    try:
+        for peer in lab.nodes[1:3]:
+            bgp.wait_for(lab, lab.nodes[0], bgp.protocol_name(peer.ip), lambda state, info: info.startswith("Established"))
+        yield info
+    finally:
+        bgp.bgp_down(lab)
+
+
+def test_calico_expected_nodes_from_annotations(lab, ansible, mesh):
+    moved = str(lab.network[77])  # node2's Calico address is not its InternalIP; node3 has no annotation
+
+    def edit(objects):
+        named(objects, "Node", "node2")["metadata"]["annotations"][CALICO] = moved + "/24"
+
+    server = serve(lab, "kube-api-calico-hook", edit)
+    try:
+        kc = str(server.kubeconfig())
+        run = ansible.playbook("k8snet.triage.calico", {"calico_kubeconfig": kc})
+        assert run.rc == 0, run
+        peers = expected_peers(kc)
+        assert [p["address"] for p in peers] == [lab.nodes[0].ip, moved, lab.nodes[2].ip]
+        for node in lab.nodes:
+            facts = run.result("Build the nodes this node should peer with", node.name)["ansible_facts"]
+            assert facts["__calico_nodes"] == facts["__calico_resources"] == peers
+        # node1's BIRD (read independently) peers with node2's InternalIP: stale for the API, and
+        # node2's Calico address has no session: missing
+        sessions = {name[len("Mesh_"):].replace("_", ".") for name in bgp.protocols(lab, lab.nodes[0])}
+        assert lab.nodes[1].ip in sessions and moved not in sessions
+        status = run.result("Read the BGP sessions from BIRD's control socket", "node1")
+        found = {(f["check"], f["evidence"].get("address")) for f in status["findings"]}
+        assert ("bgp.stale_peer", lab.nodes[1].ip) in found and ("bgp.stale_peer", mesh["stale"]) in found
+        missing = [f for f in status["findings"] if f["check"] == "bgp.missing_peer"]
+        assert missing and moved in missing[0]["subject"]
+    finally:
+        server.stop()
+
+
+# --------------------------------------------------------------------------------- dns
+@pytest.fixture(scope="module")
+def cluster_dns(lab):
+    info = lab_dns.dns_cluster(lab)
+    yield info
+    lab_dns.dns_repair(lab)
+
+
+def test_dns_servers_from_the_api(lab, ansible, cluster_dns):
+    pod_ip = {pod["node"]: pod["ip"] for pod in cluster_dns["pods"].values()}
+
+    def edit(objects):
+        svc = named(objects, "Service", "kube-dns")
+        svc["spec"]["clusterIP"], svc["spec"]["clusterIPs"] = cluster_dns["kube_dns"], [cluster_dns["kube_dns"]]
+        for obj in objects:
+            if obj["kind"] == "Pod" and obj["metadata"]["name"].startswith("coredns") and obj["spec"].get("nodeName"):
+                obj["status"]["podIP"] = pod_ip[obj["spec"]["nodeName"]]
+                obj["status"]["podIPs"] = [{"ip": pod_ip[obj["spec"]["nodeName"]]}]
+
+    server = serve(lab, "kube-api-dns-hook", edit)
+    try:
+        kc = str(server.kubeconfig())
+        run = ansible.playbook("k8snet.triage.dns", {
+            "dns_kubeconfig": kc, "dns_names": ["kubernetes.default.svc.cluster.local"], "dns_timeout": 1.0,
+            "dns_retries": 0, "dns_host_resolvers": False})
+        assert run.rc == 0, run
+        servers = run.result("Read the DNS Service and the coredns pods from the Kubernetes API once", "node1")
+        assert servers["dns_servers"] == expected_dns_servers(kc)
+        assert {s["address"] for s in servers["dns_servers"]} == {cluster_dns["kube_dns"], *pod_ip.values()}
+        node3_pod = next(s["name"] for s in servers["dns_servers"] if s.get("node") == "node3")
+        node2_pod = next(s["name"] for s in servers["dns_servers"] if s.get("node") == "node2")
+        for node in ("node1", "node2"):
+            facts = run.result("Record the findings of this host", node)["ansible_facts"]
+            some = [f for f in facts["dns_findings"] if f["check"] == "dns.some_servers_fail"]
+            assert some, facts["dns_findings"]
+            text = " ".join(run.result("Show the findings", node)["msg"])
+            # the isolated pod on node3 is silent from other nodes; the broken one on node2 refuses
+            assert node3_pod in text and node2_pod in text
+        # independently: dnspython from node1 to each pod
+        assert _rcode(lab, "node1", pod_ip["node1"]) == "NOERROR"
+        assert _rcode(lab, "node1", pod_ip["node3"]) == "timeout"
+    finally:
+        server.stop()
+
+
+def _rcode(lab, node, server):
+    code = ("import dns.message, dns.query, dns.rcode, dns.exception, sys\n"
+            "q = dns.message.make_query('kubernetes.default.svc.cluster.local', 'A')\n"
+            "try:\n"
+            "    print(dns.rcode.to_text(dns.query.udp(q, sys.argv[1], timeout=1).rcode()))\n"
+            "except (dns.exception.Timeout, OSError):\n"
+            "    print('timeout')\n")
+    return lab.ns_run(node, [lab.python, "-c", code, server]).stdout.strip()
+
+
+def test_role_with_a_bad_kubeconfig_fails_once_before_asking_anything(ansible):
+    run = ansible.playbook("k8snet.triage.dns", {"dns_kubeconfig": "/nonexistent/kubeconfig"})
+    assert run.rc != 0
+    failed = run.results("Read the DNS Service and the coredns pods from the Kubernetes API once")
+    assert len(failed) == 1 and "kubeconfig /nonexistent/kubeconfig does not exist" in failed[0]["result"]["msg"]
+    assert run.results("Ask every DNS server from this node") == []
