@@ -1,0 +1,64 @@
+"""The report role renders what scenarios publish: a controller-only play feeds it findings and
+details as scenario roles would, and headless Chromium shows the result."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+HOPS = [{"hop": "client_out", "host": "client", "packets": 3}, {"hop": "lb_in", "host": "node1", "packets": 3},
+        {"hop": "lb_translated", "host": "node1", "packets": 0}, {"hop": "worker_in", "host": "node2", "packets": 0}]
+FINDING = {"check": "ingress.nat", "severity": "critical", "layer": "L4", "subject": "198.18.0.202:80",
+           "summary": "probes reach node1 but are not translated", "evidence": {"vanished_at": "lb_translated"},
+           "remediation": "check kube-proxy / the dataplane NAT on node1"}
+PLAY = """
+- name: Feed the report as scenario roles would
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Publish findings and details
+      ansible.builtin.set_fact:
+        ingress_path_findings: {findings}
+        ingress_path_details: {{path_hops: {hops}}}
+        cilium_maps_details: {{map_fill: [{{name: cilium_lb4_backends_v3, entries: 64000, max_entries: 65536, ratio: 0.977}}]}}
+- name: Report
+  hosts: localhost
+  gather_facts: false
+  roles:
+    - role: k8snet.triage.report
+      vars:
+        report_hosts: [localhost]
+        report_output_dir: {out}
+        report_fail_on_critical: false
+"""
+
+
+def test_report_renders_details_and_the_path_diagram(tmp_path):
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY.format(findings=json.dumps([FINDING]), hops=json.dumps(HOPS), out=tmp_path))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH="%s:%s" % (BIN, os.environ["PATH"]))
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "-e", "ansible_python_interpreter=%s" % sys.executable, str(play)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    report = json.loads((tmp_path / "triage-report.json").read_text())
+    assert report["details"]["localhost"]["ingress_path"]["path_hops"] == HOPS
+    assert report["counts"]["severity"]["critical"] == 1
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is installed by scripts/bootstrap"
+    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                          "--user-data-dir=%s" % (tmp_path / "profile"), "--dump-dom",
+                          (tmp_path / "triage-report.html").as_uri()],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    # exactly one hop is the first silent one; the hops after it are greyed
+    assert dom.count('class="hop silent"') == 1 and "lb_translated (node1): 0" in dom
+    assert dom.count('class="hop after"') == 1
+    assert "<td>ingress.nat</td>" in dom
+    assert "98%" in dom  # the map fill bar's label
