@@ -221,9 +221,11 @@ def test_both_readers_give_the_same_routes(lab, ansible, inject):
     inject(faults.route_wrong_gateway, node="node1", peer="node3", via="node2")
     inject(faults.pod_device_down, node="node1", name="rc-r-down", cni="cilium")
     node1 = lab.node("node1")
-    extra = ["route add 198.18.48.0/24 nexthop via 198.18.32.12 dev eth0 nexthop via 198.18.32.13 dev eth0",
-             "route add prohibit 198.18.49.0/24"]
-    extra += ["route add 198.18.%d.%d/32 via 198.18.32.12 dev eth0 proto static" % (56 + i // 256, i % 256)
+    # destinations from the lab's own (otherwise unused) service range 198.18.(32 slot + 16..31).x
+    base, gw2, gw3 = lab.slot * 32, lab.node("node2").ip, lab.node("node3").ip
+    extra = ["route add 198.18.%d.0/24 nexthop via %s dev eth0 nexthop via %s dev eth0" % (base + 16, gw2, gw3),
+             "route add prohibit 198.18.%d.0/24" % (base + 17)]
+    extra += ["route add 198.18.%d.%d/32 via %s dev eth0 proto static" % (base + 24 + i // 256, i % 256, gw2)
               for i in range(2000)]
     lab.run(["ip", "-n", node1.ns, "-batch", "-"], input="\n".join(extra) + "\n")
     try:
@@ -241,8 +243,8 @@ def test_both_readers_give_the_same_routes(lab, ansible, inject):
             {"route.unreachable", "route.wrong_gateway", "route.pod_device_down"}
     finally:
         lab.run(["ip", "-n", node1.ns, "-batch", "-"], check=False, input="\n".join(
-            ["route del 198.18.48.0/24", "route del prohibit 198.18.49.0/24"]
-            + ["route del 198.18.%d.%d/32" % (56 + i // 256, i % 256) for i in range(2000)]) + "\n")
+            ["route del 198.18.%d.0/24" % (base + 16), "route del prohibit 198.18.%d.0/24" % (base + 17)]
+            + ["route del 198.18.%d.%d/32" % (base + 24 + i // 256, i % 256) for i in range(2000)]) + "\n")
 
 
 def lab_build():
