@@ -31,6 +31,7 @@ MAX_SLOT = 7
 DEFAULT_NODES = 3
 SYSTEM_PYTHON = "/usr/bin/python3"
 OLD_PYTHON = "/root/.pyenv/versions/3.9.18/bin/python3.9"
+SHELL_STARTUP_FILES = ("/root/.bashrc", "/root/.profile", "/root/.bash_profile", "/root/.bash_login")
 
 
 class LabError(RuntimeError):
@@ -151,14 +152,20 @@ class Lab:
     def node_json(self, node, argv):
         return json.loads(self.ns_run(node, argv).stdout or "null")
 
-    def ssh(self, node, command, check=True):
+    def ssh(self, node, command, check=True, timeout=60):
         """Run a shell command on the node over the lab's real SSH."""
         node = self.node(node)
         return self.run(
             ["ssh", "-i", self.ssh_key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-             "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", f"root@{node.ip}", command],
-            check=check,
+             "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", f"root@{node.ip}", command],
+            check=check, timeout=timeout,
         )
+
+    def _answers_ssh(self, node):
+        try:
+            return self.ssh(node, "true", check=False, timeout=10).returncode == 0
+        except subprocess.TimeoutExpired:  # a loaded machine: try again, the deadline decides
+            return False
 
     # -------------------------------------------------------------- lifecycle
     def up(self):
@@ -315,12 +322,20 @@ class Lab:
         (run_dir / "sshd").mkdir(exist_ok=True)
         self.node_run(node, ["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"])
         self.node_run(node, ["mount", "--bind", run_dir, "/run"])
+        # A node is its own machine: SSH sessions must not run this controller's shell start-up
+        # files (here they run `pyenv init`, whose rehash lock made concurrent sessions queue for
+        # up to a minute). Empty files are bound over them inside the node's mount namespace.
+        empty = ndir / "empty-rc"
+        empty.write_text("")
+        for name in SHELL_STARTUP_FILES:
+            if Path(name).exists():
+                self.node_run(node, ["mount", "--bind", empty, name])
 
-    def _wait_ssh(self, timeout=30):
+    def _wait_ssh(self, timeout=120):
         deadline = time.time() + timeout
         pending = list(self.nodes)
         while pending and time.time() < deadline:
-            pending = [n for n in pending if self.ssh(n, "true", check=False).returncode != 0]
+            pending = [n for n in pending if not self._answers_ssh(n)]
             if pending:
                 time.sleep(0.2)
         if pending:
