@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.lab import Lab  # noqa: E402
-from tests.lab.faults import load_all  # noqa: E402
+from tests.lab.faults import firewall, load_all  # noqa: E402
 
 BIN = Path(sys.executable).parent
 OUT = Path(os.environ.get("K8SNET_DEMO_OUTPUT", ROOT / "demo-output"))
@@ -79,7 +79,7 @@ def main():
         faults["route_blackhole"](lab, "node1", "node2")
         print("  pod network: ", "node1 has a blackhole route over part of node2's pod CIDR")
         faults["drop_rule"](lab, "node3", "nft", lab.node("node1").ip)
-        traffic = faults["traffic_start"](lab, "node1", lab.node("node3").ip, seconds=540, rate=20)
+        traffic = firewall.traffic_start(lab, "node1", lab.node("node3").ip, seconds=540, rate=20)
         print("  firewall:    ", "node3 drops node1's ICMP in an iptables-nft rule, under real traffic (20 pkt/s)")
         servers = [{"address": dns["kube_dns"], "role": "service"}] + [
             {"address": p["ip"], "name": name, "node": p["node"]} for name, p in sorted(dns["pods"].items())]
@@ -117,7 +117,7 @@ def main():
               " map,\n  node3's CNI config, and the DNS pods.")
     finally:
         if traffic is not None:
-            faults["traffic_stop"](traffic, now=True)
+            firewall.traffic_stop(traffic, now=True)
         step("Tearing the lab down")
         lab.down()
 
