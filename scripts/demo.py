@@ -72,8 +72,10 @@ def main():
         faults["cilium_lb_maps"](lab, "node1", orphans=500)
         faults["full_map"](lab, "node2")
         print("  CNI:         ", "node3 has no CNI configuration (node1, node2 do)")
-        faults["cni_files"](lab, "node1")
-        faults["cni_files"](lab, "node2")
+        conflist = {"name": "k8s-pod-network", "cniVersion": "0.3.1", "plugins": [
+            {"type": "calico", "ipam": {"type": "calico-ipam"}}, {"type": "bandwidth"}, {"type": "portmap"}]}
+        faults["cni_files"](lab, "node1", config=conflist)
+        faults["cni_files"](lab, "node2", config=conflist)
         dns = faults["dns_cluster"](lab)
         print("  DNS:         ", "coredns-b answers REFUSED, coredns-c is reachable only from its own node")
         faults["route_blackhole"](lab, "node1", "node2")
