@@ -171,8 +171,8 @@ def bird_stop(lab, node):
                 break
             time.sleep(0.1)
     paths = _paths(lab, node)
-    if paths["socket_on_host"].exists():
-        paths["socket_on_host"].unlink()
+    # BIRD may remove its socket itself as it exits: no exists()-then-unlink() race
+    paths["socket_on_host"].unlink(missing_ok=True)
     bgp = lab.extra.setdefault("bgp", {})
     bgp.setdefault(node.name, {})["running"] = False
     lab.remember("bgp", bgp)
