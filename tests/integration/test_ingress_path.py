@@ -187,7 +187,10 @@ def test_egress_source_address(lab, ansible, lb, broken):
         lab_path.masquerade(lab)
     [finding] = run.result("k8snet.triage.egress : Record the findings of this host", lb["worker"])["ansible_facts"]["egress_findings"]
     assert finding["check"] == ("egress.no_snat" if broken else "egress.ok")
-    assert finding["evidence"]["sources"] == {expected_source: 2}
+    # the source address is what matters; without SNAT no reply comes back, so a SYN may be
+    # retransmitted within the capture: at least the two probes, all from that one source
+    sources = finding["evidence"]["sources"]
+    assert list(sources) == [expected_source] and sources[expected_source] >= 2
 
 
 def test_reachability_from_a_pod_netns_and_on_python39(lab, ansible, lb):
