@@ -88,7 +88,7 @@ options:
   allow_empty_live_frontends:
     description:
       - With O(cleanup=stale), accept an empty O(live_frontends) (every frontend is then stale). By default an
-        empty list is refused: it usually means the Kubernetes API read failed or returned nothing.
+        empty list is refused, as it usually means that the Kubernetes API read failed or returned nothing.
       - O(max_stale_share) still applies; set it to V(1) as well to really remove every frontend.
     type: bool
     default: false
@@ -96,7 +96,7 @@ options:
     description:
       - With O(cleanup=stale), the largest share (0 to 1) of the frontends of one directory of LB maps that may
         be deleted as stale in one run. A cleanup that would delete more is refused and deletes nothing (in
-        check mode too): a live set that far from the maps is implausible.
+        check mode too), since a live set that far from the maps is implausible.
     type: float
     default: 0.25
   verify_deleted:
