@@ -668,6 +668,8 @@ def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup=
             entries = len(group[[k for k, v in group.items() if v[0] == path][0]][1])
             before[path] = {"entries": entries}
             after[path] = {"entries": entries - count, "deleted_examples": done["samples"].get(path, [])}
+    for done in result["cleanup"].values():
+        done.pop("deleted_keys", None)  # returned once, at the top level
     result["changed"] = bool(result["deleted"])
     result["diff"] = {"before": before, "after": after}
     result["maps"] = models

@@ -257,7 +257,8 @@ cleanup:
   description:
     - Per directory of LB maps, C(planned) and C(deleted) counts per map, C(skipped) counts of keys the
       re-read showed were no longer safe to delete (C(changed), C(gone), C(now_referenced)),
-      C(samples) of decoded keys and C(capped) when O(max_delete) stopped the run.
+      C(samples) of decoded keys, C(capped) when O(max_delete) stopped the run, C(not_attempted) counts per map
+      and C(deleted_frontends).
   returned: always
   type: dict
 not_maps:

@@ -291,6 +291,19 @@ def fake_kernel(monkeypatch):
     return fake
 
 
+def fake_reader(monkeypatch, fake):
+    """usage_report's discovery and reads served from the fake kernel (every pinned map is a hash map)."""
+    monkeypatch.setattr(cilium_lb.bpf, "check_bpffs", lambda path: None)
+    monkeypatch.setattr(cilium_lb.bpf, "find_pinned", lambda bpffs, maps: (sorted(fake.maps), []))
+
+    def read_map(path, bpffs, with_items=False):
+        items = list(fake.maps[path].items())
+        info = {"type": "hash", "id": 1, "key_size": len(items[0][0]), "value_size": len(items[0][1]),
+                "max_entries": 1024, "flags": 1, "kernel_name": path[-15:]}
+        return cilium_lb.bpf.usage_model(path, "/sys/fs/bpf", info, len(items)), items
+    monkeypatch.setattr(cilium_lb.bpf, "read_map", read_map)
+
+
 def test_check_mode_counts_and_deletes_nothing(monkeypatch):
     fake = fake_kernel(monkeypatch)
     plan = cilium_lb.plan_cleanup(model_of("v3"), "orphans")
@@ -423,15 +436,7 @@ def test_implausible_share_is_refused_naming_the_option():
 
 def test_usage_report_refuses_before_deleting_anything(monkeypatch):
     fake = fake_kernel(monkeypatch)
-    monkeypatch.setattr(cilium_lb.bpf, "check_bpffs", lambda path: None)
-    monkeypatch.setattr(cilium_lb.bpf, "find_pinned", lambda bpffs, maps: (PATHS, []))
-
-    def read_map(path, bpffs, with_items=False):
-        items = list(fake.maps[path].items())
-        info = {"type": "hash", "id": 1, "key_size": len(items[0][0]), "value_size": len(items[0][1]),
-                "max_entries": 1024, "flags": 1, "kernel_name": path[-15:]}
-        return cilium_lb.bpf.usage_model(path, "/sys/fs/bpf", info, len(items)), items
-    monkeypatch.setattr(cilium_lb.bpf, "read_map", read_map)
+    fake_reader(monkeypatch, fake)
     for args, words in ((dict(live_frontends=[]), "allow_empty_live_frontends"),
                         (dict(live_frontends=["198.18.80.22:80/TCP"]), "max_stale_share=0.25")):
         for check_mode in (True, False):
@@ -479,15 +484,7 @@ def test_map_gone_halfway_over_two_directories_keeps_the_progress(monkeypatch):
     for path in PATHS:
         fake.maps[path.replace(GL, other)] = dict(fake.maps[path])
     fake.vanish[other + "cilium_lb4_backends_v3"] = (1, other + "cilium_lb4_reverse_nat")
-    monkeypatch.setattr(cilium_lb.bpf, "check_bpffs", lambda path: None)
-    monkeypatch.setattr(cilium_lb.bpf, "find_pinned", lambda bpffs, maps: (sorted(fake.maps), []))
-
-    def read_map(path, bpffs, with_items=False):
-        items = list(fake.maps[path].items())
-        info = {"type": "hash", "id": 1, "key_size": len(items[0][0]), "value_size": len(items[0][1]),
-                "max_entries": 1024, "flags": 1, "kernel_name": path[-15:]}
-        return cilium_lb.bpf.usage_model(path, "/sys/fs/bpf", info, len(items)), items
-    monkeypatch.setattr(cilium_lb.bpf, "read_map", read_map)
+    fake_reader(monkeypatch, fake)
     with pytest.raises(ChangeError) as err:
         cilium_lb.usage_report("/sys/fs/bpf", cleanup="orphans")
     details = err.value.details
