@@ -89,10 +89,15 @@ def _libc_handle():
     return _libc
 
 
+_NR = []
+
+
 def sys_bpf(cmd, attr):
     """bpf(cmd, attr, sizeof attr); ``attr`` is a ctypes buffer.  Returns the result or raises OSError."""
     libc = _libc_handle()
-    ret = libc.syscall(ctypes.c_long(_syscall_nr()), ctypes.c_int(cmd), ctypes.byref(attr), ctypes.c_uint(len(attr)))
+    if not _NR:
+        _NR.append(_syscall_nr())
+    ret = libc.syscall(ctypes.c_long(_NR[0]), ctypes.c_int(cmd), ctypes.byref(attr), ctypes.c_uint(len(attr)))
     if ret < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code) if code != ENOTSUPP else "Operation not supported")
@@ -287,9 +292,14 @@ class BpfMap(object):
 
     def _elem(self, cmd, key, out=None):
         """One *_ELEM / GET_NEXT_KEY call (map_fd @0, key @8, value|next_key @16); False when the key is absent."""
-        kbuf = ctypes.create_string_buffer(key, self.key_size) if key is not None else None
-        attr = ctypes.create_string_buffer(32)
-        struct.pack_into("=I4xQQQ", attr, 0, self.fd, _addr(kbuf), _addr(out), 0)
+        bufs = self.__dict__.get("_elem_bufs")
+        if bufs is None:  # reused: a cleanup makes one lookup and one delete per key
+            bufs = self.__dict__["_elem_bufs"] = (ctypes.create_string_buffer(self.key_size),
+                                                  ctypes.create_string_buffer(32))
+        kbuf, attr = bufs
+        if key is not None:
+            ctypes.memmove(kbuf, bytes(key[:self.key_size]).ljust(self.key_size, b"\0"), self.key_size)
+        struct.pack_into("=I4xQQQ", attr, 0, self.fd, _addr(kbuf) if key is not None else 0, _addr(out), 0)
         try:
             sys_bpf(cmd, attr)
         except OSError as exc:
