@@ -101,11 +101,6 @@ def node_findings(facts):
 
 
 # ------------------------------------------------------------------ service frontends
-def frontend(address, port, proto):
-    """'10.96.0.10:53/UDP', '[fd00::a]:53/UDP' (bpf_map_usage's live_frontends format)."""
-    return frontends.text(address, port, proto)
-
-
 def _addresses(candidates):
     """Valid, unique IP addresses in order; skips empty values and ``None`` (headless)."""
     out = []
@@ -192,7 +187,7 @@ def live_forms(services, nodes, pods=()):
 
 def service_frontends(services, nodes, pods=()):
     """Sorted unique ip:port/proto of every live frontend form (``live_forms``)."""
-    return sorted(set(frontend(*form) for form in live_forms(services, nodes, pods)), key=frontends.sort_key)
+    return sorted(set(frontends.text(*form) for form in live_forms(services, nodes, pods)), key=frontends.sort_key)
 
 
 # ------------------------------------------------------------------ DNS servers
