@@ -9,7 +9,7 @@ with ``libc.syscall`` and the ``union bpf_attr`` members are packed with ``struc
 (layouts: include/uapi/linux/bpf.h; see the shared reference formats.md section 2).
 
 Readers:  ``is_bpffs``, ``find_pinned``, ``BpfMap`` (open, info, items, lookup).
-Action:   ``BpfMap.delete_keys`` (DELETE_BATCH with a per-key fallback).
+Action:   ``BpfMap.delete_key`` (DELETE_ELEM, one key; never on LRU maps).
 Checks:   ``usage_model`` and ``pressure_findings`` are pure.
 """
 
@@ -38,7 +38,6 @@ BPF_MAP_GET_NEXT_KEY = 4
 BPF_OBJ_GET = 7
 BPF_OBJ_GET_INFO_BY_FD = 15
 BPF_MAP_LOOKUP_BATCH = 24
-BPF_MAP_DELETE_BATCH = 27
 
 BPF_F_RDONLY = 1 << 3
 BPF_FS_MAGIC = 0xCAFE4A11
@@ -90,10 +89,15 @@ def _libc_handle():
     return _libc
 
 
+_NR = []
+
+
 def sys_bpf(cmd, attr):
     """bpf(cmd, attr, sizeof attr); ``attr`` is a ctypes buffer.  Returns the result or raises OSError."""
     libc = _libc_handle()
-    ret = libc.syscall(ctypes.c_long(_syscall_nr()), ctypes.c_int(cmd), ctypes.byref(attr), ctypes.c_uint(len(attr)))
+    if not _NR:
+        _NR.append(_syscall_nr())
+    ret = libc.syscall(ctypes.c_long(_NR[0]), ctypes.c_int(cmd), ctypes.byref(attr), ctypes.c_uint(len(attr)))
     if ret < 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code) if code != ENOTSUPP else "Operation not supported")
@@ -288,9 +292,14 @@ class BpfMap(object):
 
     def _elem(self, cmd, key, out=None):
         """One *_ELEM / GET_NEXT_KEY call (map_fd @0, key @8, value|next_key @16); False when the key is absent."""
-        kbuf = ctypes.create_string_buffer(key, self.key_size) if key is not None else None
-        attr = ctypes.create_string_buffer(32)
-        struct.pack_into("=I4xQQQ", attr, 0, self.fd, _addr(kbuf), _addr(out), 0)
+        bufs = self.__dict__.get("_elem_bufs")
+        if bufs is None:  # reused: a cleanup makes one lookup and one delete per key
+            bufs = self.__dict__["_elem_bufs"] = (ctypes.create_string_buffer(self.key_size),
+                                                  ctypes.create_string_buffer(32))
+        kbuf, attr = bufs
+        if key is not None:
+            ctypes.memmove(kbuf, bytes(key[:self.key_size]).ljust(self.key_size, b"\0"), self.key_size)
+        struct.pack_into("=I4xQQQ", attr, 0, self.fd, _addr(kbuf) if key is not None else 0, _addr(out), 0)
         try:
             sys_bpf(cmd, attr)
         except OSError as exc:
@@ -314,57 +323,27 @@ class BpfMap(object):
         return vbuf.raw[:self.value_buf_size] if found else None
 
     # --------------------------------------------------------------- deleting
-    def delete_keys(self, keys, chunk=4096):
-        """Delete ``keys`` (bytes each); absent keys are skipped.  Returns the number deleted."""
+    def delete_key(self, key):
+        """Delete one key (bytes) with BPF_MAP_DELETE_ELEM; True if deleted, False if it was already gone.
+
+        Refused for read-only handles and for LRU maps (connection tracking, NAT: they evict by
+        themselves, and deleting a live entry breaks its connection silently).
+        """
         if not self.write:
-            raise ChangeError("%s was opened read-only; nothing was deleted" % self.path)
-        keys = list(keys)
-        try:
-            return self._delete_batch(keys, chunk)
-        except OSError as exc:
-            if exc.errno not in _NOT_SUPPORTED:
-                raise self._change_error(exc)
-        deleted = 0
-        for key in keys:
-            if self._delete_one(key):
-                deleted += 1
-        return deleted
-
-    def _change_error(self, exc):
-        if exc.errno in (errno.EPERM, errno.EACCES):
-            return _privilege_error("deleting entries of", self.path, exc)
-        return ChangeError("deleting entries of %s failed: %s" % (self.path, exc.strerror), pin=self.path)
-
-    def _delete_batch(self, keys, chunk):
-        ksize = self.key_size
-        deleted = 0
-        start = 0
-        while start < len(keys):
-            part = keys[start:start + chunk]
-            kbuf = ctypes.create_string_buffer(b"".join(part), ksize * len(part))
-            attr = ctypes.create_string_buffer(56)
-            struct.pack_into("=QQQQIIQQ", attr, 0, 0, 0, _addr(kbuf), 0, len(part), self.fd, 0, 0)
-            try:
-                sys_bpf(BPF_MAP_DELETE_BATCH, attr)
-                done = len(part)
-            except OSError as exc:
-                if exc.errno != errno.ENOENT:
-                    if deleted or start:
-                        raise self._change_error(exc)
-                    raise
-                done = struct.unpack_from("=I", attr.raw, 32)[0]
-                deleted += done
-                start += done + 1  # keys[start + done] was already gone: skip it
-                continue
-            deleted += done
-            start += done
-        return deleted
-
-    def _delete_one(self, key):
+            raise ChangeError("%s was opened read-only; nothing was deleted" % self.path, pin=self.path)
+        if self.info["type"] in LRU_TYPES:
+            raise ChangeError("%s is an LRU map (%s): this collection never deletes from LRU maps, they evict by "
+                              "themselves; nothing was deleted from it" % (self.path, self.info["type"]), pin=self.path)
         try:
             return self._elem(BPF_MAP_DELETE_ELEM, key)
         except OSError as exc:
             raise self._change_error(exc)
+
+    def _change_error(self, exc):
+        if exc.errno in (errno.EPERM, errno.EACCES):
+            return _privilege_error("deleting entries of", self.path, exc)
+        return ChangeError("deleting entries of %s failed: %s" % (self.path, exc.strerror), pin=self.path,
+                           errno=exc.errno)
 
 
 def possible_cpus(path="/sys/devices/system/cpu/possible"):

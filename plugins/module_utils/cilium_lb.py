@@ -30,8 +30,9 @@ import os
 import struct
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bpf
+from ansible_collections.k8snet.triage.plugins.module_utils import frontends
 from ansible_collections.k8snet.triage.plugins.module_utils import findings as fnd
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError
 
 SERVICES = "services"
 BACKENDS = "backends"
@@ -49,14 +50,13 @@ LB_MAPS = {
 BACKEND_PREFERENCE = ("v3", "v2", "v1")
 CLEANUP_MODES = ("none", "orphans", "stale")
 
-PROTOCOLS = {0: "ANY", 6: "TCP", 17: "UDP", 132: "SCTP"}
-PROTOCOL_NUMBERS = dict((v, k) for k, v in PROTOCOLS.items())
 EXAMPLES = 5
 
 
 # ------------------------------------------------------------------ decoders
-def proto_name(number):
-    return PROTOCOLS.get(number, str(number))
+proto_name = frontends.proto_name
+frontend_text = frontends.text
+parse_frontend = frontends.parse
 
 
 def decode_service_key(raw):
@@ -89,48 +89,11 @@ def decode_revnat_value(raw):
     return {"address": str(ipaddress.IPv4Address(raw[0:4])), "port": struct.unpack(">H", raw[4:6])[0]}
 
 
-def frontend_text(address, port, proto):
-    return "%s:%d/%s" % (address, port, proto_name(proto))
-
-
-def parse_frontend(text):
-    """``ip:port/proto`` (proto TCP, UDP, SCTP or ANY; ``[v6]:port`` for IPv6) -> (address, port, proto number)."""
-    value = str(text).strip()
-    hostport, _sep, proto = value.partition("/")
-    proto = (proto or "TCP").upper()
-    host, sep, port = hostport.rpartition(":")
-    try:
-        if not sep or proto not in PROTOCOL_NUMBERS:
-            raise ValueError
-        address = ipaddress.ip_address(host.strip("[]"))
-        port = int(port)
-        if not 0 <= port <= 65535:
-            raise ValueError
-    except ValueError:
-        raise InputError("live_frontends item %r is not ip:port/proto (e.g. 10.96.0.10:53/UDP; proto TCP, UDP, "
-                         "SCTP or ANY)" % (text,), value=text)
-    return (str(address), port, PROTOCOL_NUMBERS[proto])
-
-
 # ------------------------------------------------------------------ analysis
 def layout_ok(name, info):
     """Whether a pinned map has the type and sizes this module decodes for its Cilium name."""
     _role, _version, ksize, vsize = LB_MAPS[name]
     return info["type"] == "hash" and info["key_size"] == ksize and info["value_size"] == vsize
-
-
-def _is_live(fe, live):
-    """Whether frontend (address, port, proto) is in ``live`` (a set of parsed frontends; 0 = wildcard)."""
-    address, port, proto = fe
-    for l_address, l_port, l_proto in live:
-        if l_address != address:
-            continue
-        if port and l_port and port != l_port:
-            continue
-        if proto and l_proto and proto != l_proto:
-            continue
-        return True
-    return False
 
 
 def analyze(services, backends, revnat, live=None):
@@ -206,7 +169,8 @@ def analyze(services, backends, revnat, live=None):
 
     model["stale_frontends"] = []
     if live is not None:
-        model["stale_frontends"] = [fe for fe in model["frontends"] if not _is_live(fe, live)]
+        index = live if isinstance(live, frontends.LiveFrontends) else frontends.LiveFrontends(live)
+        model["stale_frontends"] = [fe for fe in model["frontends"] if fe not in index]
     return model
 
 
@@ -375,6 +339,17 @@ def describe(item):
     return "%s slot %d -> backend %d" % (fe, k["slot"], v["backend_id"])
 
 
+def key_text(role, key):
+    """A deleted key, compact: backend ID, reverse-NAT index, or ``ip:port/proto slot N`` (+ scope)."""
+    if role == BACKENDS:
+        return str(decode_backend_key(key))
+    if role == REVNAT:
+        return str(decode_revnat_key(key))
+    k = decode_service_key(key)
+    out = "%s slot %d" % (frontend_text(k["address"], k["port"], k["proto"]), k["slot"])
+    return out + (" scope %d" % k["scope"] if k["scope"] else "")
+
+
 def references(services):
     """Backend IDs held by slots and reverse-NAT indexes held by frontends, in a services map read now."""
     backend_ids, revnat = set(), set()
@@ -419,17 +394,39 @@ def path_index(paths):
     return out
 
 
+def new_progress():
+    """What a cleanup did: counts, keys and frontends deleted, planned and not attempted, per map path."""
+    return {"deleted": {}, "deleted_keys": {}, "deleted_frontends": [], "planned": {}, "not_attempted": {},
+            "skipped": {"changed": 0, "gone": 0, "now_referenced": 0}, "samples": {}, "capped": False}
+
+
+def _record(result, path, role, key):
+    result["deleted"][path] = result["deleted"].get(path, 0) + 1
+    result["deleted_keys"].setdefault(path, []).append(key_text(role, key))
+    if role == SERVICES:
+        k = decode_service_key(key)
+        if k["slot"] == 0:
+            fe = frontend_text(k["address"], k["port"], k["proto"])
+            if fe not in result["deleted_frontends"]:
+                result["deleted_frontends"].append(fe)
+
+
+def _not_attempted(result, attempted):
+    result["not_attempted"] = dict((path, n - attempted.get(path, 0)) for path, n in result["planned"].items()
+                                   if n - attempted.get(path, 0) > 0)
+
+
 def apply_cleanup(paths, max_delete, check_mode, plan):
     """Carry out the plan for one directory of LB maps, at most ``max_delete`` keys; check mode only counts.
 
-    Phase by phase (stale services entries, then backends, then reverse NAT), right before
-    deleting: the services map is read again (what is referenced now), the target map is read
-    again (every key and value), and a key is deleted only if it is still there, still holds
-    the planned value and nothing references it now.  Returns {"deleted": {path: n},
-    "planned": {path: n}, "skipped": {reason: n}, "samples": {path: [..]}, "capped": bool}.
+    Phase by phase (stale services entries, then backends, then reverse NAT): the services map
+    is read again (what is referenced now), then each key is looked up again right before it is
+    deleted, and deleted only if it is still there, still holds the planned value and nothing
+    references it now.  Returns ``new_progress()`` filled in.  If a delete or a read fails
+    halfway, raises ChangeError whose details hold the progress (``deleted``, ``deleted_keys``,
+    ``deleted_frontends``, ``not_attempted``): what was already deleted is never lost.
     """
-    result = {"deleted": {}, "planned": {}, "skipped": {"changed": 0, "gone": 0, "now_referenced": 0},
-              "samples": {}, "capped": False}
+    result = new_progress()
     path_of = path_index(paths)
     for item in plan:
         path = path_of[(item[0], item[1])]
@@ -437,58 +434,72 @@ def apply_cleanup(paths, max_delete, check_mode, plan):
         samples = result["samples"].setdefault(path, [])
         if len(samples) < EXAMPLES:
             samples.append(describe(item))
+    attempted = {}
     if check_mode:
-        for role, ver, _key, _value in plan[:max_delete]:
+        for role, ver, key, _value in plan[:max_delete]:
             path = path_of[(role, ver)]
-            result["deleted"][path] = result["deleted"].get(path, 0) + 1
+            attempted[path] = attempted.get(path, 0) + 1
+            _record(result, path, role, key)
         result["capped"] = len(plan) > max_delete
+        _not_attempted(result, attempted)
         return result
-    for path in sorted(set(path_of[(item[0], item[1])] for item in plan)):
-        with bpf.BpfMap(path, write=True) as bmap:
-            if bmap.frozen:
-                raise ChangeError("%s is frozen (BPF_MAP_FREEZE, `bpftool map freeze`): user space cannot delete from "
-                                  "it, so nothing was deleted in %s; its owner must recreate it"
-                                  % (path, os.path.dirname(path)), pin=path)
     budget = max_delete
-    for phase in (SERVICES, BACKENDS, REVNAT):
-        todo = {}
-        for role, ver, key, value in plan:
-            if role == phase:
-                todo.setdefault((role, ver), []).append((key, value))
-        for (role, ver), pairs in sorted(todo.items(), key=lambda kv: str(kv[0])):
-            if budget <= 0:
-                result["capped"] = True
-                return result
-            with bpf.BpfMap(path_of[(SERVICES, None)]) as services:
-                backend_ids, revnat = references(services.items())  # what is referenced now
-            path = path_of[(role, ver)]
+    try:
+        for path in sorted(set(path_of[(item[0], item[1])] for item in plan)):
             with bpf.BpfMap(path, write=True) as bmap:
-                current = dict(bmap.items())  # every key and value, re-read just before deleting
-                keys = []
-                for key, value in pairs:
-                    now = current.get(key)
-                    if now is None:
-                        result["skipped"]["gone"] += 1
-                    elif now != value:
-                        result["skipped"]["changed"] += 1
-                    elif (role == BACKENDS and decode_backend_key(key) in backend_ids) or (
-                            role == REVNAT and decode_revnat_key(key) in revnat):
-                        result["skipped"]["now_referenced"] += 1
-                    else:
-                        keys.append(key)
-                if len(keys) > budget:
-                    keys = keys[:budget]
+                if bmap.frozen:
+                    raise ChangeError("%s is frozen (BPF_MAP_FREEZE, `bpftool map freeze`): user space cannot delete "
+                                      "from it, so nothing was deleted in %s; its owner must recreate it"
+                                      % (path, os.path.dirname(path)), pin=path)
+        for phase in (SERVICES, BACKENDS, REVNAT):
+            todo = {}
+            for role, ver, key, value in plan:
+                if role == phase:
+                    todo.setdefault((role, ver), []).append((key, value))
+            for (role, ver), pairs in sorted(todo.items(), key=lambda kv: str(kv[0])):
+                if budget <= 0:
                     result["capped"] = True
-                done = bmap.delete_keys(keys) if keys else 0
-            if done:
-                result["deleted"][path] = result["deleted"].get(path, 0) + done
-            budget -= done
+                    break
+                with bpf.BpfMap(path_of[(SERVICES, None)]) as services:
+                    backend_ids, revnat = references(services.items())  # what is referenced now
+                path = path_of[(role, ver)]
+                with bpf.BpfMap(path, write=True) as bmap:
+                    for key, value in pairs:
+                        if budget <= 0:
+                            result["capped"] = True
+                            break
+                        attempted[path] = attempted.get(path, 0) + 1
+                        now = bmap.lookup(key)  # this key, re-read right before deleting it
+                        if now is None:
+                            result["skipped"]["gone"] += 1
+                        elif now != value:
+                            result["skipped"]["changed"] += 1
+                        elif (role == BACKENDS and decode_backend_key(key) in backend_ids) or (
+                                role == REVNAT and decode_revnat_key(key) in revnat):
+                            result["skipped"]["now_referenced"] += 1
+                        elif bmap.delete_key(key):
+                            _record(result, path, role, key)
+                            budget -= 1
+                        else:
+                            result["skipped"]["gone"] += 1
+    except TriageError as exc:
+        _not_attempted(result, attempted)
+        details = dict(exc.details)
+        details.update(progress_details(result))
+        raise ChangeError(exc.message, **details)
+    _not_attempted(result, attempted)
     return result
 
 
+def progress_details(progress):
+    """The part of a progress record a failed run returns."""
+    return dict((k, progress[k]) for k in ("deleted", "deleted_keys", "deleted_frontends", "not_attempted"))
+
+
 # ------------------------------------------------------------------ service
-def check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, max_delete):
-    """Validate the options before anything is read; returns the parsed live frontends (or None)."""
+def check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, max_delete, max_stale_share=0.25,
+                  allow_empty_live_frontends=False, verify_deleted=None):
+    """Validate the options before anything is read; returns the live frontends (LiveFrontends) or None."""
     if not 0 < warn_ratio <= critical_ratio <= 1:
         raise InputError("warn_ratio=%s and critical_ratio=%s must satisfy 0 < warn_ratio <= critical_ratio <= 1"
                          % (warn_ratio, critical_ratio))
@@ -496,19 +507,99 @@ def check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, ma
         raise InputError("cleanup=%s is not one of %s" % (cleanup, ", ".join(CLEANUP_MODES)))
     if max_delete < 1:
         raise InputError("max_delete=%d must be at least 1 (use cleanup=none to delete nothing)" % max_delete)
+    if not 0 < max_stale_share <= 1:  # also refuses NaN
+        raise InputError("max_stale_share=%s must be a fraction in (0, 1], e.g. 0.25 (at most a quarter of the "
+                         "frontends may be deleted as stale in one run)" % (max_stale_share,))
     if cleanup == "stale" and live_frontends is None:
         raise InputError("cleanup=stale needs live_frontends (the ip:port/proto of every Kubernetes service "
                          "frontend); without it every frontend would look stale")
-    live = None if live_frontends is None else set(parse_frontend(f) for f in live_frontends)
+    if cleanup == "stale" and not live_frontends and not allow_empty_live_frontends:
+        raise InputError("cleanup=stale was given an empty live_frontends list, which would make every frontend "
+                         "stale: refusing to delete anything. An empty list usually means the Kubernetes API read "
+                         "failed or returned nothing (every cluster has the kubernetes Service). If the cluster "
+                         "really has no Service, set allow_empty_live_frontends=true (and max_stale_share=1)")
+    if verify_deleted and live_frontends is None:
+        raise InputError("verify_deleted needs live_frontends: it says which deleted frontends are live")
+    for value in verify_deleted or []:
+        parse_frontend(value, "verify_deleted")
+    live = None if live_frontends is None else frontends.LiveFrontends(parse_frontend(f) for f in live_frontends)
     bpf.check_bpffs(bpffs)
     return live
 
 
+def refuse_implausible(models, max_stale_share):
+    """Refuse a stale cleanup that would take more than ``max_stale_share`` of any directory's frontends."""
+    for directory, model in sorted(models.items()):
+        total, stale = len(model["frontends"]), len(model["stale_frontends"])
+        if total and float(stale) / total > max_stale_share:
+            raise InputError(
+                "cleanup=stale would delete %d of the %d frontends in %s (%.0f%%), more than max_stale_share=%s "
+                "allows: refusing to delete anything. A live set this far from the maps is implausible (an "
+                "incomplete live_frontends list, a wrong cluster, an API read that missed Services); compare "
+                "the examples with `kubectl get svc -A`, and raise max_stale_share only if they really are stale. "
+                "Examples: %s" % (stale, total, directory, 100.0 * stale / total, max_stale_share,
+                                  ", ".join(frontend_text(*fe) for fe in model["stale_frontends"][:EXAMPLES])),
+                stale=stale, frontends=total)
+
+
+def deleted_live_findings(verify_deleted, live, subject):
+    """Frontends a cleanup deleted that the live set (read again) counts as live: one critical finding."""
+    hits = [f for f in verify_deleted or [] if parse_frontend(f, "verify_deleted") in live]
+    if not verify_deleted:
+        return hits, []
+    if not hits:
+        return hits, [fnd.finding(
+            "bpf.deleted_live_frontends", "ok", "L4", subject,
+            "none of the %d deleted frontends is live" % len(verify_deleted or []),
+            {"deleted": len(verify_deleted or []), "live_frontends": len(live)})]
+    return hits, [fnd.finding(
+        "bpf.deleted_live_frontends", "critical", "L4", subject,
+        "%d of the %d frontends the cleanup deleted are live Services now" % (len(hits), len(verify_deleted)),
+        {"count": len(hits), "examples": hits[:EXAMPLES], "live_frontends": len(live)},
+        "the cilium agent rewrites a live Service's frontend when it resyncs: restart the agent on this node "
+        "(kubectl -n kube-system delete pod -l k8s-app=cilium --field-selector spec.nodeName=NODE) and check the "
+        "live set given to the cleanup before running it on more nodes")]
+
+
+def _halfway(exc, result, plans, done_dirs):
+    """A ChangeError for a cleanup that stopped halfway, with every directory's progress in its details."""
+    progress = new_progress()
+    for part in [result["cleanup"][d] for d in done_dirs] + [exc.details]:
+        for path, count in part.get("deleted", {}).items():
+            progress["deleted"][path] = progress["deleted"].get(path, 0) + count
+        for path, keys in part.get("deleted_keys", {}).items():
+            progress["deleted_keys"].setdefault(path, []).extend(keys)
+        progress["deleted_frontends"].extend(part.get("deleted_frontends", []))
+        progress["not_attempted"].update(part.get("not_attempted", {}))
+    for directory, (paths, plan) in plans.items():
+        if directory in done_dirs or directory == exc.details.get("directory"):
+            continue
+        path_of = path_index(paths)
+        for role, ver, _key, _value in plan:
+            path = path_of[(role, ver)]
+            progress["not_attempted"][path] = progress["not_attempted"].get(path, 0) + 1
+    deleted = sum(progress["deleted"].values())
+    left = sum(progress["not_attempted"].values())
+    message = ("the cleanup stopped %s: %s. Already deleted: %d keys (%s; every key is in deleted_keys). "
+               "Not attempted: %d keys (%s). Read the maps again (cleanup=none) before going on."
+               % ("halfway" if deleted else "before deleting anything", exc.message.rstrip("."), deleted,
+                  ", ".join("%s %d" % (os.path.basename(p), n) for p, n in sorted(progress["deleted"].items())) or "none",
+                  left,
+                  ", ".join("%s %d" % (os.path.basename(p), n) for p, n in sorted(progress["not_attempted"].items()))
+                  or "none"))
+    details = dict((k, v) for k, v in exc.details.items() if k != "directory")
+    details.update(progress_details(progress))
+    details["changed"] = deleted > 0
+    return ChangeError(message, **details)
+
+
 def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup="none", live_frontends=None,
-                 max_delete=10000, check_mode=False):
+                 max_delete=10000, check_mode=False, max_stale_share=0.25, allow_empty_live_frontends=False,
+                 verify_deleted=None):
     """Everything bpf_map_usage returns: maps, findings, deleted, changed, diff."""
     bpffs = os.path.realpath(bpffs)
-    live = check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, max_delete)
+    live = check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, max_delete, max_stale_share,
+                         allow_empty_live_frontends, verify_deleted)
     pins, unmatched = bpf.find_pinned(bpffs, maps)
     models, skipped, groups = [], [], {}
     for path in pins:
@@ -529,9 +620,10 @@ def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup=
         findings.append(fnd.finding("bpf.map_pressure", "info", "L4", "%s/%s" % (bpffs, pattern),
                                     "no pinned map matches %s" % pattern, {"bpffs": bpffs}, ""))
     by_path = dict((m["path"], m) for m in models)
-    result = {"deleted": {}, "changed": False, "cleanup": {}}
+    result = {"deleted": {}, "deleted_keys": {}, "deleted_frontends": [], "not_attempted": {}, "changed": False,
+              "cleanup": {}}
     before, after = {}, {}
-    done_counts = []
+    lb_models, plans = {}, {}
     for directory in sorted(groups):
         group = groups[directory]
         for name in sorted(LB_MAPS):  # siblings the patterns did not select are still needed as evidence
@@ -540,25 +632,44 @@ def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup=
             if (spec[0], spec[1]) not in group and os.path.exists(sibling):
                 group.update(read_group([sibling]))
         model = analyze_group(group, live)
+        lb_models[directory] = model
         decoded = summaries(model)
         for (role, ver), (path, _items, _info) in group.items():
             if path in by_path:
                 by_path[path]["cilium"] = decoded.get(role if role != BACKENDS else "%s_%s" % (role, ver))
         findings.extend(lb_findings(model, directory))
         plan = plan_cleanup(model, cleanup)
-        if not plan:
-            continue
-        paths = [val[0] for val in group.values()]
-        done = apply_cleanup(paths, max_delete - sum(done_counts), check_mode, plan)
-        done_counts.extend(done["deleted"].values())
+        if plan:
+            plans[directory] = ([val[0] for val in group.values()], plan)
+    if cleanup == "stale":
+        refuse_implausible(lb_models, max_stale_share)  # before anything is deleted, in check mode too
+    if verify_deleted is not None:
+        result["deleted_live"], found = deleted_live_findings(verify_deleted, live, bpffs)
+        findings.extend(found)
+    done_dirs = []
+    for directory in sorted(plans):
+        paths, plan = plans[directory]
+        budget = max_delete - sum(sum(result["cleanup"][d]["deleted"].values()) for d in done_dirs)
+        try:
+            done = apply_cleanup(paths, budget, check_mode, plan)
+        except ChangeError as exc:
+            exc.details["directory"] = directory
+            raise _halfway(exc, result, plans, done_dirs)
+        done_dirs.append(directory)
         result["cleanup"][directory] = done
+        result["deleted_frontends"].extend(done["deleted_frontends"])
+        result["not_attempted"].update(done["not_attempted"])
+        group = groups[directory]
         for path, count in done["deleted"].items():
             if not count:
                 continue
             result["deleted"][path] = count
+            result["deleted_keys"][path] = done["deleted_keys"][path]
             entries = len(group[[k for k, v in group.items() if v[0] == path][0]][1])
             before[path] = {"entries": entries}
             after[path] = {"entries": entries - count, "deleted_examples": done["samples"].get(path, [])}
+    for done in result["cleanup"].values():
+        done.pop("deleted_keys", None)  # returned once, at the top level
     result["changed"] = bool(result["deleted"])
     result["diff"] = {"before": before, "after": after}
     result["maps"] = models

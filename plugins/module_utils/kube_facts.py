@@ -8,9 +8,8 @@ Pure functions over the plain dicts ``kube.Kube`` returns (the API's own field n
 
 * ``node_facts``: name, InternalIP, pod CIDRs and Calico's per-node annotations
   (``projectcalico.org/IPv4Address`` without its prefix length, ``projectcalico.org/ASNumber``);
-* ``service_frontends``: every ``ip:port/proto`` frontend Cilium programs for the Services
-  (ClusterIPs, externalIPs, LoadBalancer ingress IPs, and each NodePort on every node's
-  InternalIP), in the format of bpf_map_usage's ``live_frontends``;
+* ``service_frontends``: every ``ip:port/proto`` frontend Cilium programs for the Services and
+  HostPorts, in the format of bpf_map_usage's ``live_frontends`` (see ``live_forms``);
 * ``dns_servers``: the kube-dns Service ClusterIP and every coredns pod, in dns_check's
   ``servers`` format;
 * small findings about what is missing (``kube.node_without_pod_cidr`` ...).
@@ -20,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from ansible_collections.k8snet.triage.plugins.module_utils import frontends
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
 
@@ -51,14 +51,20 @@ def _int_or_none(value):
         return None
 
 
+def node_ips(node):
+    """Every address of a Node's status.addresses that is an IP (InternalIP, ExternalIP, ...), in order."""
+    return _addresses(a.get("address") for a in (node.get("status") or {}).get("addresses") or [])
+
+
 def node_facts(node):
-    """One Node object -> {name, internal_ip, pod_cidrs, calico_ipv4_address, calico_asn}."""
+    """One Node object -> {name, internal_ip, addresses, pod_cidrs, calico_ipv4_address, calico_asn}."""
     spec = node.get("spec") or {}
     annotations = meta(node, "annotations") or {}
     cidrs = list(spec.get("podCIDRs") or ([spec["podCIDR"]] if spec.get("podCIDR") else []))
     return {
         "name": meta(node, "name"),
         "internal_ip": node_address(node),
+        "addresses": node_ips(node),
         "pod_cidrs": cidrs,
         "calico_ipv4_address": _strip_prefix(annotations.get(CALICO_IPV4_ANNOTATION)),
         "calico_asn": _int_or_none(annotations.get(CALICO_ASN_ANNOTATION)),
@@ -95,20 +101,6 @@ def node_findings(facts):
 
 
 # ------------------------------------------------------------------ service frontends
-def frontend(address, port, proto):
-    """'10.96.0.10:53/UDP', '[fd00::a]:53/UDP' (bpf_map_usage's live_frontends format)."""
-    ip = ipaddress.ip_address(address)
-    host = "[%s]" % ip if ip.version == 6 else str(ip)
-    return "%s:%d/%s" % (host, int(port), (proto or "TCP").upper())
-
-
-def _frontend_key(text):
-    hostport, _sep, proto = text.partition("/")
-    host, _sep, port = hostport.rpartition(":")
-    ip = ipaddress.ip_address(host.strip("[]"))
-    return (ip.version, int(ip), int(port), proto)
-
-
 def _addresses(candidates):
     """Valid, unique IP addresses in order; skips empty values and ``None`` (headless)."""
     out = []
@@ -130,29 +122,72 @@ def cluster_ips(service):
 
 
 def service_addresses(service):
-    """The virtual addresses of one Service: ClusterIPs, externalIPs, LoadBalancer ingress IPs."""
+    """The virtual addresses of one Service: ClusterIPs, externalIPs, LoadBalancer ingress IPs, loadBalancerIP."""
     spec = service.get("spec") or {}
     ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    return _addresses(cluster_ips(service) + list(spec.get("externalIPs") or []) + [i.get("ip") for i in ingress])
+    return _addresses(cluster_ips(service) + list(spec.get("externalIPs") or []) + [i.get("ip") for i in ingress]
+                      + [spec.get("loadBalancerIP")])
 
 
-def service_frontends(services, node_ips):
-    """Sorted unique ip:port/proto of every Service frontend; NodePorts on each of ``node_ips``."""
+def _surrogates(addresses):
+    """Cilium's surrogate NodePort / HostPort addresses for the families among ``addresses`` (IPv4 always)."""
+    out = ["0.0.0.0"]
+    if any(ipaddress.ip_address(a).version == 6 for a in addresses):
+        out.append("::")
+    return out
+
+
+def live_forms(services, nodes, pods=()):
+    """Every form in which Cilium programs a live frontend, as (address, port, proto name) tuples.
+
+    Per Service port (protocol as declared, TCP when absent; ExternalName Services have none):
+    each ClusterIP, externalIP, LoadBalancer ingress IP and spec.loadBalancerIP on the port;
+    with a nodePort, the surrogate ``0.0.0.0:<nodePort>`` (``[::]`` too when a node or the
+    Service has IPv6) and ``<address>:<nodePort>`` for every IP address of every Node.
+    Per container port with a hostPort of a scheduled, unfinished pod: ``<hostIP>:<hostPort>``
+    when hostIP names an address, else every IP address of the pod's node and the surrogate.
+    ``nodes`` are node facts (``addresses``).
+    """
+    every_node_ip = []
+    by_node = {}
+    for node in nodes:
+        by_node[node.get("name")] = list(node.get("addresses") or [])
+        every_node_ip.extend(a for a in node.get("addresses") or [] if a not in every_node_ip)
     out = set()
-    node_ips = [ip for ip in node_ips if ip]
     for service in services:
         spec = service.get("spec") or {}
         if spec.get("type") == "ExternalName":
             continue
         addresses = service_addresses(service)
         for port in spec.get("ports") or []:
-            proto = port.get("protocol") or "TCP"
+            proto = (port.get("protocol") or "TCP").upper()
             for address in addresses:
-                out.add(frontend(address, port["port"], proto))
-            if spec.get("type") in NODEPORT_TYPES and port.get("nodePort"):
-                for address in node_ips:
-                    out.add(frontend(address, port["nodePort"], proto))
-    return sorted(out, key=_frontend_key)
+                out.add((address, int(port["port"]), proto))
+            if port.get("nodePort"):
+                for address in every_node_ip + _surrogates(every_node_ip + addresses):
+                    out.add((address, int(port["nodePort"]), proto))
+    for pod in pods:
+        spec, status = pod.get("spec") or {}, pod.get("status") or {}
+        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+            continue
+        for container in spec.get("containers") or []:
+            for port in container.get("ports") or []:
+                if not port.get("hostPort"):
+                    continue
+                proto = (port.get("protocol") or "TCP").upper()
+                host_ip = _addresses([port.get("hostIP")])
+                if host_ip and host_ip[0] not in frontends.UNSPECIFIED:
+                    targets = host_ip
+                else:
+                    targets = by_node.get(spec["nodeName"], []) + _surrogates(by_node.get(spec["nodeName"], []))
+                for address in targets:
+                    out.add((address, int(port["hostPort"]), proto))
+    return out
+
+
+def service_frontends(services, nodes, pods=()):
+    """Sorted unique ip:port/proto of every live frontend form (``live_forms``)."""
+    return sorted(set(frontends.text(*form) for form in live_forms(services, nodes, pods)), key=frontends.sort_key)
 
 
 # ------------------------------------------------------------------ DNS servers
@@ -216,7 +251,7 @@ def gather(kube, what=GATHER, dns_namespace=DNS_NAMESPACE, dns_service=DNS_SERVI
         result["nodes"] = nodes
         found.extend(node_findings(nodes))
     if "service_frontends" in what:
-        result["service_frontends"] = service_frontends(kube.services(), [n["internal_ip"] for n in nodes])
+        result["service_frontends"] = service_frontends(kube.services(), nodes, kube.pods())
     if "dns_servers" in what:
         service = kube.get("services", dns_service, dns_namespace)
         pods = kube.pods(dns_namespace, label_selector=dns_pod_selector)

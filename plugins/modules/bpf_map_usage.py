@@ -17,9 +17,11 @@ description:
     orphan backends, service slots pointing at missing backends, reverse-NAT entries without a frontend and,
     given O(live_frontends), frontends Kubernetes no longer knows.
   - With O(cleanup), deletes only entries nothing live references. Right before deleting, it reads the services
-    map (what is referenced now) and the target map (every key and value) again, and deletes a key only if it
-    is still there, unchanged and unreferenced; at most O(max_delete) keys per run. LRU maps (connection
-    tracking, NAT) are reported, never cleaned.
+    map (what is referenced now) again, then looks each key up again and deletes it only if it is still there,
+    unchanged and unreferenced; at most O(max_delete) keys per run. LRU maps (connection tracking, NAT) are
+    reported, never cleaned.
+  - If the cleanup fails halfway (a delete refused, a map gone), the failure result still says exactly what was
+    deleted (RV(deleted), RV(deleted_keys), RV(deleted_frontends)) and what was not attempted (RV(not_attempted)).
 author: k8snet.triage contributors (@k8snet)
 attributes:
   check_mode:
@@ -60,16 +62,48 @@ options:
     description:
       - V(none) changes nothing.
       - V(orphans) deletes backends no service slot references and reverse-NAT entries no frontend uses.
-      - V(stale) also deletes the services entries (frontend and slots) of frontends missing from
-        O(live_frontends), then the backends and reverse-NAT entries only they used. Needs O(live_frontends).
+      - V(stale) also deletes the services entries (frontend and slots) of frontends O(live_frontends) does not
+        count as live, then the backends and reverse-NAT entries only they used. Needs O(live_frontends). It is
+        refused, and nothing is deleted, when O(live_frontends) is empty (see O(allow_empty_live_frontends)) or
+        when it would delete more than O(max_stale_share) of the frontends.
     type: str
     choices: [none, orphans, stale]
     default: none
   live_frontends:
     description:
-      - Frontends Kubernetes knows, as C(ip:port/proto) (proto V(TCP), V(UDP), V(SCTP) or V(ANY)), e.g. every
-        ClusterIP, external IP and LoadBalancer IP with its port. Enables the C(bpf.stale_frontends) check.
+      - Frontends Kubernetes knows, as C(ip:port/proto) (proto V(TCP), V(UDP), V(SCTP) or V(ANY); V(TCP) when
+        absent), e.g. every ClusterIP, external IP and LoadBalancer IP with its port, each NodePort and HostPort
+        on the node addresses and on C(0.0.0.0). Enables the C(bpf.stale_frontends) check.
+        M(k8snet.triage.kube_network_facts) returns every such form as C(service_frontends).
+      - "A frontend C(A:P/X) in the maps counts as live when (1) the list has C(A:P/X), port 0 and protocol
+        V(ANY) matching any port or protocol; or (2) C(A) is C(0.0.0.0) or C(::) (Cilium's surrogate
+        NodePort/HostPort frontend) and the list has any address with port C(P) and a matching protocol (a
+        NodePort given for one node address covers the surrogate); or (3) the list has C(0.0.0.0:P/X) (or
+        C([::]:P/X)): C(P) is then a NodePort or HostPort, live on every address, including node addresses the
+        list does not name. The rule errs toward keeping: a stale frontend that shares a port with a live
+        NodePort is kept."
       - Gather them once on the controller (the C(cilium_maps) role takes them as a variable).
+    type: list
+    elements: str
+  allow_empty_live_frontends:
+    description:
+      - With O(cleanup=stale), accept an empty O(live_frontends) (every frontend is then stale). By default an
+        empty list is refused, as it usually means that the Kubernetes API read failed or returned nothing.
+      - O(max_stale_share) still applies; set it to V(1) as well to really remove every frontend.
+    type: bool
+    default: false
+  max_stale_share:
+    description:
+      - With O(cleanup=stale), the largest share (0 to 1) of the frontends of one directory of LB maps that may
+        be deleted as stale in one run. A cleanup that would delete more is refused and deletes nothing (in
+        check mode too), since a live set that far from the maps is implausible.
+    type: float
+    default: 0.25
+  verify_deleted:
+    description:
+      - Post-check of an earlier cleanup, read-only. Frontends it deleted (its RV(deleted_frontends)), checked
+        against O(live_frontends) (read again) with the same matching rule. Each that is live is returned in
+        RV(deleted_live) and gives a critical C(bpf.deleted_live_frontends) finding.
     type: list
     elements: str
   max_delete:
@@ -107,10 +141,21 @@ EXAMPLES = r"""
 - name: Remove frontends Kubernetes no longer has
   k8snet.triage.bpf_map_usage:
     cleanup: stale
+    max_stale_share: 0.1
     live_frontends:
       - 10.96.0.1:443/TCP
       - 10.96.0.10:53/UDP
       - 10.96.0.10:53/TCP
+      - 0.0.0.0:30080/TCP
+
+- name: After a stale cleanup, check that nothing it deleted is live (live set read again)
+  k8snet.triage.bpf_map_usage:
+    maps:
+      - tc/globals/cilium_lb4_*
+    live_frontends: "{{ fresh.service_frontends }}"
+    verify_deleted: "{{ cleaned.deleted_frontends }}"
+  register: post
+  failed_when: post.deleted_live | length > 0
 """
 
 RETURN = r"""
@@ -167,22 +212,53 @@ maps:
 findings:
   description:
     - Findings (DESIGN.md contract) with checks C(bpf.map_pressure), C(bpf.map_full), C(bpf.orphan_backends),
-      C(bpf.dangling_service_slots), C(bpf.orphan_reverse_nat), C(bpf.stale_frontends).
+      C(bpf.dangling_service_slots), C(bpf.orphan_reverse_nat), C(bpf.stale_frontends), and with O(verify_deleted)
+      C(bpf.deleted_live_frontends).
     - They describe the maps as read before any cleanup; RV(deleted) says what the cleanup removed. Run the module
       again (read-only) to see the state after it, as the C(cilium_maps) role's post-check does.
   returned: always
   type: list
   elements: dict
 deleted:
-  description: Keys deleted per map path (in check mode, keys that would be deleted).
+  description:
+    - Keys deleted per map path (in check mode, keys that would be deleted).
+    - Also returned when the cleanup failed halfway.
   returned: always
   type: dict
   sample: {"/sys/fs/bpf/tc/globals/cilium_lb4_backends_v3": 812}
+deleted_keys:
+  description:
+    - Every key deleted (in check mode, that would be deleted), per map path, decoded compactly, namely backend IDs and
+      reverse-NAT indexes as decimal text, services keys as C(ip:port/proto slot N) (with C(scope 1) for the
+      internal scope).
+    - Also returned when the cleanup failed halfway.
+  returned: always
+  type: dict
+  sample: {"/sys/fs/bpf/tc/globals/cilium_lb4_backends_v3": ["1000000", "1000001"]}
+deleted_frontends:
+  description:
+    - The frontends (C(ip:port/proto)) whose services entry the cleanup deleted (in check mode, would delete), for
+      O(verify_deleted). Also returned when the cleanup failed halfway.
+  returned: always
+  type: list
+  elements: str
+not_attempted:
+  description:
+    - Planned keys per map path that were not attempted, because O(max_delete) capped the run or because the
+      cleanup failed before reaching them. Also returned when the cleanup failed halfway.
+  returned: always
+  type: dict
+deleted_live:
+  description: The O(verify_deleted) frontends that O(live_frontends) counts as live (they should not have been deleted).
+  returned: when O(verify_deleted) is given
+  type: list
+  elements: str
 cleanup:
   description:
     - Per directory of LB maps, C(planned) and C(deleted) counts per map, C(skipped) counts of keys the
       re-read showed were no longer safe to delete (C(changed), C(gone), C(now_referenced)),
-      C(samples) of decoded keys and C(capped) when O(max_delete) stopped the run.
+      C(samples) of decoded keys, C(capped) when O(max_delete) stopped the run, C(not_attempted) counts per map
+      and C(deleted_frontends).
   returned: always
   type: dict
 not_maps:
@@ -207,6 +283,9 @@ def main():
             cleanup=dict(type="str", choices=list(cilium_lb.CLEANUP_MODES), default="none"),
             live_frontends=dict(type="list", elements="str"),
             max_delete=dict(type="int", default=10000),
+            max_stale_share=dict(type="float", default=0.25),
+            allow_empty_live_frontends=dict(type="bool", default=False),
+            verify_deleted=dict(type="list", elements="str"),
         ),
         supports_check_mode=True,
     )
@@ -216,6 +295,8 @@ def main():
             params["bpffs"], maps=params["maps"], warn_ratio=params["warn_ratio"],
             critical_ratio=params["critical_ratio"], cleanup=params["cleanup"],
             live_frontends=params["live_frontends"], max_delete=params["max_delete"], check_mode=module.check_mode,
+            max_stale_share=params["max_stale_share"], allow_empty_live_frontends=params["allow_empty_live_frontends"],
+            verify_deleted=params["verify_deleted"],
         )
     except TriageError as exc:
         fail_from(module, exc)

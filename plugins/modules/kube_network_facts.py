@@ -15,9 +15,12 @@ description:
   - C(nodes) with the InternalIP, pod CIDRs and Calico's C(projectcalico.org/IPv4Address) (prefix length
     removed) and C(projectcalico.org/ASNumber) annotations (the C(calico) role's expected BGP peers).
   - C(service_frontends) as C(ip:port/proto), the format of M(k8snet.triage.bpf_map_usage)'s
-    O(k8snet.triage.bpf_map_usage#module:live_frontends) (the C(cilium_maps) role), namely every ClusterIP,
-    externalIP and LoadBalancer ingress IP with each Service port, and each NodePort on every node's
-    InternalIP (Cilium programs NodePort frontends per node address). ExternalName Services have none.
+    O(k8snet.triage.bpf_map_usage#module:live_frontends) (the C(cilium_maps) role), in every form Cilium
+    programs, namely every ClusterIP, externalIP, LoadBalancer ingress IP and C(spec.loadBalancerIP) with each
+    Service port (protocol as declared); each NodePort on every IP address of every Node (InternalIP,
+    ExternalIP, ...) and on the surrogate C(0.0.0.0) (and C([::]) with IPv6); each hostPort of a scheduled,
+    unfinished pod on its C(hostIP), or on every address of its node and C(0.0.0.0). ExternalName Services
+    have none.
   - C(dns_servers) in M(k8snet.triage.dns_check)'s O(k8snet.triage.dns_check#module:servers) format (the
     C(dns) role), namely the DNS Service's ClusterIP (role V(service)) and each DNS pod with its IP and node
     (role V(pod)).
@@ -43,8 +46,8 @@ attributes:
 options:
   gather:
     description:
-      - What to read and return. V(service_frontends) also lists the Nodes (for the NodePort addresses);
-        V(dns_servers) reads one Service and the DNS pods of O(dns_namespace).
+      - What to read and return. V(service_frontends) also lists the Nodes (for the NodePort addresses) and
+        every pod (for hostPorts); V(dns_servers) reads one Service and the DNS pods of O(dns_namespace).
     type: list
     elements: str
     choices: [nodes, service_frontends, dns_servers]
@@ -93,6 +96,10 @@ nodes:
     internal_ip:
       description: The InternalIP address, or null.
       type: str
+    addresses:
+      description: Every address in C(status.addresses) that is an IP (InternalIP, ExternalIP, ...), in order.
+      type: list
+      elements: str
     pod_cidrs:
       description: C(spec.podCIDRs) (or C(spec.podCIDR)); empty when the node has none.
       type: list
@@ -104,13 +111,14 @@ nodes:
       description: The C(projectcalico.org/ASNumber) annotation, or null.
       type: int
   sample:
-    - {name: node1, internal_ip: 198.18.0.11, pod_cidrs: [198.19.0.0/24], calico_ipv4_address: 198.18.0.11, calico_asn: null}
+    - {name: node1, internal_ip: 198.18.0.11, addresses: [198.18.0.11], pod_cidrs: [198.19.0.0/24],
+       calico_ipv4_address: 198.18.0.11, calico_asn: null}
 service_frontends:
   description: Sorted, unique C(ip:port/proto) of every Service frontend (IPv6 as C([addr]:port/proto)).
   returned: when V(service_frontends) is in O(gather)
   type: list
   elements: str
-  sample: [10.96.0.1:443/TCP, 10.96.0.10:53/TCP, 10.96.0.10:53/UDP, 198.18.0.11:30080/TCP]
+  sample: [0.0.0.0:30080/TCP, 10.96.0.1:443/TCP, 10.96.0.10:53/TCP, 10.96.0.10:53/UDP, 198.18.0.11:30080/TCP]
 dns_servers:
   description: The DNS Service ClusterIP and each DNS pod with an IP, in dns_check's C(servers) format.
   returned: when V(dns_servers) is in O(gather)

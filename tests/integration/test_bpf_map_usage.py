@@ -197,6 +197,68 @@ def test_stale_cleanup_removes_only_frontends_kubernetes_lacks(lab, ansible, cle
     assert again["changed"] is False
 
 
+# ------------------------------------------- an empty or implausible live set is refused (issue 11)
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_empty_or_implausible_live_set_is_refused_and_nothing_deleted(lab, ansible, clean_bpffs, check_mode):
+    made = lb.cilium_lb_maps(lab, "node2", services=4, backends_per_service=2, orphans=3)
+    before = snapshot(lab, "node2", made)
+    cases = [({"live_frontends": []}, ["empty live_frontends", "allow_empty_live_frontends=true"]),
+             ({"live_frontends": made["frontends"][:2]}, ["would delete 2 of the 4 frontends", "max_stale_share=0.25"]),
+             ({"live_frontends": [], "allow_empty_live_frontends": True}, ["max_stale_share=0.25"])]
+    for args, words in cases:
+        run = ansible._run(["ansible", "node2", "-i", str(lab.inventory_path), "-m", "k8snet.triage.bpf_map_usage",
+                            "-a", json.dumps(dict(args, cleanup="stale"))] + (["--check"] if check_mode else []))
+        status, result = run.records[0]["status"], run.records[0]["result"]
+        assert status == "failed", result
+        for word in words:
+            assert word in result["msg"], result["msg"]
+        assert snapshot(lab, "node2", made) == before  # bpftool: nothing deleted, orphans included
+    # the override, taken deliberately: one of four is within a share of 0.25
+    ok = ansible.module("node2", "bpf_map_usage", {"cleanup": "stale", "live_frontends": made["frontends"][1:]})["node2"]
+    assert ok["deleted_frontends"] == [made["frontends"][0]]
+    assert len(lb.bpftool_entries(lab, "node2", made["services"])) == 3 * 3
+
+
+# ---------------------------------------------------- partial progress is never lost (issue 11)
+def test_cleanup_failing_halfway_returns_what_it_deleted(lab, ansible, clean_bpffs):
+    """Regression: a cleanup that failed after deleting keys returned only the pin path.
+
+    node2 has LB maps in two directories; the second one's backends map is frozen, so the
+    module fails after cleaning the first.  The failure result must hold exactly the keys bpftool
+    shows gone, and list the second directory's planned keys as not attempted."""
+    first = lb.cilium_lb_maps(lab, "node2", services=2, orphans=6, orphan_revnat=2)
+    second_dir = "/sys/fs/bpf/tc/old"
+    second = lb.cilium_lb_maps(lab, "node2", services=2, orphans=4, directory=second_dir)
+    lb.freeze_map(lab, "node2", directory=second_dir)
+    before = {p: lb.bpftool_entries(lab, "node2", first[p]) for p in ("backends", "reverse_nat")}
+    status, result = statuses(ansible, "node2", {"cleanup": "orphans"})["node2"]
+    assert status == "failed", result
+    assert result["msg"].startswith("the cleanup stopped halfway: ")
+    assert "tc/old/cilium_lb4_backends_v3 is frozen" in result["msg"]
+    for role in ("backends", "reverse_nat"):
+        gone = set(before[role]) - set(lb.bpftool_entries(lab, "node2", first[role]))
+        assert len(gone) == (6 if role == "backends" else 2)
+        assert result["deleted"][first[role]] == len(gone)
+        decoded = {str(struct.unpack("<I", k)[0]) if role == "backends" else str(struct.unpack(">H", k)[0])
+                   for k in gone}
+        assert set(result["deleted_keys"][first[role]]) == decoded
+    assert result["not_attempted"] == {second["backends"]: 4}
+    assert result["changed"] is True
+    assert lb.bpftool_count(lab, "node2", second["backends"]) == second["backend_entries"]
+
+    # the role keeps it in the host's report and findings, and fails the host
+    lb.cilium_lb_maps(lab, "node2", services=2, orphans=6, orphan_revnat=2)  # the first directory again
+    run = ansible.playbook("playbooks/cilium_maps.yml", {"cilium_maps_cleanup": True}, limit="node2")
+    assert run.rc != 0
+    record = task(run, "Keep the findings and a compact report of this host", "node2")[0]["result"]["ansible_facts"]
+    assert record["cilium_maps_report"]["deleted"] == {first["backends"]: 6, first["reverse_nat"]: 2}
+    assert record["cilium_maps_report"]["not_attempted"] == {second["backends"]: 4}
+    incomplete = [f for f in record["cilium_maps_findings"] if f["check"] == "bpf.cleanup_incomplete"]
+    assert incomplete and incomplete[0]["severity"] == "critical"
+    final = [r for r in run.records if r["status"] == "failed"][-1]["result"]["msg"]
+    assert "Deleted per map" in final and "not attempted per map" in final
+
+
 # --------------------------------------------------------------- bad input
 @pytest.mark.parametrize("args,words", [
     ({"bpffs": "/tmp"}, ["bpffs=/tmp is not a bpf filesystem"]),
@@ -271,9 +333,9 @@ def test_failed_cleanup_stops_the_ramp(lab, ansible, lb_maps):
     run = ansible.playbook("playbooks/cilium_maps.yml", {"cilium_maps_cleanup": True})
     assert run.rc != 0
     failed = [r for r in run.records if r["status"] == "failed"]
-    assert [r["host"] for r in failed] == ["node1"]
-    assert "cilium_lb4_backends_v3 is frozen" in failed[0]["result"]["msg"]
-    assert "nothing was deleted" in failed[0]["result"]["msg"]
+    assert {r["host"] for r in failed} == {"node1"}
+    assert "cilium_lb4_backends_v3 is frozen" in failed[-1]["result"]["msg"]
+    assert "the cleanup stopped before deleting anything" in failed[-1]["result"]["msg"]
     for node in NODES:  # node1 refused, node2 and node3 never reached
         assert lb.bpftool_count(lab, node, lb_maps[node]["backends"]) == lb_maps[node]["backend_entries"]
         assert lb.bpftool_count(lab, node, lb_maps[node]["reverse_nat"]) == lb_maps[node]["revnat_entries"]

@@ -7,6 +7,7 @@ view of the same API, or from the node's own state (bpftool maps, BIRD sessions,
 from __future__ import annotations
 
 import ipaddress
+import threading
 
 import pytest
 
@@ -17,7 +18,7 @@ from tests.lab.faults import bpf as lb
 from tests.lab.faults import dns as lab_dns
 from tests.lab.faults import kube as kube_faults
 
-FILES = ("cluster.yaml", "network.yaml")
+FILES = ("cluster.yaml", "network.yaml", "frontends.yaml")
 CALICO = "projectcalico.org/IPv4Address"
 
 
@@ -34,25 +35,48 @@ def named(objects, kind, name):
 
 
 # ------------------------------------------------------- independent readers (kubectl JSON)
+def _is_ip(value):
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
 def expected_frontends(kubeconfig):
-    """ip:port/proto of every Service frontend, computed from `kubectl get svc,nodes`."""
-    node_ips = [a["address"] for n in kubectl(kubeconfig, "get", "nodes")["items"]
-                for a in n["status"]["addresses"] if a["type"] == "InternalIP"]
+    """ip:port/proto of every live frontend form, computed from `kubectl get svc,nodes,pods`."""
+    by_node = {n["metadata"]["name"]: [a["address"] for a in n["status"]["addresses"] if _is_ip(a["address"])]
+               for n in kubectl(kubeconfig, "get", "nodes")["items"]}
+    node_ips = sorted({ip for ips in by_node.values() for ip in ips})
     out = set()
+
+    def add(ip, number, proto):
+        host = "[%s]" % ip if ":" in ip else ip
+        out.add("%s:%d/%s" % (host, number, proto))
+
     for svc in kubectl(kubeconfig, "get", "services", "-A")["items"]:
         spec = svc["spec"]
         if spec.get("type") == "ExternalName":
             continue
         vips = [ip for ip in spec.get("clusterIPs", []) if ip != "None"] + spec.get("externalIPs", [])
         vips += [i["ip"] for i in svc.get("status", {}).get("loadBalancer", {}).get("ingress", [])]
+        vips += [spec["loadBalancerIP"]] if spec.get("loadBalancerIP") else []
         for port in spec.get("ports", []):
             proto = port.get("protocol", "TCP")
-            targets = [(ip, port["port"]) for ip in vips]
-            if spec["type"] in ("NodePort", "LoadBalancer"):
-                targets += [(ip, port["nodePort"]) for ip in node_ips]
-            for ip, number in targets:
-                host = "[%s]" % ip if ":" in ip else ip
-                out.add("%s:%d/%s" % (host, number, proto))
+            for ip in vips:
+                add(ip, port["port"], proto)
+            if port.get("nodePort"):
+                for ip in node_ips + ["0.0.0.0"] + (["::"] if any(":" in a for a in node_ips + vips) else []):
+                    add(ip, port["nodePort"], proto)
+    for pod in kubectl(kubeconfig, "get", "pods", "-A")["items"]:
+        if not pod["spec"].get("nodeName") or pod["status"].get("phase") in ("Succeeded", "Failed"):
+            continue
+        for container in pod["spec"]["containers"]:
+            for port in container.get("ports", []):
+                if port.get("hostPort"):
+                    ips = [port["hostIP"]] if port.get("hostIP") else by_node[pod["spec"]["nodeName"]] + ["0.0.0.0"]
+                    for ip in ips:
+                        add(ip, port["hostPort"], port.get("protocol", "TCP"))
     return out
 
 
@@ -89,7 +113,9 @@ def test_module_returns_what_kubectl_shows(lab, ansible, api):
     result = ansible.module("localhost", "kube_network_facts", {"kubeconfig": kc})["localhost"]
     assert result["changed"] is False
     assert set(result["service_frontends"]) == expected_frontends(kc)
-    assert len(result["service_frontends"]) == len(expected_frontends(kc)) == 21
+    # 21 ClusterIP/externalIP/LB/NodePort-on-InternalIP forms, 3 surrogates, 6 of the gateway Service
+    # (frontends.yaml), 5 hostPort forms
+    assert len(result["service_frontends"]) == len(expected_frontends(kc)) == 35
     keys = [(ipaddress.ip_address(f.rsplit(":", 1)[0].strip("[]")), int(f.rsplit(":", 1)[1].split("/")[0]))
             for f in result["service_frontends"]]
     assert keys == sorted(keys, key=lambda k: (k[0].version, k[0], k[1]))
@@ -163,6 +189,102 @@ def test_cilium_maps_live_frontends_from_the_api(lab, ansible, lb_node3):
         assert sorted(stale[0]["evidence"]["examples"]) == sorted(lb_node3["frontends"][1:])
         assert all(not r["result"].get("changed") for r in run.records)
     finally:
+        server.stop()
+
+
+# ------------------------------------------- stale cleanup: live is live in every form (issue 11)
+def _node_ips(lab):
+    return [n.ip for n in lab.nodes]
+
+
+@pytest.fixture
+def clean_node23(lab):
+    for node in ("node2", "node3"):
+        lb.remove_bpf_maps(lab, node)
+    yield
+    for node in ("node2", "node3"):
+        lb.remove_bpf_maps(lab, node)
+
+
+def test_stale_cleanup_keeps_every_live_form(lab, ansible, clean_node23):
+    """Regression: NodePort frontends were live only on InternalIPs, so Cilium's 0.0.0.0 surrogate,
+    the node's other addresses, spec.loadBalancerIP and hostPort frontends were deleted as stale."""
+    external = str(lab.network[212])  # node2's ExternalIP
+
+    def edit(objects):
+        named(objects, "Node", "node2")["status"]["addresses"].append({"type": "ExternalIP", "address": external})
+
+    n1, n2, n3 = _node_ips(lab)
+    live_forms = ["0.0.0.0:30070/TCP", n1 + ":30070/TCP", n2 + ":30070/TCP", external + ":30070/TCP",
+                  n3 + ":30070/TCP", "198.18.16.70:80/TCP", "198.18.0.230:80/TCP",  # shop: NodePort, externalIP
+                  "198.18.0.231:443/UDP", "0.0.0.0:31444/UDP",  # store: LB ingress, surrogate
+                  "198.18.0.232:8080/TCP", "0.0.0.0:32080/TCP",  # gateway: spec.loadBalancerIP
+                  "0.0.0.0:9443/TCP", n2 + ":9443/TCP", external + ":9443/TCP"]  # hostPort of a pod on node2
+    stale = "198.18.80.99:80/TCP"
+    made = lb.lb_frontends(lab, "node3", live_forms + [stale])
+    server = serve(lab, "kube-api-every-form", edit)
+    try:
+        kc = str(server.kubeconfig())
+        assert set(live_forms) <= expected_frontends(kc)  # kubectl's view: every form is live
+        before = lb.bpftool_entries(lab, "node3", made["services"])
+        run = ansible.playbook("playbooks/cilium_maps.yml", {
+            "cilium_maps_kubeconfig": kc, "cilium_maps_cleanup": True, "cilium_maps_cleanup_mode": "stale"},
+            limit="node3")
+        assert run.rc == 0, run
+        after = lb.bpftool_entries(lab, "node3", made["services"])
+        gone = set(before) - set(after)
+        assert gone == set(made["keys"][stale]["services"])
+        backends = lb.bpftool_entries(lab, "node3", made["backends"])
+        assert not set(made["keys"][stale]["backends"]) & set(backends)
+        for form in live_forms:
+            assert set(made["keys"][form]["services"]) <= set(after), form
+            assert set(made["keys"][form]["backends"]) <= set(backends), form
+        post = run.result("Fail the host if the cleanup deleted a frontend that is live", "node3")
+        assert "none of the 1 deleted frontends is live" in post["msg"]
+    finally:
+        server.stop()
+
+
+def test_post_check_fails_the_node_when_the_cleanup_took_a_live_frontend(lab, ansible, clean_node23):
+    """A Service created while the cleanup runs: its frontend was stale for the first API read and is
+    deleted; the post-check reads the API again, fails node2, and the ramp stops before node3."""
+    late = "198.18.16.74:80/TCP"
+    forms = ["198.18.16.1:443/TCP", "198.18.16.10:53/UDP", "198.18.16.70:80/TCP", "198.18.16.71:443/TCP", late]
+    made = {node: lb.lb_frontends(lab, node, forms) for node in ("node2", "node3")}
+    server = serve(lab, "kube-api-late-service")
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "late", "namespace": "web"},
+               "spec": {"type": "ClusterIP", "clusterIP": "198.18.16.74", "clusterIPs": ["198.18.16.74"],
+                        "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]}}
+    stop = threading.Event()
+
+    def create_after_first_read():
+        while not stop.wait(0.05):
+            if any(r["path"] == "/api/v1/services" for r in list(server.requests)):
+                server.store.put(service)
+                return
+
+    watcher = threading.Thread(target=create_after_first_read, daemon=True)
+    watcher.start()
+    try:
+        kc = str(server.kubeconfig())
+        run = ansible.playbook("playbooks/cilium_maps.yml", {
+            "cilium_maps_kubeconfig": kc, "cilium_maps_cleanup": True, "cilium_maps_cleanup_mode": "stale"},
+            limit="node2:node3")
+        assert run.rc != 0
+        assert late in expected_frontends(kc)  # kubectl: the Service is live now
+        failed = [r for r in run.records if r["status"] == "failed"]
+        assert [(r["host"], r["task"].rsplit(": ", 1)[-1]) for r in failed] == [
+            ("node2", "Fail the host if the cleanup deleted a frontend that is live")]
+        assert late in failed[0]["result"]["msg"]
+        found = run.result("Read the maps again after the cleanup (post-check)", "node2")["findings"]
+        assert [f["evidence"]["examples"] for f in found if f["check"] == "bpf.deleted_live_frontends"] == [[late]]
+        # bpftool: node2 lost exactly the late Service's entries; node3 was never touched (the ramp stopped)
+        left = lb.bpftool_entries(lab, "node2", made["node2"]["services"])
+        assert not set(made["node2"]["keys"][late]["services"]) & set(left)
+        assert len(left) == 4 * 3
+        assert len(lb.bpftool_entries(lab, "node3", made["node3"]["services"])) == 5 * 3
+    finally:
+        stop.set()
         server.stop()
 
 

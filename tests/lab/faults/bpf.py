@@ -29,7 +29,7 @@ SERVICES = "cilium_lb4_services_v2"
 BACKENDS = {"v1": "cilium_lb4_backends", "v2": "cilium_lb4_backends_v2", "v3": "cilium_lb4_backends_v3"}
 REVNAT = "cilium_lb4_reverse_nat"
 CT = "cilium_ct4_global"
-PROTO = {"TCP": 6, "UDP": 17, "ANY": 0}
+PROTO = {"TCP": 6, "UDP": 17, "SCTP": 132, "ANY": 0}
 ORPHAN_BASE = 1_000_000  # backend IDs of injected orphans start here
 DANGLING_BASE = 2_000_000  # backend IDs that dangling slots point at (never created)
 STALE_REVNAT_BASE = 30_000  # rev_nat indexes of injected orphan reverse-NAT entries
@@ -159,6 +159,40 @@ def cilium_lb_maps(lab, node, services=4, backends_per_service=3, version="v3", 
             "orphan_revnat": orphan_revnat, "service_entries": len(svc), "backend_entries": len(backends),
             "revnat_entries": len(revnat), "version": version}
     return info
+
+
+@fault
+def lb_frontends(lab, node, frontends, backends_per_service=2, directory=GLOBALS):
+    """Cilium LB maps (v3 backends) holding exactly ``frontends`` (``ip:port/proto`` texts), each with its slots.
+
+    Frontend n (1-based, in the order given) gets rev_nat index n, ``backends_per_service``
+    slots and backends numbered from (n - 1) * backends_per_service + 1.  Returns the keys of
+    each frontend's services entries, backends and reverse-NAT entry, for exact bpftool checks.
+    """
+    per = int(backends_per_service)
+    svc_pin = _create(lab, node, SERVICES, "hash", 12, 12, 65536, directory)
+    be_pin = _create(lab, node, BACKENDS["v3"], "hash", 4, 12, 65536, directory)
+    rn_pin = _create(lab, node, REVNAT, "hash", 2, 6, 65536, directory)
+    svc, backends, revnat, keys = [], [], [], {}
+    for n, text in enumerate(frontends, 1):
+        hostport, _sep, proto = text.partition("/")
+        address, _sep, port = hostport.rpartition(":")
+        proto, port = PROTO[proto or "TCP"], int(port)
+        entry = {"services": [svc_key(address, port, 0, proto)], "backends": [], "reverse_nat": [revnat_key(n)]}
+        svc.append((entry["services"][0], svc_value(0, per, n)))
+        revnat.append((revnat_key(n), revnat_value(address, port)))
+        for slot in range(1, per + 1):
+            backend_id = (n - 1) * per + slot
+            entry["services"].append(svc_key(address, port, slot, proto))
+            entry["backends"].append(backend_key(backend_id, "v3"))
+            svc.append((entry["services"][-1], svc_value(backend_id, 0, n)))
+            backends.append((entry["backends"][-1], backend_value(_backend_ip(lab, node, backend_id), 8080, "v3")))
+        keys[text] = entry
+    _fill(lab, node, svc_pin, svc)
+    _fill(lab, node, be_pin, backends)
+    _fill(lab, node, rn_pin, revnat)
+    return {"node": lab.node(node).name, "services": svc_pin, "backends": be_pin, "reverse_nat": rn_pin,
+            "frontends": list(frontends), "keys": keys}
 
 
 @fault

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bpf
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError, ReadError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bpf"
 
@@ -110,3 +110,67 @@ def test_pressure_findings_levels():
 def test_pressure_ok_summary_when_nothing_is_full():
     found = bpf.pressure_findings([_model("m", 1, 100)], 0.8, 0.95, scope="/sys/fs/bpf")
     assert [(f["check"], f["severity"], f["subject"]) for f in found] == [("bpf.map_pressure", "ok", "/sys/fs/bpf")]
+
+
+# ------------------------------------------------------------ the delete path, on an in-memory kernel
+class MemoryKernel(object):
+    """Answers bpf(2) *_ELEM calls from a dict of one map's keys; records every command."""
+
+    def __init__(self, entries, refuse=None):
+        self.entries = dict(entries)
+        self.calls = []
+        self.refuse = refuse  # errno for DELETE_ELEM
+
+    def __call__(self, cmd, attr):
+        import ctypes
+        fd, key_ptr, out_ptr = struct.unpack_from("=I4xQQ", attr.raw, 0)
+        key = ctypes.string_at(key_ptr, 4)
+        self.calls.append((cmd, key))
+        if cmd == bpf.BPF_MAP_DELETE_ELEM:
+            if self.refuse:
+                raise OSError(self.refuse, "Operation not permitted")
+            if key not in self.entries:
+                raise OSError(errno.ENOENT, "No such file or directory")
+            del self.entries[key]
+            return 0
+        if cmd == bpf.BPF_MAP_LOOKUP_ELEM:
+            if key not in self.entries:
+                raise OSError(errno.ENOENT, "No such file or directory")
+            ctypes.memmove(out_ptr, self.entries[key], len(self.entries[key]))
+            return 0
+        raise AssertionError("unexpected bpf command %d" % cmd)
+
+
+def opened(kind="hash", write=True):
+    bmap = bpf.BpfMap.__new__(bpf.BpfMap)
+    bmap.path, bmap.write, bmap.fd = "/sys/fs/bpf/tc/globals/m", write, 1000  # never closed: no real fd
+    bmap.info = {"type": kind, "id": 1, "key_size": 4, "value_size": 8, "max_entries": 16, "flags": 1, "kernel_name": "m"}
+    return bmap
+
+
+def test_delete_key_deletes_one_key_and_reports_a_gone_one(monkeypatch):
+    kernel = MemoryKernel({b"\x01\0\0\0": b"a" * 8, b"\x02\0\0\0": b"b" * 8})
+    monkeypatch.setattr(bpf, "sys_bpf", kernel)
+    bmap = opened()
+    assert bmap.lookup(b"\x01\0\0\0") == b"a" * 8
+    assert bmap.delete_key(b"\x01\0\0\0") is True
+    assert bmap.delete_key(b"\x01\0\0\0") is False  # already gone: not an error
+    assert list(kernel.entries) == [b"\x02\0\0\0"]
+
+
+@pytest.mark.parametrize("kind", ["lru_hash", "lru_percpu_hash"])
+def test_delete_key_never_touches_an_lru_map(monkeypatch, kind):
+    kernel = MemoryKernel({b"\x01\0\0\0": b"a" * 8})
+    monkeypatch.setattr(bpf, "sys_bpf", kernel)
+    with pytest.raises(ChangeError, match="never deletes from LRU maps"):
+        opened(kind).delete_key(b"\x01\0\0\0")
+    assert kernel.calls == [] and len(kernel.entries) == 1
+
+
+def test_delete_key_refused_by_the_kernel_names_the_capability(monkeypatch):
+    kernel = MemoryKernel({b"\x01\0\0\0": b"a" * 8}, refuse=errno.EPERM)
+    monkeypatch.setattr(bpf, "sys_bpf", kernel)
+    with pytest.raises(PrivilegeError, match="CAP_BPF"):
+        opened().delete_key(b"\x01\0\0\0")
+    with pytest.raises(ChangeError, match="opened read-only"):
+        opened(write=False).delete_key(b"\x01\0\0\0")

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError
+from ansible_collections.k8snet.triage.plugins.module_utils import frontends
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bpf"
 BACKEND_MAP = {"v1": "cilium_lb4_backends", "v2": "cilium_lb4_backends_v2", "v3": "cilium_lb4_backends_v3"}
@@ -237,10 +238,15 @@ class FakeMaps(object):
         self.maps = maps
         self.deleted = []
         self.frozen = set()
+        self.lookups = []
+        self.fail_after = {}  # path: number of deletes that succeed before the next one fails with EPERM
+        self.vanish = {}  # path: (number of deletes, another map unpinned after that many deletes here)
         store = self
 
         class FakeMap(object):
             def __init__(self, path, write=False):
+                if path not in store.maps:
+                    raise InputError("%s does not exist: name a map pinned under the bpf filesystem" % path, pin=path)
                 self.path, self.write = path, write
                 self.frozen = path in store.frozen
 
@@ -253,12 +259,22 @@ class FakeMaps(object):
             def items(self):
                 return list(store.maps[self.path].items())
 
-            def delete_keys(self, keys):
+            def lookup(self, key):
+                store.lookups.append((self.path, key))
+                return store.maps[self.path].get(key)
+
+            def delete_key(self, key):
                 assert self.write, "deleting through a read-only map"
-                for key in keys:
-                    del store.maps[self.path][key]
-                    store.deleted.append((self.path, key))
-                return len(keys)
+                done = sum(1 for p, _k in store.deleted if p == self.path)
+                if self.path in store.fail_after and done >= store.fail_after[self.path]:
+                    raise PrivilegeError("deleting entries of %s was refused by the kernel (Operation not "
+                                         "permitted)" % self.path, pin=self.path, errno=1)
+                if store.maps[self.path].pop(key, None) is None:
+                    return False
+                store.deleted.append((self.path, key))
+                if self.path in store.vanish and store.vanish[self.path][0] == done + 1:
+                    store.maps.pop(store.vanish[self.path][1])
+                return True
 
         self.cls = FakeMap
 
@@ -273,6 +289,19 @@ def fake_kernel(monkeypatch):
                      GL + "cilium_lb4_reverse_nat": dict(dump("v3", "cilium_lb4_reverse_nat"))})
     monkeypatch.setattr(cilium_lb.bpf, "BpfMap", fake.cls)
     return fake
+
+
+def fake_reader(monkeypatch, fake):
+    """usage_report's discovery and reads served from the fake kernel (every pinned map is a hash map)."""
+    monkeypatch.setattr(cilium_lb.bpf, "check_bpffs", lambda path: None)
+    monkeypatch.setattr(cilium_lb.bpf, "find_pinned", lambda bpffs, maps: (sorted(fake.maps), []))
+
+    def read_map(path, bpffs, with_items=False):
+        items = list(fake.maps[path].items())
+        info = {"type": "hash", "id": 1, "key_size": len(items[0][0]), "value_size": len(items[0][1]),
+                "max_entries": 1024, "flags": 1, "kernel_name": path[-15:]}
+        return cilium_lb.bpf.usage_model(path, "/sys/fs/bpf", info, len(items)), items
+    monkeypatch.setattr(cilium_lb.bpf, "read_map", read_map)
 
 
 def test_check_mode_counts_and_deletes_nothing(monkeypatch):
@@ -317,3 +346,153 @@ def test_a_frozen_map_stops_the_cleanup_before_anything_is_deleted(monkeypatch):
     with pytest.raises(ChangeError, match="cilium_lb4_reverse_nat is frozen"):
         cilium_lb.apply_cleanup(PATHS, 100, False, plan)
     assert fake.deleted == []
+
+
+def test_apply_looks_each_key_up_right_before_deleting_it(monkeypatch):
+    fake = fake_kernel(monkeypatch)
+    plan = cilium_lb.plan_cleanup(model_of("v3"), "orphans")
+    cilium_lb.apply_cleanup(PATHS, 100, False, plan)
+    assert [k for _p, k in fake.lookups] == [p[2] for p in plan]  # one lookup per planned key, in plan order
+    assert fake.deleted == fake.lookups  # each key deleted right after its own lookup
+
+
+# ------------------------------------------------- live is live in every form (issue 11)
+def _map_with(frontends_text):
+    """A services map holding one frontend with one slot for each ``ip:port/proto``, and their backends."""
+    services, backends, revnat = [], [], []
+    for n, text in enumerate(frontends_text, 1):
+        address, port, proto = cilium_lb.parse_frontend(text)
+        key = ipaddress.IPv4Address(address).packed + struct.pack(">H", port)
+        services.append((key + struct.pack("=H", 0) + bytes([proto, 0, 0, 0]),
+                         struct.pack("=IH", 0, 1) + struct.pack(">H", n) + bytes(4)))
+        services.append((key + struct.pack("=H", 1) + bytes([proto, 0, 0, 0]),
+                         struct.pack("=IH", n, 0) + struct.pack(">H", n) + bytes(4)))
+        backends.append((struct.pack("=I", n), ipaddress.IPv4Address("198.19.0.%d" % n).packed + struct.pack(">H", 80)
+                         + bytes([6, 0]) + bytes(4)))
+        revnat.append((struct.pack(">H", n), ipaddress.IPv4Address(address).packed + struct.pack(">H", port)))
+    return services, backends, revnat
+
+
+NODEPORT_FORMS = ["0.0.0.0:30070/TCP", "198.18.0.11:30070/TCP", "198.18.0.12:30070/TCP", "203.0.113.12:30070/TCP",
+                  "198.18.0.13:31444/UDP", "0.0.0.0:31444/UDP", "198.18.16.70:80/TCP"]
+
+
+def test_surrogate_and_every_node_address_nodeport_frontends_are_live_from_the_api():
+    """Regression: the live set built from the API listed NodePorts on InternalIPs only, so the
+    0.0.0.0 surrogate and node addresses other than the InternalIP looked stale and were deleted."""
+    from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts
+    from tests.kube_api import fixture_objects, of_kind
+    objs = fixture_objects("cluster.yaml", "network.yaml")
+    nodes = of_kind(objs, "Node")
+    for node in nodes:
+        if node["metadata"]["name"] == "node2":
+            node["status"]["addresses"].append({"type": "ExternalIP", "address": "203.0.113.12"})
+    live_text = kube_facts.service_frontends(of_kind(objs, "Service"), kube_facts.nodes_facts(nodes), of_kind(objs, "Pod"))
+    services, backends, revnat = _map_with(NODEPORT_FORMS + ["198.18.80.99:80/TCP"])
+    model = cilium_lb.analyze(services, {"v3": backends}, revnat, {cilium_lb.parse_frontend(f) for f in live_text})
+    assert [cilium_lb.frontend_text(*fe) for fe in model["stale_frontends"]] == ["198.18.80.99:80/TCP"]
+    plan = cilium_lb.plan_cleanup(model, "stale")
+    gone = {cilium_lb.decode_service_key(p[2])["address"] for p in plan if p[0] == "services"}
+    assert gone == {"198.18.80.99"}
+
+
+@pytest.mark.parametrize("live,frontend,why", [
+    (["198.18.0.11:30070/TCP"], "0.0.0.0:30070/TCP", "surrogate"),  # a NodePort on one address covers 0.0.0.0
+    (["198.18.0.11:30070/TCP"], "0.0.0.0:30070/UDP", None),  # another protocol does not
+    (["0.0.0.0:30070/TCP"], "198.18.0.99:30070/TCP", "node_port"),  # a node address the list does not name
+    (["0.0.0.0:30070/ANY"], "198.18.0.99:30070/UDP", "node_port"),
+    (["198.18.16.70:80/TCP"], "198.18.16.70:80/ANY", "exact"),  # older Cilium keys carry protocol 0
+    (["198.18.16.70:0/TCP"], "198.18.16.70:8080/TCP", "exact"),
+    (["198.18.16.70:80/TCP"], "198.18.0.11:80/TCP", None),  # a ClusterIP port is no node port
+    (["198.18.16.70:80/TCP"], "198.18.16.71:80/TCP", None),
+    (["[::]:30070/TCP"], "198.18.0.1:30070/TCP", "node_port"),
+])
+def test_live_matching_rule(live, frontend, why):
+    index = frontends.LiveFrontends(cilium_lb.parse_frontend(f) for f in live)
+    assert index.why(cilium_lb.parse_frontend(frontend)) == why
+    assert (cilium_lb.parse_frontend(frontend) in index) is (why is not None)
+
+
+# ------------------------------------------- refusing an empty or implausible live set (issue 11)
+def test_empty_live_set_is_refused_naming_the_override(tmp_path):
+    with pytest.raises(InputError, match="allow_empty_live_frontends=true"):
+        cilium_lb.check_options(str(tmp_path), 0.8, 0.95, "stale", [], 10)
+    with pytest.raises(InputError, match="max_stale_share=nan must be a fraction"):
+        cilium_lb.check_options(str(tmp_path), 0.8, 0.95, "stale", ["10.0.0.1:80"], 10, float("nan"))
+    with pytest.raises(InputError, match="max_stale_share=0 must be"):
+        cilium_lb.check_options(str(tmp_path), 0.8, 0.95, "none", None, 10, 0)
+    with pytest.raises(InputError, match="verify_deleted item '10.0.0.1'"):
+        cilium_lb.check_options(str(tmp_path), 0.8, 0.95, "none", ["10.0.0.1:80"], 10, 0.25, False, ["10.0.0.1"])
+
+
+def test_implausible_share_is_refused_naming_the_option():
+    live = {cilium_lb.parse_frontend(f) for f in scenario("v3")["frontends"][1:]}  # 2 of 4 frontends stale
+    model = model_of("v3", live)
+    assert len(model["stale_frontends"]) == 2 and len(model["frontends"]) == 4
+    with pytest.raises(InputError, match=r"would delete 2 of the 4 frontends in /d \(50%\), more than max_stale_share=0.25"):
+        cilium_lb.refuse_implausible({"/d": model}, 0.25)
+    cilium_lb.refuse_implausible({"/d": model}, 0.5)  # at the share exactly: allowed
+
+
+def test_usage_report_refuses_before_deleting_anything(monkeypatch):
+    fake = fake_kernel(monkeypatch)
+    fake_reader(monkeypatch, fake)
+    for args, words in ((dict(live_frontends=[]), "allow_empty_live_frontends"),
+                        (dict(live_frontends=["198.18.80.22:80/TCP"]), "max_stale_share=0.25")):
+        for check_mode in (True, False):
+            with pytest.raises(InputError, match=words):
+                cilium_lb.usage_report("/sys/fs/bpf", cleanup="stale", check_mode=check_mode, **args)
+    assert fake.deleted == []
+    out = cilium_lb.usage_report("/sys/fs/bpf", cleanup="stale", live_frontends=[], allow_empty_live_frontends=True,
+                                 max_stale_share=1, check_mode=True)
+    assert len(out["deleted_frontends"]) == 4 and fake.deleted == []
+
+
+def test_verify_deleted_names_the_live_ones(monkeypatch):
+    live = frontends.LiveFrontends(cilium_lb.parse_frontend(f) for f in ["0.0.0.0:30070/TCP", "10.96.0.1:443/TCP"])
+    hits, found = cilium_lb.deleted_live_findings(["198.18.0.11:30070/TCP", "10.96.0.9:443/TCP"], live, "/sys/fs/bpf")
+    assert hits == ["198.18.0.11:30070/TCP"]
+    assert [(f["check"], f["severity"]) for f in found] == [("bpf.deleted_live_frontends", "critical")]
+    assert cilium_lb.deleted_live_findings([], live, "/x") == ([], [])
+
+
+# --------------------------------------------------- partial progress is never lost (issue 11)
+def test_delete_refused_halfway_returns_every_key_already_deleted(monkeypatch):
+    """Regression: a cleanup that failed after deleting keys returned only the pin path."""
+    fake = fake_kernel(monkeypatch)
+    fake.fail_after[GL + "cilium_lb4_backends_v3"] = 2  # the third delete gets EPERM
+    live = {cilium_lb.parse_frontend(f) for f in scenario("v3")["frontends"][1:]}
+    plan = cilium_lb.plan_cleanup(model_of("v3", live), "stale")
+    with pytest.raises(ChangeError) as err:
+        cilium_lb.apply_cleanup(PATHS, 100, False, plan)
+    details = err.value.details
+    gone = {}
+    for path, key in fake.deleted:
+        gone.setdefault(path, []).append(key)
+    assert details["deleted"] == {GL + "cilium_lb4_services_v2": 6, GL + "cilium_lb4_backends_v3": 2}
+    assert details["deleted"] == {p: len(k) for p, k in gone.items()}
+    assert details["deleted_keys"][GL + "cilium_lb4_backends_v3"] == [
+        str(cilium_lb.decode_backend_key(k)) for k in gone[GL + "cilium_lb4_backends_v3"]]
+    assert sorted(details["deleted_frontends"]) == ["198.18.80.21:80/TCP", "198.18.80.24:80/TCP"]
+    assert details["not_attempted"] == {GL + "cilium_lb4_backends_v3": 2, GL + "cilium_lb4_reverse_nat": 4}
+    assert "Operation not permitted" in err.value.message
+
+
+def test_map_gone_halfway_over_two_directories_keeps_the_progress(monkeypatch):
+    fake = fake_kernel(monkeypatch)
+    other = "/sys/fs/bpf/tc/old/"
+    for path in PATHS:
+        fake.maps[path.replace(GL, other)] = dict(fake.maps[path])
+    fake.vanish[other + "cilium_lb4_backends_v3"] = (1, other + "cilium_lb4_reverse_nat")
+    fake_reader(monkeypatch, fake)
+    with pytest.raises(ChangeError) as err:
+        cilium_lb.usage_report("/sys/fs/bpf", cleanup="orphans")
+    details = err.value.details
+    # /tc/globals (first) was cleaned fully; /tc/old lost its reverse-NAT map while its backends were deleted
+    assert details["deleted"] == {GL + "cilium_lb4_backends_v3": 3, GL + "cilium_lb4_reverse_nat": 2,
+                                  other + "cilium_lb4_backends_v3": 3}
+    assert len(fake.deleted) == 8 and details["changed"] is True
+    assert details["not_attempted"] == {other + "cilium_lb4_reverse_nat": 2}
+    assert err.value.message.startswith("the cleanup stopped halfway: ")
+    assert "cilium_lb4_reverse_nat does not exist" in err.value.message
+    assert "Already deleted: 8 keys" in err.value.message and "Not attempted: 2 keys" in err.value.message

@@ -13,6 +13,7 @@ OBJECTS = objects("cluster.yaml", "network.yaml")
 NODES = of_kind(OBJECTS, "Node")
 SERVICES = of_kind(OBJECTS, "Service")
 PODS = of_kind(OBJECTS, "Pod")
+MORE = objects("frontends.yaml")  # loadBalancerIP and hostPort forms
 
 
 def by_name(objs, name):
@@ -22,11 +23,11 @@ def by_name(objs, name):
 def test_node_facts_from_annotations_and_fallback():
     facts = kf.nodes_facts(NODES)
     assert facts == [
-        {"name": "node1", "internal_ip": "198.18.0.11", "pod_cidrs": ["198.19.0.0/24"],
+        {"name": "node1", "internal_ip": "198.18.0.11", "addresses": ["198.18.0.11"], "pod_cidrs": ["198.19.0.0/24"],
          "calico_ipv4_address": "198.18.0.11", "calico_asn": None},
-        {"name": "node2", "internal_ip": "198.18.0.12", "pod_cidrs": ["198.19.1.0/24"],
+        {"name": "node2", "internal_ip": "198.18.0.12", "addresses": ["198.18.0.12"], "pod_cidrs": ["198.19.1.0/24"],
          "calico_ipv4_address": "198.18.0.12", "calico_asn": None},
-        {"name": "node3", "internal_ip": "198.18.0.13", "pod_cidrs": ["198.19.2.0/24"],
+        {"name": "node3", "internal_ip": "198.18.0.13", "addresses": ["198.18.0.13"], "pod_cidrs": ["198.19.2.0/24"],
          "calico_ipv4_address": None, "calico_asn": None},
     ]
     assert [kf.calico_address(n) for n in facts] == ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
@@ -63,36 +64,61 @@ def test_podcidr_only_legacy_field():
 
 
 NODE_IPS = ["198.18.0.11", "198.18.0.12", "198.18.0.13"]
+NODE_FACTS = kf.nodes_facts(NODES)
 EXPECTED = sorted({
     "198.18.16.1:443/TCP",
     "198.18.16.10:53/UDP", "198.18.16.10:53/TCP", "198.18.16.10:9153/TCP",
     "198.18.16.70:80/TCP", "198.18.0.230:80/TCP",
-    *["%s:30070/TCP" % ip for ip in NODE_IPS],
+    *["%s:30070/TCP" % ip for ip in NODE_IPS + ["0.0.0.0"]],
     "198.18.16.71:443/TCP", "198.18.16.71:443/UDP", "198.18.0.231:443/TCP", "198.18.0.231:443/UDP",
-    *["%s:31443/TCP" % ip for ip in NODE_IPS], *["%s:31444/UDP" % ip for ip in NODE_IPS],
+    *["%s:31443/TCP" % ip for ip in NODE_IPS + ["0.0.0.0"]], *["%s:31444/UDP" % ip for ip in NODE_IPS + ["0.0.0.0"]],
     "198.18.16.72:3868/SCTP", "[fd00:18:16::72]:3868/SCTP",
 })
 
 
 def test_service_frontends_every_kind_once_sorted():
-    got = kf.service_frontends(SERVICES, NODE_IPS)
+    got = kf.service_frontends(SERVICES, NODE_FACTS, PODS)
     assert sorted(got) == EXPECTED and len(got) == len(set(got))
     # sorted by address (numerically), then port, then protocol; IPv6 last
-    assert got[0] == "198.18.0.11:30070/TCP" and got[-1] == "[fd00:18:16::72]:3868/SCTP"
+    assert got[0] == "0.0.0.0:30070/TCP" and got[-1] == "[fd00:18:16::72]:3868/SCTP"
     assert got.index("198.18.16.10:9153/TCP") < got.index("198.18.16.70:80/TCP")
     # every item is accepted by bpf_map_usage's parser
     assert all(parse_frontend(f) for f in got)
 
 
+def test_every_node_address_surrogate_load_balancer_ip_and_host_ports():
+    """Regression (issue 11): NodePorts were listed on InternalIPs only; Cilium also programs the
+    0.0.0.0 surrogate and every node address, and hostPorts and spec.loadBalancerIP are live too."""
+    nodes = copy.deepcopy(NODES)
+    by_name(nodes, "node2")["status"]["addresses"].append({"type": "ExternalIP", "address": "203.0.113.12"})
+    by_name(nodes, "node3")["status"]["addresses"].append({"type": "InternalIP", "address": "fd00:18::13"})
+    facts = kf.nodes_facts(nodes)
+    assert next(f for f in facts if f["name"] == "node2")["addresses"] == ["198.18.0.12", "203.0.113.12"]  # not Hostname
+    got = set(kf.service_frontends(SERVICES + of_kind(MORE, "Service"), facts, PODS + of_kind(MORE, "Pod")))
+    for port, proto in ((30070, "TCP"), (31443, "TCP"), (31444, "UDP"), (32080, "TCP")):
+        for address in ("0.0.0.0", "[::]", "198.18.0.11", "198.18.0.12", "203.0.113.12", "198.18.0.13",
+                        "[fd00:18::13]"):
+            assert "%s:%d/%s" % (address, port, proto) in got
+    assert {"198.18.16.73:8080/TCP", "198.18.0.232:8080/TCP"} <= got  # ClusterIP and spec.loadBalancerIP
+    # hostPort without hostIP: every address of the pod's node (node2) and the surrogate; not other nodes
+    assert {"198.18.0.12:9443/TCP", "203.0.113.12:9443/TCP", "0.0.0.0:9443/TCP", "198.18.0.12:8125/UDP",
+            "0.0.0.0:8125/UDP"} <= got
+    assert "198.18.0.11:9443/TCP" not in got
+    # hostPort with hostIP: that address only; finished or unscheduled pods program nothing
+    assert "198.18.0.11:9100/TCP" in got and "0.0.0.0:9100/TCP" not in got
+    assert not [f for f in got if f.endswith(":7000/TCP") or f.endswith(":7001/TCP")]
+
+
 def test_headless_and_external_name_have_no_frontends():
-    assert kf.service_frontends([by_name(SERVICES, "shop-pods"), by_name(SERVICES, "billing")], NODE_IPS) == []
+    assert kf.service_frontends([by_name(SERVICES, "shop-pods"), by_name(SERVICES, "billing")], NODE_FACTS) == []
 
 
 def test_nodeports_skip_nodes_without_address_and_default_protocol():
     svc = copy.deepcopy(by_name(SERVICES, "shop"))
     del svc["spec"]["ports"][0]["protocol"]
-    assert kf.service_frontends([svc], ["198.18.0.11", None]) == [
-        "198.18.0.11:30070/TCP", "198.18.0.230:80/TCP", "198.18.16.70:80/TCP"]
+    nodes = [{"name": "node1", "addresses": ["198.18.0.11"]}, {"name": "node9", "addresses": []}]
+    assert kf.service_frontends([svc], nodes) == [
+        "0.0.0.0:30070/TCP", "198.18.0.11:30070/TCP", "198.18.0.230:80/TCP", "198.18.16.70:80/TCP"]
 
 
 def test_dns_servers_service_then_pods_with_ip():
@@ -148,15 +174,16 @@ class FakeKube(object):
 
     def pods(self, namespace=None, label_selector=None):
         self.calls.append("pods %s %s" % (namespace, label_selector))
-        return [p for p in PODS if p["metadata"]["namespace"] == namespace
-                and "k8s-app=%s" % p["metadata"]["labels"].get("k8s-app") == label_selector]
+        return [p for p in PODS if namespace is None or (p["metadata"]["namespace"] == namespace
+                and "k8s-app=%s" % p["metadata"]["labels"].get("k8s-app") == label_selector)]
 
 
 @pytest.mark.parametrize("what,calls,keys", [
     (["nodes"], ["nodes"], ["findings", "nodes"]),
-    (["service_frontends"], ["nodes", "services"], ["findings", "service_frontends"]),
+    (["service_frontends"], ["nodes", "services", "pods None None"], ["findings", "service_frontends"]),
     (["dns_servers"], ["get services kube-system/kube-dns", "pods kube-system k8s-app=kube-dns"], ["dns_servers", "findings"]),
-    (list(kf.GATHER), ["nodes", "services", "get services kube-system/kube-dns", "pods kube-system k8s-app=kube-dns"],
+    (list(kf.GATHER), ["nodes", "services", "pods None None", "get services kube-system/kube-dns",
+                       "pods kube-system k8s-app=kube-dns"],
      ["dns_servers", "findings", "nodes", "service_frontends"]),
 ])
 def test_gather_reads_only_what_is_asked(what, calls, keys):
