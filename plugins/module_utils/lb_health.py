@@ -195,8 +195,8 @@ def remediate(kube, targets, max_patch, check_mode):
 
     ``targets``: [(namespace/name, reason or None, why not)] (``patch_reason`` of each).  The first
     failure stops the run: the rest is listed as not attempted.  Returns {patched: [ref],
-    failed: [{service, reason, status}], not_attempted: [{service, reason}], diffs: [diff]}."""
-    out = {"patched": [], "failed": [], "not_attempted": [], "diffs": []}
+    failures: [{service, reason, status}], not_attempted: [{service, reason}], diffs: [diff]}."""
+    out = {"patched": [], "failures": [], "not_attempted": [], "diffs": []}
     stopped = None
     for ref, reason, why_not in targets:
         if stopped:
@@ -213,7 +213,7 @@ def remediate(kube, targets, max_patch, check_mode):
         try:
             changed, diff, why = set_cluster_policy(kube, namespace, name, check_mode)
         except TriageError as exc:
-            out["failed"].append({"service": ref, "reason": exc.message, "status": exc.details.get("status")})
+            out["failures"].append({"service": ref, "reason": exc.message, "status": exc.details.get("status")})
             stopped = "not attempted: the run stopped at the failure on %s" % ref
             continue
         if changed:

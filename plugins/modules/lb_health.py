@@ -21,7 +21,7 @@ description:
     check is what C(Local) does by design and is no reason to patch. Reasons are ready endpoints that run only
     on nodes outside the load balancer pool, or nodes with a ready endpoint that fail the probe.
   - Each patch re-reads the Service right before and carries the C(resourceVersion) it read. A Service
-    changed in between is refused by the API server (409 Conflict) and reported as failed, not retried.
+    changed in between is refused by the API server (409 Conflict) and reported in RV(failures), not retried.
     The first failure stops the remediation. The result lists what was patched, what failed and why,
     and what was not attempted and why. C(--diff) shows each change.
   - The probes go from the host the module runs on (the controller, or a node with C(delegate_to)).
@@ -120,7 +120,7 @@ patched:
   type: list
   elements: str
   sample: [a/web]
-failed:
+failures:
   description: Services whose patch failed, with the reason and the HTTP status (403, 409 ...). The first failure
     stops the remediation (the module then fails, still returning RV(patched)).
   returned: always
@@ -238,12 +238,12 @@ def main():
     except TriageError as exc:
         fail_from(module, exc)
     patched = outcome["patched"]
-    result = dict(changed=bool(patched), services=models, patched=patched, failed=outcome["failed"],
+    result = dict(changed=bool(patched), services=models, patched=patched, failures=outcome["failures"],
                   not_attempted=outcome["not_attempted"], findings=sort_findings(found))
     if outcome["diffs"]:
         result["diff"] = outcome["diffs"] if len(outcome["diffs"]) > 1 else outcome["diffs"][0]
-    if outcome["failed"]:
-        first = outcome["failed"][0]
+    if outcome["failures"]:
+        first = outcome["failures"][0]
         fail_from(module, ChangeError(
             "lb_health patched %d Service(s)%s, then failed on %s: %s" % (
                 len(patched), " (%s)" % ", ".join(patched) if patched else "", first["service"], first["reason"])),

@@ -144,7 +144,7 @@ def _targets(*namespaces):
 def test_only_named_services_up_to_the_cap_in_check_mode():
     kube = FakeKube()
     out = lb.remediate(kube, _targets("a", "b", "d"), 1, check_mode=True)
-    assert out["patched"] == ["a/web"] and out["failed"] == []
+    assert out["patched"] == ["a/web"] and out["failures"] == []
     assert out["not_attempted"] == [
         {"service": "b/web", "reason": "max_patch (1) reached: raise max_patch or run again to patch it"},
         {"service": "d/web", "reason": _reason("d")[1]}]
@@ -157,7 +157,7 @@ def test_partial_progress_is_returned_and_the_rest_listed():
     kube = FakeKube(deny={"b/web": http_error(403, '{"message": "services \\"web\\" is forbidden"}', "patch services b/web", "https://api")})
     out = lb.remediate(kube, _targets("a", "b", "c"), 3, check_mode=False)
     assert out["patched"] == ["a/web"]
-    assert out["failed"] == [{"service": "b/web", "status": 403, "reason": kube.deny["b/web"].message}]
+    assert out["failures"] == [{"service": "b/web", "status": 403, "reason": kube.deny["b/web"].message}]
     assert out["not_attempted"] == [{"service": "c/web", "reason": "not attempted: the run stopped at the failure on b/web"}]
     # each patch carried the resourceVersion read right before it
     assert kube.calls == [("get", "a/web"), ("patch", "a/web", "2001"), ("get", "b/web"), ("patch", "b/web", "2002")]
