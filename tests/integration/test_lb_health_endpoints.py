@@ -189,3 +189,21 @@ def test_patch_carries_the_resource_version_and_a_conflict_is_reported_not_retri
     local4.concurrent_writes.clear()
     result = ansible.module("localhost", "lb_health", args)["localhost"]
     assert result["patched"] == ["c/web"] and policies(local4)["c"] == "Cluster"
+
+
+def test_role_repair_keeps_partial_progress_then_fails(ansible, local4):
+    kc = local4.kubeconfig(local4.workdir / "kc-limited", token=LIMITED)
+    run = ansible.playbook("k8snet.triage.lb_health", extra_vars={
+        "lb_health_kubeconfig": str(kc), "lb_health_remediate": "cluster", "lb_health_probe": False,
+        "lb_health_remediate_services": ["a/web", "b/web"], "lb_health_max_patch": 2})
+    assert run.rc != 0, run
+    kept = run.result("Keep the LB health findings and what the remediation did", "localhost")
+    remediation = kept["ansible_facts"]["lb_health_remediation"]
+    assert remediation["patched"] == ["a/web"] and [f["service"] for f in remediation["failures"]] == ["b/web"]
+    assert run.results(task="Fail when the remediation failed (what it patched before is in lb_health_remediation)")
+    assert policies(local4) == {"a": "Cluster", "b": "Local", "c": "Local", "d": "Local"}
+    # without naming Services the role patches nothing
+    run = ansible.playbook("k8snet.triage.lb_health", extra_vars={
+        "lb_health_kubeconfig": str(local4.kubeconfig()), "lb_health_remediate": "cluster", "lb_health_probe": False})
+    assert run.rc != 0 and "needs remediate_services" in run.stdout
+    assert policies(local4) == {"a": "Cluster", "b": "Local", "c": "Local", "d": "Local"}
