@@ -42,6 +42,13 @@ def status(code, reason, message, details=None):
     return code, body
 
 
+def bearer(header):
+    """The token of an Authorization header; the scheme is case-insensitive, as kube-apiserver reads it
+    (the client's in-cluster loader sends "bearer <token>")."""
+    scheme, _, token = header.partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
 def resource_list(group_version):
     resources = []
     for kind, (plural, gv, namespaced, dummy) in KINDS.items():
@@ -71,8 +78,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _auth(self, verb, plural, namespace, name=None):
-        header = self.headers.get("Authorization", "")
-        token = header[7:] if header.startswith("Bearer ") else None
+        token = bearer(self.headers.get("Authorization", ""))
         policy = self.server.tokens.get(token) if token else None
         if policy is None:
             return status(401, "Unauthorized", "Unauthorized")
@@ -94,7 +100,8 @@ class Handler(BaseHTTPRequestHandler):
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         parts = [unquote(p) for p in url.path.split("/") if p]
-        self.server.requests.append({"method": method, "path": url.path, "parts": parts, "query": query})
+        self.server.requests.append({"method": method, "path": url.path, "parts": parts, "query": query,
+                                     "token": bearer(self.headers.get("Authorization", ""))})
         if method == "GET":
             if parts == ["version"]:
                 return 200, {"major": "1", "minor": "31", "gitVersion": GIT_VERSION, "platform": "linux/amd64"}
