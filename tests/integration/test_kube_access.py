@@ -108,7 +108,7 @@ def test_path_segments_are_escaped_and_names_checked(ansible, api):
     kube = Kube({"kubeconfig": str(api.kubeconfig())})
     before = len(api.requests)
     # below the name check, the client quotes the segment: the server sees one escaped segment
-    assert kube.call("list services", "CoreV1Api", "list_namespaced_service", "../../x") ["items"] == []
+    assert kube.call("list services", "CoreV1Api", "list_namespaced_service", "../../x")["items"] == []
     sent = api.requests[before]
     assert sent["path"] == "/api/v1/namespaces/..%2F..%2Fx/services"
     assert sent["parts"] == ["api", "v1", "namespaces", "../../x", "services"]

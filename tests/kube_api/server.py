@@ -45,7 +45,7 @@ def status(code, reason, message, details=None):
 def bearer(header):
     """The token of an Authorization header; the scheme is case-insensitive, as kube-apiserver reads it
     (the client's in-cluster loader sends "bearer <token>")."""
-    scheme, _, token = header.partition(" ")
+    scheme, dummy, token = header.partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
