@@ -159,12 +159,17 @@ def split_ref(ref, what="service"):
 
 # ------------------------------------------------------------------ credentials
 def effective_auth(params=None, environ=None):
-    """The API options as a module sees them: the value given, else its ``K8S_AUTH_*`` variable."""
+    """The API options as a module sees them: the value given, else (for an option absent from
+    ``params``) its ``K8S_AUTH_*`` variable.  A module's parameters hold every option, the variables
+    already applied by AnsibleModule, so an option set to None there stays unset."""
     environ = os.environ if environ is None else environ
+    params = params or {}
     auth = {}
     for option in AUTH_OPTIONS:
-        value = (params or {}).get(option)
-        if value is None or value == "":
+        value = params.get(option)
+        if value == "":
+            value = None
+        if value is None and option not in params:
             value = environ.get(AUTH_ENV[option]) or None
         if value is not None and option in PATH_OPTIONS:
             value = os.path.expanduser(value)

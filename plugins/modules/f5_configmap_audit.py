@@ -43,7 +43,10 @@ options:
   clusters:
     description:
       - Audit several clusters in one run (for C(f5.shared_partition)). Each entry names the cluster and how to reach
-        its API; options not given in an entry come from the module's own API options.
+        its API; options not given in an entry come from the module's own API options, except that an entry with
+        its own O(clusters[].kubeconfig) or O(clusters[].context) does not take the module's O(host), O(api_key),
+        O(ca_cert), O(client_cert) and O(client_key) (nor their E(K8S_AUTH_*) variables), which name another
+        cluster.
       - When empty, the one cluster given by the module's API options is audited.
     type: list
     elements: dict
@@ -110,6 +113,10 @@ from ansible_collections.k8snet.triage.plugins.module_utils.findings import find
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
 
 
+# API options that name one cluster's server and identity: not inherited by a clusters entry with its own kubeconfig
+CLUSTER_IDENTITY = ("host", "api_key", "ca_cert", "client_cert", "client_key")
+
+
 def audit_cluster(kube, namespaces, controllers):
     name = kube.name
     services, configmaps = [], []
@@ -144,6 +151,9 @@ def main():
     targets = []
     for cluster in p["clusters"]:
         params = dict(p)
+        if cluster.get("kubeconfig") or cluster.get("context"):
+            # the module's server, token and certificates (K8S_AUTH_* in AWX) belong to another cluster
+            params.update(dict.fromkeys(CLUSTER_IDENTITY))
         params.update((k, v) for k, v in cluster.items() if v is not None and k != "name")
         targets.append((cluster["name"], params))
     several = bool(targets)

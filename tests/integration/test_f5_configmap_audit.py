@@ -68,6 +68,21 @@ def test_one_unreachable_cluster_keeps_the_findings_of_the_others(ansible, lab, 
     assert [(c["name"], c["reached"], c.get("configmaps")) for c in result["clusters"]] == [("a", True, len(cms)), ("c", False, None)]
 
 
+def test_awx_credential_does_not_redirect_every_cluster(ansible, clusters, monkeypatch):
+    """With AWX's K8S_AUTH_HOST / K8S_AUTH_API_KEY in the environment (cluster b), the entry with its own
+    kubeconfig (cluster a) is still audited on its own server, not b's under a's name."""
+    a, b = clusters
+    monkeypatch.setenv("K8S_AUTH_HOST", b.url)
+    monkeypatch.setenv("K8S_AUTH_API_KEY", b.token)
+    monkeypatch.setenv("K8S_AUTH_SSL_CA_CERT", str(b.certs["ca"]))
+    before_a, before_b = len(a.requests), len(b.requests)
+    result = ansible.module("localhost", "f5_configmap_audit", {"clusters": [
+        {"name": "a", "kubeconfig": str(a.kubeconfig())}, {"name": "b"}]})["localhost"]
+    assert [(c["name"], c["server"]) for c in result["clusters"]] == [("a", a.url), ("b", b.url)]
+    assert checks(result["findings"]) == EXPECTED_A
+    assert len(a.requests) > before_a and len(b.requests) > before_b
+
+
 def test_bad_input(ansible, clusters):
     result = ansible.module("localhost", "f5_configmap_audit", {"clusters": [{"kubeconfig": "/x"}]})["localhost"]
     assert "missing required arguments: name" in result["msg"]
