@@ -13,8 +13,13 @@ class ModuleDocFragment(object):
 options:
   kubeconfig:
     description:
-      - Path to a kubeconfig file. Without it, C(~/.kube/config) (or the first file of C(KUBECONFIG)) is
-        used when it exists, else the in-cluster service account when running in a pod.
+      - Path to a kubeconfig file. O(host), O(api_key), O(validate_certs), O(ca_cert), O(client_cert),
+        O(client_key) and O(proxy) given beside it override the kubeconfig's values.
+      - Without O(kubeconfig) and O(context), the credentials are, in this order (as C(kubernetes.core) takes
+        them) O(host) with O(api_key) (or with O(client_cert) and O(client_key)); the in-cluster service account
+        when running in a pod (E(KUBERNETES_SERVICE_HOST) and
+        C(/var/run/secrets/kubernetes.io/serviceaccount)); the files of E(KUBECONFIG) or C(~/.kube/config).
+      - A file that is not a kubeconfig (not a YAML mapping of clusters, contexts and users) is refused.
       - Can also be set with the E(K8S_AUTH_KUBECONFIG) environment variable.
     type: path
   context:
@@ -24,7 +29,8 @@ options:
     type: str
   host:
     description:
-      - URL of the API server, for example C(https://198.18.0.1:6443). Overrides the kubeconfig's server.
+      - URL of the API server, for example C(https://198.18.0.1:6443). Overrides the kubeconfig's server
+        (for every request, also when the kubeconfig refreshes its token).
       - Can also be set with the E(K8S_AUTH_HOST) environment variable.
     type: str
   api_key:
@@ -56,9 +62,23 @@ options:
       - Can also be set with the E(K8S_AUTH_KEY_FILE) environment variable.
     type: path
     aliases: [key_file]
+  proxy:
+    description:
+      - URL of an HTTP proxy to reach the API server through, for example C(http://proxy.example:3128).
+        Overrides the kubeconfig's C(proxy-url).
+      - Can also be set with the E(K8S_AUTH_PROXY) environment variable.
+    type: str
 notes:
-  - The option names are those of C(kubernetes.core), so C(module_defaults) for C(group/k8s) style
-    settings can be reused. Requests time out after 5 s (connect) / 30 s (read); lists are paged.
+  - The option names and E(K8S_AUTH_*) variables are those of C(kubernetes.core), so AWX's Kubernetes
+    credentials (which inject E(K8S_AUTH_HOST), E(K8S_AUTH_API_KEY), E(K8S_AUTH_VERIFY_SSL) and
+    E(K8S_AUTH_SSL_CA_CERT), or E(K8S_AUTH_KUBECONFIG)) work as they are.
+  - 'Every module of this collection that talks to the Kubernetes API is in the action group
+    C(group/k8snet.triage.kube), so these options can be set once with C(module_defaults), for example
+    C(module_defaults: {group/k8snet.triage.kube: {kubeconfig: /etc/kubernetes/admin.conf}}).'
+  - C(module_defaults) for C(group/kubernetes.core.k8s) do not reach these modules (an action group lists
+    only its own collection's modules); give the same values to C(group/k8snet.triage.kube) too.
+  - Namespaces and object names are checked (DNS-1123) before they are put in a request path, and every
+    path segment is escaped. Requests time out after 5 s (connect) / 30 s (read); lists are paged.
 requirements:
   - kubernetes (the official Python client) on the controller
 """

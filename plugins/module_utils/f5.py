@@ -112,6 +112,16 @@ def _subject(cluster, ref):
     return "%s:%s" % (cluster, ref) if cluster else ref
 
 
+def cluster_unreachable(cluster, server, error):
+    """f5.cluster_unreachable: a cluster of several that could not be audited (never ok for it)."""
+    return finding(
+        "f5.cluster_unreachable", "critical", "control-plane", "cluster %s" % cluster,
+        "cluster %s was not audited: %s" % (cluster, error),
+        {"cluster": cluster, "server": server, "error": error},
+        "fix the API access of cluster %s (its kubeconfig/context in clusters) and run again: its ConfigMaps, "
+        "controller and partitions were not checked" % cluster)
+
+
 def check_controllers(pods, prefixes, cluster=None):
     """f5.controller_not_running for every prefix without a Running, ready pod in kube-system."""
     found = []

@@ -4,17 +4,24 @@
 
 """Kubernetes API access for controller-side modules.
 
-A small reader over the official ``kubernetes`` Python client:
+A small reader over the official ``kubernetes`` Python client's public API:
 
 * ``AUTH_ARG_SPEC`` is the shared argument spec, paired one-to-one with the doc fragment
-  ``k8snet.triage.kube_auth``; option names and environment fallbacks are kubernetes.core's
-  (``kubeconfig``, ``context``, ``host``, ``api_key``, ``validate_certs``, ``ca_cert``,
-  ``client_cert``, ``client_key``), so ``module_defaults`` carry over.
-* ``Kube`` lists and gets objects as plain dicts in the API's own field names (camelCase),
-  pages lists with ``limit``/``continue``, and merge-patches; ``nodes()``, ``pods()``,
-  ``services()``, ``endpoint_slices()``, ``config_maps()`` are the small API other scenarios use.
+  ``k8snet.triage.kube_auth``; option names and ``K8S_AUTH_*`` environment fallbacks are
+  kubernetes.core's (``kubeconfig``, ``context``, ``host``, ``api_key``, ``validate_certs``,
+  ``ca_cert``, ``client_cert``, ``client_key``, ``proxy``), as AWX's credentials inject them.
+* ``credential_source`` says, without any request, which credentials would be used (an
+  explicit kubeconfig, host and token, the in-cluster service account, the default
+  kubeconfig) or that there are none; ``configuration`` builds the client configuration,
+  with the explicit options overriding a kubeconfig's values.
+* ``Kube`` lists and gets objects as plain dicts in the API's own field names (camelCase)
+  through the typed APIs (``CoreV1Api``, ``DiscoveryV1Api``) with raw responses, pages lists
+  with ``limit``/``continue``, and merge-patches with the resourceVersion it read;
+  ``nodes()``, ``pods()``, ``services()``, ``endpoint_slices()``, ``config_maps()`` are the
+  small API other scenarios use.  Names and namespaces are validated (DNS-1123) before they
+  reach a URL, and the client quotes every path segment.
 * Every failure becomes one errors.* exception whose message names the verb, the resource,
-  the API server and what to do (unreachable, TLS, 401, 403, 404).
+  the API server and what to do (unreachable, TLS, 401, 403, 404, 409).
 
 Objects are not deserialised into the client's models: modules read a few fields and
 return compact findings, and the raw field names are the ones operators know from
@@ -25,11 +32,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import traceback
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.module_utils.six.moves.urllib.parse import urlparse
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import (
+    ChangeError,
     InputError,
     PrivilegeError,
     ReadError,
@@ -40,7 +51,9 @@ try:
     import kubernetes.client
     import kubernetes.config
     from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.incluster_config import InClusterConfigLoader
     import urllib3
+    import yaml
 except ImportError:
     HAS_KUBERNETES = False
     KUBERNETES_IMPORT_ERROR = traceback.format_exc()
@@ -58,25 +71,45 @@ AUTH_ARG_SPEC = dict(
     ca_cert=dict(type="path", aliases=["ssl_ca_cert"], fallback=(env_fallback, ["K8S_AUTH_SSL_CA_CERT"])),
     client_cert=dict(type="path", aliases=["cert_file"], fallback=(env_fallback, ["K8S_AUTH_CERT_FILE"])),
     client_key=dict(type="path", aliases=["key_file"], no_log=False, fallback=(env_fallback, ["K8S_AUTH_KEY_FILE"])),
+    proxy=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_PROXY"])),
 )
 
 AUTH_OPTIONS = tuple(AUTH_ARG_SPEC)
+# option -> the environment variable it falls back to (kubernetes.core's names, as AWX injects them)
+AUTH_ENV = dict((option, spec["fallback"][1][0]) for option, spec in AUTH_ARG_SPEC.items())
+PATH_OPTIONS = ("kubeconfig", "ca_cert", "client_cert", "client_key")
+
+# The files a pod's service account is mounted as (what kubernetes.core and client-go read in a pod).
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+# Where the credentials come from, in the order they are tried (see credential_source).
+CREDENTIAL_SOURCES = ("kubeconfig", "host", "in_cluster", "default_kubeconfig")
+
+# A kubeconfig larger than this is not a kubeconfig (nor is /dev/zero): refused before it is parsed.
+MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
 
 # (connect, read) seconds: a sick cluster must not hang a playbook.
 REQUEST_TIMEOUT = (5, 30)
 PAGE_SIZE = 500
+MERGE_PATCH = "application/merge-patch+json"
 
-# plural -> (API prefix, namespaced)
+# plural -> (typed API, namespaced, method stem): list_<stem> / list_namespaced_<stem> /
+# list_<stem>_for_all_namespaces / read_[namespaced_]<stem> / patch_namespaced_<stem>
 RESOURCES = {
-    "nodes": ("/api/v1", False),
-    "namespaces": ("/api/v1", False),
-    "pods": ("/api/v1", True),
-    "services": ("/api/v1", True),
-    "configmaps": ("/api/v1", True),
-    "endpointslices": ("/apis/discovery.k8s.io/v1", True),
+    "nodes": ("CoreV1Api", False, "node"),
+    "namespaces": ("CoreV1Api", False, "namespace"),
+    "pods": ("CoreV1Api", True, "pod"),
+    "services": ("CoreV1Api", True, "service"),
+    "configmaps": ("CoreV1Api", True, "config_map"),
+    "endpointslices": ("DiscoveryV1Api", True, "endpoint_slice"),
 }
+PATCHABLE = ("services",)
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+# Object names as the API server validates them (k8s.io/apimachinery/pkg/util/validation).
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 def require_kubernetes(module):
@@ -90,20 +123,224 @@ def auth_params(params):
     return dict((name, params.get(name)) for name in AUTH_OPTIONS)
 
 
-def resource_path(plural, namespace=None, name=None):
-    """The REST path of a collection or an object: /api/v1/namespaces/ns/pods/name."""
-    if plural not in RESOURCES:
-        raise InputError("unknown resource %r; known: %s" % (plural, ", ".join(sorted(RESOURCES))))
-    prefix, namespaced = RESOURCES[plural]
-    path = prefix
-    if namespaced and namespace:
-        path += "/namespaces/%s" % namespace
-    path += "/" + plural
-    if name:
-        path += "/" + name
-    return path
+def _shown(value, limit=80):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
+# ------------------------------------------------------------------ names
+def check_namespace(value):
+    """``value`` if it is a namespace name (a DNS-1123 label), else InputError.
+
+    Names travel in URL paths: a value such as ``../../x`` must never reach the client."""
+    if not isinstance(value, str) or len(value) > 63 or not _DNS1123_LABEL.fullmatch(value):
+        raise InputError(
+            "namespace %s is not a Kubernetes namespace name: a DNS-1123 label (lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit, at most 63 characters)" % _shown(value))
+    return value
+
+
+def check_name(value, what="name"):
+    """``value`` if it is an object name (a DNS-1123 subdomain), else InputError."""
+    if not isinstance(value, str) or len(value) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(value):
+        raise InputError(
+            "%s %s is not a Kubernetes object name: a DNS-1123 subdomain (lower-case letters, digits, '-' and '.', "
+            "starting and ending with a letter or digit, at most 253 characters)" % (what, _shown(value)))
+    return value
+
+
+def split_ref(ref, what="service"):
+    """``namespace/name`` -> (namespace, name), both validated; InputError otherwise."""
+    namespace, sep, name = ref.partition("/") if isinstance(ref, str) else ("", "", "")
+    if not sep or not namespace or not name:
+        raise InputError("%s %s is not namespace/name" % (what, _shown(ref)))
+    return check_namespace(namespace), check_name(name, what)
+
+
+# ------------------------------------------------------------------ credentials
+def effective_auth(params=None, environ=None):
+    """The API options as a module sees them: the value given, else (for an option absent from
+    ``params``) its ``K8S_AUTH_*`` variable.  A module's parameters hold every option, the variables
+    already applied by AnsibleModule, so an option set to None there stays unset."""
+    environ = os.environ if environ is None else environ
+    params = params or {}
+    auth = {}
+    for option in AUTH_OPTIONS:
+        value = params.get(option)
+        if value == "":
+            value = None
+        if value is None and option not in params:
+            value = environ.get(AUTH_ENV[option]) or None
+        if value is not None and option in PATH_OPTIONS:
+            value = os.path.expanduser(value)
+        auth[option] = value
+    return auth
+
+
+def default_kubeconfig_paths(environ=None):
+    """The files the client reads without a kubeconfig option: ``KUBECONFIG`` (a path list) or ~/.kube/config."""
+    environ = os.environ if environ is None else environ
+    value = environ.get("KUBECONFIG") or "~/.kube/config"
+    return [os.path.expanduser(path) for path in value.split(os.pathsep) if path]
+
+
+def in_cluster(environ=None, service_account_dir=None):
+    """True when running in a pod with a service account (the variables and the token file)."""
+    environ = os.environ if environ is None else environ
+    directory = service_account_dir or SERVICE_ACCOUNT_DIR
+    return bool(environ.get("KUBERNETES_SERVICE_HOST") and environ.get("KUBERNETES_SERVICE_PORT")
+                and os.path.isfile(os.path.join(directory, "token")))
+
+
+def credential_source(params=None, environ=None, service_account_dir=None):
+    """Which credentials the API steps would use, decided without any request; None when there are none.
+
+    The order is kubernetes.core's:
+
+    * ``kubeconfig``: the ``kubeconfig`` or ``context`` option (or ``K8S_AUTH_KUBECONFIG`` /
+      ``K8S_AUTH_CONTEXT``); ``host``, ``api_key`` and the TLS options given beside it override its values;
+    * ``host``: ``host`` with ``api_key`` or a client certificate and key (AWX's bearer-token credential
+      injects ``K8S_AUTH_HOST`` and ``K8S_AUTH_API_KEY``): no kubeconfig is read;
+    * ``in_cluster``: a pod's service account (``KUBERNETES_SERVICE_HOST``/``_PORT`` and its token file);
+    * ``default_kubeconfig``: ``KUBECONFIG`` or ``~/.kube/config`` when the file exists;
+    * ``host`` again for a ``host`` without credentials (anonymous access); else None.
+    """
+    environ = os.environ if environ is None else environ
+    auth = effective_auth(params, environ)
+    if auth["kubeconfig"] or auth["context"]:
+        return "kubeconfig"
+    if auth["host"] and (auth["api_key"] or (auth["client_cert"] and auth["client_key"])):
+        return "host"
+    if in_cluster(environ, service_account_dir):
+        return "in_cluster"
+    if any(os.path.isfile(path) for path in default_kubeconfig_paths(environ)):
+        return "default_kubeconfig"
+    if auth["host"]:
+        return "host"
+    return None
+
+
+def _check_kubeconfig(path):
+    """Refuse what is not a kubeconfig (a missing path, /etc/passwd, a directory, /dev/zero) clearly."""
+    if not os.path.exists(path):
+        raise InputError("kubeconfig %s does not exist: give the path of a kubeconfig file" % path)
+    if not os.path.isfile(path):
+        raise InputError("kubeconfig %s is not a regular file: give the path of a kubeconfig file" % path)
+    if os.path.getsize(path) > MAX_KUBECONFIG_BYTES:
+        raise InputError("kubeconfig %s is larger than %d MiB: it is not a kubeconfig" % (path, MAX_KUBECONFIG_BYTES >> 20))
+    try:
+        with open(path, "rb") as handle:
+            doc = yaml.safe_load(handle.read(MAX_KUBECONFIG_BYTES))
+    except (IOError, OSError) as exc:
+        raise InputError("cannot read kubeconfig %s: %s" % (path, exc.strerror or exc))
+    except yaml.YAMLError as exc:
+        raise InputError("kubeconfig %s is not YAML: %s" % (path, str(exc).splitlines()[0] if str(exc) else exc))
+    if not isinstance(doc, dict) or not any(key in doc for key in ("clusters", "contexts", "users", "current-context")):
+        raise InputError("kubeconfig %s is not a kubeconfig: expected a YAML mapping with clusters, contexts and users "
+                         "(kind: Config); give the path of a kubeconfig file" % path)
+
+
+def _load_kubeconfig(config, path, context):
+    where = path or os.pathsep.join(default_kubeconfig_paths())
+    try:
+        kubernetes.config.load_kube_config(config_file=path, context=context, client_configuration=config,
+                                           persist_config=False)
+    except ConfigException as exc:
+        raise InputError("cannot load the Kubernetes client configuration from %s%s: %s" % (
+            where, " (context %s)" % context if context else "", exc))
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, yaml.YAMLError, IOError, OSError) as exc:
+        # a file that parses as YAML but whose clusters/users/contexts have the wrong shape
+        raise InputError("cannot load the Kubernetes client configuration from %s%s: it is not a valid kubeconfig "
+                         "(%s: %s)" % (where, " (context %s)" % context if context else "", type(exc).__name__, exc))
+
+
+def _overrides(auth):
+    """The attributes of a client Configuration that the options set explicitly."""
+    values = {}
+    host = auth.get("host")
+    if host:
+        parsed = urlparse(host)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise InputError("host %s is not the URL of an API server, like https://198.18.0.1:6443" % _shown(host))
+        values["host"] = host.rstrip("/")
+    for option, attribute in (("ca_cert", "ssl_ca_cert"), ("client_cert", "cert_file"), ("client_key", "key_file")):
+        if auth.get(option):
+            if not os.path.isfile(auth[option]):
+                raise InputError("%s %s does not exist" % (option, auth[option]))
+            values[attribute] = auth[option]
+    if auth.get("validate_certs") is not None:
+        try:
+            values["verify_ssl"] = boolean(auth["validate_certs"], strict=True)
+        except TypeError:
+            raise InputError("validate_certs %s is not a boolean" % _shown(auth["validate_certs"]))
+    if auth.get("proxy"):
+        parsed = urlparse(auth["proxy"])
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise InputError("proxy %s is not a proxy URL, like http://proxy.example:3128" % _shown(auth["proxy"]))
+        values["proxy"] = auth["proxy"]
+    return values
+
+
+def configuration(params=None, environ=None, service_account_dir=None):
+    """(client Configuration, credential source) for ``params``; no request is made.  Raises InputError.
+
+    The options given beside a kubeconfig (or the service account) override its values, and keep
+    overriding them: the client's loaders install a refresh hook that rewrites host, token and TLS
+    files before every request, so the overrides are re-applied after that hook."""
+    environ = os.environ if environ is None else environ
+    directory = service_account_dir or SERVICE_ACCOUNT_DIR
+    auth = effective_auth(params, environ)
+    source = credential_source(auth, environ, directory)
+    if source is None:
+        raise InputError(
+            "no Kubernetes API to talk to: set kubeconfig (or K8S_AUTH_KUBECONFIG), or host and api_key "
+            "(K8S_AUTH_HOST and K8S_AUTH_API_KEY), or run in a pod with a service account")
+    values = _overrides(auth)
+    config = kubernetes.client.Configuration()
+    if source == "kubeconfig":
+        if auth["kubeconfig"]:
+            _check_kubeconfig(auth["kubeconfig"])
+        _load_kubeconfig(config, auth["kubeconfig"], auth["context"])
+    elif source == "default_kubeconfig":
+        for path in default_kubeconfig_paths(environ):
+            if os.path.isfile(path):
+                _check_kubeconfig(path)
+        _load_kubeconfig(config, None, None)
+    elif source == "in_cluster":
+        try:
+            InClusterConfigLoader(token_filename=os.path.join(directory, "token"),
+                                  cert_filename=os.path.join(directory, "ca.crt"),
+                                  environ=environ).load_and_set(config)
+        except ConfigException as exc:
+            raise InputError("cannot use the in-cluster service account (%s): %s" % (directory, exc))
+    token = auth.get("api_key")
+
+    def apply(target):
+        for attribute, value in values.items():
+            setattr(target, attribute, value)
+        if token:
+            bearer = "Bearer " + token
+            target.api_key = {"BearerToken": bearer, "authorization": bearer}
+            target.api_key_prefix = {}
+
+    apply(config)
+    hooks = [getattr(config, "refresh_api_key_hook", None)]
+    if hooks[0] is not None and (values or token):
+        # The loaders' hook re-installs itself each time it runs: keep the newest one, run it, then
+        # re-apply the overrides and put this wrapper back.
+        def refresh(target):
+            target.refresh_api_key_hook = None
+            hooks[0](target)
+            if target.refresh_api_key_hook not in (None, refresh):
+                hooks[0] = target.refresh_api_key_hook
+            apply(target)
+            target.refresh_api_key_hook = refresh
+        config.refresh_api_key_hook = refresh
+    config.retries = 1
+    return config, source
+
+
+# ------------------------------------------------------------------ errors
 def describe(verb, plural, namespace=None, name=None):
     """`list pods in namespace kube-system`, `get services default/web` ..."""
     if name:
@@ -142,81 +379,46 @@ def http_error(status, body, action, server):
         return ReadError(
             "not found: %s on %s (404)%s: check the name and namespace, or that this API version is served"
             % (action, server, detail), status=status, action=action)
+    if status == 409:
+        return ChangeError(
+            "conflict: the Kubernetes API at %s refused to %s (409 Conflict)%s: the object changed since it was "
+            "read; nothing was changed, run again to re-read it" % (server, action, detail),
+            status=status, action=action)
     return ReadError(
         "the Kubernetes API at %s failed to %s: HTTP %d%s" % (server, action, status, detail),
         status=status, action=action)
 
 
 class Kube(object):
-    """One API server.  ``params`` holds the AUTH_ARG_SPEC options; ``name`` labels a cluster."""
+    """One API server.  ``params`` holds the AUTH_ARG_SPEC options; ``name`` labels a cluster.
 
-    def __init__(self, params, name=None):
+    Requests go through the client's typed APIs (CoreV1Api, DiscoveryV1Api, VersionApi) with
+    ``_preload_content=False``: the client builds and quotes every URL, the JSON comes back as
+    plain dicts.  Names and namespaces are validated before they reach a URL."""
+
+    def __init__(self, params, name=None, environ=None, service_account_dir=None):
         if not HAS_KUBERNETES:
             raise ReadError(missing_required_lib("kubernetes"))
         self.name = name
-        self.config = self._configuration(auth_params(params))
+        self.config, self.credential_source = configuration(auth_params(params), environ, service_account_dir)
         self.server = self.config.host
         self.client = kubernetes.client.ApiClient(configuration=self.config)
+        self._apis = {}
 
-    # ------------------------------------------------------------ configuration
-    @staticmethod
-    def _configuration(params):
-        config = kubernetes.client.Configuration()
-        kubeconfig = params.get("kubeconfig")
-        if kubeconfig and not os.path.exists(kubeconfig):
-            raise InputError("kubeconfig %s does not exist: give the path of a kubeconfig file" % kubeconfig)
-        explicit = params.get("host") and not kubeconfig and not params.get("context")
-        if not explicit:
-            default = os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config").split(os.pathsep)[0])
-            try:
-                if kubeconfig or params.get("context") or os.path.exists(default):
-                    kubernetes.config.load_kube_config(
-                        config_file=kubeconfig, context=params.get("context"), client_configuration=config,
-                        persist_config=False)
-                elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-                    kubernetes.config.load_incluster_config(client_configuration=config)
-                elif not params.get("host"):
-                    raise InputError(
-                        "no Kubernetes API to talk to: set kubeconfig (or K8S_AUTH_KUBECONFIG), or host and "
-                        "api_key, or run in a pod with a service account")
-            except ConfigException as exc:
-                raise InputError("cannot load the Kubernetes client configuration from %s%s: %s" % (
-                    kubeconfig or default, " (context %s)" % params["context"] if params.get("context") else "", exc))
-        if params.get("host"):
-            config.host = params["host"].rstrip("/")
-        if params.get("api_key"):
-            config.api_key = {"authorization": "Bearer " + params["api_key"]}
-            config.api_key_prefix = {}
-        if params.get("validate_certs") is not None:
-            config.verify_ssl = params["validate_certs"]
-        for option, attribute in (("ca_cert", "ssl_ca_cert"), ("client_cert", "cert_file"), ("client_key", "key_file")):
-            if params.get(option):
-                if not os.path.exists(params[option]):
-                    raise InputError("%s %s does not exist" % (option, params[option]))
-                setattr(config, attribute, params[option])
-        config.retries = 1
-        return config
+    def api(self, name):
+        """The typed API object ``name`` (``CoreV1Api``, ``DiscoveryV1Api``, ``VersionApi``) on our client."""
+        if name not in self._apis:
+            self._apis[name] = getattr(kubernetes.client, name)(self.client)
+        return self._apis[name]
 
     # ------------------------------------------------------------------ requests
-    def request(self, method, path, action, query=None, body=None, content_type=None):
-        """One HTTP request; returns the decoded JSON body.  Raises ReadError/PrivilegeError."""
-        headers = {"Accept": "application/json"}
-        if content_type:
-            headers["Content-Type"] = content_type
-        query = [(k, v) for k, v in (query or []) if v not in (None, "")]
+    def call(self, action, api, method, *args, **kwargs):
+        """One call of a typed API method; returns the decoded JSON body.  Raises ReadError/PrivilegeError/ChangeError."""
+        kwargs = dict((k, v) for k, v in kwargs.items() if v is not None)
+        kwargs.update(_preload_content=False, _request_timeout=REQUEST_TIMEOUT)
         try:
-            if hasattr(self.client, "param_serialize"):
-                prepared = self.client.param_serialize(
-                    method=method, resource_path=path, query_params=query, header_params=headers,
-                    body=body, auth_settings=["BearerToken"])
-                response = self.client.call_api(*prepared, _request_timeout=REQUEST_TIMEOUT)
-                status, data = response.status, response.read()
-            else:  # kubernetes < 30: the older generator
-                response = self.client.call_api(
-                    path, method, query_params=query, header_params=headers, body=body,
-                    auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True,
-                    _request_timeout=REQUEST_TIMEOUT)
-                status, data = response.status, response.data
+            response = getattr(self.api(api), method)(*args, **kwargs)
+            data = response.data
         except kubernetes.client.exceptions.ApiException as exc:
             if exc.status:
                 raise http_error(exc.status, exc.body, action, self.server)
@@ -236,23 +438,32 @@ class Kube(object):
                 action=action)
         if isinstance(data, bytes):
             data = data.decode("utf-8", "replace")
-        if status >= 400:
-            raise http_error(status, data, action, self.server)
         try:
             return json.loads(data) if data else {}
         except ValueError:
             raise ReadError("the Kubernetes API at %s answered %s with something that is not JSON: %r"
                             % (self.server, action, data[:200]), action=action)
 
+    @staticmethod
+    def _resource(plural):
+        if plural not in RESOURCES:
+            raise InputError("unknown resource %r; known: %s" % (plural, ", ".join(sorted(RESOURCES))))
+        return RESOURCES[plural]
+
     def list(self, plural, namespace=None, label_selector=None, field_selector=None, page_size=PAGE_SIZE):
         """Every object of a collection, following ``continue`` tokens; plain dicts."""
-        path = resource_path(plural, namespace)
+        api, namespaced, stem = self._resource(plural)
+        if namespaced and namespace:
+            method, args = "list_namespaced_%s" % stem, (check_namespace(namespace),)
+        elif namespaced:
+            method, args = "list_%s_for_all_namespaces" % stem, ()
+        else:
+            method, args, namespace = "list_%s" % stem, (), None
         action = describe("list", plural, namespace)
         items, token = [], None
         while True:
-            query = [("labelSelector", label_selector), ("fieldSelector", field_selector),
-                     ("limit", str(page_size)), ("continue", token)]
-            page = self.request("GET", path, action, query=query)
+            page = self.call(action, api, method, *args, label_selector=label_selector or None,
+                             field_selector=field_selector or None, limit=int(page_size), _continue=token)
             items.extend(page.get("items") or [])
             token = (page.get("metadata") or {}).get("continue")
             if not token:
@@ -260,20 +471,37 @@ class Kube(object):
 
     def get(self, plural, name, namespace=None):
         """One object, or None when it does not exist."""
+        api, namespaced, stem = self._resource(plural)
+        check_name(name)
+        if namespaced:
+            method, args = "read_namespaced_%s" % stem, (name, check_namespace(namespace))
+        else:
+            method, args, namespace = "read_%s" % stem, (name,), None
         try:
-            return self.request("GET", resource_path(plural, namespace, name), describe("get", plural, namespace, name))
+            return self.call(describe("get", plural, namespace, name), api, method, *args)
         except ReadError as exc:
             if exc.details.get("status") == 404:
                 return None
             raise
 
-    def merge_patch(self, plural, name, namespace, patch):
-        """Apply an RFC 7386 merge patch; returns the object as the server stored it."""
-        return self.request("PATCH", resource_path(plural, namespace, name), describe("patch", plural, namespace, name),
-                            body=patch, content_type="application/merge-patch+json")
+    def merge_patch(self, plural, name, namespace, patch, resource_version=None):
+        """Apply an RFC 7386 merge patch; returns the object as the server stored it.
+
+        With ``resource_version`` the patch carries it (``metadata.resourceVersion``): the API server
+        refuses it with 409 Conflict (ChangeError) when the object changed since that version was read."""
+        api, namespaced, stem = self._resource(plural)
+        if plural not in PATCHABLE:
+            raise InputError("patching %s is not supported" % plural)
+        check_name(name)
+        check_namespace(namespace)
+        body = dict(patch)
+        if resource_version is not None:
+            body["metadata"] = dict(body.get("metadata") or {}, resourceVersion=str(resource_version))
+        return self.call(describe("patch", plural, namespace, name), api, "patch_namespaced_%s" % stem,
+                         name, namespace, body, _content_type=MERGE_PATCH)
 
     def version(self):
-        return self.request("GET", "/version", "get /version")
+        return self.call("get /version", "VersionApi", "get_code")
 
     # ------------------------------------------------------------ the small API
     def nodes(self, label_selector=None):
@@ -282,7 +510,7 @@ class Kube(object):
     def pods(self, namespace=None, label_selector=None, field_selector=None, node=None):
         """Pods; ``node`` adds ``spec.nodeName=<node>`` to the field selector."""
         if node:
-            field_selector = ",".join(filter(None, [field_selector, "spec.nodeName=%s" % node]))
+            field_selector = ",".join(filter(None, [field_selector, "spec.nodeName=%s" % check_name(node, "node")]))
         return self.list("pods", namespace, label_selector=label_selector, field_selector=field_selector)
 
     def services(self, namespace=None, label_selector=None, field_selector=None):
@@ -291,7 +519,7 @@ class Kube(object):
     def endpoint_slices(self, namespace=None, service=None, label_selector=None):
         """EndpointSlices; ``service`` selects those of one Service (kubernetes.io/service-name)."""
         if service:
-            label_selector = ",".join(filter(None, [label_selector, "%s=%s" % (SERVICE_NAME_LABEL, service)]))
+            label_selector = ",".join(filter(None, [label_selector, "%s=%s" % (SERVICE_NAME_LABEL, check_name(service))]))
         return self.list("endpointslices", namespace, label_selector=label_selector)
 
     def config_maps(self, namespace=None, label_selector=None):

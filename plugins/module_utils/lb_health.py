@@ -9,8 +9,11 @@ kube-proxy (and Cilium) answer ``http://<node>:<healthCheckNodePort>/`` with JSO
 ready local endpoint fail the load balancer's health check by design.  This module relates the
 EndpointSlices (which nodes hold a ready endpoint) to the probes of every node.
 
-Readers: ``probe`` (one HTTP GET).  Pure: ``parse_health``, ``local_endpoints``, ``check_service``.
-Action: ``set_cluster_policy`` (merge-patch, re-reading the Service first).
+Readers: ``probe`` (one HTTP GET).  Pure: ``parse_health``, ``local_endpoints``, ``check_service``,
+``patch_reason`` (whether switching to Cluster would fix something that is not expected).
+Actions: ``set_cluster_policy`` (re-reads the Service, merge-patches with the resourceVersion it read)
+and ``remediate`` (the named Services in order, up to a cap, stopping at the first failure and
+saying what was patched, what failed and what was not attempted).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import socket
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.request import build_opener, ProxyHandler, Request
 
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
 
@@ -93,12 +97,14 @@ def check_service(service, nodes, endpoints, probes):
         found.append(finding(
             "lb.nodes_without_endpoints", "critical" if not with_eps else "warning", "L4", ref,
             "%d of %d nodes have no ready local endpoint of %s (%d replicas): the load balancer marks them down%s"
-            % (len(without), len(names), ref, replicas, "; no node passes, the Service is unreachable" if not with_eps else ""),
+            % (len(without), len(names), ref, replicas, "; no node passes, the Service is unreachable" if not with_eps
+               else " (expected with externalTrafficPolicy Local)"),
             {"nodes_without": sample(without), "nodes_with": sample(with_eps), "replicas": replicas,
-             "health_check_node_port": port, "trade_off": TRADE_OFF},
+             "health_check_node_port": port, "expected": bool(with_eps), "trade_off": TRADE_OFF},
             "expected with externalTrafficPolicy: Local when replicas < nodes; run more replicas (one per pool node, "
-            "e.g. a DaemonSet or anti-affinity), limit the LB pool to nodes with replicas, or set remediate: cluster "
-            "on k8snet.triage.lb_health to switch to Cluster (%s)" % TRADE_OFF))
+            "e.g. a DaemonSet or anti-affinity) or limit the LB pool to nodes with replicas. Switching to Cluster "
+            "(remediate: cluster with remediate_services on k8snet.triage.lb_health) is done only when the nodes that "
+            "can serve fail the check, not for this alone (%s)" % TRADE_OFF))
     for name in names:
         result = probes.get(name)
         if not result:
@@ -134,20 +140,88 @@ def service_model(service, endpoints, probes):
     }
 
 
+def patch_reason(service, nodes, endpoints, probes):
+    """(reason, None) when switching ``service`` to Cluster fixes what is not expected, else (None, why not).
+
+    Nodes without a local endpoint failing the health check is what Local does by design: no reason.
+    Reasons: the ready endpoints run only on nodes outside the load balancer pool (no pool node can
+    pass), or nodes that hold a ready endpoint fail the probe (the load balancer drops nodes that can
+    serve).  Zero ready endpoints anywhere is no reason either: Cluster has no backend to send to."""
+    if not is_local_lb(service):
+        return None, "not a LoadBalancer Service with externalTrafficPolicy Local: nothing to patch"
+    names = [meta(n, "name") for n in nodes]
+    with_eps = [n for n in names if endpoints.get(n)]
+    without = [n for n in names if not endpoints.get(n)]
+    if not sum(endpoints.values()):
+        return None, "no ready endpoint on any node: Cluster would not help, the Service has no backend"
+    if not with_eps:
+        return ("its ready endpoints run only on nodes outside the load balancer pool: no pool node passes the health "
+                "check, with Cluster every pool node forwards to them"), None
+    failing = [n for n in with_eps if probes.get(n) and (probes[n]["error"] or not probes[n]["local_endpoints"])]
+    if failing:
+        return ("%d node(s) with a ready endpoint fail the health check (%s): the load balancer drops nodes that can "
+                "serve" % (len(failing), ", ".join(sample(failing)))), None
+    if without:
+        return None, ("expected with externalTrafficPolicy Local: %d of %d nodes have no local endpoint and fail the "
+                      "health check by design while %d serve; not a reason to switch to Cluster"
+                      % (len(without), len(names), len(with_eps)))
+    return None, "every pool node has a ready endpoint: nothing to patch"
+
+
 def set_cluster_policy(kube, namespace, name, check_mode):
-    """Merge-patch externalTrafficPolicy to Cluster; returns (changed, diff)."""
+    """Re-read the Service, then merge-patch externalTrafficPolicy to Cluster with the resourceVersion just
+    read (a concurrent change makes the API server answer 409, raised as ChangeError, never retried).
+
+    Returns (changed, diff, why not changed)."""
     current = kube.get("services", name, namespace)
     if current is None:
-        return False, None
+        return False, None, "the Service no longer exists"
     policy = (current.get("spec") or {}).get("externalTrafficPolicy")
     if policy != "Local":
-        return False, None
+        return False, None, "externalTrafficPolicy is already %s" % policy
+    version = meta(current, "resourceVersion")
     diff = {"before_header": "%s/%s" % (namespace, name), "after_header": "%s/%s" % (namespace, name),
-            "before": "externalTrafficPolicy: Local\nhealthCheckNodePort: %s\n" % current["spec"].get("healthCheckNodePort"),
+            "before": "externalTrafficPolicy: Local\nhealthCheckNodePort: %s\nresourceVersion: %s\n"
+                      % (current["spec"].get("healthCheckNodePort"), version),
             "after": "externalTrafficPolicy: Cluster\n"}
     if not check_mode:
-        kube.merge_patch("services", name, namespace, {"spec": {"externalTrafficPolicy": "Cluster"}})
-    return True, diff
+        kube.merge_patch("services", name, namespace, {"spec": {"externalTrafficPolicy": "Cluster"}},
+                         resource_version=version)
+    return True, diff, None
+
+
+def remediate(kube, targets, max_patch, check_mode):
+    """Switch the named Services to Cluster, in order, at most ``max_patch`` of them.
+
+    ``targets``: [(namespace/name, reason or None, why not)] (``patch_reason`` of each).  The first
+    failure stops the run: the rest is listed as not attempted.  Returns {patched: [ref],
+    failures: [{service, reason, status}], not_attempted: [{service, reason}], diffs: [diff]}."""
+    out = {"patched": [], "failures": [], "not_attempted": [], "diffs": []}
+    stopped = None
+    for ref, reason, why_not in targets:
+        if stopped:
+            out["not_attempted"].append({"service": ref, "reason": stopped})
+            continue
+        if not reason:
+            out["not_attempted"].append({"service": ref, "reason": why_not})
+            continue
+        if len(out["patched"]) >= max_patch:
+            out["not_attempted"].append({"service": ref, "reason": "max_patch (%d) reached: raise max_patch or run "
+                                                                   "again to patch it" % max_patch})
+            continue
+        namespace, name = ref.split("/", 1)
+        try:
+            changed, diff, why = set_cluster_policy(kube, namespace, name, check_mode)
+        except TriageError as exc:
+            out["failures"].append({"service": ref, "reason": exc.message, "status": exc.details.get("status")})
+            stopped = "not attempted: the run stopped at the failure on %s" % ref
+            continue
+        if changed:
+            out["patched"].append(ref)
+            out["diffs"].append(diff)
+        else:
+            out["not_attempted"].append({"service": ref, "reason": why})
+    return out
 
 
 def node_ips(nodes, address_type="InternalIP"):

@@ -17,7 +17,12 @@ description:
   - Checks that the controller pods run in C(kube-system), and, across O(clusters), that no BIG-IP partition is
     used by more than one cluster.
   - Findings C(f5.missing_configmap), C(f5.invalid_configmap), C(f5.vip_mismatch), C(f5.port_mismatch),
-    C(f5.orphan_configmap), C(f5.duplicate_configmap), C(f5.controller_not_running), C(f5.shared_partition).
+    C(f5.orphan_configmap), C(f5.duplicate_configmap), C(f5.controller_not_running), C(f5.shared_partition),
+    C(f5.cluster_unreachable).
+  - With O(clusters), a cluster whose API cannot be read (unreachable, TLS, 401, 403) gets one critical
+    C(f5.cluster_unreachable) finding and the findings of the other clusters are still returned; the
+    C(f5.shared_partition) comparison then covers only the clusters that were read. A cluster whose options
+    are wrong (a missing kubeconfig) fails the module before any cluster is read.
   - Read-only; runs on the controller and talks to the Kubernetes API.
 author:
   - k8snet.triage contributors (!UNKNOWN)
@@ -38,7 +43,10 @@ options:
   clusters:
     description:
       - Audit several clusters in one run (for C(f5.shared_partition)). Each entry names the cluster and how to reach
-        its API; options not given in an entry come from the module's own API options.
+        its API; options not given in an entry come from the module's own API options, except that an entry with
+        its own O(clusters[].kubeconfig) or O(clusters[].context) does not take the module's O(host), O(api_key),
+        O(ca_cert), O(client_cert) and O(client_key) (nor their E(K8S_AUTH_*) variables), which name another
+        cluster.
       - When empty, the one cluster given by the module's API options is audited.
     type: list
     elements: dict
@@ -83,11 +91,13 @@ EXAMPLES = r"""
 
 RETURN = r"""
 clusters:
-  description: Per cluster, what was audited.
+  description: Per cluster, what was audited; C(reached) is false (with C(error)) for a cluster that could not be read.
   returned: always
   type: list
   elements: dict
-  sample: [{name: prod-a, load_balancer_ports: 4, configmaps: 5, partitions: [kubernetes]}]
+  sample:
+    - {name: prod-a, server: "https://198.18.0.1:6443", reached: true, load_balancer_ports: 4, configmaps: 5, partitions: [kubernetes]}
+    - {name: prod-b, server: "https://198.18.0.2:6443", reached: false, error: "cannot reach the Kubernetes API ..."}
 findings:
   description: Findings (see the collection's findings contract).
   returned: always
@@ -98,13 +108,17 @@ findings:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.k8snet.triage.plugins.module_utils import f5
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError, TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
 
 
-def audit_cluster(params, name, namespaces, controllers):
-    kube = Kube(params, name=name)
+# API options that name one cluster's server and identity: not inherited by a clusters entry with its own kubeconfig
+CLUSTER_IDENTITY = ("host", "api_key", "ca_cert", "client_cert", "client_key")
+
+
+def audit_cluster(kube, namespaces, controllers):
+    name = kube.name
     services, configmaps = [], []
     for namespace in namespaces or [None]:
         services.extend(kube.services(namespace))
@@ -113,8 +127,8 @@ def audit_cluster(params, name, namespaces, controllers):
     found.extend(f5.check_controllers(kube.pods(f5.CONTROLLER_NAMESPACE), controllers, cluster=name))
     ports = sum(len(s["spec"].get("ports") or []) for s in services if s.get("spec", {}).get("type") == "LoadBalancer")
     partitions = f5.partitions_of(parsed)
-    summary = {"name": name, "server": kube.server, "load_balancer_ports": ports, "configmaps": len(parsed),
-               "partitions": sorted(partitions)}
+    summary = {"name": name, "server": kube.server, "reached": True, "load_balancer_ports": ports,
+               "configmaps": len(parsed), "partitions": sorted(partitions)}
     return found, summary, partitions
 
 
@@ -137,17 +151,30 @@ def main():
     targets = []
     for cluster in p["clusters"]:
         params = dict(p)
+        if cluster.get("kubeconfig") or cluster.get("context"):
+            # the module's server, token and certificates (K8S_AUTH_* in AWX) belong to another cluster
+            params.update(dict.fromkeys(CLUSTER_IDENTITY))
         params.update((k, v) for k, v in cluster.items() if v is not None and k != "name")
         targets.append((cluster["name"], params))
+    several = bool(targets)
     if not targets:
         targets = [(None, p)]
     found, summaries, partitions = [], [], {}
     try:
-        for name, params in targets:
-            cluster_found, summary, parts = audit_cluster(params, name, p["namespaces"], p["controller_pods"])
+        # every cluster's options first: a wrong one fails before anything is read
+        kubes = [Kube(params, name=name) for name, params in targets]
+        for kube in kubes:
+            try:
+                cluster_found, summary, parts = audit_cluster(kube, p["namespaces"], p["controller_pods"])
+            except (ReadError, PrivilegeError) as exc:
+                if not several:
+                    raise
+                found.append(f5.cluster_unreachable(kube.name, kube.server, exc.message))
+                summaries.append({"name": kube.name, "server": kube.server, "reached": False, "error": exc.message})
+                continue
             found.extend(cluster_found)
             summaries.append(summary)
-            partitions[name or summary["server"]] = parts
+            partitions[kube.name or summary["server"]] = parts
     except TriageError as exc:
         fail_from(module, exc, clusters=summaries)
     found.extend(f5.shared_partitions(partitions))

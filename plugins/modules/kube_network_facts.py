@@ -48,6 +48,9 @@ options:
     description:
       - What to read and return. V(service_frontends) also lists the Nodes (for the NodePort addresses) and
         every pod (for hostPorts); V(dns_servers) reads one Service and the DNS pods of O(dns_namespace).
+      - An empty list reads nothing and sends no request; the result then says only which credentials
+        the API steps would use (RV(credential_source)), null when there are none (instead of failing),
+        so a playbook can decide whether API steps are possible.
     type: list
     elements: str
     choices: [nodes, service_frontends, dns_servers]
@@ -73,6 +76,14 @@ EXAMPLES = r"""
   run_once: true
   delegate_to: localhost
   register: cluster
+
+- name: Are API steps possible? (no request is sent)
+  k8snet.triage.kube_network_facts:
+    gather: []
+  run_once: true
+  delegate_to: localhost
+  register: kube_access
+  # kube_access.credential_source is null when no kubeconfig, K8S_AUTH_* or service account is there
 
 - name: Only the Service frontends, for the eBPF map cross-check
   k8snet.triage.kube_network_facts:
@@ -127,6 +138,15 @@ dns_servers:
   sample:
     - {address: 10.96.0.10, name: kube-dns, role: service}
     - {address: 198.19.0.2, name: coredns-5d78c9869d-8kq2x, node: node1, role: pod}
+credential_source:
+  description:
+    - Which credentials the API options resolve to, decided without a request. V(kubeconfig) (the O(kubeconfig)
+      or O(context) option, or E(K8S_AUTH_KUBECONFIG)), V(host) (O(host) with O(api_key) or a client certificate,
+      for example AWX's E(K8S_AUTH_HOST) and E(K8S_AUTH_API_KEY)), V(in_cluster) (a pod's service account),
+      V(default_kubeconfig) (E(KUBECONFIG) or C(~/.kube/config)), or null when there are none.
+  returned: always
+  type: str
+  sample: host
 findings:
   description: Findings (see the collection's findings contract); empty when there is nothing to say.
   returned: always
@@ -139,7 +159,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import (
+    AUTH_ARG_SPEC,
+    Kube,
+    configuration,
+    credential_source,
+    require_kubernetes,
+)
 
 
 def main():
@@ -153,12 +179,18 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
     p = module.params
+    source = credential_source(p)
     try:
-        result = kube_facts.gather(Kube(p), p["gather"], p["dns_namespace"], p["dns_service"], p["dns_pod_selector"])
+        if not p["gather"]:
+            if source:
+                configuration(p)  # a kubeconfig that cannot be loaded fails here, still without a request
+            result = {"findings": []}
+        else:
+            result = kube_facts.gather(Kube(p), p["gather"], p["dns_namespace"], p["dns_service"], p["dns_pod_selector"])
     except TriageError as exc:
-        fail_from(module, exc)
+        fail_from(module, exc, credential_source=source)
     result["findings"] = sort_findings(result["findings"])
-    module.exit_json(changed=False, **result)
+    module.exit_json(changed=False, credential_source=source, **result)
 
 
 if __name__ == "__main__":

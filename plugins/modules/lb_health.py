@@ -16,7 +16,14 @@ description:
   - Findings C(lb.nodes_without_endpoints) (the nodes, the replica count, and the trade-off of C(Cluster)) and
     C(lb.health_probe_mismatch) (the probe disagrees with the API, or gets no answer).
   - Only with O(remediate=cluster), and not in check mode, does it merge-patch C(externalTrafficPolicy) to
-    C(Cluster) on the Services that have nodes without endpoints, re-reading each Service first; C(--diff) shows it.
+    C(Cluster), and only on the Services named in O(remediate_services), at most O(max_patch) of them, and only
+    where switching fixes something that is not expected. Nodes without a local endpoint failing the health
+    check is what C(Local) does by design and is no reason to patch. Reasons are ready endpoints that run only
+    on nodes outside the load balancer pool, or nodes with a ready endpoint that fail the probe.
+  - Each patch re-reads the Service right before and carries the C(resourceVersion) it read. A Service
+    changed in between is refused by the API server (409 Conflict) and reported in RV(failures), not retried.
+    The first failure stops the remediation. The result lists what was patched, what failed and why,
+    and what was not attempted and why. C(--diff) shows each change.
   - The probes go from the host the module runs on (the controller, or a node with C(delegate_to)).
 author:
   - k8snet.triage contributors (!UNKNOWN)
@@ -26,7 +33,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: With O(remediate=cluster), reports what would be patched and patches nothing.
+    details: With O(remediate=cluster), reports what would be patched (after the same re-read) and patches nothing.
   diff_mode:
     support: full
     details: The Service's externalTrafficPolicy before and after the patch.
@@ -60,12 +67,26 @@ options:
     choices: [InternalIP, ExternalIP]
   remediate:
     description:
-      - C(none) only reports. C(cluster) switches C(externalTrafficPolicy) to C(Cluster) on Services with nodes
-        without endpoints (every node then passes the health check; the client source IP is lost and traffic may
-        take an extra hop).
+      - C(none) only reports. C(cluster) switches C(externalTrafficPolicy) to C(Cluster) on the Services of
+        O(remediate_services) that need it (every node then passes the health check; the client source IP is
+        lost and traffic may take an extra hop).
     type: str
     default: none
     choices: [none, cluster]
+  remediate_services:
+    description:
+      - The Services, as C(namespace/name), that O(remediate=cluster) may patch, in this order. Required when
+        O(remediate) is not C(none). They are checked even when O(services) is empty. When O(services) is
+        given, they must be among them.
+    type: list
+    elements: str
+    default: []
+  max_patch:
+    description:
+      - At most this many Services are patched (or, in check mode, would be) in one run. The others are listed
+        in RV(not_attempted).
+    type: int
+    default: 1
 """
 
 EXAMPLES = r"""
@@ -74,10 +95,11 @@ EXAMPLES = r"""
     services: [openshift-ingress/router-default]
   register: lb
 
-- name: Switch to externalTrafficPolicy Cluster (check mode and --diff first)
+- name: Switch the router to externalTrafficPolicy Cluster if its serving nodes fail (check mode and --diff first)
   k8snet.triage.lb_health:
-    services: [openshift-ingress/router-default]
     remediate: cluster
+    remediate_services: [openshift-ingress/router-default]
+    max_patch: 1
 """
 
 RETURN = r"""
@@ -93,10 +115,25 @@ services:
       local_endpoints: {node1: 1, node2: 1}
       probes: {node1: {status: 200, local_endpoints: 1, error: null}, node3: {status: 503, local_endpoints: 0, error: null}}
 patched:
-  description: Services whose policy was (or in check mode would be) switched to Cluster.
+  description: Services whose policy was (or in check mode would be) switched to Cluster, also when a later one failed.
   returned: always
   type: list
   elements: str
+  sample: [a/web]
+failures:
+  description: Services whose patch failed, with the reason and the HTTP status (403, 409 ...). The first failure
+    stops the remediation (the module then fails, still returning RV(patched)).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{service: b/web, status: 403, reason: "RBAC forbids us to patch services b/web ..."}]
+not_attempted:
+  description: Services of O(remediate_services) that were not patched, each with the reason (expected condition,
+    nothing to patch, O(max_patch) reached, the run stopped at a failure).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{service: c/web, reason: "max_patch (1) reached: raise max_patch or run again to patch it"}]
 findings:
   description: Findings (see the collection's findings contract).
   returned: always
@@ -107,18 +144,18 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import lb_health
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, meta, require_kubernetes
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, meta, require_kubernetes, split_ref
+
+MAX_PATCH_LIMIT = 100
 
 
 def select_services(kube, names, namespaces):
     if names:
         found = []
         for ref in names:
-            namespace, sep, name = ref.partition("/")
-            if not sep or not namespace or not name:
-                raise InputError("service %r is not namespace/name" % ref)
+            namespace, name = split_ref(ref)
             svc = kube.get("services", name, namespace)
             if svc is None:
                 raise InputError("Service %s does not exist" % ref)
@@ -130,16 +167,39 @@ def select_services(kube, names, namespaces):
     return [s for s in services if lb_health.is_local_lb(s)]
 
 
-def run(module, kube):
+def remediation_targets(p):
+    """The Services remediation may patch (validated, de-duplicated, in order); [] when not remediating."""
+    if p["remediate"] == "none":
+        return []
+    if not p["remediate_services"]:
+        raise InputError("remediate: %s needs remediate_services, the Services (namespace/name) it may patch; "
+                         "nothing is patched without naming them" % p["remediate"])
+    if not 1 <= p["max_patch"] <= MAX_PATCH_LIMIT:
+        raise InputError("max_patch must be between 1 and %d, not %s" % (MAX_PATCH_LIMIT, p["max_patch"]))
+    targets = []
+    for ref in p["remediate_services"]:
+        split_ref(ref)
+        if ref not in targets:
+            targets.append(ref)
+    outside = [ref for ref in targets if p["services"] and ref not in p["services"]]
+    if outside:
+        raise InputError("remediate_services %s are not among services: add them to services, or leave services "
+                         "empty" % ", ".join(outside))
+    return targets
+
+
+def run(module, kube, targets):
     p = module.params
-    services = select_services(kube, p["services"], p["namespaces"])
+    services = select_services(kube, p["services"] or targets, p["namespaces"])
     nodes = lb_health.pool_nodes(kube.nodes())
     addresses = lb_health.node_ips(nodes, p["address_type"])
-    models, found, patched, diffs = [], [], [], []
+    models, found, reasons = [], [], {}
     for svc in services:
         namespace, name = meta(svc, "namespace"), meta(svc, "name")
+        ref = "%s/%s" % (namespace, name)
         if not lb_health.is_local_lb(svc):
             models.append(lb_health.service_model(svc, {}, {}))
+            reasons[ref] = lb_health.patch_reason(svc, nodes, {}, {})
             continue
         endpoints = lb_health.local_endpoints(kube.endpoint_slices(namespace, service=name))
         port = svc["spec"].get("healthCheckNodePort")
@@ -149,15 +209,11 @@ def run(module, kube):
                 address = addresses[meta(node, "name")]
                 if address:
                     probes[meta(node, "name")] = lb_health.probe(address, port, p["probe_timeout"])
-        svc_found = lb_health.check_service(svc, nodes, endpoints, probes)
-        found.extend(svc_found)
+        found.extend(lb_health.check_service(svc, nodes, endpoints, probes))
         models.append(lb_health.service_model(svc, endpoints, probes))
-        if p["remediate"] == "cluster" and any(f["check"] == "lb.nodes_without_endpoints" for f in svc_found):
-            changed, diff = lb_health.set_cluster_policy(kube, namespace, name, module.check_mode)
-            if changed:
-                patched.append("%s/%s" % (namespace, name))
-                diffs.append(diff)
-    return models, found, patched, diffs
+        reasons[ref] = lb_health.patch_reason(svc, nodes, endpoints, probes)
+    outcome = lb_health.remediate(kube, [(ref,) + reasons[ref] for ref in targets], p["max_patch"], module.check_mode)
+    return models, found, outcome
 
 
 def main():
@@ -169,18 +225,29 @@ def main():
         probe_timeout=dict(type="float", default=2.0),
         address_type=dict(type="str", default="InternalIP", choices=["InternalIP", "ExternalIP"]),
         remediate=dict(type="str", default="none", choices=["none", "cluster"]),
+        remediate_services=dict(type="list", elements="str", default=[]),
+        max_patch=dict(type="int", default=1),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
     try:
         if not 0 < module.params["probe_timeout"] <= 60:
             raise InputError("probe_timeout must be between 0 and 60 seconds, not %s" % module.params["probe_timeout"])
-        models, found, patched, diffs = run(module, Kube(module.params))
+        targets = remediation_targets(module.params)
+        models, found, outcome = run(module, Kube(module.params), targets)
     except TriageError as exc:
         fail_from(module, exc)
-    result = dict(changed=bool(patched), services=models, patched=patched, findings=sort_findings(found))
-    if diffs:
-        result["diff"] = diffs if len(diffs) > 1 else diffs[0]
+    patched = outcome["patched"]
+    result = dict(changed=bool(patched), services=models, patched=patched, failures=outcome["failures"],
+                  not_attempted=outcome["not_attempted"], findings=sort_findings(found))
+    if outcome["diffs"]:
+        result["diff"] = outcome["diffs"] if len(outcome["diffs"]) > 1 else outcome["diffs"][0]
+    if outcome["failures"]:
+        first = outcome["failures"][0]
+        fail_from(module, ChangeError(
+            "lb_health patched %d Service(s)%s, then failed on %s: %s" % (
+                len(patched), " (%s)" % ", ".join(patched) if patched else "", first["service"], first["reason"])),
+            **result)
     module.exit_json(**result)
 
 

@@ -38,8 +38,8 @@ def test_playbook_over_two_clusters(ansible, clusters):
     # what the audit counted is what kubectl sees
     cms = kubectl(a.kubeconfig(), "get", "configmaps", "-A", "-l", "f5type=virtual-server")["items"]
     assert result["clusters"][0]["configmaps"] == len(cms) == 7
-    assert result["clusters"][1] == {"name": "b", "server": b.url, "load_balancer_ports": 1, "configmaps": 1,
-                                     "partitions": ["kubernetes"]}
+    assert result["clusters"][1] == {"name": "b", "server": b.url, "reached": True, "load_balancer_ports": 1,
+                                     "configmaps": 1, "partitions": ["kubernetes"]}
 
 
 def test_one_cluster_one_namespace_is_clean(ansible, clusters):
@@ -48,9 +48,50 @@ def test_one_cluster_one_namespace_is_clean(ansible, clusters):
     assert [(f["check"], f["severity"]) for f in result["findings"]] == [("f5.audit_clean", "ok")]
 
 
+def test_one_unreachable_cluster_keeps_the_findings_of_the_others(ansible, lab, clusters):
+    """Regression: one unreachable cluster made the audit throw away the findings of the clusters it did reach."""
+    a = clusters[0]
+    down = start(lab, "f5_cluster_b/f5.yaml", label="kube-api-f5-down")
+    down_kc, down_url = down.kubeconfig(), down.url
+    down.stop()
+    result = ansible.module("localhost", "f5_configmap_audit", {"clusters": [
+        {"name": "a", "kubeconfig": str(a.kubeconfig())}, {"name": "c", "kubeconfig": str(down_kc)}]})["localhost"]
+    assert result["failed"] is False, result
+    # a's findings (without the shared partition: c could not be compared) plus one finding for c, never ok
+    expected = [x for x in EXPECTED_A if x[0] != "f5.shared_partition"] + [("f5.cluster_unreachable", "cluster c")]
+    assert checks(result["findings"]) == sorted(expected)
+    lost = [f for f in result["findings"] if f["check"] == "f5.cluster_unreachable"][0]
+    assert lost["severity"] == "critical" and lost["evidence"]["server"] == down_url
+    assert lost["evidence"]["error"].startswith("cannot reach the Kubernetes API at %s" % down_url)
+    assert not [f for f in result["findings"] if f["severity"] == "ok"]
+    cms = kubectl(a.kubeconfig(), "get", "configmaps", "-A", "-l", "f5type=virtual-server")["items"]
+    assert [(c["name"], c["reached"], c.get("configmaps")) for c in result["clusters"]] == [("a", True, len(cms)), ("c", False, None)]
+
+
+def test_awx_credential_does_not_redirect_every_cluster(ansible, clusters, monkeypatch):
+    """With AWX's K8S_AUTH_HOST / K8S_AUTH_API_KEY in the environment (cluster b), the entry with its own
+    kubeconfig (cluster a) is still audited on its own server, not b's under a's name."""
+    a, b = clusters
+    monkeypatch.setenv("K8S_AUTH_HOST", b.url)
+    monkeypatch.setenv("K8S_AUTH_API_KEY", b.token)
+    monkeypatch.setenv("K8S_AUTH_SSL_CA_CERT", str(b.certs["ca"]))
+    before_a, before_b = len(a.requests), len(b.requests)
+    result = ansible.module("localhost", "f5_configmap_audit", {"clusters": [
+        {"name": "a", "kubeconfig": str(a.kubeconfig())}, {"name": "b"}]})["localhost"]
+    assert [(c["name"], c["server"]) for c in result["clusters"]] == [("a", a.url), ("b", b.url)]
+    assert checks(result["findings"]) == EXPECTED_A
+    assert len(a.requests) > before_a and len(b.requests) > before_b
+
+
 def test_bad_input(ansible, clusters):
     result = ansible.module("localhost", "f5_configmap_audit", {"clusters": [{"kubeconfig": "/x"}]})["localhost"]
     assert "missing required arguments: name" in result["msg"]
     result = ansible.module("localhost", "f5_configmap_audit",
                             {"clusters": [{"name": "z", "kubeconfig": "/nonexistent"}]})["localhost"]
     assert result["msg"] == "kubeconfig /nonexistent does not exist: give the path of a kubeconfig file"
+    # a wrong option on the second cluster fails before the first one is read
+    before = len(clusters[0].requests)
+    result = ansible.module("localhost", "f5_configmap_audit", {"clusters": [
+        {"name": "a", "kubeconfig": str(clusters[0].kubeconfig())}, {"name": "z", "kubeconfig": "/etc/passwd"}]})["localhost"]
+    assert result["failed"] and result["msg"].startswith("kubeconfig /etc/passwd is not a kubeconfig")
+    assert len(clusters[0].requests) == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import Kube
 
 from tests.kube_api.helpers import kubectl, start
@@ -82,3 +83,158 @@ def test_bad_kubeconfig_and_context(ansible, api, tmp_path):
     assert "kubeconfig /nonexistent/kc does not exist" in _fails(ansible, {"kubeconfig": "/nonexistent/kc"})
     msg = _fails(ansible, {"kubeconfig": str(api.kubeconfig()), "context": "other"})
     assert "cannot load the Kubernetes client configuration" in msg and "context other" in msg
+
+
+# ------------------------------------------------------------------ overrides, names, credentials
+def test_host_and_api_key_beside_a_kubeconfig_are_honoured(lab, api, tmp_path):
+    """Regression: host/api_key beside a kubeconfig were ignored (the client's refresh hook put the
+    kubeconfig's server and token back before each request) while results named the override."""
+    dead = start(lab, "cluster.yaml", label="kube-api-dead")
+    kc = dead.kubeconfig(tmp_path / "kc-dead", token="wrong-token")
+    dead.stop()
+    before = len(api.requests)
+    kube = Kube({"kubeconfig": str(kc), "host": api.url, "api_key": api.token, "ca_cert": str(api.certs["ca"])})
+    assert kube.server == api.url and kube.credential_source == "kubeconfig"
+    assert [n["metadata"]["name"] for n in kube.nodes()] == [n.name for n in lab.nodes]
+    assert kube.version()["gitVersion"].startswith("v1.")
+    assert [r["token"] for r in api.requests[before:]] == [api.token, api.token]
+    # the token alone overrides too (same server as the kubeconfig)
+    kube = Kube({"kubeconfig": str(api.kubeconfig(tmp_path / "kc-wrong", token="wrong-token")), "api_key": api.token})
+    assert len(kube.nodes()) == len(lab.nodes) and api.requests[-1]["token"] == api.token
+
+
+def test_path_segments_are_escaped_and_names_checked(ansible, api):
+    """Regression: a namespace of ../../x sent a GET to another path."""
+    kube = Kube({"kubeconfig": str(api.kubeconfig())})
+    before = len(api.requests)
+    # below the name check, the client quotes the segment: the server sees one escaped segment
+    assert kube.call("list services", "CoreV1Api", "list_namespaced_service", "../../x")["items"] == []
+    sent = api.requests[before]
+    assert sent["path"] == "/api/v1/namespaces/..%2F..%2Fx/services"
+    assert sent["parts"] == ["api", "v1", "namespaces", "../../x", "services"]
+    # the kube layer refuses such names before any request, through a real module run too
+    for call in (lambda: kube.services("../../x"), lambda: kube.get("services", "x", "../../x"),
+                 lambda: kube.get("services", "../../nodes", "web"), lambda: kube.pods("kube-system", node="a,b=c")):
+        with pytest.raises(InputError, match="is not a Kubernetes"):
+            call()
+    result = ansible.module("localhost", "kube_network_facts", {"kubeconfig": str(api.kubeconfig()),
+                                                                "dns_namespace": "../../x", "gather": ["dns_servers"]})["localhost"]
+    assert result["failed"] and result["msg"].startswith("namespace '../../x' is not a Kubernetes namespace name")
+    assert not [r for r in api.requests[before + 1:] if ".." in r["path"]]
+
+
+def test_kubeconfig_that_is_not_one_is_a_clear_error(ansible):
+    """Regression: a kubeconfig pointing at /etc/passwd gave a traceback."""
+    for path, message in (("/etc/passwd", "kubeconfig /etc/passwd is not a kubeconfig: expected a YAML mapping"),
+                          ("/dev/zero", "kubeconfig /dev/zero is not a regular file"),
+                          ("/etc", "kubeconfig /etc is not a regular file")):
+        assert _fails(ansible, {"kubeconfig": path}).startswith(message)
+
+
+def test_awx_environment_alone_reaches_the_api(ansible, api, lab, monkeypatch):
+    """AWX's bearer-token credential injects only K8S_AUTH_HOST / K8S_AUTH_API_KEY (and friends)."""
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+    probe = ansible.module("localhost", "kube_network_facts", {"gather": []})["localhost"]
+    assert probe["failed"] is False and probe["credential_source"] is None
+    monkeypatch.setenv("K8S_AUTH_HOST", api.url)
+    monkeypatch.setenv("K8S_AUTH_API_KEY", api.token)
+    monkeypatch.setenv("K8S_AUTH_SSL_CA_CERT", str(api.certs["ca"]))
+    monkeypatch.setenv("K8S_AUTH_VERIFY_SSL", "true")
+    before = len(api.requests)
+    probe = ansible.module("localhost", "kube_network_facts", {"gather": []})["localhost"]
+    assert probe["credential_source"] == "host" and len(api.requests) == before  # answered without a request
+    result = ansible.module("localhost", "kube_network_facts", {"gather": ["nodes"]})["localhost"]
+    assert result["credential_source"] == "host"
+    theirs = kubectl(api.kubeconfig(), "get", "nodes")["items"]
+    assert [n["name"] for n in result["nodes"]] == sorted(n["metadata"]["name"] for n in theirs)
+    assert {r["token"] for r in api.requests[before:before + 1]} == {api.token}
+    # K8S_AUTH_KUBECONFIG too
+    monkeypatch.delenv("K8S_AUTH_HOST")
+    monkeypatch.delenv("K8S_AUTH_API_KEY")
+    monkeypatch.setenv("K8S_AUTH_KUBECONFIG", str(api.kubeconfig()))
+    result = ansible.module("localhost", "kube_network_facts", {"gather": ["nodes"]})["localhost"]
+    assert result["credential_source"] == "kubeconfig" and len(result["nodes"]) == len(theirs)
+
+
+def test_in_cluster_service_account(api, lab, tmp_path):
+    directory = tmp_path / "serviceaccount"
+    directory.mkdir()
+    (directory / "token").write_text(api.token)
+    (directory / "ca.crt").write_bytes(api.certs["ca"].read_bytes())
+    host, port = api.url[len("https://"):].rsplit(":", 1)
+    environ = {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port, "KUBECONFIG": "/nonexistent"}
+    before = len(api.requests)
+    kube = Kube({}, environ=environ, service_account_dir=str(directory))
+    assert kube.credential_source == "in_cluster" and kube.server == api.url
+    assert len(kube.nodes()) == len(lab.nodes) and api.requests[before]["token"] == api.token
+
+
+# ------------------------------------------------------------------ module_defaults
+# kubernetes.core 5.4.1's own action groups (meta/runtime.yml), for a minimal copy of that collection:
+# enough for Ansible to resolve group/kubernetes.core.k8s.
+KUBERNETES_CORE_RUNTIME = """---
+requires_ansible: '>=2.15.0'
+action_groups:
+  helm: [helm, helm_info, helm_repository]
+  k8s: [k8s, k8s_exec, k8s_info, k8s_log, k8s_scale, k8s_service, k8s_cp, k8s_drain]
+"""
+
+MODULE_DEFAULTS_PLAY = """---
+- name: API options set once for every API module of the collection
+  hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/k8snet.triage.kube:
+      kubeconfig: "{{ kc }}"
+  tasks:
+    - name: Facts
+      k8snet.triage.kube_network_facts:
+        gather: [nodes]
+    - name: LB health
+      k8snet.triage.lb_health:
+        probe: false
+    - name: F5
+      k8snet.triage.f5_configmap_audit:
+    - name: Node status
+      k8snet.triage.node_network_status:
+        cni_namespaces: [kube-system]
+
+- name: kubernetes.core's group does not reach our modules
+  hosts: localhost
+  gather_facts: false
+  module_defaults:
+    group/kubernetes.core.k8s:
+      kubeconfig: "{{ kc }}"
+  tasks:
+    - name: Facts through kubernetes.core's group
+      k8snet.triage.kube_network_facts:
+        gather: [nodes]
+      ignore_errors: true
+      register: other
+"""
+
+
+def test_module_defaults_group(ansible, api, tmp_path, monkeypatch):
+    from tests.integration.conftest import ROOT
+
+    core = tmp_path / "collections" / "ansible_collections" / "kubernetes" / "core" / "meta"
+    core.mkdir(parents=True)
+    (core / "runtime.yml").write_text(KUBERNETES_CORE_RUNTIME)
+    monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", "%s:%s" % (ROOT / "build", tmp_path / "collections"))
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+    playbook = tmp_path / "defaults.yml"
+    playbook.write_text(MODULE_DEFAULTS_PLAY)
+    before = len(api.requests)
+    run = ansible.playbook(playbook, extra_vars={"kc": str(api.kubeconfig())})
+    assert run.rc == 0, run
+    facts = run.result("Facts", "localhost")
+    assert facts["credential_source"] == "kubeconfig" and len(facts["nodes"]) == 3
+    for task in ("LB health", "F5", "Node status"):
+        assert run.results(task=task, host="localhost")[0]["status"] == "ok", task
+    # every module's reads reached the stand-in with the kubeconfig's token
+    sent = api.requests[before:]
+    assert {r["token"] for r in sent} == {api.token}
+    paths = {r["path"] for r in sent}
+    assert {"/api/v1/nodes", "/api/v1/services", "/api/v1/configmaps", "/api/v1/namespaces/kube-system/pods"} <= paths
+    other = run.result("Facts through kubernetes.core's group", "localhost")
+    assert other["msg"].startswith("no Kubernetes API to talk to")

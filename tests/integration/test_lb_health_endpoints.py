@@ -49,19 +49,27 @@ def test_findings_match_probes_and_api(lab, ansible, cluster):
 
 
 def test_remediate_cluster_check_mode_then_real_then_idempotent(lab, ansible, cluster):
+    """node2 holds a ready router but its health check answers 503: the load balancer drops a node that
+    can serve, a reason to switch (node3 without a router alone would not be one)."""
     kc = cluster.kubeconfig()
-    args = {"kubeconfig": str(kc), "services": [SVC], "remediate": "cluster", "probe": False}
+    args = {"kubeconfig": str(kc), "remediate": "cluster", "remediate_services": [SVC]}
     try:
         dry = ansible.module("localhost", "lb_health", args, check=True, diff=True)["localhost"]
-        assert dry["changed"] is True and dry["patched"] == [SVC]
+        assert dry["changed"] is True and dry["patched"] == [SVC] and dry["failures"] == dry["not_attempted"] == []
         assert "externalTrafficPolicy: Cluster" in dry["diff"]["after"]
         assert kubectl(kc, "get", "svc", "-n", "openshift-ingress", "router-default")["spec"]["externalTrafficPolicy"] == "Local"
+        before = len(cluster.requests)
         real = ansible.module("localhost", "lb_health", args, diff=True)["localhost"]
-        assert real["changed"] is True
+        assert real["changed"] is True and real["patched"] == [SVC]
+        # the patch went right after a re-read of the Service
+        calls = [(r["method"], r["path"]) for r in cluster.requests[before:]]
+        path = "/api/v1/namespaces/openshift-ingress/services/router-default"
+        assert calls[-2:] == [("GET", path), ("PATCH", path)]
         spec = kubectl(kc, "get", "svc", "-n", "openshift-ingress", "router-default")["spec"]
         assert spec["externalTrafficPolicy"] == "Cluster" and "healthCheckNodePort" not in spec
         again = ansible.module("localhost", "lb_health", args)["localhost"]
-        assert again["changed"] is False and again["findings"] == []
+        assert again["changed"] is False and again["findings"] == [] and again["patched"] == []
+        assert again["not_attempted"][0]["reason"].startswith("not a LoadBalancer Service with externalTrafficPolicy Local")
     finally:
         svc = cluster.store.get("services", "openshift-ingress", "router-default")
         svc["spec"].update(externalTrafficPolicy="Local", healthCheckNodePort=PORT)
@@ -79,7 +87,123 @@ def test_role_playbook(lab, ansible, cluster):
     ({"services": ["router-default"]}, "service 'router-default' is not namespace/name"),
     ({"services": ["web/nope"]}, "Service web/nope does not exist"),
     ({"probe_timeout": 0}, "probe_timeout must be between 0 and 60 seconds"),
+    ({"remediate": "cluster"}, "remediate: cluster needs remediate_services"),
+    ({"remediate": "cluster", "remediate_services": [SVC], "max_patch": 0}, "max_patch must be between 1 and 100"),
+    ({"remediate": "cluster", "remediate_services": [SVC], "services": ["web/web-cluster"]},
+     "remediate_services openshift-ingress/router-default are not among services"),
+    ({"namespaces": ["../../x"]}, "namespace '../../x' is not a Kubernetes namespace name: a DNS-1123 label"),
+    ({"services": ["../../x/y"]}, "namespace '..' is not a Kubernetes namespace name"),
 ])
 def test_bad_input(ansible, cluster, args, message):
+    before = len(cluster.requests)
     result = ansible.module("localhost", "lb_health", dict(args, kubeconfig=str(cluster.kubeconfig())))["localhost"]
     assert message in result["msg"] and "findings" not in result
+    assert not [r for r in cluster.requests[before:] if r["method"] != "GET" or ".." in r["path"]]
+    svc = kubectl(cluster.kubeconfig(), "get", "svc", "-n", "openshift-ingress", "router-default")
+    assert svc["spec"]["externalTrafficPolicy"] == "Local"
+
+
+# ------------------------------------------------------------------ remediation scope (four Local Services)
+EXCLUDED = "node.kubernetes.io/exclude-from-external-load-balancers"
+LIMITED = "patch-denied-on-b"
+
+
+@pytest.fixture
+def local4(lab):
+    """A fresh API per test: a/web, b/web, c/web serve only from node3 (excluded from the LB pool,
+    a reason to patch); d/web has nodes without a local endpoint (expected, no reason)."""
+    server = start(lab, "cluster.yaml", "lb_local.yaml", label="kube-api-lb4",
+                   tokens={"k8snet-lab-token": {"user": "lab-admin"},
+                           LIMITED: {"user": "system:serviceaccount:ops:lb", "deny": ["patch services b/web"]}})
+    node = server.store.get("nodes", None, "node3")
+    node["metadata"].setdefault("labels", {})[EXCLUDED] = ""
+    server.store.put(node)
+    yield server
+    server.stop()
+
+
+def policies(server):
+    """namespace -> externalTrafficPolicy of its web Service, read with kubectl."""
+    items = kubectl(server.kubeconfig(), "get", "svc", "-A", "-l", "app=web")["items"]
+    return {s["metadata"]["namespace"]: s["spec"]["externalTrafficPolicy"] for s in items}
+
+
+def patches(server, since=0):
+    return [r["path"] for r in server.requests[since:] if r["method"] == "PATCH"]
+
+
+def test_check_mode_names_only_the_listed_services_up_to_the_cap(ansible, local4):
+    """Regression: remediate: cluster in check mode would have flipped 4 of 4 Local Services."""
+    args = {"kubeconfig": str(local4.kubeconfig()), "remediate": "cluster", "probe": False,
+            "remediate_services": ["a/web", "b/web", "d/web"]}
+    result = ansible.module("localhost", "lb_health", args, check=True)["localhost"]
+    assert result["changed"] is True and result["patched"] == ["a/web"] and result["failures"] == []
+    assert [(n["service"], n["reason"].split(":")[0]) for n in result["not_attempted"]] == [
+        ("b/web", "max_patch (1) reached"), ("d/web", "expected with externalTrafficPolicy Local")]
+    # all four were checked (the finding still reports d/web), nothing was sent but reads
+    assert {f["subject"] for f in result["findings"]} == {"a/web", "b/web", "d/web"}
+    assert patches(local4) == [] and policies(local4) == {"a": "Local", "b": "Local", "c": "Local", "d": "Local"}
+    # without naming the Services nothing is patched at all, and the module says why
+    result = ansible.module("localhost", "lb_health", {"kubeconfig": str(local4.kubeconfig()), "remediate": "cluster"},
+                            check=True)["localhost"]
+    assert result["failed"] and "needs remediate_services" in result["msg"]
+
+
+def test_real_run_patches_up_to_the_cap_and_never_the_expected_one(ansible, local4):
+    args = {"kubeconfig": str(local4.kubeconfig()), "remediate": "cluster", "probe": False, "max_patch": 2,
+            "remediate_services": ["d/web", "a/web", "b/web", "c/web"]}
+    result = ansible.module("localhost", "lb_health", args)["localhost"]
+    assert result["patched"] == ["a/web", "b/web"]
+    assert [n["service"] for n in result["not_attempted"]] == ["d/web", "c/web"]
+    assert policies(local4) == {"a": "Cluster", "b": "Cluster", "c": "Local", "d": "Local"}
+    assert patches(local4) == ["/api/v1/namespaces/a/services/web", "/api/v1/namespaces/b/services/web"]
+
+
+def test_partial_progress_on_403_is_returned(ansible, local4):
+    """Regression: lb_health patched a/web, got a 403 on b/web, and returned patched: null."""
+    kc = local4.kubeconfig(local4.workdir / "kc-limited", token=LIMITED)
+    args = {"kubeconfig": str(kc), "remediate": "cluster", "probe": False, "max_patch": 3,
+            "remediate_services": ["a/web", "b/web", "c/web"]}
+    result = ansible.module("localhost", "lb_health", args)["localhost"]
+    assert result["failed"] is True and result["changed"] is True
+    assert result["msg"].startswith("lb_health patched 1 Service(s) (a/web), then failed on b/web: RBAC forbids us to "
+                                    "patch services b/web")
+    assert result["patched"] == ["a/web"]
+    assert [(f["service"], f["status"]) for f in result["failures"]] == [("b/web", 403)]
+    assert result["not_attempted"] == [{"service": "c/web", "reason": "not attempted: the run stopped at the failure on b/web"}]
+    assert policies(local4) == {"a": "Cluster", "b": "Local", "c": "Local", "d": "Local"}
+
+
+def test_patch_carries_the_resource_version_and_a_conflict_is_reported_not_retried(ansible, local4):
+    """Another client rewrites c/web right after every read: the patch, sent with the version read, gets 409."""
+    local4.concurrent_writes.add(("services", "c", "web"))
+    before = len(local4.requests)
+    args = {"kubeconfig": str(local4.kubeconfig()), "remediate": "cluster", "probe": False,
+            "remediate_services": ["c/web"]}
+    result = ansible.module("localhost", "lb_health", args)["localhost"]
+    assert result["failed"] is True and result["patched"] == []
+    assert result["failed"] and result["failures"][0]["status"] == 409
+    assert "conflict" in result["failures"][0]["reason"] and "the object has been modified" in result["failures"][0]["reason"]
+    assert patches(local4, before) == ["/api/v1/namespaces/c/services/web"]  # once, not retried
+    assert policies(local4)["c"] == "Local"
+    local4.concurrent_writes.clear()
+    result = ansible.module("localhost", "lb_health", args)["localhost"]
+    assert result["patched"] == ["c/web"] and policies(local4)["c"] == "Cluster"
+
+
+def test_role_repair_keeps_partial_progress_then_fails(ansible, local4):
+    kc = local4.kubeconfig(local4.workdir / "kc-limited", token=LIMITED)
+    run = ansible.playbook("k8snet.triage.lb_health", extra_vars={
+        "lb_health_kubeconfig": str(kc), "lb_health_remediate": "cluster", "lb_health_probe": False,
+        "lb_health_remediate_services": ["a/web", "b/web"], "lb_health_max_patch": 2})
+    assert run.rc != 0, run
+    kept = run.result("Keep the LB health findings and what the remediation did", "localhost")
+    remediation = kept["ansible_facts"]["lb_health_remediation"]
+    assert remediation["patched"] == ["a/web"] and [f["service"] for f in remediation["failures"]] == ["b/web"]
+    assert run.results(task="Fail when the remediation failed (what it patched before is in lb_health_remediation)")
+    assert policies(local4) == {"a": "Cluster", "b": "Local", "c": "Local", "d": "Local"}
+    # without naming Services the role patches nothing
+    run = ansible.playbook("k8snet.triage.lb_health", extra_vars={
+        "lb_health_kubeconfig": str(local4.kubeconfig()), "lb_health_remediate": "cluster", "lb_health_probe": False})
+    assert run.rc != 0 and "needs remediate_services" in run.stdout
+    assert policies(local4) == {"a": "Cluster", "b": "Local", "c": "Local", "d": "Local"}

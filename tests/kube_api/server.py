@@ -5,8 +5,14 @@ Served: discovery (``/version``, ``/api``, ``/apis``, ``/api/v1``,
 pods, services, configmaps and endpointslices, cluster-wide and per namespace, with
 ``labelSelector``, ``fieldSelector``, ``limit`` and ``continue``; merge-patch of services.
 Bearer tokens: a missing or unknown token is 401, a token whose policy denies a verb on
-a resource is 403 with the API server's wording.  Everything it answers is a real
-Kubernetes JSON shape (lists, Status objects).
+a resource (``"list pods"``, ``"* pods"``) or on one object (``"patch services b/web"``) is 403
+with the API server's wording.  A merge patch that carries ``metadata.resourceVersion`` is
+refused with 409 Conflict when the object has changed since (optimistic concurrency, as the API
+server does); ``StandIn.concurrent_writes`` names objects that "another client" rewrites right
+after each GET of them, so a read-then-patch sees that conflict.  Path segments are
+percent-decoded after the path is split on "/" (so an escaped "/" stays inside its segment);
+``requests`` keeps the raw path as sent.  Everything it answers is a real Kubernetes JSON shape
+(lists, Status objects).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
@@ -34,6 +40,13 @@ def status(code, reason, message, details=None):
     if details:
         body["details"] = details
     return code, body
+
+
+def bearer(header):
+    """The token of an Authorization header; the scheme is case-insensitive, as kube-apiserver reads it
+    (the client's in-cluster loader sends "bearer <token>")."""
+    scheme, dummy, token = header.partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
 
 
 def resource_list(group_version):
@@ -64,26 +77,31 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _auth(self, verb, plural, namespace):
-        header = self.headers.get("Authorization", "")
-        token = header[7:] if header.startswith("Bearer ") else None
+    def _auth(self, verb, plural, namespace, name=None):
+        token = bearer(self.headers.get("Authorization", ""))
         policy = self.server.tokens.get(token) if token else None
         if policy is None:
             return status(401, "Unauthorized", "Unauthorized")
         denied = policy.get("deny", ())
-        if "%s %s" % (verb, plural) in denied or "* %s" % plural in denied:
+        obj = "%s/%s" % (namespace, name) if namespace else name
+        if ("%s %s" % (verb, plural) in denied or "* %s" % plural in denied
+                or (name and "%s %s %s" % (verb, plural, obj) in denied)):
             group = KINDS[PLURALS[plural]][1].rpartition("/")[0] if plural in PLURALS else ""
             scope = 'in the namespace "%s"' % namespace if namespace else "at the cluster scope"
+            what = '%s "%s"' % (plural, name) if name else plural
+            details = {"kind": plural}
+            if name:
+                details["name"] = name
             return status(403, "Forbidden", '%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s" %s'
-                          % (plural, policy.get("user", "lab-user"), verb, plural, group, scope),
-                          {"kind": plural})
+                          % (what, policy.get("user", "lab-user"), verb, plural, group, scope), details)
         return None
 
     def _route(self, method):
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-        parts = [p for p in url.path.split("/") if p]
-        self.server.requests.append({"method": method, "path": url.path, "query": query})
+        parts = [unquote(p) for p in url.path.split("/") if p]
+        self.server.requests.append({"method": method, "path": url.path, "parts": parts, "query": query,
+                                     "token": bearer(self.headers.get("Authorization", ""))})
         if method == "GET":
             if parts == ["version"]:
                 return 200, {"major": "1", "minor": "31", "gitVersion": GIT_VERSION, "platform": "linux/amd64"}
@@ -116,7 +134,7 @@ class Handler(BaseHTTPRequestHandler):
         verb = {"GET": "get" if name else "list", "PATCH": "patch"}.get(method)
         if verb is None or (verb == "patch" and (plural != "services" or not name)):
             return status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
-        denied = self._auth(verb, plural, namespace)
+        denied = self._auth(verb, plural, namespace, name)
         if denied:
             return denied
         store = self.server.store
@@ -137,6 +155,9 @@ class Handler(BaseHTTPRequestHandler):
             return status(404, "NotFound", '%s "%s" not found' % (plural, name),
                           {"name": name, "kind": plural})
         if verb == "get":
+            key = (plural, namespace if namespaced else None, name)
+            if key in self.server.concurrent_writes:
+                store.put(obj)  # another client writes it right after our read: a new resourceVersion
             return 200, obj
         content_type = self.headers.get("Content-Type", "").split(";")[0].strip()
         if content_type not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
@@ -147,6 +168,11 @@ class Handler(BaseHTTPRequestHandler):
             patch = json.loads(self.rfile.read(length) or b"{}")
         except ValueError as exc:
             return status(400, "BadRequest", "error decoding patch: %s" % exc)
+        sent = ((patch.get("metadata") or {}) if isinstance(patch, dict) else {}).get("resourceVersion")
+        if sent is not None and sent != obj["metadata"]["resourceVersion"]:
+            return status(409, "Conflict", 'Operation cannot be fulfilled on %s "%s": the object has been modified; '
+                          "please apply your changes to the latest version and try again" % (plural, name),
+                          {"name": name, "kind": plural})
         patched = merge_patch(obj, patch)
         spec = patched.get("spec") or {}
         if spec.get("externalTrafficPolicy") != "Local":
@@ -177,6 +203,8 @@ class StandIn(object):
         self.httpd = None
         self.thread = None
         self.certs = None
+        # (plural, namespace, name) rewritten by "another client" right after each GET of it
+        self.concurrent_writes = set()
 
     @property
     def url(self):
@@ -194,6 +222,7 @@ class StandIn(object):
         context.load_cert_chain(str(self.certs["cert"]), str(self.certs["key"]))
         httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
         httpd.store, httpd.tokens, httpd.requests = self.store, self.tokens, []
+        httpd.concurrent_writes = self.concurrent_writes
         self.httpd = httpd
         self.thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         self.thread.start()

@@ -81,3 +81,11 @@ def test_additional_property_is_reported_with_its_path():
     assert errors[0][0] == "virtualServer.backend"
     assert "'port' was unexpected" in errors[0][1]
     assert json.dumps(errors)
+
+
+def test_cluster_unreachable_is_critical_and_names_the_cluster():
+    found = f5.cluster_unreachable("b", "https://198.18.0.2:6443", "cannot reach the Kubernetes API at https://198.18.0.2:6443")
+    assert (found["check"], found["severity"], found["subject"]) == ("f5.cluster_unreachable", "critical", "cluster b")
+    assert found["evidence"] == {"cluster": "b", "server": "https://198.18.0.2:6443",
+                                 "error": "cannot reach the Kubernetes API at https://198.18.0.2:6443"}
+    assert "not audited" in found["summary"]

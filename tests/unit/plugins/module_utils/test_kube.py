@@ -5,16 +5,38 @@ import json
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils import kube
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError, ReadError
 
 
-def test_resource_paths():
-    assert kube.resource_path("nodes") == "/api/v1/nodes"
-    assert kube.resource_path("pods", "kube-system") == "/api/v1/namespaces/kube-system/pods"
-    assert kube.resource_path("endpointslices", "web", "x") == "/apis/discovery.k8s.io/v1/namespaces/web/endpointslices/x"
-    assert kube.resource_path("nodes", "ignored", "node1") == "/api/v1/nodes/node1"
-    with pytest.raises(InputError):
-        kube.resource_path("deployments")
+def test_resources_map_to_public_typed_api_methods():
+    import kubernetes.client
+    for plural, (api, namespaced, stem) in kube.RESOURCES.items():
+        cls = getattr(kubernetes.client, api)
+        names = (["list_namespaced_%s" % stem, "list_%s_for_all_namespaces" % stem, "read_namespaced_%s" % stem]
+                 if namespaced else ["list_%s" % stem, "read_%s" % stem])
+        assert all(hasattr(cls, n) for n in names), plural
+    assert hasattr(kubernetes.client.CoreV1Api, "patch_namespaced_service")
+    with pytest.raises(InputError, match="unknown resource"):
+        kube.Kube._resource("deployments")
+
+
+@pytest.mark.parametrize("value", ["../../x", "..", "a/b", "Web", "-a", "a-", "", "a" * 64, "web\n", "a.b", 7, None])
+def test_namespace_must_be_a_dns_label(value):
+    with pytest.raises(InputError, match="is not a Kubernetes namespace name: a DNS-1123 label"):
+        kube.check_namespace(value)
+
+
+def test_names_and_refs():
+    assert kube.check_namespace("kube-system") == "kube-system"
+    assert kube.check_name("node1.example.com") == "node1.example.com"
+    for bad in ("..", "../x", "a/b", "a,b=c", "A", "a" * 254, "x\n"):
+        with pytest.raises(InputError, match="is not a Kubernetes object name"):
+            kube.check_name(bad)
+    assert kube.split_ref("web/a") == ("web", "a")
+    with pytest.raises(InputError, match="service 'a' is not namespace/name"):
+        kube.split_ref("a")
+    with pytest.raises(InputError, match="namespace '..' is not"):
+        kube.split_ref("../../x")
 
 
 def test_describe():
@@ -39,6 +61,11 @@ def test_http_errors_name_the_action():
     err = kube.http_error(404, "", "get services web/a", "https://api")
     assert isinstance(err, ReadError) and err.details["status"] == 404 and err.message.startswith("not found: get services web/a")
     assert "HTTP 500" in kube.http_error(500, "<html>", "list nodes", "https://api").message
+    err = kube.http_error(409, json.dumps({"kind": "Status", "code": 409, "reason": "Conflict", "message":
+                                           'Operation cannot be fulfilled on services "web": the object has been modified'}),
+                          "patch services a/web", "https://api")
+    assert isinstance(err, ChangeError) and err.details["status"] == 409
+    assert err.message.startswith("conflict: the Kubernetes API at https://api refused to patch services a/web (409")
 
 
 def test_object_helpers():
@@ -66,3 +93,111 @@ def test_missing_kubeconfig_is_input_error(tmp_path):
     bad.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
     with pytest.raises(InputError, match="cannot load the Kubernetes client configuration"):
         kube.Kube({"kubeconfig": str(bad), "context": "nope"})
+
+
+def test_auth_spec_env_fallbacks_are_kubernetes_core_names():
+    assert kube.AUTH_ENV == {
+        "kubeconfig": "K8S_AUTH_KUBECONFIG", "context": "K8S_AUTH_CONTEXT", "host": "K8S_AUTH_HOST",
+        "api_key": "K8S_AUTH_API_KEY", "validate_certs": "K8S_AUTH_VERIFY_SSL", "ca_cert": "K8S_AUTH_SSL_CA_CERT",
+        "client_cert": "K8S_AUTH_CERT_FILE", "client_key": "K8S_AUTH_KEY_FILE", "proxy": "K8S_AUTH_PROXY"}
+
+
+def _kubeconfig(path, server="https://198.18.0.1:6443", token="kc-token"):
+    import yaml
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "c", "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "c", "user": {"token": token}}],
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "c"}}]}))
+    return str(path)
+
+
+def _service_account(tmp_path, token="sa-token"):
+    directory = tmp_path / "sa"
+    directory.mkdir()
+    (directory / "token").write_text(token)
+    (directory / "ca.crt").write_text("-----BEGIN CERTIFICATE-----\n")
+    return str(directory)
+
+
+def test_credential_source_order(tmp_path):
+    kc = _kubeconfig(tmp_path / "kc")
+    sa = _service_account(tmp_path)
+    pod = {"KUBERNETES_SERVICE_HOST": "198.18.0.1", "KUBERNETES_SERVICE_PORT": "443", "KUBECONFIG": kc}
+    none = {"KUBECONFIG": str(tmp_path / "absent")}
+    source = kube.credential_source
+    assert source({}, none, sa) is None
+    assert source({"kubeconfig": kc, "host": "https://h", "api_key": "t"}, pod, sa) == "kubeconfig"
+    assert source({"context": "c"}, none, sa) == "kubeconfig"
+    assert source({}, {"K8S_AUTH_KUBECONFIG": kc}, sa) == "kubeconfig"
+    # AWX's bearer-token credential: only K8S_AUTH_HOST / K8S_AUTH_API_KEY in the environment
+    assert source({}, dict(none, K8S_AUTH_HOST="https://h", K8S_AUTH_API_KEY="t"), sa) == "host"
+    assert source({"host": "https://h", "client_cert": "/c", "client_key": "/k"}, pod, sa) == "host"
+    assert source({}, pod, sa) == "in_cluster"
+    assert source({}, dict(pod, KUBERNETES_SERVICE_PORT=""), sa) == "default_kubeconfig"
+    assert source({}, {"KUBECONFIG": "%s:%s" % (tmp_path / "absent", kc)}, sa) == "default_kubeconfig"
+    assert source({"host": "https://h"}, none, sa) == "host"  # anonymous
+    assert source({}, dict(none, K8S_AUTH_HOST=""), sa) is None
+
+
+def test_no_credentials_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match="no Kubernetes API to talk to: set kubeconfig"):
+        kube.configuration({}, {"KUBECONFIG": str(tmp_path / "absent")}, str(tmp_path))
+
+
+@pytest.mark.parametrize("content, message", [
+    (open("/etc/passwd").read(), "is not a kubeconfig: expected a YAML mapping"),
+    ("key: [unclosed", "is not YAML"),
+    ("clusters: x\ncontexts: 3\nusers: []\ncurrent-context: c\n", "it is not a valid kubeconfig"),
+    ("[1, 2]", "is not a kubeconfig"),
+])
+def test_not_a_kubeconfig_is_a_clear_error(tmp_path, content, message):
+    path = tmp_path / "kc"
+    path.write_text(content)
+    with pytest.raises(InputError, match=message):
+        kube.configuration({"kubeconfig": str(path)}, {})
+    with pytest.raises(InputError, match="is not a regular file"):
+        kube.configuration({"kubeconfig": str(tmp_path)}, {})
+
+
+def test_overrides_beside_a_kubeconfig_survive_the_refresh_hook(tmp_path):
+    """The client's kubeconfig loader rewrites host and token before every request (its refresh hook):
+    the explicit options must still be what is sent."""
+    kc = _kubeconfig(tmp_path / "kc")
+    ca = tmp_path / "ca.pem"
+    ca.write_text("x")
+    config, source = kube.configuration({"kubeconfig": kc, "host": "https://198.18.0.9:6443/", "api_key": "override",
+                                         "ca_cert": str(ca), "validate_certs": True}, {})
+    assert source == "kubeconfig"
+    for dummy in range(2):
+        assert config.auth_settings()["BearerToken"]["value"] == "Bearer override"
+        assert config.host == "https://198.18.0.9:6443"
+        assert config.ssl_ca_cert == str(ca) and config.verify_ssl is True
+    # without overrides the kubeconfig's values are used
+    config, source = kube.configuration({"kubeconfig": kc}, {})
+    assert config.auth_settings()["BearerToken"]["value"].lower() == "bearer kc-token"
+    assert config.host == "https://198.18.0.1:6443"
+
+
+def test_env_fallbacks_and_in_cluster(tmp_path):
+    config, source = kube.configuration({}, {"K8S_AUTH_HOST": "https://198.18.0.7:6443", "K8S_AUTH_API_KEY": "awx",
+                                             "K8S_AUTH_VERIFY_SSL": "false", "KUBECONFIG": str(tmp_path / "x")})
+    assert source == "host" and config.host == "https://198.18.0.7:6443" and config.verify_ssl is False
+    assert config.auth_settings()["BearerToken"]["value"] == "Bearer awx"
+    sa = _service_account(tmp_path, "pod-token")
+    pod = {"KUBERNETES_SERVICE_HOST": "198.18.0.1", "KUBERNETES_SERVICE_PORT": "6443"}
+    config, source = kube.configuration({}, pod, sa)
+    assert source == "in_cluster" and config.host == "https://198.18.0.1:6443"
+    assert config.auth_settings()["BearerToken"]["value"] == "bearer pod-token"
+    assert config.ssl_ca_cert == sa + "/ca.crt"
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"host": "198.18.0.1:6443"}, "host '198.18.0.1:6443' is not the URL of an API server"),
+    ({"host": "https://h", "validate_certs": "maybe"}, "validate_certs 'maybe' is not a boolean"),
+    ({"host": "https://h", "ca_cert": "/nonexistent/ca"}, "ca_cert /nonexistent/ca does not exist"),
+    ({"host": "https://h", "proxy": "proxy:3128"}, "proxy 'proxy:3128' is not a proxy URL"),
+])
+def test_bad_overrides(params, message):
+    with pytest.raises(InputError, match=message):
+        kube.configuration(params, {})

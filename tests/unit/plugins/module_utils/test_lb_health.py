@@ -68,3 +68,98 @@ def test_only_local_load_balancers_and_pool_nodes():
     excluded = dict(NODES[0], metadata=dict(NODES[0]["metadata"], labels={"node.kubernetes.io/exclude-from-external-load-balancers": ""}))
     assert [n["metadata"]["name"] for n in lb.pool_nodes([excluded] + NODES[1:])] == ["node2", "node3"]
     assert lb.node_ips(NODES)["node2"] == "198.18.0.12"
+
+
+# ------------------------------------------------------------------ remediation
+LOCAL4 = objects("cluster.yaml", "lb_local.yaml")
+EXCLUDED = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+
+def _pool():
+    nodes = []
+    for node in of_kind(LOCAL4, "Node"):
+        if node["metadata"]["name"] == "node3":
+            node = dict(node, metadata=dict(node["metadata"], labels=dict(node["metadata"].get("labels") or {}, **{EXCLUDED: ""})))
+        nodes.append(node)
+    return lb.pool_nodes(nodes)
+
+
+def _reason(namespace, probes=None):
+    svc = [s for s in of_kind(LOCAL4, "Service") if s["metadata"]["namespace"] == namespace][0]
+    slices = [s for s in of_kind(LOCAL4, "EndpointSlice") if s["metadata"]["namespace"] == namespace]
+    return lb.patch_reason(svc, _pool(), lb.local_endpoints(slices), probes or {})
+
+
+def test_expected_condition_is_no_reason_to_patch():
+    reason, why = _reason("d")
+    assert reason is None and why.startswith("expected with externalTrafficPolicy Local: 1 of 2 nodes")
+    # the finding itself says so
+    svc = [s for s in of_kind(LOCAL4, "Service") if s["metadata"]["namespace"] == "d"][0]
+    found = lb.check_service(svc, _pool(), {"node1": 1}, {})
+    assert found[0]["severity"] == "warning" and found[0]["evidence"]["expected"] is True
+    assert "(expected with externalTrafficPolicy Local)" in found[0]["summary"]
+
+
+def test_reasons_to_patch():
+    reason, why = _reason("a")
+    assert why is None and reason.startswith("its ready endpoints run only on nodes outside the load balancer pool")
+    # serving nodes that fail the probe
+    eps = lb.local_endpoints(SLICES)
+    probes = {"node1": probe(200, OK_BODY), "node2": probe(503, NONE_BODY), "node3": probe(503, NONE_BODY)}
+    reason, why = lb.patch_reason(ROUTER, NODES, eps, probes)
+    assert reason.startswith("1 node(s) with a ready endpoint fail the health check (node2)")
+    # no endpoint at all, or not Local: no reason
+    assert lb.patch_reason(ROUTER, NODES, {}, {})[1].startswith("no ready endpoint on any node")
+    cluster = dict(ROUTER, spec=dict(ROUTER["spec"], externalTrafficPolicy="Cluster"))
+    assert lb.patch_reason(cluster, NODES, eps, {})[1].startswith("not a LoadBalancer Service with externalTrafficPolicy Local")
+
+
+class FakeKube(object):
+    """Services by namespace/name; ``deny`` maps a ref to the error its patch raises."""
+
+    def __init__(self, deny=None):
+        self.services = dict(("%s/web" % s["metadata"]["namespace"], json.loads(json.dumps(s)))
+                             for s in of_kind(LOCAL4, "Service"))
+        for number, svc in enumerate(self.services.values()):
+            svc["metadata"]["resourceVersion"] = str(2001 + number)
+        self.deny = deny or {}
+        self.calls = []
+
+    def get(self, plural, name, namespace):
+        self.calls.append(("get", "%s/%s" % (namespace, name)))
+        return self.services.get("%s/%s" % (namespace, name))
+
+    def merge_patch(self, plural, name, namespace, patch, resource_version=None):
+        ref = "%s/%s" % (namespace, name)
+        self.calls.append(("patch", ref, resource_version))
+        if ref in self.deny:
+            raise self.deny[ref]
+        self.services[ref]["spec"].update(patch["spec"])
+
+
+def _targets(*namespaces):
+    return [("%s/web" % ns,) + _reason(ns) for ns in namespaces]
+
+
+def test_only_named_services_up_to_the_cap_in_check_mode():
+    kube = FakeKube()
+    out = lb.remediate(kube, _targets("a", "b", "d"), 1, check_mode=True)
+    assert out["patched"] == ["a/web"] and out["failures"] == []
+    assert out["not_attempted"] == [
+        {"service": "b/web", "reason": "max_patch (1) reached: raise max_patch or run again to patch it"},
+        {"service": "d/web", "reason": _reason("d")[1]}]
+    assert [c for c in kube.calls if c[0] == "patch"] == []
+    assert "resourceVersion: " in out["diffs"][0]["before"]
+
+
+def test_partial_progress_is_returned_and_the_rest_listed():
+    from ansible_collections.k8snet.triage.plugins.module_utils.kube import http_error
+    kube = FakeKube(deny={"b/web": http_error(403, '{"message": "services \\"web\\" is forbidden"}', "patch services b/web", "https://api")})
+    out = lb.remediate(kube, _targets("a", "b", "c"), 3, check_mode=False)
+    assert out["patched"] == ["a/web"]
+    assert out["failures"] == [{"service": "b/web", "status": 403, "reason": kube.deny["b/web"].message}]
+    assert out["not_attempted"] == [{"service": "c/web", "reason": "not attempted: the run stopped at the failure on b/web"}]
+    # each patch carried the resourceVersion read right before it
+    assert kube.calls == [("get", "a/web"), ("patch", "a/web", "2001"), ("get", "b/web"), ("patch", "b/web", "2002")]
+    assert kube.services["a/web"]["spec"]["externalTrafficPolicy"] == "Cluster"
+    assert kube.services["c/web"]["spec"]["externalTrafficPolicy"] == "Local"
