@@ -304,6 +304,26 @@ class Netlink(object):
             out.extend(parse_neighbors(self._ip_json([family, "neigh", "show", "nud", "all"])))
         return out
 
+    def neighbor(self, address, interface):
+        """The neighbor entry of ``address`` on ``interface`` read now (None when there is none,
+        or the device is gone): the re-read right before a delete."""
+        if self.name == "pyroute2":
+            self._names = None  # a device may have come or gone since the last read
+            found = [n for n in self.neighbors() if n["address"] == address and n["interface"] == interface]
+            return found[0] if found else None
+        flag = "-%d" % family_of(address)
+        rc, out, err = self.ip.run(["-json", flag, "neigh", "show", "to", address, "dev", interface, "nud", "all"],
+                                   check=False)
+        if rc != 0:
+            if "Cannot find device" in err:
+                return None
+            raise ReadError("`ip neigh show to %s dev %s` failed with exit code %d: %s"
+                            % (address, interface, rc, (err or out).strip()))
+        found = [n for n in parse_neighbors(out) if n["address"] == address]
+        if found:
+            found[0]["interface"] = found[0]["interface"] or interface  # ip omits dev when filtering by it
+        return found[0] if found else None
+
     @property
     def route_reader(self):
         """The reader of route dumps: ``ip -json`` unless pyroute2 was asked for by name
@@ -357,7 +377,11 @@ class Netlink(object):
     def delete_neighbor(self, address, interface):
         """Delete exactly one neighbor entry (address + device)."""
         if self.name == "pyroute2":
+            self._names = None  # the index of a device that is gone must not be reused
             index = dict((v, k) for k, v in self._ifnames().items()).get(interface)
+            if index is None:
+                raise ChangeError("deleting the neighbor entry %s dev %s failed: the device %s does not exist (any more)"
+                                  % (address, interface, interface))
             try:
                 self.ipr.neigh("del", dst=address, ifindex=index, family=10 if family_of(address) == 6 else 2)
             except NetlinkError as exc:
