@@ -12,27 +12,18 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import macs_by_name, require_interface
+from ansible_collections.k8snet.triage.plugins.module_utils.macs import is_locally_administered, normalize_mac
 
-MAC_RE = re.compile(r"^[0-9a-f]{2}([:-]?)[0-9a-f]{2}(\1[0-9a-f]{2}){4}$", re.IGNORECASE)
 # Entries the kernel or a CNI manages: never deleted unless force (safety.md).
 PROTECTED_STATES = ("PERMANENT", "NOARP")
 PROTECTED_FLAGS = ("extern_learn", "managed")
 UNRESOLVED_STATES = ("FAILED", "INCOMPLETE")
 OUI_FILES = ("/usr/share/ieee-data/oui.txt", "/usr/share/hwdata/oui.txt", "/usr/share/misc/oui.txt",
              "/var/lib/ieee-data/oui.txt")
-
-
-def normalize_mac(value):
-    """'02-DE-AD-00-BE-EF' / '02dead00beef' -> '02:de:ad:00:be:ef'; raise InputError if malformed."""
-    text = str(value).strip()
-    if not MAC_RE.match(text):
-        raise InputError("%r is not a MAC address (expected six hex pairs like 02:de:ad:00:be:ef)" % (value,))
-    digits = re.sub(r"[^0-9a-f]", "", text.lower())
-    return ":".join(digits[i:i + 2] for i in range(0, 12, 2))
 
 
 def normalize_address(value, option="addresses"):
@@ -61,15 +52,14 @@ def validate(addresses, expected, interface, links):
             raise InputError("expected[%s]: %s" % (key, exc.message))
         if address not in wanted:
             wanted.append(address)
-    if interface and interface not in [link["ifname"] for link in links]:
-        raise InputError("interface %r does not exist on this host; its interfaces are: %s"
-                         % (interface, ", ".join(sorted(link["ifname"] for link in links))))
+    if interface:
+        require_interface(interface, links)
     return wanted, macs
 
 
 def local_bindings(addresses, host_addresses, links):
     """Which of ``addresses`` this host holds itself, with the interface's MAC (so we learn a VIP's owner)."""
-    macs = dict((link["ifname"], link["mac"]) for link in links)
+    macs = macs_by_name(links)
     out = []
     for item in host_addresses:
         if item["address"] in addresses:
@@ -279,7 +269,7 @@ def vendor(mac):
     """The vendor registered for a MAC's OUI (netaddr's registry, else the system's oui.txt); None if unknown."""
     if not mac:
         return None
-    if int(mac.split(":")[0], 16) & 0x02:
+    if is_locally_administered(mac):
         return None  # locally administered: no registered vendor
     try:
         from netaddr import EUI  # optional on nodes
@@ -309,7 +299,7 @@ def vendor(mac):
 def probe_requests(addresses, local, links, netlink, interface=None):
     """ARP probes for the IPv4 addresses: out of ``interface``, the interface holding the
     address (we own it: only rival claimants answer), or the one the route to it uses."""
-    macs = dict((link["ifname"], link["mac"]) for link in links)
+    macs = macs_by_name(links)
     held = dict((item["address"], item["interface"]) for item in local)
     requests = []
     for address in addresses:

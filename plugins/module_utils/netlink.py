@@ -8,7 +8,7 @@ Two readers fill the same models: pyroute2 (netlink, when importable on the node
 and ``ip -json`` (iproute2, always on a Kubernetes node).  The models follow the
 field names of ``ip -json`` because that is what operators already read:
 
-link      {"ifindex", "ifname", "mac", "operstate", "up", "kind"}
+link      {"ifindex", "ifname", "mac", "operstate", "up", "kind"} (interfaces.py: the link model and its readers)
 address   {"address", "prefixlen", "family", "interface", "scope"}
 neighbor  {"address", "family", "interface", "mac", "state": [NUD names], "flags": [..]}
 route     {"dst" (always a CIDR), "family", "type", "gateway", "dev", "protocol",
@@ -33,6 +33,7 @@ import re
 
 from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import from_pyroute2_link, names_by_index, parse_links
 
 try:
     from pyroute2 import IPRoute
@@ -90,21 +91,6 @@ def _decode_bits(value, table):
 
 
 # ----------------------------------------------------------------- ip -json
-
-
-def parse_links(text):
-    out = []
-    for item in json.loads(text or "[]"):
-        flags = item.get("flags", [])
-        out.append({
-            "ifindex": item.get("ifindex"),
-            "ifname": item.get("ifname"),
-            "mac": item.get("address"),
-            "operstate": item.get("operstate", "UNKNOWN"),
-            "up": "UP" in flags,
-            "kind": (item.get("linkinfo") or {}).get("info_kind"),
-        })
-    return out
 
 
 def parse_addresses(text):
@@ -166,17 +152,6 @@ def parse_routes(text, family=None):
 
 
 # ----------------------------------------------------------------- pyroute2
-
-
-def _from_pyroute2_link(msg):
-    return {
-        "ifindex": msg["index"],
-        "ifname": msg.get_attr("IFLA_IFNAME"),
-        "mac": msg.get_attr("IFLA_ADDRESS"),
-        "operstate": msg.get_attr("IFLA_OPERSTATE") or "UNKNOWN",
-        "up": bool(msg["flags"] & 0x1),
-        "kind": (msg.get_attr("IFLA_LINKINFO") or {}).get_attr("IFLA_INFO_KIND") if msg.get_attr("IFLA_LINKINFO") else None,
-    }
 
 
 def _from_pyroute2_address(msg, names):
@@ -243,6 +218,7 @@ class Netlink(object):
     """Read links, addresses, neighbors and routes with pyroute2 or ip -json.
 
     ``reader`` is ``auto`` (pyroute2 when importable), ``pyroute2`` or ``iproute2``.
+    A context manager: ``with Netlink(module) as netlink:`` closes the netlink socket it opened.
     """
 
     def __init__(self, module, reader="auto"):
@@ -275,17 +251,24 @@ class Netlink(object):
             self._ipr.close()
             self._ipr = None
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        self.close()
+        return False
+
     def _ip_json(self, args):
         return self.ip.run(["-json"] + list(args))[1]
 
     def _ifnames(self):
         if self._names is None:
-            self._names = dict((link["ifindex"], link["ifname"]) for link in self.links())
+            self._names = names_by_index(self.links())
         return self._names
 
     def links(self):
         if self.name == "pyroute2":
-            return [_from_pyroute2_link(m) for m in self.ipr.get_links()]
+            return [from_pyroute2_link(m) for m in self.ipr.get_links()]
         return parse_links(self._ip_json(["-details", "link", "show"]))
 
     def addresses(self):

@@ -233,15 +233,11 @@ def main():
     )
     argument_spec.update(NETLINK_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    netlink = None
     try:
-        netlink = Netlink(module, module.params["reader"])
-        result = arp_check(netlink, probe, module.params, module.check_mode)
+        with Netlink(module, module.params["reader"]) as netlink:
+            result = arp_check(netlink, probe, module.params, module.check_mode)
     except TriageError as exc:
         fail_from(module, exc)
-    finally:
-        if netlink is not None:
-            netlink.close()
     module.exit_json(**result)
 
 
