@@ -14,7 +14,7 @@ import ipaddress
 import os
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import macs_by_name, require_interface
 from ansible_collections.k8snet.triage.plugins.module_utils.macs import is_locally_administered, normalize_mac
 
@@ -221,8 +221,9 @@ class FlushIncomplete(ChangeError):
     """A flush stopped halfway; ``details`` say what was deleted, kept, failed and not attempted."""
 
     def __init__(self, cause, flushed, kept, failed, rest):
-        message = "flushing the stale neighbor entries stopped halfway: %s. %s" % (cause.message, progress_text(
-            flushed, failed, rest))
+        message = "flushing the stale neighbor entries %s: %s. %s" % (
+            "stopped halfway" if flushed else "failed before any was deleted", cause.message,
+            progress_text(flushed, failed, rest))
         super(FlushIncomplete, self).__init__(message, flushed=flushed, kept=kept, flush_failed=failed,
                                               not_attempted=rest, changed=bool(flushed))
         self.cause = cause
@@ -246,9 +247,9 @@ def flush_failed_finding(exc):
         "the flush stopped halfway: %d entr%s deleted, deleting %s dev %s failed, %d not attempted" % (
             len(details["flushed"]), "y" if len(details["flushed"]) == 1 else "ies", failed["address"],
             failed["interface"], len(details["not_attempted"])),
-        {"error": failed["error"], "deleted": [describe(e) for e in details["flushed"]],
+        {"error": failed["error"], "deleted": sample(describe(e) for e in details["flushed"]),
          "failed": [describe(e) for e in details["flush_failed"]],
-         "not_attempted": [describe(e) for e in details["not_attempted"]]},
+         "not_attempted": sample(describe(e) for e in details["not_attempted"])},
         "Fix the cause named in the error, then run arp_check flush=stale again: it re-reads the entries and "
         "deletes only those still stale (the deleted ones re-resolve by themselves).")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils import interfaces, neighbors, netlink
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError, ReadError
 
 CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "neigh_capture.json").read_text())
 ENTRIES = netlink.parse_neighbors(CAPTURE["ip_json_v4"]) + netlink.parse_neighbors(CAPTURE["ip_json_v6"])
@@ -319,3 +319,14 @@ def test_diff_shows_the_removed_line():
 def test_vendor_of_a_registered_oui_and_none_for_local():
     assert neighbors.vendor("02:18:00:00:00:01") is None
     assert "Intel" in (neighbors.vendor("00:1b:21:00:00:01") or "")
+
+
+def test_failure_before_any_delete_says_so_and_keeps_the_privilege_hint():
+    entries = stale_pair()
+    error = PrivilegeError("deleting the neighbor entry 198.18.0.201 dev eth0 was refused (Operation not permitted): "
+                           "CAP_NET_ADMIN is needed, run the task with become: true")
+    with pytest.raises(neighbors.FlushIncomplete) as err:
+        neighbors.apply_flush(FakeNetlink(entries, fail={("198.18.0.201", "eth0"): error}), entries, check_mode=False)
+    assert err.value.message.startswith("flushing the stale neighbor entries failed before any was deleted")
+    assert "become: true" in err.value.message and err.value.details["changed"] is False
+    assert len(err.value.details["not_attempted"]) == 2
