@@ -15,6 +15,9 @@ description:
     owner's name in C(item) and the VIPs it holds in C(local)) and returns, for each VIP, its
     owners, the true MAC when exactly one owner holds it, and findings for VIPs that nobody
     holds or that several owners hold.
+  - An owner that is unreachable or whose module failed (for example no usable Python) becomes an
+    C(arp.owner_unreachable) warning, and a VIP that no reachable owner holds while some owners could
+    not be checked is C(arp.vip_owner_unknown), not C(arp.vip_unowned).
 options:
   _input:
     description: The C(results) list of the looped, registered arp_check task.
@@ -45,6 +48,19 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
 
 
+def _not_checked(item):
+    """Why an owner's result holds no answer (unreachable, or the module failed), else None.
+
+    The owner task runs with ``failed_when: false``, so a failed module (no usable Python, a
+    missing tool) shows as not failed: a result without ``local`` is one that did not answer.
+    """
+    if item.get("unreachable"):
+        return "unreachable"
+    if item.get("failed") or item.get("skipped") or "local" not in item:
+        return "failed"
+    return None
+
+
 def vip_owners(results, vips):
     if not isinstance(results, list):
         raise AnsibleFilterError("vip_owners expects the results list of a looped arp_check task")
@@ -52,24 +68,47 @@ def vip_owners(results, vips):
     unreachable = []
     for item in results:
         node = item.get("item") or item.get("_ansible_delegated_vars", {}).get("ansible_host")
-        if item.get("failed") or item.get("unreachable"):
-            unreachable.append({"node": node, "msg": item.get("msg", "")})
+        status = _not_checked(item)
+        if status:
+            unreachable.append({"node": node, "status": status, "msg": item.get("msg", "")})
             continue
         for bound in item.get("local", []):
             owners.setdefault(bound["address"], []).append(
                 {"node": node, "interface": bound["interface"], "mac": bound["mac"]})
     expected, findings = {}, []
+    for owner in unreachable:
+        findings.append(finding(
+            "arp.owner_unreachable", "warning", "L2", owner["node"],
+            "owner node %s could not be checked (%s): a VIP it holds has no known true MAC" % (
+                owner["node"], owner["status"]),
+            {"status": owner["status"], "msg": owner["msg"]},
+            "Make %s reachable with a usable Python, or leave it out of the owners group; until then the "
+            "probe results show which MACs answer for the VIPs." % owner["node"]))
+    not_checked = [owner["node"] for owner in unreachable]
     for vip, holders in owners.items():
         macs = sorted(set(h["mac"] for h in holders))
         if len(macs) == 1:
             expected[vip] = macs[0]
+        elif not holders and not_checked:
+            findings.append(finding(
+                "arp.vip_owner_unknown", "warning", "L2", vip,
+                "no reachable owner node holds %s, and %d owner node%s could not be checked (%s): whether it is "
+                "unowned is unknown, and caches were not compared with an owner" % (
+                    vip, len(not_checked), "" if len(not_checked) == 1 else "s", ", ".join(not_checked)),
+                {"owners_checked": [r.get("item") for r in results], "unreachable": unreachable},
+                "Reach the owner nodes listed above (SSH, Python) and run again; the probe results show which "
+                "MACs answer for %s meanwhile." % vip))
         elif not holders:
             findings.append(finding(
                 "arp.vip_unowned", "critical", "L2", vip,
-                "no owner node holds %s, so the true MAC is unknown: caches were not compared with an owner" % vip,
+                "no owner node holds %s, so the true MAC is unknown: caches were not compared with an owner" % vip
+                if results else
+                "no owner node was checked for %s (the owners group is empty): caches were not compared with an "
+                "owner" % vip,
                 {"owners_checked": [r.get("item") for r in results], "unreachable": unreachable},
                 "Check the VIP manager (keepalived / kube-vip) on the control-plane nodes; the probe results "
-                "show which MACs answer for it."))
+                "show which MACs answer for it." if results else
+                "Set stale_arp_owners_group to the inventory group of the nodes that can hold the VIPs."))
         else:
             findings.append(finding(
                 "arp.ip_conflict", "critical", "L2", vip,

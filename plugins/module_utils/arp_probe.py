@@ -2,7 +2,8 @@
 # Copyright (c) 2026, k8snet.triage contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""ARP probing on a raw packet socket (stdlib only; needs CAP_NET_RAW).
+"""ARP frames and raw packet sockets (the one home for both), and ARP probing (stdlib only;
+needs CAP_NET_RAW).
 
 All requests of one interface go out together and every reply is collected until the
 timeout, so several addresses cost one timeout, and every MAC that answers one address is
@@ -21,13 +22,13 @@ Probing must not change any neighbor cache, ours or theirs:
 from __future__ import annotations
 
 import errno
-import os
 import select
 import socket
 import struct
 import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.macs import mac_bytes, mac_text, random_local_mac
 
 ETH_P_ARP = 0x0806
 SOL_PACKET = 263
@@ -39,26 +40,12 @@ PACKET_OUTGOING = 4
 BROADCAST = b"\xff" * 6
 
 
-def mac_bytes(mac):
-    return bytes(bytearray(int(part, 16) for part in mac.split(":")))
-
-
-def mac_text(raw):
-    return ":".join("%02x" % b for b in bytearray(raw))
-
-
-def throwaway_mac():
-    """A random locally administered unicast MAC for the probes' sender hardware address."""
-    raw = bytearray(os.urandom(6))
-    raw[0] = (raw[0] & 0xFC) | 0x02
-    return mac_text(bytes(raw))
-
-
-def build_request(eth_src, sender_mac, target_ip):
-    """A broadcast RFC 5227 ARP probe for ``target_ip`` (sender IP 0.0.0.0)."""
+def build_request(eth_src, sender_mac, target_ip, sender_ip="0.0.0.0"):
+    """A broadcast ARP request for ``target_ip``: an RFC 5227 probe (sender IP 0.0.0.0) unless
+    ``sender_ip`` is given (then an ordinary who-has, as the kernel sends it)."""
     eth = BROADCAST + mac_bytes(eth_src) + struct.pack("!H", ETH_P_ARP)
     arp = struct.pack("!HHBBH", 1, 0x0800, 6, 4, ARPOP_REQUEST)
-    arp += mac_bytes(sender_mac) + b"\x00" * 4 + b"\x00" * 6 + socket.inet_aton(target_ip)
+    arp += mac_bytes(sender_mac) + socket.inet_aton(sender_ip) + b"\x00" * 6 + socket.inet_aton(target_ip)
     return eth + arp
 
 
@@ -74,7 +61,25 @@ def parse_reply(frame, sender_mac=None):
     return socket.inet_ntoa(frame[28:32]), mac_text(frame[22:28])
 
 
-def _promiscuous(sock, interface):
+def open_socket(interface, denied):
+    """A raw packet socket for ARP bound to ``interface``.  ``denied`` is the message of the
+    PrivilegeError raised when CAP_NET_RAW is missing (it names what the caller was doing)."""
+    try:
+        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ARP))
+    except OSError as exc:
+        if exc.errno in (errno.EPERM, errno.EACCES):
+            raise PrivilegeError(denied)
+        raise ReadError("could not open a packet socket on %s: %s" % (interface, exc))
+    try:
+        sock.bind((interface, ETH_P_ARP))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def promiscuous(sock, interface):
+    """Receive frames addressed to any MAC on ``interface`` for the socket's lifetime."""
     mreq = struct.pack("iHH8s", socket.if_nametoindex(interface), PACKET_MR_PROMISC, 0, b"")
     sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
 
@@ -86,23 +91,17 @@ def probe(requests, timeout):
     {target: [mac, ...]} in the order the answers came (duplicates removed).
     """
     answers = dict((r["target"], []) for r in requests)
-    sender = throwaway_mac()
+    sender = random_local_mac()
     by_interface = {}
     for request in requests:
         by_interface.setdefault(request["interface"], []).append(request)
     sockets = []
     try:
         for interface, items in by_interface.items():
-            try:
-                sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ARP))
-            except (PermissionError, OSError) as exc:
-                if getattr(exc, "errno", None) in (errno.EPERM, errno.EACCES):
-                    raise PrivilegeError("ARP probing needs CAP_NET_RAW (a raw packet socket on %s was refused): "
-                                         "run the task with become: true, or set probe: false" % interface)
-                raise ReadError("could not open a packet socket on %s: %s" % (interface, exc))
+            sock = open_socket(interface, "ARP probing needs CAP_NET_RAW (a raw packet socket on %s was refused): "
+                                          "run the task with become: true, or set probe: false" % interface)
             sockets.append(sock)
-            sock.bind((interface, ETH_P_ARP))
-            _promiscuous(sock, interface)
+            promiscuous(sock, interface)
             sock.setblocking(False)
             for request in items:
                 sock.send(build_request(request["src_mac"], sender, request["target"]))

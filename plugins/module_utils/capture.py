@@ -29,6 +29,8 @@ import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import names_by_index, read_sysfs_links
+from ansible_collections.k8snet.triage.plugins.module_utils.macs import mac_text
 from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 
 PROTOCOLS = ("any", "tcp", "udp", "icmp", "arp")
@@ -84,10 +86,6 @@ def validate_bounds(duration, max_packets):
 # ------------------------------------------------------------------ pcap reader (pure)
 
 
-def _mac(raw):
-    return ":".join("%02x" % b for b in bytearray(raw))
-
-
 def _l3(ethertype, data, pkt):
     if ethertype == 0x0800 and len(data) >= 20:
         ihl = (data[0] & 0x0F) * 4
@@ -103,7 +101,7 @@ def _l3(ethertype, data, pkt):
         op = struct.unpack("!H", data[6:8])[0]
         pkt.update(proto="arp", arp_op={1: "request", 2: "reply"}.get(op, str(op)),
                    src=socket.inet_ntop(socket.AF_INET, data[14:18]), dst=socket.inet_ntop(socket.AF_INET, data[24:28]),
-                   sender_mac=_mac(data[8:14]))
+                   sender_mac=mac_text(data[8:14]))
     return pkt
 
 
@@ -157,7 +155,7 @@ def parse_pcap(data, names=None, local_macs=None):
             _l3(ethertype, frame[16:], pkt)
         elif linktype == LINKTYPE_ETHERNET and len(frame) >= 14:
             ethertype = struct.unpack("!H", frame[12:14])[0]
-            pkt["direction"] = "out" if _mac(frame[6:12]) in local_macs else "in"
+            pkt["direction"] = "out" if mac_text(frame[6:12]) in local_macs else "in"
             _l3(ethertype, frame[14:], pkt)
         packets.append(pkt)
     return linktype, packets
@@ -203,17 +201,6 @@ def summarize(packets, interfaces, first=10, max_flows=50):
 
 
 # ------------------------------------------------------------------ reader (node side)
-
-
-def interface_indexes(sysfs="/sys/class/net"):
-    out = {}
-    for name in sorted(os.listdir(sysfs)):
-        try:
-            with open(os.path.join(sysfs, name, "ifindex")) as handle:
-                out[int(handle.read().strip())] = name
-        except (IOError, OSError, ValueError):
-            continue
-    return out
 
 
 def has_cap_net_raw(status_path="/proc/self/status"):
@@ -285,8 +272,7 @@ class Capture(object):
         out = {}
         if not addresses:
             return out
-        link = Netlink(self.module)
-        try:
+        with Netlink(self.module) as link:
             for address in addresses:
                 try:
                     ipaddress.ip_address(address)
@@ -296,8 +282,6 @@ class Capture(object):
                 # no route is evidence (the pod's /32 route is missing), not an input error: capture the rest
                 ok = route.get("dev") and route.get("type") in ("unicast", "local")
                 out[address] = route["dev"] if ok else None
-        finally:
-            link.close()
         return out
 
     def run(self, interfaces, hosts, ports, protocol, duration, max_packets, pcap_path=None, first=10, route_to=None,
@@ -308,7 +292,8 @@ class Capture(object):
         interfaces = list(interfaces) + [dev for dev in routed.values() if dev and dev not in interfaces]
         if not interfaces:
             raise InputError("no interface to capture on: give interfaces and/or route_to")
-        indexes = interface_indexes()
+        links = read_sysfs_links()
+        indexes = names_by_index(links)
         unknown = [i for i in interfaces if i != "any" and i not in indexes.values()]
         if unknown:
             raise InputError("no interface %s on this host; it has %s" % (", ".join(unknown), ", ".join(
@@ -356,13 +341,7 @@ class Capture(object):
                 for path in (pcap_path, stop_file):
                     if path and os.path.isfile(path):
                         os.unlink(path)
-        macs = set()
-        for name in indexes.values():
-            try:
-                with open("/sys/class/net/%s/address" % name) as handle:
-                    macs.add(handle.read().strip())
-            except (IOError, OSError):
-                pass
+        macs = set(link["mac"] for link in links if link["mac"])
         linktype, packets = parse_pcap(data, indexes, macs)
         result = summarize(packets, interfaces, first)
         result.update(filter=bpf, linktype=linktype, routed=routed, seconds=round(elapsed, 3),

@@ -12,27 +12,18 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import macs_by_name, require_interface
+from ansible_collections.k8snet.triage.plugins.module_utils.macs import is_locally_administered, normalize_mac
 
-MAC_RE = re.compile(r"^[0-9a-f]{2}([:-]?)[0-9a-f]{2}(\1[0-9a-f]{2}){4}$", re.IGNORECASE)
 # Entries the kernel or a CNI manages: never deleted unless force (safety.md).
 PROTECTED_STATES = ("PERMANENT", "NOARP")
 PROTECTED_FLAGS = ("extern_learn", "managed")
 UNRESOLVED_STATES = ("FAILED", "INCOMPLETE")
 OUI_FILES = ("/usr/share/ieee-data/oui.txt", "/usr/share/hwdata/oui.txt", "/usr/share/misc/oui.txt",
              "/var/lib/ieee-data/oui.txt")
-
-
-def normalize_mac(value):
-    """'02-DE-AD-00-BE-EF' / '02dead00beef' -> '02:de:ad:00:be:ef'; raise InputError if malformed."""
-    text = str(value).strip()
-    if not MAC_RE.match(text):
-        raise InputError("%r is not a MAC address (expected six hex pairs like 02:de:ad:00:be:ef)" % (value,))
-    digits = re.sub(r"[^0-9a-f]", "", text.lower())
-    return ":".join(digits[i:i + 2] for i in range(0, 12, 2))
 
 
 def normalize_address(value, option="addresses"):
@@ -61,15 +52,14 @@ def validate(addresses, expected, interface, links):
             raise InputError("expected[%s]: %s" % (key, exc.message))
         if address not in wanted:
             wanted.append(address)
-    if interface and interface not in [link["ifname"] for link in links]:
-        raise InputError("interface %r does not exist on this host; its interfaces are: %s"
-                         % (interface, ", ".join(sorted(link["ifname"] for link in links))))
+    if interface:
+        require_interface(interface, links)
     return wanted, macs
 
 
 def local_bindings(addresses, host_addresses, links):
     """Which of ``addresses`` this host holds itself, with the interface's MAC (so we learn a VIP's owner)."""
-    macs = dict((link["ifname"], link["mac"]) for link in links)
+    macs = macs_by_name(links)
     out = []
     for item in host_addresses:
         if item["address"] in addresses:
@@ -179,29 +169,98 @@ def plan_flush(stale, force, limit):
     return delete, kept
 
 
-def apply_flush(netlink, planned, check_mode):
-    """Delete each planned entry after re-reading it; returns (flushed, kept)."""
+def why_not_delete(planned, now, force):
+    """Why the entry re-read right before its delete must be kept (None: delete it).
+
+    ``planned`` is the entry as it was read and proven stale; ``now`` the same address and
+    device read again just now (None when it is gone).  A different MAC means the entry is no
+    longer the one proven wrong (it may be right now), whatever ``force`` says; an entry that
+    became permanent/noarp/extern_learn/managed meanwhile is kept unless ``force``.
+    """
+    if now is None:
+        return "gone since it was read: nothing to delete"
+    if now["mac"] != planned["mac"]:
+        return "changed since it was read (now %s): its MAC is no longer the one proven stale, not deleted" % describe(now)
+    if is_protected(now) and not force:
+        return ("became protected since it was read (now %s): not deleted; set force=true to delete it"
+                % describe(now))
+    return None
+
+
+def not_attempted(entries, failed):
+    reason = "not attempted: the flush stopped when deleting %s dev %s failed" % (failed["address"], failed["interface"])
+    return [dict(entry, reason=reason) for entry in entries]
+
+
+def apply_flush(netlink, planned, check_mode, force=False):
+    """Delete each planned entry, re-reading it right before its own delete; returns (flushed, kept).
+
+    ``flushed`` holds the entries as re-read just before they were deleted (address, device,
+    the old MAC, state, flags).  The first failure stops the flush: it raises FlushIncomplete
+    carrying what was already deleted, what was kept, the entry that failed (with the error)
+    and the entries not attempted, so no partial progress is lost.
+    """
     flushed, kept = [], []
-    if not planned:
-        return flushed, kept
-    current = netlink.neighbors()
-    for entry in planned:
-        now = [n for n in current if n["address"] == entry["address"] and n["interface"] == entry["interface"]]
-        if not now or now[0]["mac"] != entry["mac"]:
-            kept.append(dict(entry, reason="changed since it was read (now %s): not deleted"
-                             % (describe(now[0]) if now else "gone")))
-            continue
-        if not check_mode:
-            netlink.delete_neighbor(entry["address"], entry["interface"])
-        flushed.append(entry)
+    for index, entry in enumerate(planned):
+        try:
+            now = netlink.neighbor(entry["address"], entry["interface"])
+            reason = why_not_delete(entry, now, force)
+            if reason:
+                kept.append(dict(entry, reason=reason))
+                continue
+            if not check_mode:
+                netlink.delete_neighbor(entry["address"], entry["interface"])
+        except TriageError as exc:
+            failed = dict(entry, error=exc.message)
+            raise FlushIncomplete(exc, flushed, kept, [failed], not_attempted(planned[index + 1:], failed))
+        flushed.append(now)
     return flushed, kept
 
 
+class FlushIncomplete(ChangeError):
+    """A flush stopped halfway; ``details`` say what was deleted, kept, failed and not attempted."""
+
+    def __init__(self, cause, flushed, kept, failed, rest):
+        message = "flushing the stale neighbor entries %s: %s. %s" % (
+            "stopped halfway" if flushed else "failed before any was deleted", cause.message,
+            progress_text(flushed, failed, rest))
+        super(FlushIncomplete, self).__init__(message, flushed=flushed, kept=kept, flush_failed=failed,
+                                              not_attempted=rest, changed=bool(flushed))
+        self.cause = cause
+
+
+def progress_text(flushed, failed, rest):
+    """One plain sentence per list: what was deleted, what failed, what was not attempted."""
+    def lines(entries):
+        return "; ".join(describe(e) for e in entries) or "none"
+
+    return ("Already deleted (%d): %s. Attempted and failed (%d): %s. Not attempted (%d): %s."
+            % (len(flushed), lines(flushed), len(failed), lines(failed), len(rest), lines(rest)))
+
+
+def flush_failed_finding(exc):
+    """The finding that tells the report a flush stopped halfway, and what it had already done."""
+    details = exc.details
+    failed = details["flush_failed"][0]
+    return finding(
+        "arp.flush_incomplete", "critical", "L2", "%s dev %s" % (failed["address"], failed["interface"]),
+        "the flush stopped halfway: %d entr%s deleted, deleting %s dev %s failed, %d not attempted" % (
+            len(details["flushed"]), "y" if len(details["flushed"]) == 1 else "ies", failed["address"],
+            failed["interface"], len(details["not_attempted"])),
+        {"error": failed["error"], "deleted": sample(describe(e) for e in details["flushed"]),
+         "failed": [describe(e) for e in details["flush_failed"]],
+         "not_attempted": sample(describe(e) for e in details["not_attempted"])},
+        "Fix the cause named in the error, then run arp_check flush=stale again: it re-reads the entries and "
+        "deletes only those still stale (the deleted ones re-resolve by themselves).")
+
+
 def diff(entries, flushed):
+    """Before/after lines of the checked entries; an entry is gone when its address and device were flushed."""
+    gone = set((e["address"], e["interface"]) for e in flushed)
     before = sorted(describe(e) for e in entries)
-    gone = set(describe(e) for e in flushed)
+    after = sorted(describe(e) for e in entries if (e["address"], e["interface"]) not in gone)
     return {"before": "\n".join(before) + "\n" if before else "",
-            "after": "\n".join(line for line in before if line not in gone) + "\n" if set(before) - gone else ""}
+            "after": "\n".join(after) + "\n" if after else ""}
 
 
 _OUI_CACHE = {}
@@ -211,7 +270,7 @@ def vendor(mac):
     """The vendor registered for a MAC's OUI (netaddr's registry, else the system's oui.txt); None if unknown."""
     if not mac:
         return None
-    if int(mac.split(":")[0], 16) & 0x02:
+    if is_locally_administered(mac):
         return None  # locally administered: no registered vendor
     try:
         from netaddr import EUI  # optional on nodes
@@ -241,7 +300,7 @@ def vendor(mac):
 def probe_requests(addresses, local, links, netlink, interface=None):
     """ARP probes for the IPv4 addresses: out of ``interface``, the interface holding the
     address (we own it: only rival claimants answer), or the one the route to it uses."""
-    macs = dict((link["ifname"], link["mac"]) for link in links)
+    macs = macs_by_name(links)
     held = dict((item["address"], item["interface"]) for item in local)
     requests = []
     for address in addresses:
@@ -267,10 +326,20 @@ def arp_check(netlink, prober, params, check_mode):
         probes = dict((ip, [{"mac": mac, "vendor": vendor(mac)} for mac in macs]) for ip, macs in answers.items())
     findings, stale = check(addresses, expected, entries, probes, local, params["interface"])
     result = {"reader": netlink.name, "local": local, "neighbors": entries, "probes": probes,
-              "findings": findings, "flushed": [], "kept": [], "changed": False}
+              "findings": findings, "flushed": [], "kept": [], "flush_failed": [], "not_attempted": [],
+              "changed": False}
     if params["flush"] == "stale":
         planned, kept = plan_flush(stale, params["force"], params["max_flush"])
-        flushed, changed_meanwhile = apply_flush(netlink, planned, check_mode)
+        try:
+            flushed, changed_meanwhile = apply_flush(netlink, planned, check_mode, params["force"])
+        except FlushIncomplete as exc:
+            # fail with everything this run saw and did, not only the message
+            done = exc.details
+            exc.details = dict(result, findings=findings + [flush_failed_finding(exc)], flushed=done["flushed"],
+                               kept=kept + done["kept"], flush_failed=done["flush_failed"],
+                               not_attempted=done["not_attempted"], changed=bool(done["flushed"]),
+                               diff=diff(entries, done["flushed"]))
+            raise
         result.update(flushed=flushed, kept=kept + changed_meanwhile, changed=bool(flushed),
                       diff=diff(entries, flushed))
     return result

@@ -8,7 +8,7 @@ Two readers fill the same models: pyroute2 (netlink, when importable on the node
 and ``ip -json`` (iproute2, always on a Kubernetes node).  The models follow the
 field names of ``ip -json`` because that is what operators already read:
 
-link      {"ifindex", "ifname", "mac", "operstate", "up", "kind"}
+link      {"ifindex", "ifname", "mac", "operstate", "up", "kind"} (interfaces.py: the link model and its readers)
 address   {"address", "prefixlen", "family", "interface", "scope"}
 neighbor  {"address", "family", "interface", "mac", "state": [NUD names], "flags": [..]}
 route     {"dst" (always a CIDR), "family", "type", "gateway", "dev", "protocol",
@@ -33,6 +33,7 @@ import re
 
 from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import from_pyroute2_link, names_by_index, parse_links
 
 try:
     from pyroute2 import IPRoute
@@ -90,21 +91,6 @@ def _decode_bits(value, table):
 
 
 # ----------------------------------------------------------------- ip -json
-
-
-def parse_links(text):
-    out = []
-    for item in json.loads(text or "[]"):
-        flags = item.get("flags", [])
-        out.append({
-            "ifindex": item.get("ifindex"),
-            "ifname": item.get("ifname"),
-            "mac": item.get("address"),
-            "operstate": item.get("operstate", "UNKNOWN"),
-            "up": "UP" in flags,
-            "kind": (item.get("linkinfo") or {}).get("info_kind"),
-        })
-    return out
 
 
 def parse_addresses(text):
@@ -166,17 +152,6 @@ def parse_routes(text, family=None):
 
 
 # ----------------------------------------------------------------- pyroute2
-
-
-def _from_pyroute2_link(msg):
-    return {
-        "ifindex": msg["index"],
-        "ifname": msg.get_attr("IFLA_IFNAME"),
-        "mac": msg.get_attr("IFLA_ADDRESS"),
-        "operstate": msg.get_attr("IFLA_OPERSTATE") or "UNKNOWN",
-        "up": bool(msg["flags"] & 0x1),
-        "kind": (msg.get_attr("IFLA_LINKINFO") or {}).get_attr("IFLA_INFO_KIND") if msg.get_attr("IFLA_LINKINFO") else None,
-    }
 
 
 def _from_pyroute2_address(msg, names):
@@ -243,6 +218,7 @@ class Netlink(object):
     """Read links, addresses, neighbors and routes with pyroute2 or ip -json.
 
     ``reader`` is ``auto`` (pyroute2 when importable), ``pyroute2`` or ``iproute2``.
+    A context manager: ``with Netlink(module) as netlink:`` closes the netlink socket it opened.
     """
 
     def __init__(self, module, reader="auto"):
@@ -275,17 +251,24 @@ class Netlink(object):
             self._ipr.close()
             self._ipr = None
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        self.close()
+        return False
+
     def _ip_json(self, args):
         return self.ip.run(["-json"] + list(args))[1]
 
     def _ifnames(self):
         if self._names is None:
-            self._names = dict((link["ifindex"], link["ifname"]) for link in self.links())
+            self._names = names_by_index(self.links())
         return self._names
 
     def links(self):
         if self.name == "pyroute2":
-            return [_from_pyroute2_link(m) for m in self.ipr.get_links()]
+            return [from_pyroute2_link(m) for m in self.ipr.get_links()]
         return parse_links(self._ip_json(["-details", "link", "show"]))
 
     def addresses(self):
@@ -303,6 +286,26 @@ class Netlink(object):
         for family in ("-4", "-6"):
             out.extend(parse_neighbors(self._ip_json([family, "neigh", "show", "nud", "all"])))
         return out
+
+    def neighbor(self, address, interface):
+        """The neighbor entry of ``address`` on ``interface`` read now (None when there is none,
+        or the device is gone): the re-read right before a delete."""
+        if self.name == "pyroute2":
+            self._names = None  # a device may have come or gone since the last read
+            found = [n for n in self.neighbors() if n["address"] == address and n["interface"] == interface]
+            return found[0] if found else None
+        flag = "-%d" % family_of(address)
+        rc, out, err = self.ip.run(["-json", flag, "neigh", "show", "to", address, "dev", interface, "nud", "all"],
+                                   check=False)
+        if rc != 0:
+            if "Cannot find device" in err:
+                return None
+            raise ReadError("`ip neigh show to %s dev %s` failed with exit code %d: %s"
+                            % (address, interface, rc, (err or out).strip()))
+        found = [n for n in parse_neighbors(out) if n["address"] == address]
+        if found:
+            found[0]["interface"] = found[0]["interface"] or interface  # ip omits dev when filtering by it
+        return found[0] if found else None
 
     @property
     def route_reader(self):
@@ -357,7 +360,11 @@ class Netlink(object):
     def delete_neighbor(self, address, interface):
         """Delete exactly one neighbor entry (address + device)."""
         if self.name == "pyroute2":
+            self._names = None  # the index of a device that is gone must not be reused
             index = dict((v, k) for k, v in self._ifnames().items()).get(interface)
+            if index is None:
+                raise ChangeError("deleting the neighbor entry %s dev %s failed: the device %s does not exist (any more)"
+                                  % (address, interface, interface))
             try:
                 self.ipr.neigh("del", dst=address, ifindex=index, family=10 if family_of(address) == 6 else 2)
             except NetlinkError as exc:

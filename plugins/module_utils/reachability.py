@@ -29,12 +29,13 @@ import struct
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import macs_by_name
 
 PROBES = ("icmp", "tcp", "arp")
 CLONE_NEWNET = 0x40000000
-ETH_P_ARP = 0x0806
 MAX_WORKERS = 32
 
 
@@ -63,23 +64,6 @@ def parse_echo_reply(data, raw=True):
         return None
     ident, seq = struct.unpack("!4xHH", data[:8])
     return ident, seq
-
-
-def arp_request(src_mac, src_ip, target_ip):
-    mac = bytes(bytearray(int(x, 16) for x in src_mac.split(":")))
-    eth = b"\xff" * 6 + mac + struct.pack("!H", ETH_P_ARP)
-    arp = struct.pack("!HHBBH", 1, 0x0800, 6, 4, 1) + mac + socket.inet_aton(src_ip) + b"\x00" * 6 + socket.inet_aton(target_ip)
-    return eth + arp
-
-
-def parse_arp_reply(frame):
-    """(sender_ip, sender_mac) of an ARP reply frame, else None."""
-    if len(frame) < 42 or struct.unpack("!H", frame[12:14])[0] != ETH_P_ARP:
-        return None
-    if struct.unpack("!H", frame[20:22])[0] != 2:
-        return None
-    mac = ":".join("%02x" % b for b in bytearray(frame[22:28]))
-    return socket.inet_ntoa(frame[28:32]), mac
 
 
 def validate_targets(targets, default_port):
@@ -202,26 +186,22 @@ def probe_arp(address, route, links, addresses, count, timeout):
     if route.get("gateway") or not dev or route.get("type") not in ("unicast",):
         out.update(status="not_on_link", error="routed via %s" % (route.get("gateway") or route.get("type")))
         return out
-    mac = dict((link["ifname"], link["mac"]) for link in links).get(dev)
+    mac = macs_by_name(links).get(dev)
     src = route.get("prefsrc") or next((a["address"] for a in addresses if a["interface"] == dev and a["family"] == 4), None)
     if not mac or not src:
         out.update(status="error", error="interface %s has no MAC or IPv4 address" % dev)
         return out
-    try:
-        sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ARP))
-    except PermissionError:
-        raise PrivilegeError("ARP probes need CAP_NET_RAW; run the task with become: true or leave arp out of probes")
+    sock = arp_probe.open_socket(dev, "ARP probes need CAP_NET_RAW; run the task with become: true or leave arp out of probes")
     macs = []
     try:
-        sock.bind((dev, ETH_P_ARP))
         for dummy in range(count):
-            sock.send(arp_request(mac, src, address))
+            sock.send(arp_probe.build_request(mac, mac, address, sender_ip=src))
             deadline = time.time() + timeout
             while True:
                 left = deadline - time.time()
                 if left <= 0 or not select.select([sock], [], [], left)[0]:
                     break
-                reply = parse_arp_reply(sock.recv(2048))
+                reply = arp_probe.parse_reply(sock.recv(2048))
                 if reply and reply[0] == address and reply[1] not in macs:
                     macs.append(reply[1])
             if macs:

@@ -17,7 +17,8 @@ description:
   - With O(probe=true), sends ARP requests for the IPv4 addresses and collects every MAC that answers
     within O(probe_timeout); more than one MAC means an IP conflict.
   - With O(flush=stale), deletes exactly the entries proven stale (address and device), re-reading each
-    entry right before deleting it. It never runs C(ip neigh flush all).
+    entry right before deleting it and keeping it when its MAC changed or it became protected meanwhile.
+    It never runs C(ip neigh flush all). A failure stops the flush and returns what was already deleted.
   - The neighbor table is read before probing; note that the kernel itself learns from ARP replies, so a
     probe may refresh a non-permanent entry that was stale.
 author:
@@ -173,17 +174,34 @@ probes:
 findings:
   description:
     - Findings (the k8snet.triage findings contract) with checks C(arp.stale_entry), C(arp.ip_conflict),
-      C(arp.unresolved), C(arp.not_cached) and C(arp.ok).
+      C(arp.unresolved), C(arp.not_cached), C(arp.ok), and C(arp.flush_incomplete) when a flush failed halfway.
   returned: always
   type: list
   elements: dict
 flushed:
-  description: The entries deleted (in check mode, that would be deleted).
+  description:
+    - The entries deleted (in check mode, that would be deleted), as re-read right before each delete
+      (address, interface, the old MAC, state, flags).
+    - Also returned when the flush fails halfway, with the entries deleted before the failure.
   returned: always
   type: list
   elements: dict
 kept:
-  description: Stale entries not deleted, each with a C(reason) (protected, cap reached, changed meanwhile).
+  description:
+    - Stale entries not deleted, each with a C(reason) (protected, cap reached, gone, or changed between the
+      check and its delete, to another MAC or to C(permanent)/C(noarp)/C(extern_learn)/C(managed)).
+  returned: always
+  type: list
+  elements: dict
+flush_failed:
+  description:
+    - When the flush fails halfway, the entry whose re-read or delete failed, with the C(error). The flush stops
+      there; the module fails and still returns RV(flushed), RV(kept) and RV(not_attempted).
+  returned: always
+  type: list
+  elements: dict
+not_attempted:
+  description: When the flush fails halfway, the stale entries after the failed one, not attempted, each with a C(reason).
   returned: always
   type: list
   elements: dict
@@ -215,15 +233,11 @@ def main():
     )
     argument_spec.update(NETLINK_ARGUMENT_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    netlink = None
     try:
-        netlink = Netlink(module, module.params["reader"])
-        result = arp_check(netlink, probe, module.params, module.check_mode)
+        with Netlink(module, module.params["reader"]) as netlink:
+            result = arp_check(netlink, probe, module.params, module.check_mode)
     except TriageError as exc:
         fail_from(module, exc)
-    finally:
-        if netlink is not None:
-            netlink.close()
     module.exit_json(**result)
 
 

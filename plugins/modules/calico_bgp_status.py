@@ -187,11 +187,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netli
 
 
 def own_addresses(module):
-    netlink = Netlink(module)
-    try:
+    with Netlink(module) as netlink:
         return [a["address"] for a in netlink.addresses()]
-    finally:
-        netlink.close()
 
 
 def main():

@@ -137,11 +137,8 @@ def run(module):
     targets = reachability.validate_targets(p["targets"], p["tcp_port"])
     if p["netns_pid"] is not None:
         reachability.enter_netns(p["netns_pid"])
-    netlink = Netlink(module, p["reader"])
-    try:
+    with Netlink(module, p["reader"]) as netlink:
         rows = reachability.Prober(netlink, p["probes"], p["count"], p["timeout"]).run(targets)
-    finally:
-        netlink.close()
     subject = "netns of pid %d" % p["netns_pid"] if p["netns_pid"] is not None else "this host"
     # not "results"/"unreachable": Ansible reads those keys as loop results and host unreachability
     return dict(changed=False, targets=rows, answered=[r["name"] for r in rows if r["reachable"]],

@@ -229,15 +229,11 @@ def main():
         required_if=[("mode", "overlay", ["tunnel_device"])],
         supports_check_mode=True,
     )
-    netlink = None
     try:
-        netlink = Netlink(module, module.params["reader"])
-        result = run(module, netlink)
+        with Netlink(module, module.params["reader"]) as netlink:
+            result = run(module, netlink)
     except TriageError as exc:
         fail_from(module, exc)
-    finally:
-        if netlink is not None:
-            netlink.close()
     module.exit_json(**result)
 
 

@@ -164,6 +164,84 @@ def test_bad_input_fails_clearly_and_changes_nothing(lab, ansible, vips, clean, 
     assert lab.neighbors("node2", vip) == before and before[0]["lladdr"] == WRONG
 
 
+@pytest.fixture
+def hooked(lab):
+    """Nodes whose ``ip`` a test wrapped with arp.ip_hook, and their extra links: removed after the test."""
+    nodes = []
+    yield nodes
+    for node in nodes:
+        arp.ip_unhook(lab, node)
+        lab.ns_run(node, ["ip", "link", "del", "arpt0"], check=False)
+        for n in (7, 8):
+            lab.ns_run(node, ["ip", "neigh", "del", lab.vip(n), "dev", "eth0"], check=False)
+
+
+# The kernel's neighbour table is shared by every namespace on the machine: when other labs push
+# it past gc_thresh2, its forced GC drops any ordinary entry not updated for 5 s, ours included.
+# Tests that must find an entry still there after several seconds use PERMANENT entries (never
+# collected) with force; the one that needs an ordinary entry retries when the kernel took it.
+
+
+def three_stale_entries(lab, node, hooked):
+    """A (eth0), B (on arpt0, a second device) and C (eth0) all cached PERMANENT with the wrong MAC."""
+    a, b, c = lab.vip(0), lab.vip(7), lab.vip(8)
+    arp.extra_link(lab, node, "arpt0")
+    hooked.append(node)
+    arp.stale_neighbor(lab, node, a, WRONG, state="permanent")
+    lab.ns_run(node, ["ip", "neigh", "replace", b, "lladdr", WRONG, "dev", "arpt0", "nud", "permanent"])
+    arp.stale_neighbor(lab, node, c, WRONG, state="permanent")
+    return a, b, c
+
+
+# The race tests wrap the node's `ip`: they use the iproute2 reader (node2: system Python,
+# node3: Python 3.9); the pyroute2 reader is covered against a fake kernel in the unit tests.
+@pytest.mark.parametrize("client", ["node2", "node3"])
+def test_failure_on_the_second_delete_returns_what_was_already_deleted(lab, ansible, vips, clean, hooked, client):
+    """The device of the second entry vanishes between its re-read and its delete."""
+    a, b, c = three_stale_entries(lab, client, hooked)
+    arp.ip_hook(lab, client, "neigh del %s dev arpt0" % b, ["link del arpt0"])
+    owner = lab.node("node1").mac
+    result = ansible.module(client, "arp_check", {"addresses": [a, b, c], "expected": {v: owner for v in (a, b, c)},
+                                                  "flush": "stale", "force": True})[client]
+    assert result["failed"] is True and result["changed"] is True, result
+    assert [(e["address"], e["interface"], e["mac"]) for e in result["flushed"]] == [(a, "eth0", WRONG)]
+    assert [(e["address"], e["interface"]) for e in result["flush_failed"]] == [(b, "arpt0")]
+    assert "Cannot find device" in result["flush_failed"][0]["error"]
+    assert [(e["address"], e["interface"]) for e in result["not_attempted"]] == [(c, "eth0")]
+    assert "Already deleted (1): %s dev eth0 lladdr %s PERMANENT" % (a, WRONG) in result["msg"]
+    assert "Not attempted (1): %s dev eth0" % c in result["msg"]
+    assert [f["check"] for f in result["findings"] if f["check"] == "arp.flush_incomplete"] == ["arp.flush_incomplete"]
+    # verified independently: A is gone, C untouched, B went with its device
+    assert cached(lab, client, a) is None
+    assert cached(lab, client, c)["lladdr"] == WRONG
+    assert not [e for e in lab.neighbors(client) if e.get("dev") == "arpt0"]
+
+
+@pytest.mark.parametrize("client", ["node2", "node3"])
+def test_entry_turning_permanent_between_read_and_delete_is_kept(lab, ansible, vips, clean, hooked, client):
+    """While A is deleted, something (an admin, a CNI) pins C as PERMANENT: C must survive without force."""
+    a, c = lab.vip(0), lab.vip(8)
+    hooked.append(client)
+    arp.ip_hook(lab, client, "neigh del %s dev eth0" % a,
+                ["neigh replace %s lladdr %s dev eth0 nud permanent" % (c, WRONG)])
+    owner = lab.node("node1").mac
+    for dummy in range(4):
+        arp.stale_neighbor(lab, client, a, WRONG)
+        arp.stale_neighbor(lab, client, c, WRONG)
+        result = ansible.module(client, "arp_check", {"addresses": [a, c], "expected": {a: owner, c: owner},
+                                                      "flush": "stale"})[client]
+        if a in [e["address"] for e in result["flushed"]]:
+            break  # A lived until its delete, so the hook ran (else the kernel's GC took A first: again)
+    assert result["failed"] is False and result["changed"] is True, result
+    assert [e["address"] for e in result["flushed"]] == [a]
+    assert [e["address"] for e in result["kept"]] == [c]
+    assert "became protected since it was read" in result["kept"][0]["reason"]
+    assert "PERMANENT" in result["kept"][0]["reason"]
+    assert cached(lab, client, a) is None
+    entry = cached(lab, client, c)
+    assert entry["lladdr"] == WRONG and entry["state"] == ["PERMANENT"]
+
+
 class TestPlaybook(object):
     """playbooks/stale_arp.yml: owners learned in the play, check mode, serial flush, post-check."""
 
@@ -215,3 +293,76 @@ class TestPlaybook(object):
         facts = run.result("Record the findings of this host", "node2")["ansible_facts"]["stale_arp_findings"]
         assert [f["check"] for f in facts if f["severity"] == "critical"] == ["arp.vip_unowned"]
         assert nobody in facts[0]["summary"]
+
+    def test_flush_stopping_halfway_is_shown_recorded_and_fails_the_host(self, lab, ansible, vips, clean, hooked):
+        """The device of the second entry vanishes before its delete: the role shows and records
+        what was deleted, what failed and what was not attempted, then fails the host."""
+        a, b, c = three_stale_entries(lab, "node2", hooked)
+        for vip in (b, c):
+            arp.bind_vip(lab, "node1", vip)
+        try:
+            arp.ip_hook(lab, "node2", "neigh del %s dev arpt0" % b, ["link del arpt0"])
+            run = ansible.playbook(PLAYBOOK, {"stale_arp_vips": [a, b, c], "stale_arp_flush": True, "stale_arp_force": True})
+        finally:
+            for vip in (b, c):
+                lab.ns_run("node1", ["ip", "addr", "del", vip + "/32", "dev", "eth0"], check=False)
+        assert run.rc != 0, run
+        shown = run.result("Show what the flush deleted, kept, failed and did not attempt", "node2")["msg"]
+        assert shown["deleted (address, device, old MAC)"] == ["%s eth0 %s" % (a, WRONG)]
+        assert len(shown["attempted and failed"]) == 1 and shown["attempted and failed"][0].startswith(b + ": ")
+        assert "Cannot find device" in shown["attempted and failed"][0]
+        assert shown["not attempted"] == [c]
+        facts = run.result("Record the findings of this host after the flush", "node2")["ansible_facts"]["stale_arp_findings"]
+        incomplete = [f for f in facts if f["check"] == "arp.flush_incomplete"]
+        assert len(incomplete) == 1 and incomplete[0]["evidence"]["not_attempted"] == ["%s dev eth0 lladdr %s PERMANENT" % (c, WRONG)]
+        assert ("arp.stale_entry", "%s dev eth0" % c) in [(f["check"], f["subject"]) for f in facts]
+        failed = [r for r in run.records if r["status"] == "failed"]
+        # the flush task itself (rescued, so the role can show and record it), then the host's failure
+        assert [(r["host"], r["task"].split(" : ")[-1]) for r in failed] == [
+            ("node2", "Flush the stale entries of this client"), ("node2", "Fail this host if the flush stopped halfway")]
+        assert "Already deleted (1): %s dev eth0" % a in failed[-1]["result"]["msg"]
+        # independently: A deleted, C untouched; the ramp stopped before node3
+        assert cached(lab, "node2", a) is None and cached(lab, "node2", c)["lladdr"] == WRONG
+        assert not run.results(host="node3", task="Flush the stale entries of this client")
+
+    @pytest.fixture
+    def owners_inventory(self, lab, tmp_path):
+        """The lab inventory plus two owner nodes that cannot answer: node99 (no host at that address)
+        and node98 (reachable, but its Python does not exist)."""
+        inventory = json.loads(lab.inventory_path.read_text())
+        children = inventory["all"]["children"]
+        children["k8s_nodes"]["hosts"]["node99"] = {
+            "ansible_host": str(lab.network[99]),
+            "ansible_ssh_common_args": inventory["all"]["vars"]["ansible_ssh_common_args"] + " -o ConnectTimeout=3"}
+        children["k8s_nodes"]["hosts"]["node98"] = dict(children["k8s_nodes"]["hosts"]["node2"],
+                                                        ansible_python_interpreter="/nonexistent/python3")
+        children["control_plane"]["hosts"].update({"node99": {}, "node98": {}})
+        children["dead_owners"] = {"hosts": {"node99": {}}}
+        path = tmp_path / "inventory.json"
+        path.write_text(json.dumps(inventory))
+        return path
+
+    def test_unreachable_or_failing_owner_is_a_finding_and_stops_nothing(self, lab, ansible, vips, clean, owners_inventory):
+        vip = vips["cp"]
+        arp.stale_neighbor(lab, "node3", vip, WRONG)
+        run = ansible.playbook(PLAYBOOK, {"stale_arp_vips": [vip]}, inventory=owners_inventory)
+        assert run.rc == 0, run
+        for client in ("node2", "node3"):
+            facts = run.result("Record the findings of this host", client)["ansible_facts"]["stale_arp_findings"]
+            unreachable = {f["subject"]: f["evidence"]["status"] for f in facts if f["check"] == "arp.owner_unreachable"}
+            assert unreachable == {"node99": "unreachable", "node98": "failed"}, facts
+            assert not [f for f in facts if f["check"] in ("arp.vip_unowned", "arp.vip_owner_unknown")]
+        # node1 answered, so node3's stale entry was still compared with the owner's MAC
+        facts = run.result("Record the findings of this host", "node3")["ansible_facts"]["stale_arp_findings"]
+        stale = [f for f in facts if f["check"] == "arp.stale_entry"]
+        assert len(stale) == 1 and stale[0]["evidence"]["true_mac"] == lab.node("node1").mac
+
+    def test_only_owner_unreachable_is_unknown_not_unowned(self, lab, ansible, vips, clean, owners_inventory):
+        run = ansible.playbook(PLAYBOOK, {"stale_arp_vips": [vips["cp"]], "stale_arp_owners_group": "dead_owners"},
+                               inventory=owners_inventory)
+        assert run.rc == 0, run
+        for client in ("node2", "node3"):
+            facts = run.result("Record the findings of this host", client)["ansible_facts"]["stale_arp_findings"]
+            checks = sorted(f["check"] for f in facts if f["severity"] != "ok")
+            assert "arp.vip_unowned" not in checks
+            assert {"arp.owner_unreachable", "arp.vip_owner_unknown"} <= set(checks), facts

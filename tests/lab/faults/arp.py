@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
+import shutil
+
 from . import fault
 
 
@@ -36,3 +39,47 @@ def ip_conflict(lab, nodes, address=None):
     for name in names:
         lab.ns_run(name, ["ip", "addr", "replace", f"{address}/32", "dev", "eth0"])
     return {"nodes": names, "address": address, "macs": [lab.node(n).mac for n in names]}
+
+
+@fault
+def extra_link(lab, node, name="arpt0"):
+    """A second ARP-capable device on ``node`` (a veth pair ``name``/peer inside the node)."""
+    peer = name[:-1] + "p" if len(name) > 1 else name + "p"
+    lab.ns_run(node, ["ip", "link", "add", name, "type", "veth", "peer", "name", peer])
+    lab.ns_run(node, ["ip", "link", "set", name, "up"])
+    lab.ns_run(node, ["ip", "link", "set", peer, "up"])
+    return {"node": lab.node(node).name, "link": name, "peer": peer}
+
+
+REAL_IP = "/bin/ip"
+
+
+@fault
+def ip_hook(lab, node, when, then):
+    """Run commands on ``node`` at an exact moment: right before the node runs ``ip <when>``.
+
+    ``when`` is the argument string of the ``ip`` call to wait for (``neigh del 198.18.0.201 dev
+    eth0``); ``then`` a list of ``ip`` argument strings run first.  A wrapper is bound over the
+    node's ``ip`` inside its own mount namespace (the one its SSH sessions see, never the
+    machine's); it hands every call to the real ``ip``.  This is how a test puts a race (an entry
+    turning PERMANENT, a device vanishing) between a module's re-read and its delete.
+    ``ip_unhook`` removes it.
+    """
+    node = lab.node(node)
+    ndir = lab.node_dir(node)
+    real = ndir / "ip.real"
+    shutil.copy2(REAL_IP, real)
+    steps = "\n".join("  %s %s" % (real, " ".join(shlex.quote(a) for a in shlex.split(step))) for step in then)
+    hook = ndir / "ip.hook"
+    hook.write_text("#!/bin/sh\n# k8snet lab: ip_hook\nif [ \"$*\" = %s ]; then\n%s\nfi\nexec %s \"$@\"\n"
+                    % (shlex.quote(when), steps, real))
+    hook.chmod(0o755)
+    lab.node_run(node, ["mount", "--bind", hook, REAL_IP])
+    return {"node": node.name, "when": when, "then": list(then)}
+
+
+@fault
+def ip_unhook(lab, node):
+    """Remove the wrapper ``ip_hook`` bound over the node's ``ip``."""
+    lab.node_run(node, ["umount", REAL_IP], check=False)
+    return {"node": lab.node(node).name}

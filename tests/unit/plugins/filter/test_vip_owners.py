@@ -17,10 +17,38 @@ def test_single_owner_gives_the_expected_mac():
 
 
 def test_unowned_vip_is_said_not_guessed():
-    out = vip_owners([owner("cp1"), {"item": "cp2", "unreachable": True, "msg": "ssh: timeout"}], ["198.18.0.200"])
+    out = vip_owners([owner("cp1"), owner("cp2")], ["198.18.0.200"])
     assert out["expected"] == {}
     assert [f["check"] for f in out["findings"]] == ["arp.vip_unowned"]
-    assert out["findings"][0]["evidence"]["unreachable"] == [{"node": "cp2", "msg": "ssh: timeout"}]
+    assert out["findings"][0]["severity"] == "critical"
+
+
+def test_unreachable_owner_is_a_finding_not_an_unowned_vip():
+    """The owner that may hold the VIP did not answer: say so, do not call the VIP unowned."""
+    out = vip_owners([owner("cp1"), {"item": "cp2", "unreachable": True, "msg": "ssh: timeout"}], ["198.18.0.200"])
+    assert out["expected"] == {}
+    found = {f["check"]: f for f in out["findings"]}
+    assert sorted(found) == ["arp.owner_unreachable", "arp.vip_owner_unknown"]
+    assert found["arp.owner_unreachable"]["subject"] == "cp2" and "unreachable" in found["arp.owner_unreachable"]["summary"]
+    assert found["arp.owner_unreachable"]["evidence"] == {"status": "unreachable", "msg": "ssh: timeout"}
+    assert "cp2" in found["arp.vip_owner_unknown"]["summary"]
+
+
+def test_failed_owner_hidden_by_failed_when_false_is_a_finding():
+    """failed_when: false turns a module failure (no usable Python) into failed: false: no `local` tells it."""
+    failed = {"item": "cp2", "failed": False, "failed_when_result": False, "rc": 127,
+              "msg": "The module interpreter '/nonexistent/python3' was not found."}
+    out = vip_owners([owner("cp1", ("198.18.0.200", "02:18:00:00:00:01")), failed], ["198.18.0.200"])
+    assert out["expected"] == {"198.18.0.200": "02:18:00:00:00:01"}
+    assert [(f["check"], f["subject"], f["severity"]) for f in out["findings"]] == [
+        ("arp.owner_unreachable", "cp2", "warning")]
+    assert "interpreter" in out["findings"][0]["evidence"]["msg"]
+
+
+def test_empty_owner_group_says_so():
+    out = vip_owners([], ["198.18.0.200"])
+    assert [f["check"] for f in out["findings"]] == ["arp.vip_unowned"]
+    assert "owners group is empty" in out["findings"][0]["summary"]
 
 
 def test_two_owners_is_a_conflict_and_no_truth():

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import neighbors, netlink
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils import interfaces, neighbors, netlink
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError, ReadError
 
 CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "neigh_capture.json").read_text())
 ENTRIES = netlink.parse_neighbors(CAPTURE["ip_json_v4"]) + netlink.parse_neighbors(CAPTURE["ip_json_v6"])
-LINKS = netlink.parse_links(CAPTURE["ip_json_link"])
+LINKS = interfaces.parse_links(CAPTURE["ip_json_link"])
 OWNER = "02:18:00:00:00:09"
 
 
@@ -23,14 +23,6 @@ def run_check(addresses, expected=None, probes=None, local=()):
 
 def checks(findings):
     return sorted((f["check"], f["subject"]) for f in findings)
-
-
-@pytest.mark.parametrize("value, normal", [
-    ("02:DE:AD:00:BE:EF", "02:de:ad:00:be:ef"), ("02-de-ad-00-be-ef", "02:de:ad:00:be:ef"),
-    ("02dead00beef", "02:de:ad:00:be:ef"),
-])
-def test_mac_forms_accepted(value, normal):
-    assert neighbors.normalize_mac(value) == normal
 
 
 @pytest.mark.parametrize("value", ["02:de:ad:00:be", "02:de:ad:00:be:zz", "02:de-ad:00:be:ef", ""])
@@ -122,15 +114,45 @@ def test_cap_on_deletions():
 
 
 class FakeNetlink(object):
-    def __init__(self, table):
-        self.table = table
+    """A fake kernel: a neighbor table, deletes that act on it, and hooks that change it in between.
+
+    ``on_delete`` maps (address, device) to a function called with the table right before that
+    entry is deleted: the place where a real race happens.  ``fail`` maps (address, device) to
+    the error the kernel answers for that delete.
+    """
+
+    def __init__(self, table, on_delete=None, fail=None):
+        self.table = [dict(e) for e in table]
         self.deleted = []
+        self.on_delete = on_delete or {}
+        self.fail = fail or {}
+        self.reads = []
 
     def neighbors(self):
         return self.table
 
+    def neighbor(self, address, interface):
+        self.reads.append((address, interface))
+        found = [e for e in self.table if e["address"] == address and e["interface"] == interface]
+        return dict(found[0]) if found else None
+
     def delete_neighbor(self, address, interface):
-        self.deleted.append((address, interface))
+        key = (address, interface)
+        if key in self.fail:
+            raise self.fail[key]
+        self.table = [e for e in self.table if (e["address"], e["interface"]) != key]
+        self.deleted.append(key)
+        for hook_key, hook in self.on_delete.items():
+            if hook_key == key:
+                hook(self.table)
+
+
+def stale_pair():
+    """Two proven-stale ordinary entries, on two devices."""
+    first = dict(ENTRIES[0], address="198.18.0.201", interface="eth0", mac="02:de:ad:00:be:ef", state=["STALE"], flags=[])
+    second = dict(first, address="198.18.0.202", interface="eth1")
+    third = dict(first, address="198.18.0.203", interface="eth0")
+    return [first, second, third]
 
 
 def test_flush_re_reads_and_spares_an_entry_that_changed():
@@ -147,6 +169,136 @@ def test_flush_deletes_exactly_address_and_device():
     fake = FakeNetlink(ENTRIES)
     flushed, kept = neighbors.apply_flush(fake, stale, check_mode=False)
     assert fake.deleted == [("198.18.0.210", "eth0")] and flushed == stale and not kept
+
+
+def test_each_entry_is_re_read_right_before_its_own_delete():
+    entries = stale_pair()
+    fake = FakeNetlink(entries)
+    neighbors.apply_flush(fake, entries, check_mode=False)
+    # read, delete, read, delete ... never one read for the whole loop
+    assert fake.reads == [(e["address"], e["interface"]) for e in entries]
+    assert fake.deleted == [(e["address"], e["interface"]) for e in entries]
+
+
+@pytest.mark.parametrize("change, word", [
+    ({"state": ["PERMANENT"]}, "PERMANENT"),
+    ({"state": ["NOARP"]}, "NOARP"),
+    ({"flags": ["extern_learn"]}, "extern_learn"),
+    ({"flags": ["managed"], "state": ["REACHABLE"]}, "managed"),
+])
+def test_entry_that_becomes_protected_between_read_and_delete_is_kept(change, word):
+    """The race: the second entry turns PERMANENT (a CNI, an admin) while the first is deleted."""
+    entries = stale_pair()
+
+    def protect(table):
+        for e in table:
+            if e["address"] == entries[1]["address"]:
+                e.update(change)
+
+    fake = FakeNetlink(entries, on_delete={("198.18.0.201", "eth0"): protect})
+    flushed, kept = neighbors.apply_flush(fake, entries, check_mode=False)
+    assert fake.deleted == [("198.18.0.201", "eth0"), ("198.18.0.203", "eth0")]
+    assert [e["address"] for e in kept] == ["198.18.0.202"]
+    assert "became protected since it was read" in kept[0]["reason"] and word in kept[0]["reason"]
+    assert [e["address"] for e in fake.table] == ["198.18.0.202"]
+
+
+def test_entry_that_becomes_protected_is_deleted_with_force():
+    entries = stale_pair()
+
+    def protect(table):
+        table[0]["state"] = ["PERMANENT"]
+
+    fake = FakeNetlink(entries, on_delete={("198.18.0.201", "eth0"): protect})
+    flushed, kept = neighbors.apply_flush(fake, entries, check_mode=False, force=True)
+    assert len(fake.deleted) == 3 and not kept and flushed[1]["state"] == ["PERMANENT"]
+
+
+def test_mac_change_between_read_and_delete_is_kept_even_with_force():
+    entries = stale_pair()
+
+    def relearn(table):
+        table[0]["mac"] = OWNER
+
+    fake = FakeNetlink(entries, on_delete={("198.18.0.201", "eth0"): relearn})
+    flushed, kept = neighbors.apply_flush(fake, entries, check_mode=False, force=True)
+    assert ("198.18.0.202", "eth1") not in fake.deleted
+    assert "changed since it was read" in kept[0]["reason"] and OWNER in kept[0]["reason"]
+
+
+def test_entry_gone_before_its_delete_is_reported_not_failed():
+    entries = stale_pair()
+    fake = FakeNetlink(entries, on_delete={("198.18.0.201", "eth0"): lambda table: table.pop(0)})
+    flushed, kept = neighbors.apply_flush(fake, entries, check_mode=False)
+    assert [e["address"] for e in flushed] == ["198.18.0.201", "198.18.0.203"]
+    assert kept[0]["address"] == "198.18.0.202" and "gone since it was read" in kept[0]["reason"]
+
+
+def test_failure_on_the_second_delete_returns_what_was_already_done():
+    entries = stale_pair()
+    error = ChangeError('deleting the neighbor entry 198.18.0.202 dev eth1 failed: Cannot find device "eth1"')
+    fake = FakeNetlink(entries, fail={("198.18.0.202", "eth1"): error})
+    with pytest.raises(neighbors.FlushIncomplete) as err:
+        neighbors.apply_flush(fake, entries, check_mode=False)
+    details = err.value.details
+    assert [(e["address"], e["interface"], e["mac"]) for e in details["flushed"]] == [
+        ("198.18.0.201", "eth0", "02:de:ad:00:be:ef")]
+    assert [e["address"] for e in details["flush_failed"]] == ["198.18.0.202"]
+    assert "Cannot find device" in details["flush_failed"][0]["error"]
+    assert [e["address"] for e in details["not_attempted"]] == ["198.18.0.203"]
+    assert details["not_attempted"][0]["reason"].startswith("not attempted")
+    assert details["changed"] is True
+    message = err.value.message
+    assert "Already deleted (1): 198.18.0.201 dev eth0 lladdr 02:de:ad:00:be:ef STALE" in message
+    assert "Attempted and failed (1): 198.18.0.202 dev eth1" in message
+    assert "Not attempted (1): 198.18.0.203 dev eth0" in message
+    # the third entry was neither read nor deleted: the flush stopped at the failure
+    assert fake.deleted == [("198.18.0.201", "eth0")] and len(fake.reads) == 2
+
+
+def test_failed_re_read_also_keeps_the_partial_progress():
+    entries = stale_pair()
+
+    class Broken(FakeNetlink):
+        def neighbor(self, address, interface):
+            if interface == "eth1":
+                raise ReadError("`ip neigh show to 198.18.0.202 dev eth1` failed with exit code 1: boom")
+            return FakeNetlink.neighbor(self, address, interface)
+
+    with pytest.raises(neighbors.FlushIncomplete) as err:
+        neighbors.apply_flush(Broken(entries), entries, check_mode=False)
+    assert [e["address"] for e in err.value.details["flushed"]] == ["198.18.0.201"]
+    assert "boom" in err.value.details["flush_failed"][0]["error"]
+
+
+def test_arp_check_fails_with_the_whole_result_and_a_finding():
+    """The module-level entry point: the failure carries findings, flushed, failed and not attempted."""
+    entries = stale_pair()
+    links = [{"ifindex": 1, "ifname": "eth0", "mac": "02:18:00:00:00:0a", "operstate": "UP", "up": True, "kind": "veth"},
+             {"ifindex": 2, "ifname": "eth1", "mac": "02:18:00:00:00:0b", "operstate": "UP", "up": True, "kind": "veth"}]
+    error = ChangeError("deleting the neighbor entry 198.18.0.202 dev eth1 failed: No such device")
+
+    class Kernel(FakeNetlink):
+        name = "iproute2"
+
+        def links(self):
+            return links
+
+        def addresses(self):
+            return []
+
+    fake = Kernel(entries, fail={("198.18.0.202", "eth1"): error})
+    params = {"addresses": [e["address"] for e in entries], "expected": {e["address"]: OWNER for e in entries},
+              "interface": None, "probe": False, "probe_timeout": 0.5, "flush": "stale", "force": False, "max_flush": 32}
+    with pytest.raises(neighbors.FlushIncomplete) as err:
+        neighbors.arp_check(fake, None, params, check_mode=False)
+    result = err.value.details
+    assert result["changed"] is True and [e["address"] for e in result["flushed"]] == ["198.18.0.201"]
+    assert [e["address"] for e in result["not_attempted"]] == ["198.18.0.203"]
+    incomplete = [f for f in result["findings"] if f["check"] == "arp.flush_incomplete"]
+    assert len(incomplete) == 1 and incomplete[0]["severity"] == "critical"
+    assert incomplete[0]["evidence"]["deleted"] == ["198.18.0.201 dev eth0 lladdr 02:de:ad:00:be:ef STALE"]
+    assert "198.18.0.201" not in result["diff"]["after"] and "198.18.0.202" in result["diff"]["after"]
 
 
 def test_check_mode_deletes_nothing_but_reports():
@@ -167,3 +319,14 @@ def test_diff_shows_the_removed_line():
 def test_vendor_of_a_registered_oui_and_none_for_local():
     assert neighbors.vendor("02:18:00:00:00:01") is None
     assert "Intel" in (neighbors.vendor("00:1b:21:00:00:01") or "")
+
+
+def test_failure_before_any_delete_says_so_and_keeps_the_privilege_hint():
+    entries = stale_pair()
+    error = PrivilegeError("deleting the neighbor entry 198.18.0.201 dev eth0 was refused (Operation not permitted): "
+                           "CAP_NET_ADMIN is needed, run the task with become: true")
+    with pytest.raises(neighbors.FlushIncomplete) as err:
+        neighbors.apply_flush(FakeNetlink(entries, fail={("198.18.0.201", "eth0"): error}), entries, check_mode=False)
+    assert err.value.message.startswith("flushing the stale neighbor entries failed before any was deleted")
+    assert "become: true" in err.value.message and err.value.details["changed"] is False
+    assert len(err.value.details["not_attempted"]) == 2

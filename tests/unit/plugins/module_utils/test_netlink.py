@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import netlink
+from ansible_collections.k8snet.triage.plugins.module_utils import interfaces, netlink
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, ReadError
 
 CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "neigh_capture.json").read_text())
 
@@ -67,7 +68,7 @@ def test_unresolved_entry_has_no_mac():
 
 
 def test_links_from_ip_json():
-    links = netlink.parse_links(CAPTURE["ip_json_link"])
+    links = interfaces.parse_links(CAPTURE["ip_json_link"])
     eth0 = [link for link in links if link["ifname"] == "eth0"][0]
     assert eth0["mac"] == "02:18:00:00:00:01"
     assert eth0["up"] is True
@@ -93,3 +94,88 @@ def test_parse_routes_keeps_type_gateway_and_table():
     assert [r["type"] for r in routes] == ["blackhole", "unicast", "local"]
     assert routes[1]["gateway"] == "198.18.0.13" and routes[1]["dev"] == "eth0"
     assert routes[2]["dst"] == "198.18.0.11/32" and routes[2]["table"] == "local"
+
+
+class FakeIPRoute(object):
+    def __init__(self, links=(), neigh=()):
+        self.closed = False
+        self.links = list(links)
+        self.neighs = list(neigh)
+        self.deleted = []
+
+    def close(self):
+        self.closed = True
+
+    def get_links(self):
+        return self.links
+
+    def neigh(self, command, **kwargs):
+        if command == "dump":
+            return self.neighs
+        self.deleted.append(kwargs)
+        return []
+
+
+class FakeTool(object):
+    """Canned answers of `ip`: {argv tuple: (rc, out, err)}."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.calls = []
+
+    def run(self, args, check=True):
+        self.calls.append(tuple(args))
+        return self.answers[tuple(args)]
+
+
+def iproute2_netlink(answers):
+    nl = netlink.Netlink(None, "iproute2")
+    nl._ip = FakeTool(answers)
+    return nl
+
+
+def test_netlink_is_a_context_manager_that_closes_its_socket():
+    with netlink.Netlink(None, "iproute2") as nl:
+        ipr = nl._ipr = FakeIPRoute()
+    assert ipr.closed and nl._ipr is None
+
+
+def test_netlink_closes_on_error_and_lets_the_error_through():
+    with pytest.raises(RuntimeError):
+        with netlink.Netlink(None, "iproute2") as nl:
+            ipr = nl._ipr = FakeIPRoute()
+            raise RuntimeError("boom")
+    assert ipr.closed
+
+
+NEIGH_ARGS = ("-json", "-4", "neigh", "show", "to", "198.18.0.200", "dev", "eth0", "nud", "all")
+
+
+def test_neighbor_re_read_with_ip_fills_the_device_ip_leaves_out():
+    out = '[{"dst":"198.18.0.200","lladdr":"02:de:ad:00:be:ef","state":["PERMANENT"]}]'
+    entry = iproute2_netlink({NEIGH_ARGS: (0, out, "")}).neighbor("198.18.0.200", "eth0")
+    assert entry == {"address": "198.18.0.200", "family": 4, "interface": "eth0", "mac": "02:de:ad:00:be:ef",
+                     "state": ["PERMANENT"], "flags": []}
+
+
+def test_neighbor_re_read_of_a_vanished_device_or_entry_is_none():
+    assert iproute2_netlink({NEIGH_ARGS: (0, "[]", "")}).neighbor("198.18.0.200", "eth0") is None
+    gone = iproute2_netlink({NEIGH_ARGS: (1, "", 'Cannot find device "eth0"\n')})
+    assert gone.neighbor("198.18.0.200", "eth0") is None
+
+
+def test_neighbor_re_read_failure_is_a_read_error():
+    broken = iproute2_netlink({NEIGH_ARGS: (2, "", "RTNETLINK answers: Operation not permitted\n")})
+    with pytest.raises(ReadError) as err:
+        broken.neighbor("198.18.0.200", "eth0")
+    assert "Operation not permitted" in err.value.message
+
+
+def test_pyroute2_delete_on_a_vanished_device_is_a_change_error_not_a_wrong_index():
+    nl = netlink.Netlink(None, "iproute2")
+    nl.name = "pyroute2"
+    nl._names = {2: "eth1"}  # cached before eth1 went away
+    nl._ipr = FakeIPRoute(links=[Msg({"index": 1, "flags": 0x9}, {"IFLA_IFNAME": "lo"})])
+    with pytest.raises(ChangeError) as err:
+        nl.delete_neighbor("198.18.0.200", "eth1")
+    assert "does not exist" in err.value.message and nl._ipr.deleted == []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import capture
+from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe, capture
 from ansible_collections.k8snet.triage.plugins.module_utils import reachability as r
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
@@ -27,9 +27,9 @@ def _ethernet_frames():
 
 def test_arp_reply_parsed_from_a_real_frame_and_our_request_matches_the_kernels():
     frames = _ethernet_frames()
-    assert r.parse_arp_reply(frames[1]) == ("198.18.160.12", "02:18:05:00:00:02")
-    assert r.parse_arp_reply(frames[0]) is None  # the request
-    ours = r.arp_request("02:18:05:00:00:01", "198.18.160.11", "198.18.160.12")
+    assert arp_probe.parse_reply(frames[1]) == ("198.18.160.12", "02:18:05:00:00:02")
+    assert arp_probe.parse_reply(frames[0]) is None  # the request
+    ours = arp_probe.build_request("02:18:05:00:00:01", "02:18:05:00:00:01", "198.18.160.12", sender_ip="198.18.160.11")
     assert ours[:42] == frames[0][:42]  # same bytes as the kernel's who-has (before the padding)
 
 
