@@ -58,6 +58,10 @@ def _search(expression, data, option):
         raise AnsibleFilterError("%s is not a valid JMESPath expression (%s): %s" % (option, expression, exc))
 
 
+def _is_finding(item):
+    return isinstance(item, dict) and all(key in item for key in FINDING_KEYS)
+
+
 def _truthy(value):
     """JMESPath's truth: false, null, empty list, empty object and empty string are false."""
     return not (value is None or value is False or value == [] or value == {} or value == "")
@@ -72,8 +76,7 @@ def report_select(report, expression, groups=None):
         selected = _search(expression, findings, "report_select")
     if selected is None:
         return []
-    if not isinstance(selected, list) or not all(isinstance(f, dict) and all(k in f for k in FINDING_KEYS)
-                                                  for f in selected):
+    if not isinstance(selected, list) or not all(_is_finding(item) for item in selected):
         raise AnsibleFilterError(
             "report_select must select findings, e.g. [?severity=='critical'], not reshape them; %r gave %r"
             % (expression, selected if not isinstance(selected, list) else selected[:3]))

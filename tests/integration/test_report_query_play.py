@@ -64,11 +64,11 @@ def test_fail_on_ignores_a_worker_critical_and_fails_on_the_control_plane(tmp_pa
     assert rc == 0 and failed == [], failed          # report_fail_on replaces report_fail_on_critical
     assert stats["worst"] == "critical"
 
-    rc, failed, _ = run_report(tmp_path, worker_only, {})
-    assert rc == 2 and [name for name, _ in failed] == ["Fail when critical findings exist"]
+    rc, failed = run_report(tmp_path, worker_only, {})[:2]
+    assert rc == 2 and [task for task, msg in failed] == ["Fail when critical findings exist"]
 
     on_cp = {"cp1": [finding("arp.stale_entry", "critical", "L2", "cp1 vip")]}
-    rc, failed, _ = run_report(tmp_path, on_cp, {"report_fail_on": CP_L2})
+    rc, failed = run_report(tmp_path, on_cp, {"report_fail_on": CP_L2})[:2]
     assert rc == 2 and failed[0][0] == "Fail when the report_fail_on condition holds"
     assert CP_L2 in failed[0][1]
 
@@ -90,5 +90,5 @@ def test_select_narrows_the_published_findings_not_the_counts(tmp_path):
     ({"report_select": "[].check"}, "report_select must select findings"),
 ])
 def test_bad_expressions_fail_the_run_clearly(tmp_path, extra, message):
-    rc, failed, _ = run_report(tmp_path, {"w1": [finding("dns.upstream", "warning", "DNS", "w1")]}, extra)
-    assert rc == 2 and any(message in (msg or "") for _, msg in failed), failed
+    rc, failed = run_report(tmp_path, {"w1": [finding("dns.upstream", "warning", "DNS", "w1")]}, extra)[:2]
+    assert rc == 2 and any(message in (msg or "") for task, msg in failed), failed
