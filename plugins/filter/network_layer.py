@@ -47,7 +47,6 @@ _value:
 import re
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.six import string_types
 
 # Next checks, named once.
 _DNS = "k8snet.triage.dns_check against the kube-dns Service IP and each coredns pod IP (role k8snet.triage.dns)"
@@ -133,7 +132,7 @@ def classify(text):
     """One error text in, one classification dict out (pure)."""
     if text is None:
         text = ""
-    if not isinstance(text, string_types):
+    if not isinstance(text, str):
         raise AnsibleFilterError("network_layer expects an error text or a list of them, got %s" % type(text).__name__)
     for category, layer, also, meaning, next_check, patterns in _COMPILED:
         for pattern in patterns:

@@ -2,7 +2,8 @@
 # The JSON schema below is data from F5 Networks' k8s-bigip-ctlr (Container Ingress Services),
 # schemas/bigip-virtual-server_v0.1.7.json at commit 2097c7bce151e834fd598d7fa6164e3816942b7f,
 # Copyright F5 Networks, Inc., licensed under the Apache License, Version 2.0
-# (https://www.apache.org/licenses/LICENSE-2.0); it is reproduced unmodified as a string.
+# (LICENSES/Apache-2.0.txt, https://www.apache.org/licenses/LICENSE-2.0); it is reproduced
+# unmodified as a string.
 # The surrounding Python is k8snet.triage's:
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 

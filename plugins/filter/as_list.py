@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""A role's list variable as a list, also when it arrives as text (an AWX survey answer)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: as_list
+short_description: a list variable as a list, also from newline- or comma-separated text
+version_added: 0.1.0
+description:
+  - Returns a list unchanged, and splits a string on newlines and commas, stripping white space
+    around every item and dropping empty items. An AWX survey textarea or text answer arrives as
+    one string (C("10.0.0.100\\n10.0.0.101")); with this filter the roles take it like a list.
+  - C(null) and the empty string give an empty list. Any other type (a number, a mapping) fails
+    with a message naming the variable, so that a wrong value is never taken as one item.
+  - Items of a list are not split again, so a list item that contains a comma stays one item.
+options:
+  _input:
+    description: A list, or a string of items separated by newlines or commas.
+    type: raw
+    required: true
+  name:
+    description: The variable's name, for the error message.
+    type: str
+    default: value
+"""
+
+EXAMPLES = """
+- name: Check the VIPs, given as a list or as survey text
+  k8snet.triage.arp_check:
+    addresses: "{{ stale_arp_vips | k8snet.triage.as_list('stale_arp_vips') }}"
+
+# "10.0.0.100\\n10.0.0.101" -> ["10.0.0.100", "10.0.0.101"]
+# "kube-system, calico-system" -> ["kube-system", "calico-system"]
+# ["a,b"] -> ["a,b"]
+"""
+
+RETURN = """
+_value:
+  description: The items.
+  type: list
+  elements: raw
+"""
+
+import re
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+SEPARATORS = re.compile(r"[\r\n,]+")
+
+
+def as_list(value, name="value"):
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [item.strip() for item in SEPARATORS.split(value) if item.strip()]
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, Mapping):
+        kind = "a mapping"
+    else:
+        kind = "a %s (%r)" % (type(value).__name__, value)
+    raise AnsibleFilterError(
+        "%s must be a list, or a string of items separated by newlines or commas; got %s" % (name, kind))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"as_list": as_list}

@@ -1,0 +1,47 @@
+"""as_list: a role's list variable from a list or from survey text."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.filter.as_list import as_list
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("10.0.0.100\n10.0.0.101", ["10.0.0.100", "10.0.0.101"]),       # AWX textarea
+    ("10.0.0.100\r\n10.0.0.101\r\n", ["10.0.0.100", "10.0.0.101"]),  # a browser's line ends
+    ("kube-system, calico-system", ["kube-system", "calico-system"]),
+    ("  10.0.0.100  ", ["10.0.0.100"]),
+    ("a,\n\n,b,", ["a", "b"]),
+    ("", []),
+    ("\n , \n", []),
+    (None, []),
+    (["10.0.0.100", "10.0.0.101"], ["10.0.0.100", "10.0.0.101"]),
+    (["a,b"], ["a,b"]),                                            # list items are not split again
+    (("x", "y"), ["x", "y"]),
+    ([], []),
+    ([{"address": "10.96.0.10"}], [{"address": "10.96.0.10"}]),
+])
+def test_lists_and_survey_text(value, expected):
+    assert as_list(value) == expected
+
+
+def test_result_is_a_new_list():
+    given = ["a"]
+    out = as_list(given)
+    out.append("b")
+    assert given == ["a"]
+
+
+@pytest.mark.parametrize("value, shown", [
+    (5, "a int (5)"),
+    (1.5, "a float (1.5)"),
+    (True, "a bool (True)"),
+    ({"a": 1}, "a mapping"),
+])
+def test_other_types_fail_naming_the_variable(value, shown):
+    with pytest.raises(AnsibleFilterError) as err:
+        as_list(value, "stale_arp_vips")
+    assert str(err.value) == ("stale_arp_vips must be a list, or a string of items separated by newlines or "
+                              "commas; got %s" % shown)
