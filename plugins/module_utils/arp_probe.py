@@ -101,11 +101,17 @@ def probe(requests, timeout):
                                          "run the task with become: true, or set probe: false" % interface)
                 raise ReadError("could not open a packet socket on %s: %s" % (interface, exc))
             sockets.append(sock)
-            sock.bind((interface, ETH_P_ARP))
-            _promiscuous(sock, interface)
-            sock.setblocking(False)
-            for request in items:
-                sock.send(build_request(request["src_mac"], sender, request["target"]))
+            try:
+                sock.bind((interface, ETH_P_ARP))
+                _promiscuous(sock, interface)
+                sock.setblocking(False)
+                for request in items:
+                    sock.send(build_request(request["src_mac"], sender, request["target"]))
+            except OSError as exc:
+                hint = " (the interface is down: `ip link set %s up`, or set probe: false)" % interface \
+                    if exc.errno == errno.ENETDOWN else " (set probe: false to only read the neighbor table)"
+                raise ReadError("could not send ARP probes out of %s: %s%s"
+                                % (interface, exc.strerror or exc, hint), interface=interface)
         deadline = time.time() + timeout
         while sockets:
             left = deadline - time.time()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import ipaddress
 import os
 import random
 import select
@@ -29,6 +28,7 @@ import struct
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 
@@ -83,18 +83,14 @@ def parse_arp_reply(frame):
 
 
 def validate_targets(targets, default_port):
+    """Targets as {address, name, port}; a port of 0 is refused, never replaced by ``default_port``."""
+    if not targets:
+        raise InputError("targets is empty, so nothing would be probed: give at least one target address")
     out = []
-    for item in targets:
-        address = item.get("address")
-        try:
-            ip = ipaddress.ip_address(address)
-        except ValueError:
-            raise InputError("target address %r is not an IP address" % (address,))
-        if ip.version != 4:
-            raise InputError("target %s: only IPv4 targets are probed by this version" % address)
-        port = item.get("port") or default_port
-        if not 0 < port < 65536:
-            raise InputError("target %s: port %s is not in 1..65535" % (address, port))
+    for index, item in enumerate(targets):
+        address = params.address(4)("targets[%d].address" % index, item.get("address"))
+        port = params.port("targets[%d].port" % index if item.get("port") is not None else "tcp_port",
+                           default_port if item.get("port") is None else item["port"])
         out.append({"address": address, "name": item.get("name") or address, "port": port})
     return out
 
