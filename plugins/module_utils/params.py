@@ -109,7 +109,7 @@ def text(option, value, max_len=MAX_TEXT, allow_empty=False):
 
 def dns_name(option, value):
     """A DNS name: at most 253 characters, labels of 1..63 letters, digits, ``-`` or ``_``."""
-    text(option, value, max_len=DNS_NAME_MAX + 1)
+    text(option, value, max_len=PATH_MAX)
     name = value[:-1] if value.endswith(".") and value != "." else value
     fix = "give a name like web.default.svc.cluster.local (at most %d characters, labels of 1..%d)" % (
         DNS_NAME_MAX, DNS_LABEL_MAX)

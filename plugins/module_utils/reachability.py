@@ -349,7 +349,12 @@ def matrix(results):
                                     {"failed_from": sample(failed), "answered": len(answered)},
                                     "compare the routes and firewall rules of the failing nodes toward it "
                                     "(k8snet.triage.route_check, k8snet.triage.iptables_drops)"))
-    if not findings:
+    if not findings and not pairs:
+        findings.append(finding("connectivity.not_checked", "warning", "L3", "fleet",
+                                "no node pair was probed (%d results, none with probe rows): nothing was checked"
+                                % len(results), {"pairs": 0, "nodes": len(results)},
+                                "run the probes on the nodes (role k8snet.triage.connectivity) and check that they ran"))
+    elif not findings:
         findings.append(finding("connectivity.ok", "ok", "L3", "fleet", "all %d probed node pairs answered" % len(pairs),
                                 {"pairs": len(pairs), "nodes": len(results)}))
     return {"pairs": pairs, "silent_pairs": [p for p in pairs if not p["ok"]], "findings": findings}

@@ -57,7 +57,7 @@ def argument_spec(module):
 def run_case(module, args, timeout):
     out, err = io.StringIO(), io.StringIO()
     signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
+    signal.setitimer(signal.ITIMER_REAL, timeout, timeout)  # repeats: a pool waiting for hung threads is interrupted too
     kind, detail, result = None, None, None
     try:
         with patch_module_args(args), redirect_stdout(out), redirect_stderr(err):
@@ -99,3 +99,5 @@ def main():
 if __name__ == "__main__":
     os.environ.setdefault("LANG", "C.UTF-8")
     main()
+    sys.stdout.flush()
+    os._exit(0)  # do not wait for threads a hung case left behind: the hang is already recorded
