@@ -21,6 +21,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
+import unicodedata
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
@@ -95,15 +96,16 @@ def port(option, value):
 
 
 def text(option, value, max_len=MAX_TEXT, allow_empty=False):
-    """A string without control characters (newline, NUL) of at most ``max_len`` characters."""
+    """A string of at most ``max_len`` characters without control or format characters (newline, NUL,
+    a right-to-left override that would make a finding read differently than it is)."""
     if not isinstance(value, str):
         _fail(option, value, "give a string (got %s)" % type(value).__name__)
     if not value and not allow_empty:
         _fail(option, value, "give a non-empty string")
     if len(value) > max_len:
         _fail(option, value, "give at most %d characters" % max_len)
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        _fail(option, value, "control characters (newline, tab, NUL) are not allowed")
+    if any(ord(c) < 32 or ord(c) == 127 or unicodedata.category(c) in ("Cc", "Cf") for c in value):
+        _fail(option, value, "control and format characters (newline, tab, NUL, bidi overrides) are not allowed")
     return value
 
 

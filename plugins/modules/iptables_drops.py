@@ -87,7 +87,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 findings:
-  description: The findings (C(iptables.drops_growing), C(iptables.drop_policy), C(iptables.mixed_backends)).
+  description:
+    - The findings (C(iptables.drops_growing), C(iptables.drop_policy), C(iptables.mixed_backends)); C(iptables.drops)
+      (ok) says what was read when no counter grew, C(iptables.no_backend) (warning) that nothing could be read.
   returned: always
   type: list
   elements: dict

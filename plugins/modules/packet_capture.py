@@ -22,7 +22,7 @@ description:
     C(k8snet.triage.ingress_path) does); with O(work_dir) the file C(capture.pcap) appears in it as soon
     as the capture listens, so a play can wait for it before sending probes, and fetch it afterwards.
   - The pcap is never written where others could reach it. It lives in a private directory (mode
-    0700, unpredictable name): one the module makes with C(tempfile.mkdtemp) and removes, or O(work_dir).
+    0700, unpredictable name), either one the module makes with C(tempfile.mkdtemp) and removes, or O(work_dir).
     It is created exclusively, never through a symlink, with mode 0600.
   - A capture that tcpdump reports larger than what the pcap holds (a full disk, a write error) fails
     the module; it is never reported as a capture with few or no packets.
@@ -76,7 +76,7 @@ options:
   work_dir:
     description:
       - A private directory for the capture's files, made by the play with C(ansible.builtin.tempfile)
-        (O(ansible.builtin.tempfile#module:state=directory)): it must be a real directory (not a symlink), owned by the user running
+        (O(ansible.builtin.tempfile#module:state=directory)). It must be a real directory (not a symlink), owned by the user running
         the module, with no access for group or others (mode 0700), and must not hold C(capture.pcap) or
         C(stop) yet. Anything else fails the module.
       - The pcap is written to C(capture.pcap) in it. Creating a file named C(stop) in it ends the capture

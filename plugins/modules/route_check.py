@@ -132,7 +132,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 findings:
-  description: The findings (see the collection's findings contract), most severe first.
+  description:
+    - The findings (see the collection's findings contract), most severe first. C(route.nothing_checked) (info)
+      says that no peer pod CIDR and no local pod route was there to check.
   returned: always
   type: list
   elements: dict

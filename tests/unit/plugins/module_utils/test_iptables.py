@@ -254,3 +254,10 @@ def test_run_large_reads_big_output_and_names_a_failing_command():
     with pytest.raises(ReadError) as exc:
         tool.run_large(["/nonexistent/k8t-file"])
     assert "`head /nonexistent/k8t-file` failed with exit code 1" in str(exc.value)
+
+
+def test_no_backend_read_is_a_warning_not_ok():
+    """issue 11: a node without iptables and nft got a severity-ok finding."""
+    [item] = iptables.summary([], [], "n", 5)
+    assert item["check"] == "iptables.no_backend" and item["severity"] == "warning"
+    assert "no drop counter was checked" in item["summary"]

@@ -82,7 +82,7 @@ def run_case(module, args, timeout):
             else:
                 kind, detail = "failed", msg
         else:
-            kind, detail = "ok", json.dumps({k: result.get(k) for k in ("findings",)}, default=str)[:600]
+            kind, detail = "ok", json.dumps({k: result.get(k) for k in ("findings",)}, default=str)[:4000]
     return kind, detail
 
 def main():
