@@ -57,8 +57,11 @@ def _fail(option, value, expected, fix=""):
 def number(option, value, low, high, integer=False, low_open=False, unit="", fix=""):
     """A finite number in [low, high] (or (low, high] with ``low_open``)."""
     what = "an integer" if integer else "a number"
-    span = "%s%s to %s%s" % ("more than " if low_open else "", _g(low), _g(high), (" " + unit) if unit else "")
-    expected = "give %s from %s" % (what, span)
+    unit_text = (" " + unit) if unit else ""
+    if low_open:
+        expected = "give %s more than %s and at most %s%s" % (what, _g(low), _g(high), unit_text)
+    else:
+        expected = "give %s from %s to %s%s" % (what, _g(low), _g(high), unit_text)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         _fail(option, value, expected + " (got %s)" % type(value).__name__, fix)
     if isinstance(value, float) and not math.isfinite(value):

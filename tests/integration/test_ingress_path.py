@@ -130,7 +130,7 @@ def test_packet_capture_on_python39_node_matches_tcpdump(lab, ansible, lb):
     ({"interfaces": ["eth9"]}, "no interface eth9 on this host"),
     ({"interfaces": ["eth0"], "hosts": ["198.18.0.1 or port 22"]}, "hosts[0]='198.18.0.1 or port 22' is invalid"),
     ({"interfaces": ["eth0"], "ports": [53], "protocol": "icmp"}, "protocol=icmp, which has no ports"),
-    ({"interfaces": ["eth0"], "duration": 0}, "duration=0 is invalid"),
+    ({"interfaces": ["eth0"], "duration": 0}, "duration=0.0 is invalid: give a number more than 0 and at most 300"),
     ({"interfaces": ["eth0"], "route_to": ["web-pod"]}, "route_to[0]='web-pod' is invalid"),
     ({"interfaces": ["eth0"], "work_dir": "/nonexistent/dir"}, "work_dir /nonexistent/dir: No such file or directory"),
     ({"interfaces": ["eth0"], "work_dir": "/var/tmp"}, "work_dir /var/tmp has mode 1777"),

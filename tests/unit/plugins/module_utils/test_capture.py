@@ -40,7 +40,7 @@ def test_filter_refuses_anything_but_validated_values(hosts, ports, protocol, me
 
 def test_bounds():
     c.validate_bounds(5, 1000)
-    with pytest.raises(InputError, match="duration=0 is invalid: give a number from more than 0 to 300 seconds"):
+    with pytest.raises(InputError, match="duration=0 is invalid: give a number more than 0 and at most 300 seconds"):
         c.validate_bounds(0, 10)
     with pytest.raises(InputError, match="duration=301 is invalid"):
         c.validate_bounds(301, 10)

@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import sys
+import time
 import traceback
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -23,16 +24,21 @@ sys.path[:0] = [str(ROOT / "build"), str(ROOT)]
 
 from ansible.module_utils.testing import patch_module_args  # noqa: E402
 
+
 PACKAGE = "ansible_collections.k8snet.triage.plugins.modules."
+
 
 class Hang(Exception):
     pass
 
+
 class SpecSeen(Exception):
     pass
 
+
 def _alarm(_signum, _frame):
     raise Hang()
+
 
 def argument_spec(module):
     """The module's argument spec, read by letting main() build its AnsibleModule and stopping there."""
@@ -53,6 +59,7 @@ def argument_spec(module):
     finally:
         module.AnsibleModule = real
     return seen
+
 
 def run_case(module, args, timeout):
     out, err = io.StringIO(), io.StringIO()
@@ -85,6 +92,7 @@ def run_case(module, args, timeout):
             kind, detail = "ok", json.dumps({k: result.get(k) for k in ("findings",)}, default=str)[:4000]
     return kind, detail
 
+
 def main():
     name, cases_path = sys.argv[1], sys.argv[2]
     cases = json.loads(Path(cases_path).read_text())
@@ -93,8 +101,11 @@ def main():
         print(json.dumps(argument_spec(module), default=str))
         return
     for case in cases:
+        started = time.monotonic()
         kind, detail = run_case(module, case["args"], case["timeout"])
-        print(json.dumps({"id": case["id"], "kind": kind, "detail": detail}), flush=True)
+        print(json.dumps({"id": case["id"], "kind": kind, "detail": detail,
+                          "seconds": round(time.monotonic() - started, 3)}), flush=True)
+
 
 if __name__ == "__main__":
     os.environ.setdefault("LANG", "C.UTF-8")

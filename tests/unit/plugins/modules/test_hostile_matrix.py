@@ -50,7 +50,7 @@ def materialize(value, workdir):
         if key == "symlink":
             return str(workdir / "link-to-sentinel")
         if key == "list_of":
-            return [materialize(arg[0], workdir) for _ in range(arg[1])]
+            return [materialize(arg[0], workdir) for _index in range(arg[1])]
         if key == "dict_of":
             return dict(("k%d" % i, i) for i in range(arg))
     if isinstance(value, str):
@@ -131,7 +131,8 @@ def run_in_netns(module, cases, workdir):
     cases_path.write_text(json.dumps(cases))
     script = ("mount -t bpf bpf \"$3\"/bpffs && bpftool map create \"$3\"/bpffs/k8snet_matrix type hash key 4 value 4 "
               "entries 8 name k8snet_matrix && ip link set lo up && ip link add k8snet-a type veth peer name k8snet-b "
-              "&& ip addr add 198.18.250.1/24 dev k8snet-a && ip link set k8snet-a up && ip link set k8snet-b up && exec \"$0\" -m tests.unit.plugins.modules.hostile_runner \"$1\" \"$2\"")
+              "&& ip addr add 198.18.250.1/24 dev k8snet-a && ip link set k8snet-a up && ip link set k8snet-b up "
+              "&& exec \"$0\" -m tests.unit.plugins.modules.hostile_runner \"$1\" \"$2\"")
     proc = subprocess.run(["unshare", "--net", "--mount", "--", "sh", "-c", script, sys.executable, module, str(cases_path),
                            str(workdir)],
                           cwd=ROOT, capture_output=True, text=True, timeout=CASE_TIMEOUT * 2 + 5 * len(cases),
@@ -167,7 +168,9 @@ def test_hostile_matrix(module, workdir):
             harmless += 1
         else:
             bad.append("%s -> %s: %s" % (case["id"], out["kind"], (out["detail"] or "")[:400]))
-    print("\n%s: %d options (suboptions included: %d), %d cases, %d refused clearly, %d documented harmless, %d bad"
+    slowest = sorted(outcomes.values(), key=lambda o: -o.get("seconds", 0))[:3]
+    print("\nslowest: %s" % ", ".join("%s %.2fs" % (o["id"], o.get("seconds", 0)) for o in slowest))
+    print("%s: %d options (suboptions included: %d), %d cases, %d refused clearly, %d documented harmless, %d bad"
           % (module, len(spec), len({c["option"] for c in cases}), len(cases), refused, harmless, len(bad)))
     assert not bad, "%d of %d cases neither failed clearly nor are documented harmless:\n%s" % (
         len(bad), len(cases), "\n".join(bad))
