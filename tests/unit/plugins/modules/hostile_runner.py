@@ -20,7 +20,8 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[4]
-sys.path[:0] = [str(ROOT / "build"), str(ROOT)]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "build"))
 
 from ansible.module_utils.testing import patch_module_args  # noqa: E402
 
