@@ -59,6 +59,9 @@ options:
 notes:
   - The option names are those of C(kubernetes.core), so C(module_defaults) for C(group/k8s) style
     settings can be reused. Requests time out after 5 s (connect) / 30 s (read); lists are paged.
+  - O(kubeconfig), O(ca_cert), O(client_cert) and O(client_key) must be absolute paths without V(..) segments,
+    O(context) has at most 253 characters and O(host) at most 1024, none with control characters; other values
+    fail the module before any request is made.
 requirements:
   - kubernetes (the official Python client) on the controller
 """

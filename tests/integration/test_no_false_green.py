@@ -3,6 +3,7 @@
 
 - a node without iptables and nft: /usr/sbin (and so /sbin) is hidden by an empty bind mount in a
   private mount namespace; iptables_drops must warn that nothing was checked, never say ok;
+- probing out of a downed interface is a clear failure, not a traceback;
 - dns_check with `names: []` and reachability with `targets: []` or `probes: []` fail clearly.
 """
 
@@ -16,13 +17,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run(module, args, tmp_path, hide_sbin=False):
+def run(module, args, tmp_path, hide_sbin=False, setup=""):
     cases = tmp_path / "cases.json"
     cases.write_text(json.dumps([{"id": "case", "args": args, "timeout": 20}]))
     empty = tmp_path / "empty"
     empty.mkdir(exist_ok=True)
-    script = ("%sip link set lo up && exec \"$0\" -m tests.unit.plugins.modules.hostile_runner \"$1\" \"$2\""
-              % ("mount --bind \"$3\" /usr/sbin && " if hide_sbin else ""))
+    script = ("%s%sip link set lo up && exec \"$0\" -m tests.unit.plugins.modules.hostile_runner \"$1\" \"$2\""
+              % ("mount --bind \"$3\" /usr/sbin && " if hide_sbin else "", setup))
     proc = subprocess.run(["unshare", "--net", "--mount", "--", "sh", "-c", script, sys.executable, module, str(cases),
                            str(empty)], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -52,3 +53,13 @@ def test_empty_names_targets_and_probes_fail_clearly(tmp_path):
     assert out["kind"] == "failed" and "targets=[] is invalid: the list is empty" in out["detail"]
     out = run("reachability", {"targets": [{"address": "198.18.250.2"}], "probes": []}, tmp_path)
     assert out["kind"] == "failed" and "probes=[] is invalid: the list is empty" in out["detail"]
+
+
+def test_probing_out_of_a_downed_interface_is_a_clear_error(tmp_path):
+    """issue 11: arp_check probe: true out of a downed interface was a traceback (ENETDOWN)."""
+    setup = ("ip link add k8snet-a type veth peer name k8snet-b && ip addr add 198.18.250.1/24 dev k8snet-a && "
+             "ip link set k8snet-b up && ")  # k8snet-a stays down
+    out = run("arp_check", {"addresses": ["198.18.250.2"], "interface": "k8snet-a", "probe": True,
+                            "probe_timeout": 0.2}, tmp_path, setup=setup)
+    assert out["kind"] == "failed", out
+    assert "could not send ARP probes out of k8snet-a" in out["detail"] and "ip link set k8snet-a up" in out["detail"]
