@@ -76,9 +76,9 @@ def test_role_playbook(lab, ansible, cluster):
 
 
 @pytest.mark.parametrize("args, message", [
-    ({"services": ["router-default"]}, "service 'router-default' is not namespace/name"),
+    ({"services": ["router-default"]}, "services[0]='router-default' is invalid: give namespace/name"),
     ({"services": ["web/nope"]}, "Service web/nope does not exist"),
-    ({"probe_timeout": 0}, "probe_timeout must be between 0 and 60 seconds"),
+    ({"probe_timeout": 0}, "probe_timeout=0.0 is invalid: give a number more than 0 and at most 60 seconds"),
 ])
 def test_bad_input(ansible, cluster, args, message):
     result = ansible.module("localhost", "lb_health", dict(args, kubeconfig=str(cluster.kubeconfig())))["localhost"]
