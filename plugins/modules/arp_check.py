@@ -60,7 +60,7 @@ options:
     description:
       - Only look at neighbor entries on this interface, and probe out of it.
       - By default every interface is looked at, and probes leave by the interface the route to the address uses.
-      - A Linux interface name (1 to 15 characters, no V(/), V(:) or whitespace).
+      - A Linux interface name (1 to 15 bytes, no V(/), V(:) or whitespace).
     type: str
   probe:
     description:

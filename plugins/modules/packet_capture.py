@@ -31,7 +31,7 @@ options:
   interfaces:
     description:
       - Interfaces to report on (host-side veths such as C(lxc...) or C(cali...) included).
-      - At most 64 Linux interface names (1 to 15 characters, no V(/), V(:) or whitespace) or V(any).
+      - At most 64 Linux interface names (1 to 15 bytes, no V(/), V(:) or whitespace) or V(any).
     type: list
     elements: str
     default: []

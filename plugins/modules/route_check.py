@@ -71,7 +71,7 @@ options:
   tunnel_device:
     description:
       - The overlay device (C(vxlan.calico), C(tunl0), C(cilium_vxlan)); must exist on the host.
-      - A Linux interface name (1 to 15 characters, no V(/), V(:) or whitespace).
+      - A Linux interface name (1 to 15 bytes, no V(/), V(:) or whitespace).
     type: str
   local_pod_routes:
     description: Check the /32 and /128 routes to local C(cali*) / C(lxc*) pod devices.

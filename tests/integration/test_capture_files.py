@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.plugins.modules.test_hostile_matrix import READ_ONLY
+
 ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "capture_child.py"
 SENTINEL = b"root-only file: a capture must never write through a symlink into me\n"
@@ -29,8 +31,9 @@ BASE = {"interfaces": ["lo"], "protocol": "udp", "ports": [9999], "duration": 8,
 
 def capture(spec):
     started = time.time()
-    proc = subprocess.run(["unshare", "--net", "--mount", "--", sys.executable, str(CHILD), json.dumps(spec)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    proc = subprocess.run(["unshare", "--net", "--mount", "--", "sh", "-c", READ_ONLY + "exec \"$0\" \"$1\" \"$2\"",
+                           sys.executable, str(CHILD), json.dumps(spec)],
+                          cwd=spec["args"].get("work_dir") and Path(spec["args"]["work_dir"]).parent or tempfile.gettempdir(), capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     result["_elapsed"] = time.time() - started

@@ -14,7 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.unit.plugins.modules.test_hostile_matrix import READ_ONLY
+
 ROOT = Path(__file__).resolve().parents[2]
+RUNNER = ROOT / "tests" / "unit" / "plugins" / "modules" / "hostile_runner.py"
 
 
 def run(module, args, tmp_path, hide_sbin=False, setup=""):
@@ -22,10 +25,10 @@ def run(module, args, tmp_path, hide_sbin=False, setup=""):
     cases.write_text(json.dumps([{"id": "case", "args": args, "timeout": 20}]))
     empty = tmp_path / "empty"
     empty.mkdir(exist_ok=True)
-    script = ("%s%sip link set lo up && exec \"$0\" -m tests.unit.plugins.modules.hostile_runner \"$1\" \"$2\""
-              % ("mount --bind \"$3\" /usr/sbin && " if hide_sbin else "", setup))
+    script = ("%s%s%sip link set lo up && exec \"$0\" \"$4\" \"$1\" \"$2\""
+              % (READ_ONLY, "mount --bind \"$3\" /usr/sbin && " if hide_sbin else "", setup))
     proc = subprocess.run(["unshare", "--net", "--mount", "--", "sh", "-c", script, sys.executable, module, str(cases),
-                           str(empty)], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+                           str(empty), str(RUNNER)], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

@@ -13,6 +13,7 @@ a sentinel file that must be unchanged afterwards (content and mode, read with o
 from __future__ import annotations
 
 import copy
+import hashlib
 import importlib
 import json
 import os
@@ -31,6 +32,14 @@ ROOT = HERE.parents[3]
 MATRIX = yaml.safe_load((HERE / "hostile_matrix.yml").read_text())
 MODULES = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
 CASE_TIMEOUT = 10.0
+# Inside the cases' private mount namespace the system directories are read-only bind mounts (a
+# per-mount flag, the machine's own mounts are untouched): a case that would write outside the
+# scratch directory fails there instead of changing the machine.  The cases run with the scratch
+# directory as their working directory, so relative paths land in it too.
+SYSTEM_DIRS = ("/etc", "/usr", "/var", "/root", "/home", "/opt", "/srv", "/boot")
+READ_ONLY = "".join("if [ -d %s ]; then mount --bind %s %s && mount -o remount,bind,ro %s; fi && " % (d, d, d, d)
+                    for d in SYSTEM_DIRS)
+WATCHED = ("/etc/passwd", "/etc/shadow", "/etc/group", "/etc/resolv.conf", "/etc/hosts")
 SENTINEL = b"sentinel: a symlink given as an option must never change me\n"
 ENABLING = ("stale", "orphans", "cluster", True, 1, "1", "yes", "on", "true", "y", "t", "True", "YES")
 KUBECONFIG = """apiVersion: v1
@@ -108,6 +117,17 @@ def build_cases(module, spec, workdir):
     return cases
 
 
+def fingerprints():
+    out = {}
+    for path in WATCHED:
+        try:
+            st = os.stat(path)
+            out[path] = (hashlib.sha256(Path(path).read_bytes()).hexdigest(), st.st_mtime_ns, stat.S_IMODE(st.st_mode))
+        except OSError:
+            out[path] = None
+    return out
+
+
 @pytest.fixture
 def workdir(tmp_path):
     os.chmod(tmp_path, 0o700)
@@ -119,7 +139,9 @@ def workdir(tmp_path):
     (tmp_path / "cni" / "bin").mkdir()
     (tmp_path / "kubeconfig").write_text(KUBECONFIG)
     (tmp_path / "resolv.conf").write_text("nameserver 127.0.0.1\n")
+    before = fingerprints()
     yield tmp_path
+    assert fingerprints() == before, "a case changed a system file"
     st = os.lstat(tmp_path / "sentinel")
     assert (tmp_path / "sentinel").read_bytes() == SENTINEL
     assert stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.geteuid()
@@ -129,13 +151,13 @@ def workdir(tmp_path):
 def run_in_netns(module, cases, workdir):
     cases_path = workdir / ("%s.cases.json" % module)
     cases_path.write_text(json.dumps(cases))
-    script = ("mount -t bpf bpf \"$3\"/bpffs && bpftool map create \"$3\"/bpffs/k8snet_matrix type hash key 4 value 4 "
+    script = (READ_ONLY + "mount -t bpf bpf \"$3\"/bpffs && bpftool map create \"$3\"/bpffs/k8snet_matrix type hash key 4 value 4 "
               "entries 8 name k8snet_matrix && ip link set lo up && ip link add k8snet-a type veth peer name k8snet-b "
               "&& ip addr add 198.18.250.1/24 dev k8snet-a && ip link set k8snet-a up && ip link set k8snet-b up "
-              "&& exec \"$0\" -m tests.unit.plugins.modules.hostile_runner \"$1\" \"$2\"")
+              "&& exec \"$0\" \"$4\" \"$1\" \"$2\"")
     proc = subprocess.run(["unshare", "--net", "--mount", "--", "sh", "-c", script, sys.executable, module, str(cases_path),
-                           str(workdir)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=CASE_TIMEOUT * 2 + 5 * len(cases),
+                           str(workdir), str(HERE / "hostile_runner.py")],
+                          cwd=workdir, capture_output=True, text=True, timeout=CASE_TIMEOUT * 2 + 5 * len(cases),
                           check=False, env=dict(os.environ, ANSIBLE_DEPRECATION_WARNINGS="0"))
     outcomes = {}
     for line in proc.stdout.splitlines():
@@ -174,3 +196,12 @@ def test_hostile_matrix(module, workdir):
           % (module, len(spec), len({c["option"] for c in cases}), len(cases), refused, harmless, len(bad)))
     assert not bad, "%d of %d cases neither failed clearly nor are documented harmless:\n%s" % (
         len(bad), len(cases), "\n".join(bad))
+
+
+def test_the_cases_namespace_cannot_write_system_files(tmp_path):
+    """The guard itself: inside the cases' namespace /etc is read-only, outside it is not touched."""
+    probe = "/etc/.k8snet-hostile-matrix-probe"
+    proc = subprocess.run(["unshare", "--net", "--mount", "--", "sh", "-c", READ_ONLY + "touch %s" % probe],
+                          capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert proc.returncode != 0 and "Read-only file system" in proc.stderr and not os.path.exists(probe)
+    assert os.access("/etc", os.W_OK)  # the machine's own mount is still writable (the flag is per mount)
