@@ -30,10 +30,12 @@ BASE = {"interfaces": ["lo"], "protocol": "udp", "ports": [9999], "duration": 8,
 
 
 def capture(spec):
+    work_dir = spec["args"].get("work_dir")
+    cwd = Path(work_dir).parent if work_dir else tempfile.gettempdir()
     started = time.time()
     proc = subprocess.run(["unshare", "--net", "--mount", "--", "sh", "-c", READ_ONLY + "exec \"$0\" \"$1\" \"$2\"",
                            sys.executable, str(CHILD), json.dumps(spec)],
-                          cwd=spec["args"].get("work_dir") and Path(spec["args"]["work_dir"]).parent or tempfile.gettempdir(), capture_output=True, text=True, timeout=60, check=False)
+                          cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     result["_elapsed"] = time.time() - started
