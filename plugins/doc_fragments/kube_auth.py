@@ -79,6 +79,9 @@ notes:
     only its own collection's modules); give the same values to C(group/k8snet.triage.kube) too.
   - Namespaces and object names are checked (DNS-1123) before they are put in a request path, and every
     path segment is escaped. Requests time out after 5 s (connect) / 30 s (read); lists are paged.
+  - O(kubeconfig), O(ca_cert), O(client_cert) and O(client_key) must be absolute paths without V(..) segments,
+    O(context) has at most 253 characters and O(host) at most 1024, none with control characters; other values
+    fail the module before any request is made.
 requirements:
   - kubernetes (the official Python client) on the controller
 """

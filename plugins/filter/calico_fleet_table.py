@@ -47,6 +47,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, fleet_table, normalise_nodes
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def calico_fleet_table(statuses, nodes=None, resources=None):
@@ -60,4 +61,4 @@ def calico_fleet_table(statuses, nodes=None, resources=None):
 
 class FilterModule(object):
     def filters(self):
-        return {"calico_fleet_table": calico_fleet_table}
+        return guard_all({"calico_fleet_table": calico_fleet_table})

@@ -42,6 +42,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, inventory_nodes
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def calico_inventory_nodes(hosts, hostvars):
@@ -53,4 +54,4 @@ def calico_inventory_nodes(hosts, hostvars):
 
 class FilterModule(object):
     def filters(self):
-        return {"calico_inventory_nodes": calico_inventory_nodes}
+        return guard_all({"calico_inventory_nodes": calico_inventory_nodes})

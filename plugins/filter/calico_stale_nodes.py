@@ -42,6 +42,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, normalise_nodes, stale_nodes
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def calico_stale_nodes(statuses, resources=None):
@@ -55,4 +56,4 @@ def calico_stale_nodes(statuses, resources=None):
 
 class FilterModule(object):
     def filters(self):
-        return {"calico_stale_nodes": calico_stale_nodes}
+        return guard_all({"calico_stale_nodes": calico_stale_nodes})

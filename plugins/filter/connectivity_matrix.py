@@ -36,6 +36,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import matrix
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def connectivity_matrix(results):
@@ -46,4 +47,4 @@ def connectivity_matrix(results):
 
 class FilterModule(object):
     def filters(self):
-        return {"connectivity_matrix": connectivity_matrix}
+        return guard_all({"connectivity_matrix": connectivity_matrix})

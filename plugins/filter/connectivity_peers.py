@@ -51,13 +51,17 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import sample_peers
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def connectivity_peers(nodes, node, limit, hostvars):
     try:
-        peers = sample_peers(list(nodes), node, int(limit))
+        limit = params.number("limit", int(limit) if isinstance(limit, str) and limit.isdigit() else limit,
+                              0, params.MAX_LIST * 64, integer=True)
+        peers = sample_peers(list(nodes), node, limit)
     except InputError as exc:
         raise AnsibleFilterError(exc.message)
     out = []
@@ -72,4 +76,4 @@ def connectivity_peers(nodes, node, limit, hostvars):
 
 class FilterModule(object):
     def filters(self):
-        return {"connectivity_peers": connectivity_peers}
+        return guard_all({"connectivity_peers": connectivity_peers})

@@ -48,15 +48,24 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import egress_snat as _egress_snat
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def egress_snat(capture, node_ip, pod_ip, target):
-    if not isinstance(capture, dict):
-        raise AnsibleFilterError("egress_snat expects a packet_capture result, got %s" % type(capture).__name__)
+    if not isinstance(capture, dict) or not isinstance(capture.get("flows"), list):
+        raise AnsibleFilterError("egress_snat expects a packet_capture result (with its flows), got %s%s" % (
+            type(capture).__name__, ": %s" % capture.get("msg") if isinstance(capture, dict) and capture.get("msg") else ""))
+    try:
+        node_ip, pod_ip, target = (params.address()(name, value) for name, value in (
+            ("node_ip", node_ip), ("pod_ip", pod_ip), ("target", target)))
+    except InputError as exc:
+        raise AnsibleFilterError("egress_snat: %s" % exc.message)
     return _egress_snat(capture, node_ip, pod_ip, target)
 
 
 class FilterModule(object):
     def filters(self):
-        return {"egress_snat": egress_snat}
+        return guard_all({"egress_snat": egress_snat})

@@ -41,6 +41,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def findings_lines(findings, ok=False):
@@ -54,4 +55,4 @@ def findings_lines(findings, ok=False):
 
 class FilterModule(object):
     def filters(self):
-        return {"findings_lines": findings_lines}
+        return guard_all({"findings_lines": findings_lines})

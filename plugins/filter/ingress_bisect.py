@@ -62,14 +62,31 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import ingress_bisect as _bisect
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None):
     if not isinstance(captures, dict):
         raise AnsibleFilterError("ingress_bisect expects a dict {client, lb, worker} of capture results, got %s"
                                  % type(captures).__name__)
-    return _bisect(_normalize(captures), vip, int(port), pod_ip, int(pod_port), probe, pod_interface)
+    try:
+        vip, pod_ip = params.address()("vip", vip), params.address()("pod_ip", pod_ip)
+        port, pod_port = params.port("port", _int(port)), params.port("pod_port", _int(pod_port))
+        if pod_interface is not None:
+            params.interface("pod_interface", pod_interface)
+    except InputError as exc:
+        raise AnsibleFilterError("ingress_bisect: %s" % exc.message)
+    return _bisect(_normalize(captures), vip, port, pod_ip, pod_port, probe, pod_interface)
+
+
+def _int(value):
+    """A port given as text by a template (``"80"``) is a port; anything else is left to the check."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return value
 
 
 def _normalize(captures):
@@ -90,4 +107,4 @@ def _normalize(captures):
 
 class FilterModule(object):
     def filters(self):
-        return {"ingress_bisect": ingress_bisect}
+        return guard_all({"ingress_bisect": ingress_bisect})

@@ -47,6 +47,7 @@ _value:
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 # Next checks, named once.
 _DNS = "k8snet.triage.dns_check against the kube-dns Service IP and each coredns pod IP (role k8snet.triage.dns)"
@@ -151,4 +152,4 @@ def network_layer(value):
 
 class FilterModule(object):
     def filters(self):
-        return {"network_layer": network_layer}
+        return guard_all({"network_layer": network_layer})

@@ -52,11 +52,15 @@ from collections import Counter
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding, sort_findings, worst
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def triage_report(hostvars, hosts, unreachable=None):
-    if not isinstance(hosts, list):
-        raise AnsibleFilterError("triage_report needs the list of hosts to include")
+    if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
+        raise AnsibleFilterError("triage_report needs the list of hosts to include (inventory host names)")
+    if not hasattr(hostvars, "get"):
+        raise AnsibleFilterError("triage_report needs hostvars (a mapping of host name to variables), got %s"
+                                 % type(hostvars).__name__)
     unreachable = set(unreachable or [])
     flat, per_host, details = [], {}, {}
     for host in hosts:
@@ -97,4 +101,4 @@ def triage_report(hostvars, hosts, unreachable=None):
 
 class FilterModule(object):
     def filters(self):
-        return {"triage_report": triage_report}
+        return guard_all({"triage_report": triage_report})

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
+
 DOCUMENTATION = """
 name: triage_summary_lines
 short_description: a concise terminal summary of a triage report
@@ -68,4 +70,4 @@ def triage_summary_lines(report, limit=40):
 
 class FilterModule(object):
     def filters(self):
-        return {"triage_summary_lines": triage_summary_lines}
+        return guard_all({"triage_summary_lines": triage_summary_lines})

@@ -45,7 +45,10 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def _not_checked(item):
@@ -64,6 +67,10 @@ def _not_checked(item):
 def vip_owners(results, vips):
     if not isinstance(results, list):
         raise AnsibleFilterError("vip_owners expects the results list of a looped arp_check task")
+    try:
+        vips = params.each(params.address())("vips", vips)
+    except InputError as exc:
+        raise AnsibleFilterError("vip_owners: %s" % exc.message)
     owners = dict((str(vip), []) for vip in vips)
     unreachable = []
     for item in results:
@@ -120,4 +127,4 @@ def vip_owners(results, vips):
 
 class FilterModule(object):
     def filters(self):
-        return {"vip_owners": vip_owners}
+        return guard_all({"vip_owners": vip_owners})

@@ -101,10 +101,16 @@ def probe(requests, timeout):
             sock = open_socket(interface, "ARP probing needs CAP_NET_RAW (a raw packet socket on %s was refused): "
                                           "run the task with become: true, or set probe: false" % interface)
             sockets.append(sock)
-            promiscuous(sock, interface)
-            sock.setblocking(False)
-            for request in items:
-                sock.send(build_request(request["src_mac"], sender, request["target"]))
+            try:
+                promiscuous(sock, interface)
+                sock.setblocking(False)
+                for request in items:
+                    sock.send(build_request(request["src_mac"], sender, request["target"]))
+            except OSError as exc:
+                hint = " (the interface is down: `ip link set %s up`, or set probe: false)" % interface \
+                    if exc.errno == errno.ENETDOWN else " (set probe: false to only read the neighbor table)"
+                raise ReadError("could not send ARP probes out of %s: %s%s"
+                                % (interface, exc.strerror or exc, hint), interface=interface)
         deadline = time.time() + timeout
         while sockets:
             left = deadline - time.time()

@@ -8,8 +8,16 @@ The capture filter is built here from structured, validated options (addresses, 
 protocol): no filter text from the user reaches tcpdump.  tcpdump captures on ``any`` so one
 process sees every requested interface (libpcap >= 1.10 writes LINUX_SLL2, which carries the
 interface index and the packet direction); it is bounded by ``timeout`` (duration) and ``-c``
-(packet cap), and writes the pcap with ``-U`` so the file exists as soon as the capture is
-listening (a caller that starts probes can wait for the file).
+(packet cap), and writes the pcap with ``-U`` so the file grows as soon as the capture is
+listening (a caller that starts probes can wait for it).
+
+Files: everything lives in one private directory, mode 0700 and an unpredictable name
+(``tempfile.mkdtemp``), made by the module or handed in by the play (made the same way, e.g.
+``ansible.builtin.tempfile``) and checked: a real directory, owned by us, no access for anyone
+else.  The pcap inside is created exclusively, without following symlinks, mode 0600; the stop
+trigger is a file named ``stop`` in that directory, refused if it exists before the capture.
+A capture that tcpdump reports larger than the pcap holds (a full disk, a write error) is an
+error, never an empty or partial "ok".
 
 Packet model: {"ts", "ifindex", "interface", "direction" (in|out), "proto" (tcp|udp|icmp|arp|ip|ipv6|other),
 "src", "dst", "sport", "dport", "flags" (tcp), "icmp_type", "arp_op", "length"}.
@@ -19,14 +27,17 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import shutil
 import signal
 import socket
+import stat
 import struct
 import tempfile
 import threading
 import time
 
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import names_by_index, read_sysfs_links
@@ -39,6 +50,8 @@ CAP_NET_RAW = 13
 MAX_DURATION = 300
 MAX_PACKETS = 100000
 SNAPLEN = 128
+PCAP_NAME, STOP_NAME = "capture.pcap", "stop"
+_STATS = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel)", re.M)
 TCP_FLAGS = ((0x02, "S"), (0x01, "F"), (0x08, "P"), (0x04, "R"), (0x10, "."))  # tcpdump's order
 
 
@@ -66,7 +79,7 @@ def build_filter(hosts=None, ports=None, protocol="any"):
         parts.append("(%s)" % " or ".join(terms))
     port_terms = []
     for port in ports or []:
-        if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise InputError("port %r is not an integer in 1..65535" % (port,))
         port_terms.append("port %d" % port)
     if port_terms:
@@ -77,10 +90,71 @@ def build_filter(hosts=None, ports=None, protocol="any"):
 
 
 def validate_bounds(duration, max_packets):
-    if not 0 < duration <= MAX_DURATION:
-        raise InputError("duration %s is out of range: give 0 < duration <= %d seconds" % (duration, MAX_DURATION))
-    if not 0 < max_packets <= MAX_PACKETS:
-        raise InputError("max_packets %s is out of range: give 1..%d" % (max_packets, MAX_PACKETS))
+    """The capture's caps: nothing may run longer than MAX_DURATION or keep more than MAX_PACKETS."""
+    params.number("duration", duration, 0, MAX_DURATION, low_open=True, unit="seconds")
+    params.number("max_packets", max_packets, 1, MAX_PACKETS, integer=True, unit="packets")
+
+
+def tcpdump_stats(stderr):
+    """{"captured", "received by filter", "dropped by kernel"} from tcpdump's exit summary (absent: missing)."""
+    return dict((kind, int(number)) for number, kind in _STATS.findall(stderr or ""))
+
+
+def pcap_complete(data):
+    """Whether ``data`` is a whole pcap: a header and only complete records (no cut-off tail)."""
+    if len(data) < 24:
+        return False
+    endian = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+    offset = 24
+    while offset + 16 <= len(data):
+        incl = struct.unpack(endian + "I", data[offset + 8:offset + 12])[0]
+        offset += 16 + incl
+    return offset == len(data)
+
+
+# ------------------------------------------------------------------ private files (node side)
+
+
+def private_dir(work_dir=None):
+    """(path, made_here): a directory only we can use.
+
+    Without ``work_dir``, a new one from ``tempfile.mkdtemp`` (0700, unpredictable name).  A given
+    ``work_dir`` must be a real directory (not a symlink), owned by this user, with no access for
+    group or others, and must not hold a pcap or a stop file yet.
+    """
+    if not work_dir:
+        return tempfile.mkdtemp(prefix="k8snet-capture-"), True
+    try:
+        st = os.lstat(work_dir)
+    except OSError as exc:
+        raise InputError("work_dir %s: %s; create it with ansible.builtin.tempfile (state: directory)"
+                         % (work_dir, exc.strerror))
+    problem = None
+    if stat.S_ISLNK(st.st_mode):
+        problem = "is a symlink"
+    elif not stat.S_ISDIR(st.st_mode):
+        problem = "is not a directory"
+    elif st.st_uid != os.geteuid():
+        problem = "is owned by uid %d, not by uid %d running the capture" % (st.st_uid, os.geteuid())
+    elif st.st_mode & 0o077:
+        problem = "has mode %04o: group or others could read the pcap or plant files" % stat.S_IMODE(st.st_mode)
+    if problem:
+        raise InputError("work_dir %s %s; give a private directory (mode 0700, owned by the user running the capture), "
+                         "e.g. made by ansible.builtin.tempfile with state: directory" % (work_dir, problem))
+    for name in (PCAP_NAME, STOP_NAME):
+        if os.path.lexists(os.path.join(work_dir, name)):
+            raise InputError("work_dir %s already holds %s (from an earlier run?); give a fresh directory, since "
+                             "an old stop file would end the capture at once" % (work_dir, name))
+    return work_dir, False
+
+
+def create_private_file(path):
+    """Create ``path`` exclusively (never through a symlink, never reusing a file), mode 0600."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        os.close(os.open(path, flags, 0o600))
+    except OSError as exc:
+        raise InputError("cannot create %s exclusively: %s; give a fresh private work_dir" % (path, exc.strerror))
 
 
 # ------------------------------------------------------------------ pcap reader (pure)
@@ -239,7 +313,11 @@ def descendants(root, proc="/proc"):
 
 
 class StopWatcher(threading.Thread):
-    """Ends this module's own tcpdump (SIGINT, so it flushes the pcap) once ``stop_file`` exists."""
+    """Ends this module's own tcpdump (SIGINT, so it flushes the pcap) once ``stop_file`` exists.
+
+    Only a regular file counts (read with lstat, never followed); the caller has made sure it did
+    not exist before the capture started.
+    """
 
     def __init__(self, stop_file, interval=0.1):
         super(StopWatcher, self).__init__()
@@ -250,7 +328,7 @@ class StopWatcher(threading.Thread):
 
     def run(self):
         while not self.done.is_set():
-            if os.path.exists(self.stop_file):
+            if _is_regular(self.stop_file):
                 for pid, comm in descendants(os.getpid()).items():
                     if comm == "tcpdump":
                         try:
@@ -261,6 +339,13 @@ class StopWatcher(threading.Thread):
                 if self.stopped_early:
                     return
             time.sleep(self.interval)
+
+
+def _is_regular(path):
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 class Capture(object):
@@ -284,8 +369,8 @@ class Capture(object):
                 out[address] = route["dev"] if ok else None
         return out
 
-    def run(self, interfaces, hosts, ports, protocol, duration, max_packets, pcap_path=None, first=10, route_to=None,
-            stop_file=None, remove_files=False):
+    def run(self, interfaces, hosts, ports, protocol, duration, max_packets, work_dir=None, first=10, route_to=None,
+            remove_files=False):
         validate_bounds(duration, max_packets)
         bpf = build_filter(hosts, ports, protocol)
         routed = self.resolve_routes(route_to)
@@ -303,48 +388,56 @@ class Capture(object):
                                  "run the task with become: true" % os.geteuid())
         tcpdump = Tool(self.module, "tcpdump", opt_dirs=("/usr/sbin", "/sbin", "/usr/bin"))
         timeout = Tool(self.module, "timeout", opt_dirs=("/usr/bin", "/bin"))
-        workdir = None
-        if pcap_path:
-            parent = os.path.dirname(pcap_path) or "."
-            if not os.path.isdir(parent):
-                raise InputError("pcap_path %s: the directory %s does not exist" % (pcap_path, parent))
-            target = pcap_path
-        else:
-            workdir = tempfile.mkdtemp(prefix="k8snet-capture-")
-            target = os.path.join(workdir, "capture.pcap")
+        directory, made_here = private_dir(work_dir)
+        target, stop_file = os.path.join(directory, PCAP_NAME), os.path.join(directory, STOP_NAME)
         argv = ["-s", "INT", "-k", "2", "%g" % duration, tcpdump.path, "-i", "any", "-nn", "-U", "--immediate-mode",
                 "-s", str(SNAPLEN), "-c", str(max_packets), "-w", target]
         if os.geteuid() == 0:
             argv += ["-Z", "root"]  # keep root so tcpdump can write into a root-only directory
         if bpf:
             argv.append(bpf)
-        watcher = StopWatcher(stop_file) if stop_file else None
+        watcher = StopWatcher(stop_file)
         try:
-            if watcher:
-                watcher.start()
+            create_private_file(target)
+            watcher.start()
             started = time.time()
             rc, out, err = timeout.run(argv, check=False)
             elapsed = time.time() - started
-            if watcher:
-                watcher.done.set()
+            watcher.done.set()
             if rc not in (0, 124):
                 if "permission" in err.lower() or "not permitted" in err.lower():
                     raise PrivilegeError("tcpdump was refused (%s): capturing needs CAP_NET_RAW; run the task with "
                                          "become: true" % err.strip().splitlines()[-1])
                 raise ReadError("tcpdump failed (exit %d) with filter %r: %s" % (rc, bpf, err.strip()[-400:]))
-            with open(target, "rb") as handle:
+            fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as handle:
                 data = handle.read()
         finally:
-            if workdir:
-                shutil.rmtree(workdir, ignore_errors=True)
-            if remove_files:
-                for path in (pcap_path, stop_file):
-                    if path and os.path.isfile(path):
+            watcher.done.set()
+            if made_here:
+                shutil.rmtree(directory, ignore_errors=True)
+            elif remove_files:
+                for path in (target, stop_file):
+                    if _is_regular(path):
                         os.unlink(path)
+        stats = tcpdump_stats(err)
+        linktype, packets = parse_pcap(data, {}, ()) if data else (None, [])
+        captured = stats.get("captured")
+        if not pcap_complete(data) or captured is None or captured > len(packets):
+            raise ReadError(
+                "the capture was cut short: tcpdump reported %s packets captured, the pcap holds %d%s (%s). "
+                "Is the file system of %s full or failing? Free space there or give another work_dir; "
+                "no conclusion can be drawn from this capture"
+                % ("no count of" if captured is None else captured, len(packets),
+                   "" if pcap_complete(data) else " and ends in a cut-off record", (err or "").strip()[-300:],
+                   work_dir or tempfile.gettempdir()),
+                stats=stats, packets_in_file=len(packets))
         macs = set(link["mac"] for link in links if link["mac"])
         linktype, packets = parse_pcap(data, indexes, macs)
         result = summarize(packets, interfaces, first)
+        kept = not made_here and not remove_files
         result.update(filter=bpf, linktype=linktype, routed=routed, seconds=round(elapsed, 3),
-                      stopped_by_file=bool(watcher and watcher.stopped_early),
-                      files_removed=bool(remove_files), capped=len(packets) >= max_packets, pcap_path=pcap_path)
+                      stopped_by_file=watcher.stopped_early, files_removed=not kept,
+                      capped=len(packets) >= max_packets, pcap_path=target if kept else None,
+                      dropped_by_kernel=stats.get("dropped by kernel", 0))
         return result

@@ -55,10 +55,21 @@ def parse_config(name, text):
     plugins = doc.get("plugins") if name.endswith(".conflist") or "plugins" in doc else [doc]
     if not isinstance(plugins, list) or not plugins:
         return doc.get("name"), [], "no plugins"
+    network = doc.get("name") if isinstance(doc.get("name"), str) else None
     types = [p.get("type") for p in plugins if isinstance(p, dict)]
-    if not all(types):
-        return doc.get("name"), [t for t in types if t], "a plugin without type"
-    return doc.get("name"), types, None
+    if len(types) != len(plugins) or not all(types):
+        return network, [t for t in types if t and _plugin_name(t)], "a plugin without type"
+    bad = [t for t in types if not _plugin_name(t)]
+    if bad:
+        return network, [t for t in types if _plugin_name(t)], (
+            "plugin type %s is not a binary name (a non-empty string without '/')" % json.dumps(bad[0])[:80])
+    return network, types, None
+
+
+def _plugin_name(value):
+    """A plugin ``type`` names a binary in the bin directory: a short string, no path separator."""
+    return isinstance(value, str) and 0 < len(value) <= 255 and "/" not in value and value not in (".", "..") \
+        and "\x00" not in value
 
 
 def check(state, node):

@@ -19,13 +19,13 @@ status is one of STATUSES.  Parsers and checks below are pure.
 
 from __future__ import annotations
 
-import ipaddress
 import random
 import socket
 import struct
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 
@@ -235,29 +235,20 @@ class Resolver(object):
 
 def validate_servers(servers):
     out = []
-    for item in servers or []:
-        address = item.get("address")
-        try:
-            ipaddress.ip_address(address)
-        except ValueError:
-            raise InputError("server address %r is not an IP address; give the kube-dns Service IP or a coredns pod IP"
-                             % (address,))
+    for index, item in enumerate(servers or []):
+        address = params.address()("servers[%d].address" % index, item.get("address"))
         out.append({"address": address, "name": item.get("name") or address, "node": item.get("node"),
                     "role": item.get("role") or "pod"})
     return out
 
 
 def validate_names(names, expect):
-    for name in names:
-        encode_name(name)
+    params.each(params.dns_name, max_items=64, non_empty=True,
+                what="give at least one name to resolve, e.g. kubernetes.default.svc.cluster.local")("names", names)
     for name, addresses in (expect or {}).items():
         if name not in names:
             raise InputError("expect names %r, which is not in names (%s)" % (name, ", ".join(names)))
-        for address in addresses if isinstance(addresses, list) else [addresses]:
-            try:
-                ipaddress.ip_address(address)
-            except ValueError:
-                raise InputError("expect[%r] holds %r, which is not an IP address" % (name, address))
+        params.scalar_or_list(params.address())("expect[%r]" % name, addresses)
     return dict((k, v if isinstance(v, list) else [v]) for k, v in (expect or {}).items())
 
 

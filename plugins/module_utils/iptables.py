@@ -25,6 +25,7 @@ import json
 import re
 import time
 
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
@@ -278,15 +279,20 @@ def parse_nft(text, skip_tables=()):
 # ----------------------------------------------------------------- reader
 
 
+MAX_INTERVAL, MAX_LIMIT, MAX_PPS = 300, 1000, 1e9
+
+
 def validate(backends, interval, limit, warning_pps, critical_pps):
+    """The options' bounds (finite numbers, caps), the same whether called by the module or directly."""
     for name in backends:
         if name not in BACKENDS:
             raise InputError("backend %r is unknown; use any of %s" % (name, ", ".join(BACKENDS)))
-    if interval < 0 or interval > 300:
-        raise InputError("interval %r is out of range: give 0 (one snapshot, totals only) to 300 seconds" % interval)
-    if limit < 1:
-        raise InputError("limit %r must be at least 1" % limit)
-    if warning_pps < 0 or critical_pps < warning_pps:
+    params.number("interval", interval, 0, MAX_INTERVAL, unit="seconds",
+                  fix="0 takes one snapshot and returns totals only")
+    params.number("limit", limit, 1, MAX_LIMIT, integer=True)
+    params.number("warning_pps", warning_pps, 0, MAX_PPS, unit="packets per second")
+    params.number("critical_pps", critical_pps, 0, MAX_PPS, unit="packets per second")
+    if critical_pps < warning_pps:
         raise InputError("thresholds warning_pps=%r and critical_pps=%r: need 0 <= warning_pps <= critical_pps"
                          % (warning_pps, critical_pps))
 
@@ -480,9 +486,20 @@ def check(grown, snapshot, node, interval, limit, warning_pps, critical_pps):
 
 
 def summary(found, snapshot, node, interval):
-    """One ``ok`` finding when no drop counter grew, saying what was read."""
+    """One ``ok`` finding when no drop counter grew, saying what was read.
+
+    When no backend could be read at all (no iptables and no nft on the host), nothing was
+    checked: that is a warning, never ``ok``.
+    """
     if any(f["check"] == "iptables.drops_growing" for f in found):
         return []
+    if not snapshot:
+        return [finding("iptables.no_backend", "warning", "L4", node,
+                        "no firewall backend could be read (none of iptables-save, ip6tables-save, "
+                        "iptables-legacy-save or nft is installed): no drop counter was checked",
+                        {"backends": []},
+                        "install iptables or nftables on the node, or run the check where the firewall "
+                        "tools are (drops cannot be ruled out)")]
     entries = sum(len(rs.entries) for rs in snapshot)
     if interval:
         text = "no DROP/REJECT counter grew in %ss (%d drop rules and policies read)" % (interval, entries)

@@ -105,6 +105,12 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
     probe_ok = _probe_ok(probe)
     if vanished is None and probe_ok is False:
         vanished = "return"
+    if not hops:
+        return {"hops": hops, "vanished_at": None, "findings": [finding(
+            "ingress.not_checked", "warning", "L4", "%s:%s" % (vip, port),
+            "no hop's capture result was given (client, LB nodes and worker all missing): nothing was checked",
+            {"vip": "%s:%s" % (vip, port), "pod": "%s:%s" % (pod_ip, pod_port), "probe_ok": probe_ok},
+            "run the captures on the client, the LB nodes and the worker (role k8snet.triage.ingress_path)")]}
     evidence = {"hops": hops, "vip": "%s:%s" % (vip, port), "pod": "%s:%s" % (pod_ip, pod_port),
                 "pod_interface": pod_interface, "probe_ok": probe_ok}
     if client:

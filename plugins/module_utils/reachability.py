@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import ipaddress
 import os
 import random
 import select
@@ -30,6 +29,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import macs_by_name
@@ -67,18 +67,14 @@ def parse_echo_reply(data, raw=True):
 
 
 def validate_targets(targets, default_port):
+    """Targets as {address, name, port}; a port of 0 is refused, never replaced by ``default_port``."""
+    if not targets:
+        raise InputError("targets is empty, so nothing would be probed: give at least one target address")
     out = []
-    for item in targets:
-        address = item.get("address")
-        try:
-            ip = ipaddress.ip_address(address)
-        except ValueError:
-            raise InputError("target address %r is not an IP address" % (address,))
-        if ip.version != 4:
-            raise InputError("target %s: only IPv4 targets are probed by this version" % address)
-        port = item.get("port") or default_port
-        if not 0 < port < 65536:
-            raise InputError("target %s: port %s is not in 1..65535" % (address, port))
+    for index, item in enumerate(targets):
+        address = params.address(4)("targets[%d].address" % index, item.get("address"))
+        port = params.port("targets[%d].port" % index if item.get("port") is not None else "tcp_port",
+                           default_port if item.get("port") is None else item["port"])
         out.append({"address": address, "name": item.get("name") or address, "port": port})
     return out
 
@@ -333,7 +329,12 @@ def matrix(results):
                                     {"failed_from": sample(failed), "answered": len(answered)},
                                     "compare the routes and firewall rules of the failing nodes toward it "
                                     "(k8snet.triage.route_check, k8snet.triage.iptables_drops)"))
-    if not findings:
+    if not findings and not pairs:
+        findings.append(finding("connectivity.not_checked", "warning", "L3", "fleet",
+                                "no node pair was probed (%d results, none with probe rows): nothing was checked"
+                                % len(results), {"pairs": 0, "nodes": len(results)},
+                                "run the probes on the nodes (role k8snet.triage.connectivity) and check that they ran"))
+    elif not findings:
         findings.append(finding("connectivity.ok", "ok", "L3", "fleet", "all %d probed node pairs answered" % len(pairs),
                                 {"pairs": len(pairs), "nodes": len(results)}))
     return {"pairs": pairs, "silent_pairs": [p for p in pairs if not p["ok"]], "findings": findings}

@@ -408,6 +408,11 @@ def summary(findings_list, results, node, pod_routes_checked=None):
     evidence = {"peer_cidrs": len(results)}
     if pod_routes_checked is not None:
         evidence["pod_routes"] = pod_routes_checked
+    if not results and not pod_routes_checked:
+        return [finding("route.nothing_checked", "info", "L3", node,
+                        "no route was checked: peers names no other node with a pod CIDR and no local pod "
+                        "route was found", evidence,
+                        "give peers (every node with its node_ip and pod_cidrs) to check the pod network routes")]
     return [finding("route.mesh", "ok", "L3", node,
                     "%d peer pod CIDR(s) routed as expected" % len(results), evidence)]
 

@@ -44,6 +44,7 @@ options:
     description:
       - The IPv4 or IPv6 addresses whose neighbor entries are checked, for example a control-plane VIP.
       - Addresses that are keys of O(expected) are checked too.
+      - At most 1024 addresses.
     type: list
     elements: str
     required: true
@@ -53,12 +54,14 @@ options:
         RV(local) of this module run on the owner).
       - MACs may be written with colons, dashes or no separator, in any case.
       - Without it, the single MAC that answers a probe is taken as the truth.
+      - At most 1024 entries.
     type: dict
     default: {}
   interface:
     description:
       - Only look at neighbor entries on this interface, and probe out of it.
       - By default every interface is looked at, and probes leave by the interface the route to the address uses.
+      - A Linux interface name (1 to 15 bytes, no V(/), V(:) or whitespace).
     type: str
   probe:
     description:
@@ -69,7 +72,9 @@ options:
     type: bool
     default: false
   probe_timeout:
-    description: Seconds to wait for ARP answers (all addresses are probed at once; on a LAN they come within milliseconds).
+    description:
+      - Seconds to wait for ARP answers (all addresses are probed at once; on a LAN they come within milliseconds).
+      - A finite number from 0.01 to 10.
     type: float
     default: 0.5
   flush:
@@ -88,7 +93,9 @@ options:
     type: bool
     default: false
   max_flush:
-    description: The most entries one run may delete; the rest are reported in RV(kept).
+    description:
+      - The most entries one run may delete; the rest are reported in RV(kept).
+      - From 0 (delete nothing) to 1024.
     type: int
     default: 32
 notes:
@@ -218,6 +225,15 @@ from ansible_collections.k8snet.triage.plugins.module_utils.arp_probe import pro
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.neighbors import arp_check
 from ansible_collections.k8snet.triage.plugins.module_utils.netlink import NETLINK_ARGUMENT_SPEC, Netlink
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+
+RULES = dict(
+    addresses=checks.each(checks.address()),
+    expected=checks.mapping(checks.address(), lambda option, value: checks.text(option, value, max_len=32)),
+    interface=checks.interface,
+    probe_timeout=checks.seconds(0.01, 10),
+    max_flush=checks.count(0, 1024, "entries"),
+)
 
 
 def main():
@@ -232,7 +248,7 @@ def main():
         max_flush=dict(type="int", default=32),
     )
     argument_spec.update(NETLINK_ARGUMENT_SPEC)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
     try:
         with Netlink(module, module.params["reader"]) as netlink:
             result = arp_check(netlink, probe, module.params, module.check_mode)

@@ -39,6 +39,7 @@ options:
     description:
       - Mount point of the bpf filesystem to read. It must be a bpf filesystem.
       - Cilium's fallback mount is C(/run/cilium/bpffs).
+      - An absolute path without V(..) segments.
     type: path
     default: /sys/fs/bpf
   maps:
@@ -47,15 +48,20 @@ options:
         (V(tc/globals/cilium_lb4_*), V(cilium_ct*)).
       - A literal name that matches nothing fails the module; a glob that matches nothing is reported.
       - Default is every pinned map under O(bpffs), recursively.
+      - At most 1024 items, each relative to O(bpffs) (no leading V(/), no V(..) segments).
     type: list
     elements: str
     default: []
   warn_ratio:
-    description: Fill ratio (entries / max_entries) at or above which a map gets a warning.
+    description:
+      - Fill ratio (entries / max_entries) at or above which a map gets a warning.
+      - A finite number, more than 0 and at most 1, and at most O(critical_ratio).
     type: float
     default: 0.8
   critical_ratio:
-    description: Fill ratio at or above which the finding is critical.
+    description:
+      - Fill ratio at or above which the finding is critical.
+      - A finite number, more than 0 and at most 1.
     type: float
     default: 0.95
   cleanup:
@@ -83,6 +89,7 @@ options:
         list does not name. The rule errs toward keeping: a stale frontend that shares a port with a live
         NodePort is kept."
       - Gather them once on the controller (the C(cilium_maps) role takes them as a variable).
+      - At most 65536 items.
     type: list
     elements: str
   allow_empty_live_frontends:
@@ -107,7 +114,9 @@ options:
     type: list
     elements: str
   max_delete:
-    description: Most keys one run may delete, over all maps; the rest waits for the next run.
+    description:
+      - Most keys one run may delete, over all maps; the rest waits for the next run.
+      - From 1 to 65536.
     type: int
     default: 10000
 notes:
@@ -271,10 +280,21 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+
+RULES = dict(
+    bpffs=checks.absolute_path,
+    maps=checks.each(checks.relative_path),
+    warn_ratio=checks.ratio(),
+    critical_ratio=checks.ratio(),
+    live_frontends=checks.each(lambda option, value: checks.text(option, value, max_len=64), max_items=65536),
+    max_delete=checks.count(1, 65536, "keys"),
+)
 
 
 def main():
-    module = AnsibleModule(
+    module = checks.new_module(
+        AnsibleModule, RULES,
         argument_spec=dict(
             bpffs=dict(type="path", default="/sys/fs/bpf"),
             maps=dict(type="list", elements="str", default=[]),

@@ -33,6 +33,7 @@ options:
       - When not set, calicoctl's sockets are read, C(/var/run/calico/bird.ctl) (required)
         and C(/var/run/calico/bird6.ctl) (optional, BIRD 1.6's IPv6 daemon), each falling
         back to the same name under C(/var/run/bird) when absent.
+      - At most 16 absolute paths without V(..) segments.
     type: list
     elements: path
   expected_peers:
@@ -41,6 +42,7 @@ options:
         The node's own addresses are left out. C(10.0.0.5/24), the form of the
         C(projectcalico.org/IPv4Address) Node annotation, is accepted.
       - When empty, only the sessions themselves are checked (no stale or missing peers).
+      - At most 4096 addresses.
     type: list
     elements: str
     default: []
@@ -59,11 +61,13 @@ options:
         failing on a configuration error (bad peer AS, bad BGP identifier, authentication
         failure, unacceptable hold time), since BIRD restarts such a protocol and its
         C(since) keeps moving.
+      - From 0 to 86400 (one day).
     type: int
     default: 300
   timeout:
     description:
       - Seconds to wait for BIRD to accept the connection and for each part of its reply.
+      - From 1 to 60.
     type: int
     default: 5
 attributes:
@@ -184,6 +188,14 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.k8snet.triage.plugins.module_utils import bird
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+
+RULES = dict(
+    sockets=checks.each(checks.absolute_path, max_items=16),
+    expected_peers=checks.each(checks.address_or_network, max_items=4096),
+    stuck_after=checks.count(0, 86400, "seconds"),
+    timeout=checks.count(1, 60, "seconds"),
+)
 
 
 def own_addresses(module):
@@ -192,7 +204,8 @@ def own_addresses(module):
 
 
 def main():
-    module = AnsibleModule(
+    module = checks.new_module(
+        AnsibleModule, RULES,
         argument_spec=dict(
             sockets=dict(type="list", elements="path"),
             expected_peers=dict(type="list", elements="str", default=[]),

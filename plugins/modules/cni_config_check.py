@@ -31,15 +31,15 @@ attributes:
     details: Linux nodes, any Python 3.9+ (standard library only).
 options:
   conf_dir:
-    description: The CNI configuration directory.
+    description: The CNI configuration directory (an absolute path without V(..) segments).
     type: path
     default: /etc/cni/net.d
   bin_dir:
-    description: The CNI plugin binary directory.
+    description: The CNI plugin binary directory (an absolute path without V(..) segments).
     type: path
     default: /opt/cni/bin
   node_name:
-    description: The node's name in findings. Defaults to the host's name.
+    description: The node's name in findings (at most 253 characters). Defaults to the host's name.
     type: str
 """
 
@@ -68,10 +68,18 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+
+RULES = dict(
+    conf_dir=checks.absolute_path,
+    bin_dir=checks.absolute_path,
+    node_name=checks.node_name,
+)
 
 
 def main():
-    module = AnsibleModule(
+    module = checks.new_module(
+        AnsibleModule, RULES,
         argument_spec=dict(
             conf_dir=dict(type="path", default="/etc/cni/net.d"),
             bin_dir=dict(type="path", default="/opt/cni/bin"),

@@ -48,27 +48,32 @@ options:
         O(ca_cert), O(client_cert) and O(client_key) (nor their E(K8S_AUTH_*) variables), which name another
         cluster.
       - When empty, the one cluster given by the module's API options is audited.
+      - At most 64 clusters.
     type: list
     elements: dict
     default: []
     suboptions:
       name:
-        description: The cluster's name, used in findings.
+        description: The cluster's name, used in findings (at most 253 characters).
         type: str
         required: true
       kubeconfig:
-        description: Path to the cluster's kubeconfig.
+        description: Path to the cluster's kubeconfig (an absolute path without V(..) segments).
         type: path
       context:
         description: The kubeconfig context of the cluster.
         type: str
   namespaces:
-    description: Namespaces to audit. Empty means all namespaces.
+    description:
+      - Namespaces to audit. Empty means all namespaces.
+      - At most 1024 Kubernetes names (1 to 63 lowercase letters, digits or V(-)).
     type: list
     elements: str
     default: []
   controller_pods:
-    description: Names or name prefixes of the controller pods expected to run (ready) in C(kube-system).
+    description:
+      - Names or name prefixes of the controller pods expected to run (ready) in C(kube-system).
+      - At most 1024 names of at most 253 characters.
     type: list
     elements: str
     default: [load-balancer-f5, k8s-bigip-ctlr]
@@ -110,6 +115,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.k8snet.triage.plugins.module_utils import f5
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError, TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
 
 
@@ -132,6 +138,15 @@ def audit_cluster(kube, namespaces, controllers):
     return found, summary, partitions
 
 
+RULES = dict(
+    checks.KUBE_AUTH_RULES,
+    clusters=checks.each(checks.fields(name=checks.short_text, kubeconfig=checks.absolute_path,
+                                       context=checks.short_text), max_items=64),
+    namespaces=checks.each(checks.k8s_name),
+    controller_pods=checks.each(checks.short_text),
+)
+
+
 def main():
     argument_spec = dict(AUTH_ARG_SPEC)
     argument_spec.update(
@@ -143,7 +158,7 @@ def main():
         namespaces=dict(type="list", elements="str", default=[]),
         controller_pods=dict(type="list", elements="str", default=list(f5.DEFAULT_CONTROLLERS)),
     )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
     if not f5.HAS_JSONSCHEMA:
         module.fail_json(msg=missing_required_lib("jsonschema"), exception=f5.JSONSCHEMA_IMPORT_ERROR)

@@ -24,7 +24,10 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 options:
   backends:
-    description: The backends to read; a backend whose tools are not installed is reported and skipped.
+    description:
+      - The backends to read; a backend whose tools are not installed is reported and skipped.
+      - An empty list fails, since nothing would be read. When no backend's tools are installed at all, the
+        finding C(iptables.no_backend) (a warning) says that nothing was checked.
     type: list
     elements: str
     choices: [legacy, nft, nftables]
@@ -32,22 +35,25 @@ options:
   interval:
     description:
       - Seconds between the two snapshots. V(0) takes one snapshot and returns totals only.
+      - A finite number from 0 to 300.
     type: float
     default: 5
   limit:
-    description: How many growing entries (and top totals) to return.
+    description: How many growing entries (and top totals) to return, from 1 to 1000.
     type: int
     default: 20
   warning_pps:
-    description: Packets per second from which a growing drop is a V(warning) (below it, V(info)).
+    description:
+      - Packets per second from which a growing drop is a V(warning) (below it, V(info)).
+      - A finite number from 0 to 1e9, at most O(critical_pps).
     type: float
     default: 1.0
   critical_pps:
-    description: Packets per second from which a growing drop is V(critical).
+    description: Packets per second from which a growing drop is V(critical), a finite number from 0 to 1e9.
     type: float
     default: 100.0
   node_name:
-    description: The node name used as the subject of findings (default the host name).
+    description: The node name used as the subject of findings (default the host name), at most 253 characters.
     type: str
 attributes:
   check_mode:
@@ -81,7 +87,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 findings:
-  description: The findings (C(iptables.drops_growing), C(iptables.drop_policy), C(iptables.mixed_backends)).
+  description:
+    - The findings (C(iptables.drops_growing), C(iptables.drop_policy), C(iptables.mixed_backends)); C(iptables.drops)
+      (ok) says what was read when no counter grew, C(iptables.no_backend) (warning) that nothing could be read.
   returned: always
   type: list
   elements: dict
@@ -140,6 +148,17 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.k8snet.triage.plugins.module_utils import iptables
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+
+RULES = dict(
+    backends=checks.each(checks.choice(*iptables.BACKENDS), max_items=len(iptables.BACKENDS), non_empty=True,
+                         what="give at least one of %s" % ", ".join(iptables.BACKENDS)),
+    interval=lambda option, value: checks.number(option, value, 0, iptables.MAX_INTERVAL, unit="seconds"),
+    limit=checks.count(1, iptables.MAX_LIMIT),
+    warning_pps=lambda option, value: checks.number(option, value, 0, iptables.MAX_PPS, unit="packets per second"),
+    critical_pps=lambda option, value: checks.number(option, value, 0, iptables.MAX_PPS, unit="packets per second"),
+    node_name=checks.node_name,
+)
 
 
 def run(module):
@@ -167,7 +186,8 @@ def run(module):
 
 
 def main():
-    module = AnsibleModule(
+    module = checks.new_module(
+        AnsibleModule, RULES,
         argument_spec=dict(
             backends=dict(type="list", elements="str", choices=list(iptables.BACKENDS), default=list(iptables.BACKENDS)),
             interval=dict(type="float", default=5),

@@ -56,15 +56,19 @@ options:
     choices: [nodes, service_frontends, dns_servers]
     default: [nodes, service_frontends, dns_servers]
   dns_namespace:
-    description: Namespace of the cluster DNS Service and pods.
+    description: Namespace of the cluster DNS Service and pods (1 to 63 lowercase letters, digits or V(-)).
     type: str
     default: kube-system
   dns_service:
-    description: Name of the cluster DNS Service (the ClusterIP kubelet's C(--cluster-dns) names).
+    description:
+      - Name of the cluster DNS Service (the ClusterIP kubelet's C(--cluster-dns) names).
+      - 1 to 63 lowercase letters, digits or V(-).
     type: str
     default: kube-dns
   dns_pod_selector:
-    description: Label selector of the DNS pods (coredns keeps the C(k8s-app=kube-dns) label).
+    description:
+      - Label selector of the DNS pods (coredns keeps the C(k8s-app=kube-dns) label).
+      - At most 1024 characters, no control characters.
     type: str
     default: k8s-app=kube-dns
 """
@@ -159,12 +163,22 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import (
     AUTH_ARG_SPEC,
     Kube,
     configuration,
     credential_source,
     require_kubernetes,
+)
+
+
+RULES = dict(
+    checks.KUBE_AUTH_RULES,
+    gather=checks.each(checks.choice(*kube_facts.GATHER), max_items=len(kube_facts.GATHER)),
+    dns_namespace=checks.k8s_name,
+    dns_service=checks.k8s_name,
+    dns_pod_selector=checks.label_selector,
 )
 
 
@@ -176,7 +190,7 @@ def main():
         dns_service=dict(type="str", default=kube_facts.DNS_SERVICE),
         dns_pod_selector=dict(type="str", default=kube_facts.DNS_POD_SELECTOR),
     )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
     p = module.params
     source = credential_source(p)

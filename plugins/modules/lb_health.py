@@ -43,12 +43,16 @@ attributes:
     details: Runs on the controller (or a node with C(delegate_to)); talks to the Kubernetes API and probes the nodes.
 options:
   services:
-    description: Services to check, as C(namespace/name). Empty means every LoadBalancer Service with policy Local.
+    description:
+      - Services to check, as C(namespace/name). Empty means every LoadBalancer Service with policy Local.
+      - At most 1024, each part 1 to 63 lowercase letters, digits or V(-).
     type: list
     elements: str
     default: []
   namespaces:
-    description: Namespaces to look in when O(services) is empty. Empty means all namespaces.
+    description:
+      - Namespaces to look in when O(services) is empty. Empty means all namespaces.
+      - At most 1024 Kubernetes names.
     type: list
     elements: str
     default: []
@@ -57,7 +61,7 @@ options:
     type: bool
     default: true
   probe_timeout:
-    description: Seconds to wait for one health check answer.
+    description: Seconds to wait for one health check answer, a finite number more than 0 and at most 60.
     type: float
     default: 2.0
   address_type:
@@ -146,6 +150,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.k8snet.triage.plugins.module_utils import lb_health
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, meta, require_kubernetes, split_ref
 
 MAX_PATCH_LIMIT = 100
@@ -216,6 +221,15 @@ def run(module, kube, targets):
     return models, found, outcome
 
 
+RULES = dict(
+    checks.KUBE_AUTH_RULES,
+    services=checks.each(checks.namespaced_name),
+    namespaces=checks.each(checks.k8s_name),
+    probe_timeout=checks.seconds(0, 60),
+    remediate_services=checks.each(checks.namespaced_name),
+)
+
+
 def main():
     argument_spec = dict(AUTH_ARG_SPEC)
     argument_spec.update(
@@ -228,11 +242,9 @@ def main():
         remediate_services=dict(type="list", elements="str", default=[]),
         max_patch=dict(type="int", default=1),
     )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
     try:
-        if not 0 < module.params["probe_timeout"] <= 60:
-            raise InputError("probe_timeout must be between 0 and 60 seconds, not %s" % module.params["probe_timeout"])
         targets = remediation_targets(module.params)
         models, found, outcome = run(module, Kube(module.params), targets)
     except TriageError as exc:

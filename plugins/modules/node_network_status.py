@@ -34,24 +34,32 @@ attributes:
     details: Runs on the controller; talks to the Kubernetes API.
 options:
   node_selector:
-    description: A label selector limiting the nodes checked (for example C(node-role.kubernetes.io/worker)).
+    description:
+      - A label selector limiting the nodes checked (for example C(node-role.kubernetes.io/worker)).
+      - At most 1024 characters, no control characters.
     type: str
   cni_daemonsets:
-    description: Names of the DaemonSets whose pods are the CNI agent (C(anetd) is GKE Dataplane V2).
+    description:
+      - Names of the DaemonSets whose pods are the CNI agent (C(anetd) is GKE Dataplane V2).
+      - At most 1024 names of at most 253 characters.
     type: list
     elements: str
     default: [calico-node, cilium, anetd]
   cni_namespaces:
-    description: Namespaces where those DaemonSets run.
+    description: Namespaces where those DaemonSets run (at most 1024 Kubernetes names).
     type: list
     elements: str
     default: [kube-system, calico-system]
   stuck_after:
-    description: Seconds after which C(NetworkUnavailable=True) is critical rather than a restart in progress.
+    description:
+      - Seconds after which C(NetworkUnavailable=True) is critical rather than a restart in progress.
+      - From 0 to 604800 (one week).
     type: int
     default: 300
   restart_threshold:
-    description: A CNI pod that is not ready and restarted at least this many times counts as crash-looping.
+    description:
+      - A CNI pod that is not ready and restarted at least this many times counts as crash-looping.
+      - From 1 to 1000000.
     type: int
     default: 5
 """
@@ -90,9 +98,20 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_network
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
+
+
+RULES = dict(
+    checks.KUBE_AUTH_RULES,
+    node_selector=checks.label_selector,
+    cni_daemonsets=checks.each(checks.short_text),
+    cni_namespaces=checks.each(checks.k8s_name),
+    stuck_after=checks.count(0, 604800, "seconds"),
+    restart_threshold=checks.count(1, 1000000, "restarts"),
+)
 
 
 def main():
@@ -104,13 +123,10 @@ def main():
         stuck_after=dict(type="int", default=300),
         restart_threshold=dict(type="int", default=5),
     )
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
     p = module.params
     try:
-        if p["stuck_after"] < 0 or p["restart_threshold"] < 1:
-            raise InputError("stuck_after must be >= 0 and restart_threshold >= 1 (got %s and %s)"
-                             % (p["stuck_after"], p["restart_threshold"]))
         kube = Kube(p)
         nodes = kube.nodes(label_selector=p["node_selector"])
         pods = []

@@ -19,12 +19,19 @@ description:
   - One tcpdump captures on C(any), so every interface is seen at once with its direction; this
     needs libpcap 1.10 or later for the interface names (older libpcap reports them as C(any)).
   - Run it with C(async) on several hosts at once to follow a packet hop by hop (role
-    C(k8snet.triage.ingress_path) does); with O(pcap_path) the file appears as soon as the capture
-    listens, so a play can wait for it before sending probes, and fetch it afterwards.
+    C(k8snet.triage.ingress_path) does); with O(work_dir) the file C(capture.pcap) appears in it as soon
+    as the capture listens, so a play can wait for it before sending probes, and fetch it afterwards.
+  - The pcap is never written where others could reach it. It lives in a private directory (mode
+    0700, unpredictable name), either one the module makes with C(tempfile.mkdtemp) and removes, or O(work_dir).
+    It is created exclusively, never through a symlink, with mode 0600.
+  - A capture that tcpdump reports larger than what the pcap holds (a full disk, a write error) fails
+    the module; it is never reported as a capture with few or no packets.
   - Needs CAP_NET_RAW (root, C(become=true)); without it the module fails saying so.
 options:
   interfaces:
-    description: Interfaces to report on (host-side veths such as C(lxc...) or C(cali...) included).
+    description:
+      - Interfaces to report on (host-side veths such as C(lxc...) or C(cali...) included).
+      - At most 64 Linux interface names (1 to 15 bytes, no V(/), V(:) or whitespace) or V(any).
     type: list
     elements: str
     default: []
@@ -33,16 +40,19 @@ options:
       - Also capture on the interface the kernel routes each of these addresses to (for a pod IP on
         its node, the pod's host-side veth). An address without a route is reported in RV(routed) as
         null, which is itself evidence.
+      - At most 64 IPv4 or IPv6 addresses.
     type: list
     elements: str
     default: []
   hosts:
-    description: Keep packets from or to any of these addresses or CIDRs (ARP for them included).
+    description:
+      - Keep packets from or to any of these addresses or CIDRs (ARP for them included).
+      - At most 64 addresses or CIDRs.
     type: list
     elements: str
     default: []
   ports:
-    description: Keep packets from or to any of these TCP/UDP ports.
+    description: Keep packets from or to any of these TCP/UDP ports (at most 64, each from 1 to 65535).
     type: list
     elements: int
     default: []
@@ -52,33 +62,35 @@ options:
     choices: [any, tcp, udp, icmp, arp]
     default: any
   duration:
-    description: Seconds to capture (at most 300).
+    description: Seconds to capture, a finite number more than 0 and at most 300.
     type: float
     default: 5.0
   max_packets:
-    description: Stop after this many packets.
+    description: Stop after this many packets, from 1 to 100000.
     type: int
     default: 1000
   first:
-    description: How many of the first packets to summarise in RV(first).
+    description: How many of the first packets to summarise in RV(first), from 0 to 1000.
     type: int
     default: 10
-  stop_file:
+  work_dir:
     description:
-      - End the capture early (before O(duration)) as soon as this file exists; a play touches it on
-        every hop once its probes are sent. Only this module's own tcpdump is stopped.
+      - A private directory for the capture's files, made by the play with C(ansible.builtin.tempfile)
+        (O(ansible.builtin.tempfile#module:state=directory)). It must be a real directory (not a symlink), owned by the user running
+        the module, with no access for group or others (mode 0700), and must not hold C(capture.pcap) or
+        C(stop) yet. Anything else fails the module.
+      - The pcap is written to C(capture.pcap) in it. Creating a file named C(stop) in it ends the capture
+        early (before O(duration)); a play touches it on every hop once its probes are sent. Only this
+        module's own tcpdump is stopped.
+      - Without it, the module makes its own private directory and removes it after reading the capture
+        (the capture cannot be stopped early or fetched then).
     type: path
   remove_files:
     description:
-      - Remove O(pcap_path) and O(stop_file) once the capture is read (a play that waited for the pcap
-        and touched the stop file needs no clean-up task then). Leave it off to fetch the pcap.
+      - Remove C(capture.pcap) and C(stop) from O(work_dir) once the capture is read (a play that waited for
+        the pcap and touched the stop file then only removes the directory). Leave it off to fetch the pcap.
     type: bool
     default: false
-  pcap_path:
-    description:
-      - Keep the capture in this file (its directory must exist), for C(ansible.builtin.fetch).
-        Without it the capture goes to a temporary directory that is removed.
-    type: path
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -105,7 +117,7 @@ EXAMPLES = r"""
     ports: [80, 8080]
     protocol: tcp
     duration: 8
-    pcap_path: /var/tmp/ingress.pcap
+    work_dir: "{{ capture_dir.path }}"  # from ansible.builtin.tempfile with state: directory
   async: 40
   poll: 0
   register: capture_job
@@ -163,11 +175,11 @@ seconds:
   returned: always
   type: float
 stopped_by_file:
-  description: Whether O(stop_file) ended the capture before O(duration).
+  description: Whether a C(stop) file in O(work_dir) ended the capture before O(duration).
   returned: always
   type: bool
 files_removed:
-  description: Whether O(pcap_path) and O(stop_file) were removed (O(remove_files)).
+  description: Whether the capture's files were removed (O(remove_files), or no O(work_dir) given).
   returned: always
   type: bool
 capped:
@@ -175,11 +187,17 @@ capped:
   returned: always
   type: bool
 pcap_path:
-  description: Where the capture was kept (null when it was not).
+  description: Where the capture was kept (C(capture.pcap) in O(work_dir), mode 0600; null when it was not).
   returned: always
   type: str
+dropped_by_kernel:
+  description: Packets tcpdump reports the kernel dropped (the capture is incomplete when more than 0).
+  returned: always
+  type: int
 findings:
-  description: The findings (see the collection's findings contract); C(capture.no_packets) when nothing matched.
+  description:
+    - The findings (see the collection's findings contract); C(capture.no_packets) when nothing matched,
+      C(capture.incomplete) when the kernel dropped packets.
   returned: always
   type: list
   elements: dict
@@ -190,10 +208,23 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.k8snet.triage.plugins.module_utils.capture import Capture
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+
+RULES = dict(
+    interfaces=checks.each(lambda option, value: checks.interface(option, value, allow_any=True), max_items=64),
+    route_to=checks.each(checks.address(), max_items=64),
+    hosts=checks.each(checks.address_or_network, max_items=64),
+    ports=checks.each(checks.port, max_items=64),
+    duration=checks.seconds(0, 300),
+    max_packets=checks.count(1, 100000, "packets"),
+    first=checks.count(0, 1000, "packets"),
+    work_dir=checks.absolute_path,
+)
 
 
 def main():
-    module = AnsibleModule(
+    module = checks.new_module(
+        AnsibleModule, RULES,
         argument_spec=dict(
             interfaces=dict(type="list", elements="str", default=[]),
             route_to=dict(type="list", elements="str", default=[]),
@@ -203,8 +234,7 @@ def main():
             duration=dict(type="float", default=5.0),
             max_packets=dict(type="int", default=1000),
             first=dict(type="int", default=10),
-            pcap_path=dict(type="path"),
-            stop_file=dict(type="path"),
+            work_dir=dict(type="path"),
             remove_files=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
@@ -212,8 +242,7 @@ def main():
     p = module.params
     try:
         result = Capture(module).run(p["interfaces"], p["hosts"], p["ports"], p["protocol"], p["duration"],
-                                     p["max_packets"], p["pcap_path"], p["first"], p["route_to"], p["stop_file"],
-                                     p["remove_files"])
+                                     p["max_packets"], p["work_dir"], p["first"], p["route_to"], p["remove_files"])
     except TriageError as exc:
         fail_from(module, exc)
     subject = ",".join(sorted(result["interfaces"]))
@@ -222,9 +251,14 @@ def main():
             result["total"], result["filter"]), {"interfaces": result["interfaces"]})]
     else:
         findings = [finding("capture.no_packets", "warning", "L3", subject,
-                            "no packet matched %r in %gs" % (result["filter"], p["duration"]),
+                            "no packet matched %r in %gs" % (result["filter"], result["seconds"]),
                             {"interfaces": result["interfaces"], "routed": result["routed"]},
                             "the traffic does not reach this host: look one hop earlier (role k8snet.triage.ingress_path)")]
+    if result["dropped_by_kernel"]:
+        findings.append(finding("capture.incomplete", "warning", "L3", subject,
+                                "the kernel dropped %d packets before tcpdump read them: this capture is incomplete"
+                                % result["dropped_by_kernel"], {"dropped_by_kernel": result["dropped_by_kernel"]},
+                                "narrow the filter (hosts, ports, protocol) or lower max_packets, and capture again"))
     module.exit_json(changed=False, findings=findings, **result)
 
 

@@ -34,16 +34,17 @@ options:
         the inventory (C(k8s_node_ip), C(k8s_pod_cidr)).
       - The host's own entry (its O(node_name), or a O(peers[].node_ip) that is an address of the
         host) is recognised and used as the local pod CIDR.
+      - At most 5000 peers.
     type: list
     elements: dict
     default: []
     suboptions:
       node:
-        description: Node name.
+        description: Node name (at most 253 characters).
         type: str
         required: true
       node_ip:
-        description: The node's address (the gateway of its pod CIDR in direct mode).
+        description: The node's IPv4 or IPv6 address (the gateway of its pod CIDR in direct mode).
         type: str
         required: true
       node_ips:
@@ -57,7 +58,7 @@ options:
         elements: str
         required: true
   node_name:
-    description: This host's node name, to recognise its own entry in O(peers).
+    description: This host's node name, to recognise its own entry in O(peers) (at most 253 characters).
     type: str
   mode:
     description:
@@ -68,14 +69,18 @@ options:
     choices: [direct, overlay]
     default: direct
   tunnel_device:
-    description: The overlay device (C(vxlan.calico), C(tunl0), C(cilium_vxlan)); must exist on the host.
+    description:
+      - The overlay device (C(vxlan.calico), C(tunl0), C(cilium_vxlan)); must exist on the host.
+      - A Linux interface name (1 to 15 bytes, no V(/), V(:) or whitespace).
     type: str
   local_pod_routes:
     description: Check the /32 and /128 routes to local C(cali*) / C(lxc*) pod devices.
     type: bool
     default: true
   destinations:
-    description: Addresses to resolve like C(ip route get); the chosen routes are returned.
+    description:
+      - Addresses to resolve like C(ip route get); the chosen routes are returned.
+      - At most 256 IPv4 or IPv6 addresses.
     type: list
     elements: str
     default: []
@@ -127,7 +132,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 findings:
-  description: The findings (see the collection's findings contract), most severe first.
+  description:
+    - The findings (see the collection's findings contract), most severe first. C(route.nothing_checked) (info)
+      says that no peer pod CIDR and no local pod route was there to check.
   returned: always
   type: list
   elements: dict
@@ -173,12 +180,23 @@ from ansible_collections.k8snet.triage.plugins.module_utils import routes
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 
 PEER_SPEC = dict(
     node=dict(type="str", required=True),
     node_ip=dict(type="str", required=True),
     node_ips=dict(type="list", elements="str", default=[]),
     pod_cidrs=dict(type="list", elements="str", required=True),
+)
+
+
+RULES = dict(
+    peers=checks.each(checks.fields(
+        node=checks.node_name, node_ip=checks.address(), node_ips=checks.each(checks.address(), max_items=16),
+        pod_cidrs=checks.each(checks.network, max_items=16)), max_items=5000),
+    node_name=checks.node_name,
+    tunnel_device=checks.interface,
+    destinations=checks.each(checks.address(), max_items=256),
 )
 
 
@@ -216,7 +234,8 @@ def run(module, netlink):
 
 
 def main():
-    module = AnsibleModule(
+    module = checks.new_module(
+        AnsibleModule, RULES,
         argument_spec=dict(
             peers=dict(type="list", elements="dict", default=[], options=PEER_SPEC),
             node_name=dict(type="str"),

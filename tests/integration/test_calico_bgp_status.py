@@ -141,10 +141,10 @@ def test_stale_socket_of_a_killed_bird_is_refused(lab, ansible, node1_bird_stopp
 
 
 @pytest.mark.parametrize("args,message", [
-    ({"expected_peers": ["198.18.96.11", "node-two"]}, "'node-two' is not an IP address"),
-    ({"sockets": ["bird.ctl"]}, "'bird.ctl' is not an absolute path"),
-    ({"stuck_after": -5}, "stuck_after must be 0 or more"),
-    ({"timeout": 0}, "timeout must be more than 0"),
+    ({"expected_peers": ["198.18.96.11", "node-two"]}, "expected_peers[1]='node-two' is invalid: give an IPv4 or IPv6 address"),
+    ({"sockets": ["bird.ctl"]}, "sockets[0]='bird.ctl' is invalid: give an absolute path"),
+    ({"stuck_after": -5}, "stuck_after=-5 is invalid: give an integer from 0 to 86400 seconds"),
+    ({"timeout": 0}, "timeout=0 is invalid: give an integer from 1 to 60 seconds"),
 ])
 def test_bad_input_fails_clearly(lab, ansible, mesh, args, message):
     node2 = lab.nodes[1]  # the node without pyroute2

@@ -76,6 +76,6 @@ def test_node_side_runs_without_the_api(lab, ansible, node_files):
 def test_bad_input(ansible, api):
     result = ansible.module("localhost", "node_network_status",
                             {"kubeconfig": str(api.kubeconfig()), "stuck_after": -1})["localhost"]
-    assert "stuck_after must be >= 0" in result["msg"]
+    assert "stuck_after=-1 is invalid: give an integer from 0 to 604800 seconds" in result["msg"]
     result = ansible.module("node2", "cni_config_check", {"conf_dir": "etc/cni/net.d"})["node2"]
-    assert result["msg"] == "etc/cni/net.d is not an absolute path"
+    assert result["msg"] == "conf_dir='etc/cni/net.d' is invalid: give an absolute path (starting with /)"

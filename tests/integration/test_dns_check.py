@@ -122,10 +122,13 @@ def test_wrong_answer_against_expect(ansible, cluster_dns):
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"servers": [{"address": "kube-dns.kube-system"}]}, "'kube-dns.kube-system' is not an IP address"),
-    ({"names": ["a..cluster.local"]}, "empty or over-long label"),
+    ({"servers": [{"address": "kube-dns.kube-system"}]}, "servers[0].address='kube-dns.kube-system' is invalid: give an IPv4 or IPv6 address"),
+    ({"names": ["a..cluster.local"]}, "label '' is empty, longer than 63"),
     ({"servers": []}, "nothing to ask"),
-    ({"timeout": 0}, "timeout must be > 0"),
+    ({"timeout": 0}, "timeout=0.0 is invalid: give a number more than 0 and at most 30 seconds"),
+    ({"names": []}, "names=[] is invalid: the list is empty, so nothing would be checked"),
+    ({"names": ["a" * 300]}, "a DNS name has at most 253 characters, this one has 300"),
+    ({"port": 0}, "port=0 is invalid: give an integer from 1 to 65535"),
     ({"expect": {"other.cluster.local": "198.18.176.1"}}, "not in names"),
 ])
 def test_bad_input_fails_clearly(ansible, cluster_dns, bad, message):

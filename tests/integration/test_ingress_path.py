@@ -8,6 +8,7 @@ switch's nft counter, iptables-save, ip -j route/neigh, tcpdump) besides the rol
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -97,12 +98,13 @@ def test_bisection_finds_the_broken_hop(lab, ansible, lb, name, vanished, check)
 
 
 def test_packet_capture_on_python39_node_matches_tcpdump(lab, ansible, lb):
-    pcap = lab.workdir / "pcaps" / "node3.pcap"
-    stop = lab.workdir / "pcaps" / "node3.stop"
+    private = lab.workdir / "pcaps" / "node3"
+    private.mkdir(mode=0o700)
+    pcap, stop = private / "capture.pcap", private / "stop"
     out = {}
     worker = threading.Thread(target=lambda: out.update(ansible.module("node3", "packet_capture", {
         "interfaces": ["eth0"], "hosts": [lab.node("node1").ip], "protocol": "icmp", "duration": 30,
-        "pcap_path": str(pcap), "stop_file": str(stop)})))
+        "work_dir": str(private)})))
     worker.start()
     deadline = time.time() + 30
     while not pcap.exists() and time.time() < deadline:
@@ -112,7 +114,8 @@ def test_packet_capture_on_python39_node_matches_tcpdump(lab, ansible, lb):
     stop.touch()
     worker.join(60)
     res = out["node3"]
-    assert res["stopped_by_file"] is True and res["linktype"] == 276
+    assert res["stopped_by_file"] is True and res["linktype"] == 276 and res["pcap_path"] == str(pcap)
+    assert oct(os.stat(pcap).st_mode & 0o777) == oct(0o600)
     assert res["filter"] == "icmp and (host %s)" % lab.node("node1").ip
     assert res["interfaces"] == {"eth0": {"in": 3, "out": 3}}
     lines = subprocess.run(["tcpdump", "-r", str(pcap), "-nn"], capture_output=True, text=True, check=True).stdout.splitlines()
@@ -120,15 +123,17 @@ def test_packet_capture_on_python39_node_matches_tcpdump(lab, ansible, lb):
     assert sum(1 for line in lines if "echo request" in line) == 3
     pcap.unlink()
     stop.unlink()
+    private.rmdir()
 
 
 @pytest.mark.parametrize("bad, message", [
     ({"interfaces": ["eth9"]}, "no interface eth9 on this host"),
-    ({"interfaces": ["eth0"], "hosts": ["198.18.0.1 or port 22"]}, "neither an IP address nor a CIDR"),
+    ({"interfaces": ["eth0"], "hosts": ["198.18.0.1 or port 22"]}, "hosts[0]='198.18.0.1 or port 22' is invalid"),
     ({"interfaces": ["eth0"], "ports": [53], "protocol": "icmp"}, "protocol=icmp, which has no ports"),
-    ({"interfaces": ["eth0"], "duration": 0}, "duration 0"),
-    ({"interfaces": ["eth0"], "route_to": ["web-pod"]}, "route_to 'web-pod' is not an IP address"),
-    ({"interfaces": ["eth0"], "pcap_path": "/nonexistent/dir/x.pcap"}, "does not exist"),
+    ({"interfaces": ["eth0"], "duration": 0}, "duration=0.0 is invalid: give a number more than 0 and at most 300"),
+    ({"interfaces": ["eth0"], "route_to": ["web-pod"]}, "route_to[0]='web-pod' is invalid"),
+    ({"interfaces": ["eth0"], "work_dir": "/nonexistent/dir"}, "work_dir /nonexistent/dir: No such file or directory"),
+    ({"interfaces": ["eth0"], "work_dir": "/var/tmp"}, "work_dir /var/tmp has mode 1777"),
 ])
 def test_packet_capture_bad_input(lab, ansible, lb, bad, message):
     res = ansible.module("node2", "packet_capture", bad)["node2"]

@@ -171,7 +171,7 @@ def test_firewall_drops_playbook(lab, ansible, inject):
 
 
 @pytest.mark.parametrize("args, text", [
-    ({"interval": -1}, "interval -1.0 is out of range"),
+    ({"interval": -1}, "interval=-1.0 is invalid: give a number from 0 to 300 seconds"),
     ({"backends": ["ebtables"]}, "ebtables"),
     ({"warning_pps": 50, "critical_pps": 5}, "warning_pps=50.0 and critical_pps=5.0"),
 ])

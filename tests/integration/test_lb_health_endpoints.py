@@ -84,15 +84,16 @@ def test_role_playbook(lab, ansible, cluster):
 
 
 @pytest.mark.parametrize("args, message", [
-    ({"services": ["router-default"]}, "service 'router-default' is not namespace/name"),
+    ({"services": ["router-default"]}, "services[0]='router-default' is invalid: give namespace/name"),
     ({"services": ["web/nope"]}, "Service web/nope does not exist"),
-    ({"probe_timeout": 0}, "probe_timeout must be between 0 and 60 seconds"),
+    ({"probe_timeout": 0}, "probe_timeout=0.0 is invalid: give a number more than 0 and at most 60 seconds"),
     ({"remediate": "cluster"}, "remediate: cluster needs remediate_services"),
     ({"remediate": "cluster", "remediate_services": [SVC], "max_patch": 0}, "max_patch must be between 1 and 100"),
     ({"remediate": "cluster", "remediate_services": [SVC], "services": ["web/web-cluster"]},
      "remediate_services openshift-ingress/router-default are not among services"),
-    ({"namespaces": ["../../x"]}, "namespace '../../x' is not a Kubernetes namespace name: a DNS-1123 label"),
-    ({"services": ["../../x/y"]}, "namespace '..' is not a Kubernetes namespace name"),
+    ({"namespaces": ["../../x"]}, "namespaces[0]='../../x' is invalid: a Kubernetes name is 1..63 lowercase letters"),
+    ({"services": ["../../x/y"]}, "services[0] namespace='..' is invalid: a Kubernetes name"),
+    ({"remediate": "cluster", "remediate_services": ["../x"]}, "remediate_services[0]='../x' is invalid: give namespace/name"),
 ])
 def test_bad_input(ansible, cluster, args, message):
     before = len(cluster.requests)

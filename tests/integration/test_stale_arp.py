@@ -148,8 +148,8 @@ def test_permanent_wrong_entry_kept_without_force_and_deleted_with_force(lab, an
 
 
 @pytest.mark.parametrize("args, message", [
-    ({"addresses": ["198.18.0.300"]}, "'198.18.0.300' in addresses is not an IPv4 or IPv6 address"),
-    ({"addresses": ["VIP"], "expected": {}}, "'VIP' in addresses"),
+    ({"addresses": ["198.18.0.300"]}, "addresses[0]='198.18.0.300' is invalid: give an IPv4 or IPv6 address"),
+    ({"addresses": ["VIP"], "expected": {}}, "addresses[0]='VIP' is invalid"),
     ({"addresses": ["{vip}"], "interface": "eth9"}, "interface 'eth9' does not exist on this host"),
     ({"addresses": ["{vip}"], "expected": {"{vip}": "02:de:ad:be:ef"}, "flush": "stale"}, "is not a MAC address"),
     ({"addresses": ["{vip}"], "reader": "pyroute2"}, "pyroute2 is not importable"),

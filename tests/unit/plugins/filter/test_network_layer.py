@@ -39,4 +39,4 @@ def test_none_is_unknown_and_bad_type_is_refused():
 
 
 def test_registered_under_its_name():
-    assert FilterModule().filters()["network_layer"] is network_layer
+    assert FilterModule().filters()["network_layer"].__wrapped__ is network_layer

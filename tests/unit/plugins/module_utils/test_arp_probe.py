@@ -90,3 +90,37 @@ def test_packet_socket_is_bound_to_the_interface_and_closed_when_bind_fails(monk
     with pytest.raises(OSError):
         arp_probe.open_socket("gone0", "denied")
     assert FakeSocket.made[-1].closed
+
+
+def test_probing_out_of_a_downed_interface_is_a_clear_error(monkeypatch):
+    """issue 11: probing a downed interface raised OSError (ENETDOWN) as a traceback."""
+    import errno
+
+    import pytest
+
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+
+    class DownSocket(object):
+        def __init__(self, *args):
+            pass
+
+        def bind(self, address):
+            pass
+
+        def setsockopt(self, *args):
+            pass
+
+        def setblocking(self, flag):
+            pass
+
+        def send(self, frame):
+            raise OSError(errno.ENETDOWN, "Network is down")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(arp_probe.socket, "socket", DownSocket)
+    monkeypatch.setattr(arp_probe.socket, "if_nametoindex", lambda name: 7)
+    with pytest.raises(ReadError, match=r"could not send ARP probes out of veth9: Network is down \(the interface is "
+                                        r"down: `ip link set veth9 up`, or set probe: false\)"):
+        arp_probe.probe([{"interface": "veth9", "src_mac": "02:00:00:00:00:01", "target": "198.18.0.9"}], 0.1)

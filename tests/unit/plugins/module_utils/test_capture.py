@@ -40,11 +40,13 @@ def test_filter_refuses_anything_but_validated_values(hosts, ports, protocol, me
 
 def test_bounds():
     c.validate_bounds(5, 1000)
-    with pytest.raises(InputError, match="duration 0"):
+    with pytest.raises(InputError, match="duration=0 is invalid: give a number more than 0 and at most 300 seconds"):
         c.validate_bounds(0, 10)
-    with pytest.raises(InputError, match="duration 301"):
+    with pytest.raises(InputError, match="duration=301 is invalid"):
         c.validate_bounds(301, 10)
-    with pytest.raises(InputError, match="max_packets 0"):
+    with pytest.raises(InputError, match="duration=nan is invalid: .*NaN and infinity are not numbers"):
+        c.validate_bounds(float("nan"), 10)
+    with pytest.raises(InputError, match="max_packets=0 is invalid: give an integer from 1 to 100000"):
         c.validate_bounds(5, 0)
 
 

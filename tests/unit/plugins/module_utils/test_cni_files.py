@@ -62,3 +62,16 @@ def test_single_conf_and_relative_path():
     assert cni_files.parse_config("x.conflist", json.dumps({"name": "b", "plugins": []}))[2] == "no plugins"
     with pytest.raises(InputError):
         cni_files.read_dir("etc/cni", "/opt/cni/bin")
+
+
+@pytest.mark.parametrize("plugin_type", [5, ["calico"], {"a": 1}, "../../bin/sh", ""])
+def test_plugin_type_that_is_not_a_binary_name_is_a_finding_not_a_traceback(tmp_path, plugin_type):
+    """issue 11: a `type` given as an int or a list raised TypeError in the module."""
+    (tmp_path / "net.d").mkdir()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "net.d" / "10-x.conflist").write_text(json.dumps(
+        {"name": "k8s-pod-network", "plugins": [{"type": plugin_type}, {"type": "portmap"}]}))
+    found, active = cni_files.check(cni_files.read_dir(str(tmp_path / "net.d"), str(tmp_path / "bin")), "node1")
+    [item] = found
+    assert item["check"] == "node.cni_config_invalid" and item["severity"] == "critical"
+    assert active["plugins"] == ["portmap"]

@@ -82,13 +82,18 @@ def test_resolv_conf_real_systemd_files():
 
 
 def test_bad_input_names_the_value():
-    with pytest.raises(InputError, match="'kube-dns' is not an IP"):
+    with pytest.raises(InputError, match=r"servers\[0\].address='kube-dns' is invalid: give an IPv4 or IPv6 address"):
         d.validate_servers([{"address": "kube-dns"}])
-    with pytest.raises(InputError, match="empty or over-long label"):
+    with pytest.raises(InputError, match="label '' is empty, longer than 63"):
         d.validate_names(["a..b"], {})
+    # issue 11: a 300-character name was a traceback; an empty list gave dns.ok
+    with pytest.raises(InputError, match="a DNS name has at most 253 characters, this one has 300"):
+        d.validate_names(["abcdefghi." * 29 + "abcdefghij"], {})
+    with pytest.raises(InputError, match="names=.* the list is empty, so nothing would be checked"):
+        d.validate_names([], {})
     with pytest.raises(InputError, match="not in names"):
         d.validate_names(["a.cluster.local"], {"b.cluster.local": "198.18.176.1"})
-    with pytest.raises(InputError, match="not an IP"):
+    with pytest.raises(InputError, match="'nope' is invalid: give an IPv4 or IPv6 address"):
         d.validate_names(["a.cluster.local"], {"a.cluster.local": ["nope"]})
     assert d.validate_names(["a.cluster.local"], {"a.cluster.local": "198.18.176.1"}) == {"a.cluster.local": ["198.18.176.1"]}
 

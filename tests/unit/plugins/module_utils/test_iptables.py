@@ -173,8 +173,10 @@ def test_nft_bad_json():
 
 @pytest.mark.parametrize("args, text", [
     ((["ebtables"], 5, 20, 1, 100), "backend 'ebtables' is unknown"),
-    ((["legacy"], -1, 20, 1, 100), "interval -1 is out of range"),
-    ((["legacy"], 5, 0, 1, 100), "limit 0 must be at least 1"),
+    ((["legacy"], -1, 20, 1, 100), "interval=-1 is invalid: give a number from 0 to 300 seconds"),
+    ((["legacy"], float("nan"), 20, 1, 100), "interval=nan is invalid"),  # issue 11: "grew in nans"
+    ((["legacy"], 5, 0, 1, 100), "limit=0 is invalid: give an integer from 1 to 1000"),
+    ((["legacy"], 5, 20, float("inf"), float("inf")), "warning_pps=inf is invalid"),
     ((["legacy"], 5, 20, 10, 1), "warning_pps=10 and critical_pps=1"),
 ])
 def test_bad_input(args, text):
@@ -252,3 +254,10 @@ def test_run_large_reads_big_output_and_names_a_failing_command():
     with pytest.raises(ReadError) as exc:
         tool.run_large(["/nonexistent/k8t-file"])
     assert "`head /nonexistent/k8t-file` failed with exit code 1" in str(exc.value)
+
+
+def test_no_backend_read_is_a_warning_not_ok():
+    """issue 11: a node without iptables and nft got a severity-ok finding."""
+    [item] = iptables.summary([], [], "n", 5)
+    assert item["check"] == "iptables.no_backend" and item["severity"] == "warning"
+    assert "no drop counter was checked" in item["summary"]

@@ -98,3 +98,10 @@ def flows(*sources):
 def test_egress_snat(sources, check, severity):
     [f] = pp.egress_snat(flows(*sources), "198.18.160.12", "198.19.161.3", "198.18.160.100")
     assert (f["check"], f["severity"]) == (check, severity)
+
+
+def test_no_capture_from_any_hop_is_not_ok():
+    """issue 11: no capture at all gave ingress.ok, 'the probes crossed every hop'."""
+    result = pp.ingress_bisect({"client": None, "lb": [], "worker": None}, "198.18.160.200", 80, "198.19.161.3", 8080)
+    [item] = result["findings"]
+    assert item["check"] == "ingress.not_checked" and item["severity"] == "warning"

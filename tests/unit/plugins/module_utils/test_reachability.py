@@ -49,10 +49,15 @@ def test_echo_request_checksum_and_reply_parse_on_a_real_frame():
 def test_targets_validated():
     assert r.validate_targets([{"address": "198.18.160.12"}], 22) == [
         {"address": "198.18.160.12", "name": "198.18.160.12", "port": 22}]
-    for bad, message in (({"address": "node2"}, "not an IP"), ({"address": "fd00::1"}, "only IPv4"),
-                         ({"address": "198.18.160.12", "port": 70000}, "not in 1..65535")):
+    for bad, message in (({"address": "node2"}, "'node2' is invalid: give an IPv4 address"),
+                         ({"address": "fd00::1"}, "this is an IPv6 address, give an IPv4 address"),
+                         ({"address": "198.18.160.12", "port": 70000}, "give an integer from 1 to 65535"),
+                         # issue 11: port 0 silently became tcp_port (22)
+                         ({"address": "198.18.160.12", "port": 0}, r"targets\[0\].port=0 is invalid")):
         with pytest.raises(InputError, match=message):
             r.validate_targets([bad], 22)
+    with pytest.raises(InputError, match="targets is empty, so nothing would be probed"):
+        r.validate_targets([], 22)
 
 
 ICMP_OK = {"sent": 2, "received": 2, "rtt_ms": 0.1, "error": None}

@@ -201,3 +201,10 @@ def test_index_on_many_routes_is_exact():
     assert len(inside) == 257  # 256 host routes + the blackhole
     assert index.lookup("198.18.7.3")["dst"] == "198.18.7.3/32"
     assert index.covering(ipaddress.ip_network("198.18.7.0/29"))["type"] == "blackhole"
+
+
+def test_nothing_checked_is_not_ok():
+    """No peer pod CIDR and no local pod route: an info finding saying so, never route.mesh ok."""
+    [item] = routes.summary([], [], "node1", 0)
+    assert item["check"] == "route.nothing_checked" and item["severity"] == "info"
+    assert routes.summary([], [{"cidr": "198.19.1.0/24"}], "node1", 0)[0]["severity"] == "ok"

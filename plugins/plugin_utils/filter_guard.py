@@ -1,0 +1,43 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""One guard for every filter of the collection: bad input gives an AnsibleFilterError with a message.
+
+A filter checks the shape of what it is given where it matters; anything it did not foresee
+(``None`` inside a list, a number where a dict was expected, a huge integer) would otherwise
+surface as a Python traceback in the middle of a play.  ``guarded(name, func)`` turns such
+errors into one ``AnsibleFilterError`` naming the filter, what went wrong and where to read
+what the filter expects.  Errors the filter raises itself pass through unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ansible.errors import AnsibleFilterError
+
+_INPUT_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError)
+
+
+def guarded(name, func):
+    """``func`` wrapped so that malformed input raises AnsibleFilterError, never a traceback."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except AnsibleFilterError:
+            raise
+        except _INPUT_ERRORS as exc:
+            detail = str(exc) or type(exc).__name__
+            if len(detail) > 200:
+                detail = detail[:200] + "..."
+            raise AnsibleFilterError(
+                "%s was given input it cannot use (%s: %s); see `ansible-doc -t filter k8snet.triage.%s` for "
+                "what it expects" % (name, type(exc).__name__, detail, name))
+    return wrapper
+
+
+def guard_all(filters):
+    """``{name: func}`` with every function guarded (for ``FilterModule.filters``)."""
+    return dict((name, guarded(name, func)) for name, func in filters.items())
