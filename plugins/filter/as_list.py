@@ -49,6 +49,7 @@ import re
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 SEPARATORS = re.compile(r"[\r\n,]+")
 
@@ -70,4 +71,4 @@ def as_list(value, name="value"):
 
 class FilterModule(object):
     def filters(self):
-        return {"as_list": as_list}
+        return guard_all({"as_list": as_list})

@@ -13,7 +13,9 @@ version_added: 0.1.0
 description:
   - Evaluates a JMESPath expression over a report built by P(k8snet.triage.triage_report#filter)
     (C(findings), C(counts), C(hosts), C(worst)) and returns true when the result is true in
-    JMESPath's sense (not false, null, an empty list, an empty object or an empty string).
+    JMESPath's sense (not false, an empty list, an empty object or an empty string).
+  - A result of null is refused with an error: it means the expression names a field the report does not
+    have (a typo would otherwise never fail the run). Compare instead, e.g. V(hosts.w1.worst == 'critical').
   - The report role fails the run when it is true (O(k8snet.triage.report#role:main:report_fail_on)).
   - While the expression runs, each finding also has C(groups), the inventory groups of its host (from
     O(groups)), so that a condition can name node roles, for example
@@ -57,8 +59,9 @@ _value:
 """
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_fail_on
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 class FilterModule(object):
     def filters(self):
-        return {"report_fail_on": report_fail_on}
+        return guard_all({"report_fail_on": report_fail_on})

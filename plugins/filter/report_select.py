@@ -17,7 +17,8 @@ description:
   - While the expression runs, each finding also has C(groups), the inventory groups of its host (from
     O(groups)), so that V([?contains(groups, 'control_plane')]) selects the findings of control-plane
     nodes. C(groups) is not part of the returned findings.
-  - The expression must give a list of findings (or null for none). Anything else, an invalid
+  - The expression must give a list of findings (an empty list for none). Null (a field the findings do
+    not have, e.g. a typo) is refused, so a typo cannot hide findings. Anything else, an invalid
     expression, or a missing jmespath library fails with a message that says what to fix.
 options:
   _input:
@@ -52,8 +53,9 @@ _value:
 """
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_select
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 class FilterModule(object):
     def filters(self):
-        return {"report_select": report_select}
+        return guard_all({"report_select": report_select})

@@ -75,7 +75,10 @@ def report_select(report, expression, groups=None):
     else:
         selected = _search(expression, findings, "report_select")
     if selected is None:
-        return []
+        raise AnsibleFilterError(
+            "report_select %r selected nothing at all (null, not an empty list): it names a field the findings "
+            "do not have; findings have check, severity, layer, subject, summary, evidence, remediation, host, "
+            "groups and scope" % (expression,))
     if not isinstance(selected, list) or not all(_is_finding(item) for item in selected):
         raise AnsibleFilterError(
             "report_select must select findings, e.g. [?severity=='critical'], not reshape them; %r gave %r"
@@ -87,4 +90,12 @@ def report_fail_on(report, expression, groups=None):
     _require("report_fail_on")
     findings = _findings_with_groups(report, groups, "report_fail_on")
     data = dict(report, findings=findings)
-    return _truthy(_search(expression, data, "report_fail_on"))
+    found = _search(expression, data, "report_fail_on")
+    if found is None:
+        # a misspelt field gives null, which would never fail the run: a false green, so refuse it
+        raise AnsibleFilterError(
+            "report_fail_on %r evaluated to null: it names a field the report does not have (the report has "
+            "findings, counts, hosts and worst; findings have check, severity, layer, subject, host and groups); "
+            "an expression that selects nothing must give [] or false, e.g. findings[?severity=='critical']"
+            % (expression,))
+    return _truthy(found)

@@ -93,7 +93,7 @@ def test_role_playbook(lab, ansible, cluster):
      "remediate_services openshift-ingress/router-default are not among services"),
     ({"namespaces": ["../../x"]}, "namespaces[0]='../../x' is invalid: a Kubernetes name is 1..63 lowercase letters"),
     ({"services": ["../../x/y"]}, "services[0] namespace='..' is invalid: a Kubernetes name"),
-    ({"remediate": "cluster", "remediate_services": ["../x"]}, "remediate_services[0]='../x' is invalid: give namespace/name"),
+    ({"remediate": "cluster", "remediate_services": ["../x"]}, "remediate_services[0] namespace='..' is invalid"),
 ])
 def test_bad_input(ansible, cluster, args, message):
     before = len(cluster.requests)

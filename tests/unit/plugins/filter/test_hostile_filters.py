@@ -38,7 +38,8 @@ def materialize(value):
 
 def harmless_reason(name, index, value_name):
     for entry in MATRIX["harmless"] or []:
-        if entry["filter"] == name and entry["argument"] in ("*", index) and value_name in entry["values"]:
+        values = entry["values"]
+        if entry["filter"] == name and entry["argument"] in ("*", index) and (values == "*" or value_name in values):
             return entry["reason"]
     return None
 

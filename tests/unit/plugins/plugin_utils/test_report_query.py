@@ -47,10 +47,22 @@ def test_select_critical_l2_findings_of_control_plane_nodes():
     assert report == before                                 # the report is not modified
 
 
-def test_select_empty_expression_keeps_every_finding_and_null_selects_none():
+def test_select_empty_expression_keeps_every_finding_and_null_is_refused():
     report = build_report()
     assert report_select(report, "", GROUPS) == report["findings"]
-    assert report_select(report, "[?check=='no.such'] | [0]", GROUPS) == []
+    assert report_select(report, "[?check=='no.such']", GROUPS) == []
+    # null is not "nothing selected" but a misspelt field: refused, so a typo cannot hide findings
+    with pytest.raises(AnsibleFilterError, match="selected nothing at all"):
+        report_select(report, "[?check=='no.such'] | [0]", GROUPS)
+
+
+def test_fail_on_refuses_a_null_result():
+    """A misspelt field evaluates to null, which would never fail the run: a false green."""
+    with pytest.raises(AnsibleFilterError, match="evaluated to null"):
+        report_fail_on(build_report(), "hosts.nobody")
+    with pytest.raises(AnsibleFilterError, match="evaluated to null"):
+        report_fail_on(build_report(), "findngs[?severity=='critical']")
+    assert report_fail_on(build_report(), "hosts.nobody.worst == 'critical'") is False
 
 
 def test_select_without_groups_sees_no_groups():
@@ -72,7 +84,6 @@ def test_select_refuses_an_expression_that_reshapes_the_findings(expression):
     ("findings[?severity=='critical' && layer=='DNS']", False),      # an empty list is false
     ("length(findings[?severity!='ok' && layer=='DNS']) >= `1`", True),
     ("hosts.w1.worst", True),                                        # a non-empty string is true
-    ("hosts.nobody", False),                                          # null is false
 ])
 def test_fail_on_uses_jmespath_truth(expression, expected):
     assert report_fail_on(build_report(), expression, GROUPS) is expected
