@@ -645,3 +645,30 @@ def bird_version(text):
     """``1.6.8`` from the welcome line ``0001 BIRD 1.6.8 ready.``."""
     match = re.search(r"BIRD (\S+) ready\.", text)
     return match.group(1) if match else None
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def node_check(params, runner):
+    """The whole calico_bgp_status run on this node: ``params`` (its options, a plain dict) in,
+    ``{"data": {peers, established, sockets}, "findings": [...]}`` out.  ``runner`` runs
+    ``ip`` when pyroute2 is missing (this node's own addresses are read only when
+    ``expected_peers`` is given, to leave itself out of the mesh)."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+
+    def own_addresses():
+        netlink = Netlink(runner)
+        try:
+            return [a["address"] for a in netlink.addresses()]
+        finally:
+            netlink.close()
+
+    expected = validate_addresses(params.get("expected_peers") or [])
+    result = read_status(
+        sockets=params.get("sockets"), expected=expected, own=own_addresses if expected else [],
+        stuck_after=params.get("stuck_after", 300), mesh=params.get("node_to_node_mesh", True),
+        timeout=params.get("timeout", DEFAULT_TIMEOUT),
+    )
+    findings = result.pop("findings")
+    return {"data": result, "findings": findings}

@@ -98,3 +98,17 @@ def check(state, node):
             "CNI network %s (%s) and its plugins %s are in place" % (network, name, ", ".join(types)),
             {"file": name, "plugins": types}))
     return found, active
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def node_check(params, runner=None):
+    """The whole cni_config_check on this node: ``params`` (conf_dir, bin_dir, node_name) in,
+    ``{"data": {"active": ...}, "findings": [...]}`` out.  Reads files only: no runner needed."""
+    import socket
+
+    node = params.get("node_name") or socket.gethostname()
+    state = read_dir(params.get("conf_dir") or "/etc/cni/net.d", params.get("bin_dir") or "/opt/cni/bin")
+    found, active = check(state, node)
+    return {"data": {"active": active}, "findings": found}

@@ -274,3 +274,26 @@ def arp_check(netlink, prober, params, check_mode):
         result.update(flushed=flushed, kept=kept + changed_meanwhile, changed=bool(flushed),
                       diff=diff(entries, flushed))
     return result
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def node_check(params, runner):
+    """The read-only arp_check on this node: ``params`` (addresses, expected, interface, probe,
+    probe_timeout, reader; a plain dict) in, ``{"data": {reader, local, neighbors, probes},
+    "findings": [...]}`` out.  No flush option reaches ``arp_check`` from here: repairs stay
+    with the arp_check module.  ``runner`` runs ``ip`` when pyroute2 is missing."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.arp_probe import probe
+    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+
+    options = {"addresses": params.get("addresses") or [], "expected": params.get("expected") or {},
+               "interface": params.get("interface"), "probe": params.get("probe", False),
+               "probe_timeout": params.get("probe_timeout", 0.5), "flush": "none"}
+    netlink = Netlink(runner, params.get("reader") or "auto")
+    try:
+        result = arp_check(netlink, probe, options, check_mode=True)
+    finally:
+        netlink.close()
+    data = dict((key, result[key]) for key in ("reader", "local", "neighbors", "probes"))
+    return {"data": data, "findings": result["findings"]}

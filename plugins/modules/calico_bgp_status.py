@@ -183,15 +183,6 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bird
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
-
-
-def own_addresses(module):
-    netlink = Netlink(module)
-    try:
-        return [a["address"] for a in netlink.addresses()]
-    finally:
-        netlink.close()
 
 
 def main():
@@ -205,16 +196,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
     try:
-        expected = bird.validate_addresses(params["expected_peers"])
-        result = bird.read_status(
-            sockets=params["sockets"], expected=expected, own=lambda: own_addresses(module) if expected else [], stuck_after=params["stuck_after"],
-            mesh=params["node_to_node_mesh"], timeout=params["timeout"],
-        )
+        result = bird.node_check(module.params, module)
     except TriageError as exc:
         fail_from(module, exc)
-    module.exit_json(changed=False, **result)
+    module.exit_json(changed=False, findings=result["findings"], **result["data"])
 
 
 if __name__ == "__main__":

@@ -177,48 +177,19 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import dns
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 
 
 def run(module):
-    p = module.params
-    if not p["servers"] and not p["host_resolvers"]:
-        raise InputError("nothing to ask: give servers (the kube-dns Service IP and coredns pod IPs) "
-                         "and/or host_resolvers: true")
-    if p["timeout"] <= 0 or p["retries"] < 0 or not 0 < p["port"] < 65536:
-        raise InputError("timeout must be > 0, retries >= 0 and port 1..65535 (got %s, %s, %s)"
-                         % (p["timeout"], p["retries"], p["port"]))
-    servers = dns.validate_servers(p["servers"])
-    expect = dns.validate_names(p["names"], p["expect"])
-    resolver = dns.Resolver(p["backend"], p["port"], p["record_type"], p["timeout"], p["retries"])
-    rows = resolver.matrix([s["address"] for s in servers], p["names"], p["protocols"], expect)
-    subject = "cluster DNS"
-    findings = dns.check_matrix(servers, rows, p["cluster_domain"], subject) if servers else []
-    confs, host_rows = {}, []
-    if p["host_resolvers"]:
-        confs = dict((k, v) for k, v in dns.read_resolv_confs(p["resolv_conf"]).items() if v)
-        upstreams = []
-        for found in confs.values():
-            upstreams.extend(a for a in found if a not in upstreams)
-        host_rows = resolver.matrix(upstreams, p["names"], p["protocols"][:1], expect)
-        findings += dns.check_host_resolvers(confs, host_rows, p["cluster_domain"], "host resolvers")
-    summary = {}
-    for row in rows + host_rows:
-        summary[row["status"]] = summary.get(row["status"], 0) + 1
-    return dict(changed=False, backend=resolver.backend, matrix=rows, host_matrix=host_rows,
-                resolv_conf=confs, summary=summary, findings=findings)
+    result = dns.node_check(module.params, module)
+    return dict(changed=False, findings=result["findings"], **result["data"])
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             names=dict(type="list", elements="str", required=True),
-            servers=dict(type="list", elements="dict", default=[], options=dict(
-                address=dict(type="str", required=True),
-                name=dict(type="str"),
-                node=dict(type="str"),
-                role=dict(type="str", choices=["service", "pod", "upstream"], default="pod"),
-            )),
+            servers=dict(type="list", elements="dict", default=[], options=dns.SERVER_SPEC),
             protocols=dict(type="list", elements="str", choices=["udp", "tcp"], default=["udp", "tcp"]),
             record_type=dict(type="str", choices=["A", "AAAA"], default="A"),
             port=dict(type="int", default=53),

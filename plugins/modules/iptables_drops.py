@@ -132,38 +132,15 @@ interval:
   type: float
 """
 
-import socket
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import iptables
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
 
 
 def run(module):
-    p = module.params
-    iptables.validate(p["backends"], p["interval"], p["limit"], p["warning_pps"], p["critical_pps"])
-    reader = iptables.Reader(module, p["backends"])
-    first = reader.snapshot()
-    grown = []
-    last = first
-    if p["interval"] > 0:
-        time.sleep(p["interval"])
-        last = reader.snapshot()
-        grown = iptables.compare(first, last)
-    node = p["node_name"] or socket.gethostname()
-    found = iptables.check(grown, last, node, p["interval"], p["limit"], p["warning_pps"], p["critical_pps"])
-    found += iptables.summary(found, last, node, p["interval"])
-    per, top = iptables.totals(last, p["limit"])
-    status = reader.status()
-    for row in status:
-        read = [rs for rs in last if rs.backend == row["backend"] and rs.family in (row["family"], "all")]
-        row["read"] = bool(read)
-        row["rules"] = sum(rs.rules for rs in read)
-    return dict(changed=False, findings=sort_findings(found), drops=grown[:p["limit"]], drops_count=len(grown),
-                totals=per, top_totals=top, backends=status, interval=p["interval"])
+    result = iptables.node_check(module.params, module)
+    return dict(changed=False, findings=result["findings"], **result["data"])
 
 
 def main():

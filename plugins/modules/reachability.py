@@ -126,37 +126,18 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import reachability
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 
 
 def run(module):
-    p = module.params
-    if p["count"] < 1 or p["timeout"] <= 0:
-        raise InputError("count must be >= 1 and timeout > 0 (got %s, %s)" % (p["count"], p["timeout"]))
-    targets = reachability.validate_targets(p["targets"], p["tcp_port"])
-    if p["netns_pid"] is not None:
-        reachability.enter_netns(p["netns_pid"])
-    netlink = Netlink(module, p["reader"])
-    try:
-        rows = reachability.Prober(netlink, p["probes"], p["count"], p["timeout"]).run(targets)
-    finally:
-        netlink.close()
-    subject = "netns of pid %d" % p["netns_pid"] if p["netns_pid"] is not None else "this host"
-    # not "results"/"unreachable": Ansible reads those keys as loop results and host unreachability
-    return dict(changed=False, targets=rows, answered=[r["name"] for r in rows if r["reachable"]],
-                silent=[r["name"] for r in rows if not r["reachable"]],
-                findings=reachability.check(rows, subject))
+    result = reachability.node_check(module.params, module)
+    return dict(changed=False, findings=result["findings"], **result["data"])
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            targets=dict(type="list", elements="dict", required=True, options=dict(
-                address=dict(type="str", required=True),
-                name=dict(type="str"),
-                port=dict(type="int"),
-            )),
+            targets=dict(type="list", elements="dict", required=True, options=reachability.TARGET_SPEC),
             probes=dict(type="list", elements="str", choices=list(reachability.PROBES), default=["icmp", "tcp"]),
             tcp_port=dict(type="int", default=22),
             count=dict(type="int", default=3),

@@ -171,54 +171,16 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import routes
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 
-PEER_SPEC = dict(
-    node=dict(type="str", required=True),
-    node_ip=dict(type="str", required=True),
-    node_ips=dict(type="list", elements="str", default=[]),
-    pod_cidrs=dict(type="list", elements="str", required=True),
-)
-
-
-def run(module, netlink):
-    params = module.params
-    destinations = routes.validate_destinations(params["destinations"])
-    links = netlink.links()
-    if params["mode"] == "overlay":
-        routes.validate_tunnel(params["tunnel_device"], links)
-    local_addresses = [a["address"] for a in netlink.addresses()]
-    local, remote = routes.normalize_peers(params["peers"], params["node_name"], local_addresses)
-    node = local["node"] if local else (params["node_name"] or "this node")
-    table = netlink.routes(table="main")
-    index = routes.RouteIndex(table)
-    neighbors = netlink.neighbors() if params["mode"] == "direct" and remote else []
-    found = routes.check_overlaps(local, remote, node)
-    peer_findings, results = routes.check_peer_routes(
-        index, remote, node, params["mode"], params["tunnel_device"], neighbors)
-    found += peer_findings
-    found += routes.check_local_cidrs(index, local, node)
-    checked = None
-    if params["local_pod_routes"]:
-        pod_findings, checked = routes.check_pod_routes(table, links, node, local)
-        found += pod_findings
-    found += routes.summary(found, results, node, checked)
-    return dict(
-        changed=False,
-        findings=sort_findings(found),
-        peer_routes=results,
-        destinations=[netlink.route_get(d) for d in destinations],
-        local_node=local["node"] if local else None,
-        routes_read=len(table),
-        reader=netlink.route_reader,
-    )
+def run(module):
+    result = routes.node_check(module.params, module)
+    return dict(changed=False, findings=result["findings"], **result["data"])
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            peers=dict(type="list", elements="dict", default=[], options=PEER_SPEC),
+            peers=dict(type="list", elements="dict", default=[], options=routes.PEER_SPEC),
             node_name=dict(type="str"),
             mode=dict(type="str", choices=["direct", "overlay"], default="direct"),
             tunnel_device=dict(type="str"),
@@ -229,15 +191,10 @@ def main():
         required_if=[("mode", "overlay", ["tunnel_device"])],
         supports_check_mode=True,
     )
-    netlink = None
     try:
-        netlink = Netlink(module, module.params["reader"])
-        result = run(module, netlink)
+        result = run(module)
     except TriageError as exc:
         fail_from(module, exc)
-    finally:
-        if netlink is not None:
-            netlink.close()
     module.exit_json(**result)
 
 
