@@ -1,0 +1,69 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Controller side of the one-pass triage: the findings that concern the fleet, once."""
+
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: node_pass_fleet
+short_description: the fleet-scoped results of a one-pass triage, each published once
+version_added: 0.2.0
+description:
+  - Returns C({scenario: {status, reason, findings, hosts}}) for what concerns several hosts, not one.
+  - C(stale_arp), the VIP owners' findings (a VIP no owner holds, a VIP several owners hold) from
+    O(owners), once for the fleet instead of once per client.
+  - C(connectivity), the cross-node matrix (C(connectivity_matrix)) of the hosts whose
+    C(triage_results.connectivity) ran.
+options:
+  _input:
+    description: The play's C(hostvars).
+    type: dict
+    required: true
+  hosts:
+    description: The hosts of the pass (e.g. C(ansible_play_hosts_all)).
+    type: list
+    elements: str
+    required: true
+  owners:
+    description: The output of C(vip_owners); empty without VIPs.
+    type: dict
+    default: {}
+"""
+
+EXAMPLES = """
+- name: Record the fleet results once
+  ansible.builtin.set_fact:
+    triage_fleet_results: "{{ hostvars | k8snet.triage.node_pass_fleet(ansible_play_hosts_all, __owners) }}"
+  run_once: true
+"""
+
+RETURN = """
+_value:
+  description: C({scenario: {status, reason, findings, hosts}}).
+  type: dict
+"""
+
+from ansible_collections.k8snet.triage.plugins.module_utils.reachability import matrix
+
+
+def node_pass_fleet(hostvars, hosts, owners=None):
+    out = {}
+    if owners:
+        out["stale_arp"] = {"status": "ran", "reason": "", "findings": list(owners.get("findings") or []),
+                            "hosts": sorted(set(h["node"] for held in owners.get("owners", {}).values() for h in held))}
+    probed = {}
+    for host in hosts:
+        entry = ((hostvars[host].get("triage_results") or {}).get("connectivity") or {})
+        if entry.get("status") == "ran":
+            probed[host] = entry["data"]
+    if probed:
+        out["connectivity"] = dict(matrix(probed), status="ran", reason="", hosts=sorted(probed))
+        out["connectivity"].pop("pairs")
+    return out
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"node_pass_fleet": node_pass_fleet}
