@@ -54,10 +54,12 @@ options:
 """
 
 EXAMPLES = """
-- name: One pass over the node
-  k8snet.triage.node_triage: "{{ __vars | k8snet.triage.node_pass_params(inventory_hostname, hostvars, groups) }}"
+- name: Compute the node_triage parameters of this host
+  ansible.builtin.set_fact:
+    node_params: "{{ variables | k8snet.triage.node_pass_params(inventory_hostname, hostvars, groups) }}"
   vars:
-    __vars: "{{ dict(q('ansible.builtin.varnames', '^(triage|pod_network)_') | zip(q('ansible.builtin.vars', *q('ansible.builtin.varnames', '^(triage|pod_network)_')))) }}"
+    names: "{{ q('ansible.builtin.varnames', '^(triage|pod_network|connectivity)_') }}"
+    variables: "{{ dict(names | zip(q('ansible.builtin.vars', *names))) }}"
 """
 
 RETURN = """

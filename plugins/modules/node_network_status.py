@@ -85,13 +85,10 @@ findings:
   elements: dict
 """
 
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_network
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
 
 
@@ -106,21 +103,11 @@ def main():
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
-    p = module.params
     try:
-        if p["stuck_after"] < 0 or p["restart_threshold"] < 1:
-            raise InputError("stuck_after must be >= 0 and restart_threshold >= 1 (got %s and %s)"
-                             % (p["stuck_after"], p["restart_threshold"]))
-        kube = Kube(p)
-        nodes = kube.nodes(label_selector=p["node_selector"])
-        pods = []
-        for namespace in p["cni_namespaces"]:
-            pods.extend(kube.pods(namespace))
-        models, found = node_network.check_nodes(nodes, pods, p["cni_daemonsets"], time.time(),
-                                                 p["stuck_after"], p["restart_threshold"])
+        result = node_network.api_check(module.params, Kube)
     except TriageError as exc:
         fail_from(module, exc)
-    module.exit_json(changed=False, nodes=models, findings=sort_findings(found))
+    module.exit_json(changed=False, findings=result["findings"], **result["data"])
 
 
 if __name__ == "__main__":

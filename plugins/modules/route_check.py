@@ -172,6 +172,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.k8snet.triage.plugins.module_utils import routes
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 
+
 def run(module):
     result = routes.node_check(module.params, module)
     return dict(changed=False, findings=result["findings"], **result["data"])

@@ -171,3 +171,37 @@ def test_cni_files_through_the_pass_equal_the_scenario_check(tmp_path):
     assert out["scenarios"]["cni"]["data"] == direct["data"]
     # portmap is missing from bin_dir: a finding, not a silent ok
     assert any(f["severity"] != "ok" and "portmap" in f["summary"] for f in direct["findings"])
+
+
+def test_node_network_api_check_has_the_same_shape_and_validates_before_connecting():
+    import pytest
+
+    from ansible_collections.k8snet.triage.plugins.module_utils import node_network as nn
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+    from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+    from tests.kube_api import fixture_objects, of_kind
+
+    objs = fixture_objects("cluster.yaml", "cni.yaml", "node4.yaml")
+    now = nn.parse_time("2026-01-01T12:00:00Z")
+    asked = []
+
+    class FakeKube(object):
+        def __init__(self, params):
+            asked.append("connect")
+
+        def nodes(self, label_selector=None):
+            return of_kind(objs, "Node")
+
+        def pods(self, namespace):
+            asked.append(namespace)
+            return [p for p in of_kind(objs, "Pod") if p["metadata"]["namespace"] == namespace]
+
+    out = nn.api_check({"cni_namespaces": ["kube-system", "calico-system"]}, FakeKube, now=now)
+    models, found = nn.check_nodes(of_kind(objs, "Node"), of_kind(objs, "Pod"), nn.DEFAULT_CNI_DAEMONSETS, now)
+    assert out == {"data": {"nodes": models}, "findings": sort_findings(found)}
+    assert any(f["severity"] == "critical" for f in found)
+    assert asked == ["connect", "kube-system", "calico-system"]
+    del asked[:]
+    with pytest.raises(InputError, match="restart_threshold >= 1"):
+        nn.api_check({"restart_threshold": 0}, FakeKube)
+    assert asked == []
