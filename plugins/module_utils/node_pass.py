@@ -30,6 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_lb, cni_files, dns, iptables
 from ansible_collections.k8snet.triage.plugins.module_utils import neighbors, reachability, routes
+# The checks import these inside their functions. Imported here, before any thread starts: two
+# threads importing one module at once can see it half-initialised (ImportError: cannot import
+# name 'Netlink'), which happened in the AnsiballZ payload on a loaded 2-core host.
+from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe, netlink  # noqa: F401 pylint: disable=unused-import
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
 

@@ -205,3 +205,25 @@ def test_node_network_api_check_has_the_same_shape_and_validates_before_connecti
     with pytest.raises(InputError, match="restart_threshold >= 1"):
         nn.api_check({"restart_threshold": 0}, FakeKube)
     assert asked == []
+
+
+def test_every_module_a_check_imports_lazily_is_imported_before_the_threads_start():
+    """Regression: lazy imports raced between the pass's threads (ImportError: cannot import name
+    'Netlink' in the AnsiballZ payload); node_pass imports them up front."""
+    import ast
+    import inspect
+
+    source = inspect.getsource(node_pass)
+    top = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ImportFrom) and node.module.endswith("plugins.module_utils"):
+            top.update(alias.name for alias in node.names)
+    lazy = set()
+    for _name, check in node_pass.CHECKS:
+        for node in ast.walk(ast.parse(inspect.getsource(inspect.getmodule(check)))):
+            if isinstance(node, ast.FunctionDef):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.ImportFrom) and "plugins.module_utils." in (inner.module or ""):
+                        lazy.add(inner.module.rsplit(".", 1)[1])
+    assert "netlink" in lazy and "arp_probe" in lazy  # the test sees the lazy imports
+    assert lazy - {"findings"} <= top, "imported lazily by a check but not by node_pass: %s" % (lazy - top)
