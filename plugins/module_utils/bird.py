@@ -670,5 +670,5 @@ def node_check(params, runner):
         stuck_after=params.get("stuck_after", 300), mesh=params.get("node_to_node_mesh", True),
         timeout=params.get("timeout", DEFAULT_TIMEOUT),
     )
-    findings = result.pop("findings")
-    return {"data": result, "findings": findings}
+    data = dict((key, result[key]) for key in ("peers", "established", "sockets"))
+    return {"data": data, "findings": result["findings"]}
