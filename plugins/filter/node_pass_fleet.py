@@ -11,7 +11,7 @@ name: node_pass_fleet
 short_description: the fleet-scoped results of a one-pass triage, each published once
 version_added: 0.2.0
 description:
-  - Returns C({scenario: {status, reason, findings, hosts}}) for what concerns several hosts, not one.
+  - Returns a dict of scenario name to C(status), C(reason), C(findings) and C(hosts) for what concerns several hosts, not one.
   - C(stale_arp), the VIP owners' findings (a VIP no owner holds, a VIP several owners hold) from
     O(owners), once for the fleet instead of once per client.
   - C(connectivity), the cross-node matrix (C(connectivity_matrix)) of the hosts whose
@@ -41,7 +41,7 @@ EXAMPLES = """
 
 RETURN = """
 _value:
-  description: C({scenario: {status, reason, findings, hosts}}).
+  description: a dict of scenario name to C(status), C(reason), C(findings) and C(hosts).
   type: dict
 """
 

@@ -23,7 +23,7 @@ description:
     else C(dns_servers); C(cilium_maps.live_frontends) likewise from C(service_frontends), else
     C(cilium_maps_live_frontends).
   - C(stale_arp.expected) from O(owners), the output of C(vip_owners) over the owners' pre-read.
-  - C(scenarios) from C(triage_scenarios) and C(triage_cni): the node scenarios for hosts of
+  - C(scenarios) from C(triage_scenarios) and C(triage_cni), the node scenarios for hosts of
     C(triage_nodes_group), C(dns) only with DNS servers, C(stale_arp) for hosts of
     C(stale_arp_clients_group) when C(stale_arp_vips) is given.
 options:

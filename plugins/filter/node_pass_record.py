@@ -11,7 +11,7 @@ name: node_pass_record
 short_description: one host's per-scenario triage result from its node_triage task
 version_added: 0.2.0
 description:
-  - Returns C({scenario: {status, reason, findings, data}}) for the scenarios that were asked of
+  - Returns a dict of scenario name to C(status), C(reason), C(findings) and C(data) for the scenarios that were asked of
     the host. When the C(k8snet.triage.node_triage) task itself did not run (the host is
     unreachable, Python is missing), every asked scenario is C(failed) with that reason and no
     findings (the triage reports the unreachable host once, not once per scenario).
@@ -35,7 +35,7 @@ EXAMPLES = """
 
 RETURN = """
 _value:
-  description: C({scenario: {status, reason, findings, data}}).
+  description: a dict of scenario name to C(status), C(reason), C(findings) and C(data).
   type: dict
 """
 
