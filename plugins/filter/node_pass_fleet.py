@@ -30,6 +30,13 @@ options:
     description: The output of C(vip_owners); empty without VIPs.
     type: dict
     default: {}
+  api:
+    description:
+      - Registered results of the API reads run once on the controller, by scenario name, e.g.
+        C(kube) (kube_network_facts) and C(cni) (node_network_status). A skipped read is left out;
+        a failed one is C(failed) with its message and a C(triage.check_failed) finding.
+    type: dict
+    default: {}
 """
 
 EXAMPLES = """
@@ -45,11 +52,24 @@ _value:
   type: dict
 """
 
+from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import failed_finding
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import matrix
 
 
-def node_pass_fleet(hostvars, hosts, owners=None):
+def _api_entry(name, result):
+    if result.get("failed") or "findings" not in result:
+        reason = str(result.get("msg") or "the read returned no findings")
+        return {"status": "failed", "reason": reason, "hosts": [],
+                "findings": [failed_finding(name, "the Kubernetes API", reason)]}
+    hosts = sorted(set(n["name"] for n in result.get("nodes") or [] if isinstance(n, dict) and n.get("name")))
+    return {"status": "ran", "reason": "", "findings": list(result["findings"]), "hosts": hosts}
+
+
+def node_pass_fleet(hostvars, hosts, owners=None, api=None):
     out = {}
+    for name, result in sorted((api or {}).items()):
+        if isinstance(result, dict) and result and not result.get("skipped"):
+            out[name] = _api_entry(name, result)
     if owners:
         out["stale_arp"] = {"status": "ran", "reason": "", "findings": list(owners.get("findings") or []),
                             "hosts": sorted(set(h["node"] for held in owners.get("owners", {}).values() for h in held))}

@@ -149,3 +149,44 @@ def test_one_module_invocation_per_node(lab, both_runs):
     for recs in per_host.values():
         timing = recs[0]["result"]["timing"]
         assert 3.0 <= timing["seconds"] < 6.0 and timing["cpu_seconds"] > 0
+
+
+def test_api_half_of_cni_runs_once_and_is_published_once(lab, ansible, tmp_path):
+    """With a kubeconfig, node_network_status (the cni scenario's API half) and kube_network_facts
+    run once on the controller; their findings are fleet results, not copied onto every node, and
+    equal the cni role's on the same stand-in API."""
+    from tests.kube_api.helpers import kubectl, start
+
+    server = start(lab, "cluster.yaml", "cni.yaml", "node4.yaml", label="kube-api-onepass")
+    try:
+        kubeconfig = str(server.kubeconfig())
+        play = tmp_path / "node_pass.yml"
+        play.write_text(
+            "- name: One pass per node\n"
+            "  hosts: k8s_nodes\n"
+            "  gather_facts: false\n"
+            "  tasks:\n"
+            "    - name: Node pass\n"
+            "      ansible.builtin.include_tasks: %s\n" % (ROOT / "playbooks" / "tasks" / "node_pass.yml"))
+        one = ansible.playbook(play, extra_vars={"triage_kubeconfig": kubeconfig, "triage_scenarios": ["cni"]})
+        assert one.rc == 0, one
+        role = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": kubeconfig})
+        assert role.rc == 0, role
+        api_nodes = sorted(n["metadata"]["name"] for n in kubectl(kubeconfig, "get", "nodes")["items"])
+    finally:
+        server.stop()
+    api_runs = one.results(action="node_network_status")
+    assert len(api_runs) == 1 and api_runs[0]["status"] == "ok"
+    publish = one.results(task="Publish the fleet results once")
+    assert len(publish) == 1
+    fleet = publish[0]["result"]["ansible_facts"]["triage_fleet_results"]
+    expected_api = role.results(action="node_network_status")[0]["result"]["findings"]
+    assert fleet["cni"]["status"] == "ran" and _key(fleet["cni"]["findings"]) == _key(expected_api)
+    # the stand-in's nodes, as kubectl lists them, are the hosts the API findings concern
+    assert fleet["cni"]["hosts"] == api_nodes
+    assert fleet["kube"]["status"] == "ran"
+    node_side = dict((r["host"], r["result"]["findings"]) for r in role.results(action="cni_config_check"))
+    for host, scenarios in _pass_results(one).items():
+        assert list(scenarios) == ["cni"]
+        # the node's own files only: the API findings are not copied onto each node
+        assert _key(scenarios["cni"]["findings"]) == _key(node_side[host])

@@ -87,3 +87,15 @@ def test_fleet_publishes_owner_findings_once_and_the_connectivity_matrix():
     assert [(f["check"], f["subject"]) for f in fleet["connectivity"]["findings"]] == [("connectivity.node_isolated", "n2")]
     assert fleet["connectivity"]["hosts"] == ["n1", "n3"]
     assert node_pass_fleet({}, [], {}) == {}
+
+
+def test_fleet_publishes_the_api_reads_once_and_a_failed_read_as_a_finding():
+    crash = {"check": "node.cni_pod_crashloop", "severity": "critical", "subject": "node2/calico-node-m4q8z"}
+    api = {"cni": {"changed": False, "nodes": [{"name": "node2"}, {"name": "node1"}], "findings": [crash]},
+           "kube": {"failed": True, "msg": "the API answered 403 Forbidden"},
+           "dns": {"skipped": True, "changed": False}}
+    fleet = node_pass_fleet({}, [], {}, api)
+    assert fleet["cni"] == {"status": "ran", "reason": "", "findings": [crash], "hosts": ["node1", "node2"]}
+    assert fleet["kube"]["status"] == "failed" and fleet["kube"]["reason"] == "the API answered 403 Forbidden"
+    assert [(f["check"], f["subject"]) for f in fleet["kube"]["findings"]] == [("triage.check_failed", "the Kubernetes API")]
+    assert "dns" not in fleet
