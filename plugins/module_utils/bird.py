@@ -35,6 +35,7 @@ import stat
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 
 # calicoctl's socket paths, and where it falls back to (formats.md section 3).
 CALICO_SOCKETS = ("/var/run/calico/bird.ctl", "/var/run/calico/bird6.ctl")
@@ -645,3 +646,39 @@ def bird_version(text):
     """``1.6.8`` from the welcome line ``0001 BIRD 1.6.8 ready.``."""
     match = re.search(r"BIRD (\S+) ready\.", text)
     return match.group(1) if match else None
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def node_check(params, runner):
+    """The whole calico_bgp_status run on this node: ``params`` (its options, a plain dict) in,
+    ``{"data": {peers, established, sockets}, "findings": [...]}`` out.  ``runner`` runs
+    ``ip`` when pyroute2 is missing (this node's own addresses are read only when
+    ``expected_peers`` is given, to leave itself out of the mesh)."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+
+    def own_addresses():
+        netlink = Netlink(runner)
+        try:
+            return [a["address"] for a in netlink.addresses()]
+        finally:
+            netlink.close()
+
+    expected = validate_addresses(params.get("expected_peers") or [])
+    result = read_status(
+        sockets=params.get("sockets"), expected=expected, own=own_addresses if expected else [],
+        stuck_after=params.get("stuck_after", 300), mesh=params.get("node_to_node_mesh", True),
+        timeout=params.get("timeout", DEFAULT_TIMEOUT),
+    )
+    data = dict((key, result[key]) for key in ("peers", "established", "sockets"))
+    return {"data": data, "findings": result["findings"]}
+
+
+# The option rules (bounds, shapes) of the bird options, used by module calico_bgp_status and by node_triage.
+RULES = dict(
+    sockets=params.each(params.absolute_path, max_items=16),
+    expected_peers=params.each(params.address_or_network, max_items=4096),
+    stuck_after=params.count(0, 86400, "seconds"),
+    timeout=params.count(1, 60, "seconds"),
+)

@@ -33,6 +33,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils import bpf
 from ansible_collections.k8snet.triage.plugins.module_utils import frontends
 from ansible_collections.k8snet.triage.plugins.module_utils import findings as fnd
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 
 SERVICES = "services"
 BACKENDS = "backends"
@@ -676,3 +677,29 @@ def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup=
     result["not_maps"] = {"count": len(skipped), "examples": skipped[:EXAMPLES]}
     result["findings"] = fnd.sort_findings(findings)
     return result
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def node_check(params, runner=None):
+    """The read-only bpf_map_usage on this node: ``params`` (bpffs, maps, warn_ratio,
+    critical_ratio, live_frontends; a plain dict) in, ``{"data": {"maps": ...}, "findings": [...]}``
+    out.  Cleanup is never asked for here (it stays with the bpf_map_usage module).  Maps are
+    read with the bpf(2) syscall: no runner needed."""
+    result = usage_report(params.get("bpffs") or "/sys/fs/bpf", maps=params.get("maps") or [],
+                          warn_ratio=params.get("warn_ratio", 0.8), critical_ratio=params.get("critical_ratio", 0.95),
+                          cleanup="none", live_frontends=params.get("live_frontends"), check_mode=True)
+    data = dict((key, value) for key, value in result.items() if key not in ("findings", "changed", "diff", "deleted", "cleanup"))
+    return {"data": data, "findings": result["findings"]}
+
+
+# The option rules (bounds, shapes) of the cilium_lb options, used by module bpf_map_usage and by node_triage.
+RULES = dict(
+    bpffs=params.absolute_path,
+    maps=params.each(params.relative_path),
+    warn_ratio=params.ratio(),
+    critical_ratio=params.ratio(),
+    live_frontends=params.each(lambda option, value: params.text(option, value, max_len=64), max_items=65536),
+    max_delete=params.count(1, 65536, "keys"),
+)

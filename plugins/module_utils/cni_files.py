@@ -16,6 +16,7 @@ import os
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 
 CONF_SUFFIXES = (".conf", ".conflist", ".json")
 
@@ -109,3 +110,25 @@ def check(state, node):
             "CNI network %s (%s) and its plugins %s are in place" % (network, name, ", ".join(types)),
             {"file": name, "plugins": types}))
     return found, active
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def node_check(params, runner=None):
+    """The whole cni_config_check on this node: ``params`` (conf_dir, bin_dir, node_name) in,
+    ``{"data": {"active": ...}, "findings": [...]}`` out.  Reads files only: no runner needed."""
+    import socket
+
+    node = params.get("node_name") or socket.gethostname()
+    state = read_dir(params.get("conf_dir") or "/etc/cni/net.d", params.get("bin_dir") or "/opt/cni/bin")
+    found, active = check(state, node)
+    return {"data": {"active": active}, "findings": found}
+
+
+# The option rules (bounds, shapes) of the cni_files options, used by module cni_config_check and by node_triage.
+RULES = dict(
+    conf_dir=params.absolute_path,
+    bin_dir=params.absolute_path,
+    node_name=params.node_name,
+)

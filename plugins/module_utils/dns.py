@@ -389,3 +389,67 @@ def check_host_resolvers(confs, rows, cluster_domain="cluster.local", subject="h
                         "or replace them (nameserver lines of %s)" % ", ".join(sorted(confs)))]
     return [finding("dns.host_resolver", "ok", "DNS", subject,
                     "the host's resolvers answer external names%s" % note, evidence)]
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def node_check(params, runner=None):
+    """The whole dns_check from this node: ``params`` (dns_check's options, a plain dict) in,
+    ``{"data": {backend, matrix, host_matrix, resolv_conf, summary}, "findings": [...]}`` out.
+    Queries go out in threads (see ``Resolver.matrix``); no command is run."""
+    names, servers_in = params.get("names") or [], params.get("servers") or []
+    host_resolvers = params.get("host_resolvers", False)
+    timeout, retries, port = params.get("timeout", 2.0), params.get("retries", 1), params.get("port", 53)
+    protocols = params.get("protocols") or ["udp", "tcp"]
+    cluster_domain = params.get("cluster_domain") or "cluster.local"
+    if not servers_in and not host_resolvers:
+        raise InputError("nothing to ask: give servers (the kube-dns Service IP and coredns pod IPs) "
+                         "and/or host_resolvers: true")
+    if timeout <= 0 or retries < 0 or not 0 < port < 65536:
+        raise InputError("timeout must be > 0, retries >= 0 and port 1..65535 (got %s, %s, %s)"
+                         % (timeout, retries, port))
+    servers = validate_servers(servers_in)
+    expect = validate_names(names, params.get("expect") or {})
+    resolver = Resolver(params.get("backend") or "auto", port, params.get("record_type") or "A", timeout, retries)
+    rows = resolver.matrix([s["address"] for s in servers], names, protocols, expect)
+    findings = check_matrix(servers, rows, cluster_domain, "cluster DNS") if servers else []
+    confs, host_rows = {}, []
+    if host_resolvers:
+        confs = dict((k, v) for k, v in read_resolv_confs(params.get("resolv_conf") or list(RESOLV_CONFS)).items() if v)
+        upstreams = []
+        for found in confs.values():
+            upstreams.extend(a for a in found if a not in upstreams)
+        host_rows = resolver.matrix(upstreams, names, protocols[:1], expect)
+        findings += check_host_resolvers(confs, host_rows, cluster_domain, "host resolvers")
+    summary = {}
+    for row in rows + host_rows:
+        summary[row["status"]] = summary.get(row["status"], 0) + 1
+    data = {"backend": resolver.backend, "matrix": rows, "host_matrix": host_rows, "resolv_conf": confs,
+            "summary": summary}
+    return {"data": data, "findings": findings}
+
+
+# The argument spec of one server (dns_check's servers, the one-pass dns servers).
+SERVER_SPEC = dict(
+    address=dict(type="str", required=True),
+    name=dict(type="str"),
+    node=dict(type="str"),
+    role=dict(type="str", choices=["service", "pod", "upstream"], default="pod"),
+)
+
+
+# The option rules (bounds, shapes) of the dns options, used by module dns_check and by node_triage.
+RULES = dict(
+    names=params.each(params.dns_name, max_items=64, non_empty=True,
+                      what="give at least one name to resolve, e.g. kubernetes.default.svc.cluster.local"),
+    servers=params.each(params.fields(address=params.address(), name=params.short_text, node=params.node_name),
+                        max_items=64),
+    port=params.port,
+    timeout=params.seconds(0, 30),
+    retries=params.count(0, 5, "retries"),
+    expect=params.mapping(params.dns_name, params.scalar_or_list(params.address(), max_items=64), max_items=64),
+    cluster_domain=params.dns_name,
+    resolv_conf=params.each(params.absolute_path, max_items=16),
+    protocols=params.each(params.choice("udp", "tcp"), max_items=2, non_empty=True, what="give udp and/or tcp"),
+)

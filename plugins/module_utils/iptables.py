@@ -507,3 +507,52 @@ def summary(found, snapshot, node, interval):
         text = "%d drop rules and policies read (interval 0: totals only)" % entries
     return [finding("iptables.drops", "ok", "L4", node, text,
                     {"backends": sorted(set(rs.backend for rs in snapshot)), "entries": entries})]
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def node_check(params, runner, sleep=time.sleep):
+    """The whole iptables_drops run on this node: ``params`` (iptables_drops' options, a plain
+    dict) in, ``{"data": {...}, "findings": [...]}`` out.  ``runner`` runs the save commands
+    (``get_bin_path``/``run_command``, e.g. the AnsibleModule).  The two snapshots are
+    ``interval`` seconds apart; the wait is a plain sleep, so other checks can run meanwhile."""
+    import socket
+
+    from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+
+    backends = params.get("backends") or list(BACKENDS)
+    interval = params.get("interval", 5)
+    limit, warning_pps, critical_pps = params.get("limit", 20), params.get("warning_pps", 1.0), params.get("critical_pps", 100.0)
+    validate(backends, interval, limit, warning_pps, critical_pps)
+    reader = Reader(runner, backends)
+    first = reader.snapshot()
+    grown, last = [], first
+    if interval > 0:
+        sleep(interval)
+        last = reader.snapshot()
+        grown = compare(first, last)
+    node = params.get("node_name") or socket.gethostname()
+    found = check(grown, last, node, interval, limit, warning_pps, critical_pps)
+    found += summary(found, last, node, interval)
+    per, top = totals(last, limit)
+    status = reader.status()
+    for row in status:
+        read = [rs for rs in last if rs.backend == row["backend"] and rs.family in (row["family"], "all")]
+        row["read"] = bool(read)
+        row["rules"] = sum(rs.rules for rs in read)
+    data = {"drops": grown[:limit], "drops_count": len(grown), "totals": per, "top_totals": top,
+            "backends": status, "interval": interval}
+    return {"data": data, "findings": sort_findings(found)}
+
+
+# The option rules (bounds, shapes) of the iptables options, used by module iptables_drops and by node_triage.
+RULES = dict(
+    backends=params.each(params.choice(*BACKENDS), max_items=len(BACKENDS), non_empty=True,
+                         what="give at least one of %s" % ", ".join(BACKENDS)),
+    interval=lambda option, value: params.number(option, value, 0, MAX_INTERVAL, unit="seconds"),
+    limit=params.count(1, MAX_LIMIT),
+    warning_pps=lambda option, value: params.number(option, value, 0, MAX_PPS, unit="packets per second"),
+    critical_pps=lambda option, value: params.number(option, value, 0, MAX_PPS, unit="packets per second"),
+    node_name=params.node_name,
+)

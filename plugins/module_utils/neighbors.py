@@ -17,6 +17,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import Change
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import macs_by_name, require_interface
 from ansible_collections.k8snet.triage.plugins.module_utils.macs import is_locally_administered, normalize_mac
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 
 # Entries the kernel or a CNI manages: never deleted unless force (safety.md).
 PROTECTED_STATES = ("PERMANENT", "NOARP")
@@ -343,3 +344,36 @@ def arp_check(netlink, prober, params, check_mode):
         result.update(flushed=flushed, kept=kept + changed_meanwhile, changed=bool(flushed),
                       diff=diff(entries, flushed))
     return result
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def node_check(params, runner):
+    """The read-only arp_check on this node: ``params`` (addresses, expected, interface, probe,
+    probe_timeout, reader; a plain dict) in, ``{"data": {reader, local, neighbors, probes},
+    "findings": [...]}`` out.  No flush option reaches ``arp_check`` from here: repairs stay
+    with the arp_check module.  ``runner`` runs ``ip`` when pyroute2 is missing."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.arp_probe import probe
+    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+
+    options = {"addresses": params.get("addresses") or [], "expected": params.get("expected") or {},
+               "interface": params.get("interface"), "probe": params.get("probe", False),
+               "probe_timeout": params.get("probe_timeout", 0.5), "flush": "none"}
+    netlink = Netlink(runner, params.get("reader") or "auto")
+    try:
+        result = arp_check(netlink, probe, options, check_mode=True)
+    finally:
+        netlink.close()
+    data = dict((key, result[key]) for key in ("reader", "local", "neighbors", "probes"))
+    return {"data": data, "findings": result["findings"]}
+
+
+# The option rules (bounds, shapes) of the neighbors options, used by module arp_check and by node_triage.
+RULES = dict(
+    addresses=params.each(params.address()),
+    expected=params.mapping(params.address(), lambda option, value: params.text(option, value, max_len=32)),
+    interface=params.interface,
+    probe_timeout=params.seconds(0.01, 10),
+    max_flush=params.count(0, 1024, "entries"),
+)

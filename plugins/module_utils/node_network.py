@@ -155,3 +155,28 @@ def check_nodes(nodes, pods, daemonsets, now, stuck_after=300, restart_threshold
             "%d nodes: no NetworkUnavailable, CNI ready, one ready CNI agent pod each" % len(models),
             {"nodes": sample(m["name"] for m in models)}))
     return models, found
+
+
+# ----------------------------------------------------------------- the check (one shape)
+
+
+def api_check(params, kube_factory, now=None):
+    """The whole node_network_status run: ``params`` (its options, a plain dict) in,
+    ``{"data": {"nodes": [...]}, "findings": [...]}`` out.  It reads the Kubernetes API, so it
+    runs on the controller; ``kube_factory(params)`` builds the API client (``kube.Kube``), only
+    once the options are known to be valid."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+    from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+
+    stuck_after, restart_threshold = params.get("stuck_after", 300), params.get("restart_threshold", 5)
+    if stuck_after < 0 or restart_threshold < 1:
+        raise InputError("stuck_after must be >= 0 and restart_threshold >= 1 (got %s and %s)"
+                         % (stuck_after, restart_threshold))
+    kube = kube_factory(params)
+    nodes = kube.nodes(label_selector=params.get("node_selector"))
+    pods = []
+    for namespace in params.get("cni_namespaces", list(DEFAULT_CNI_NAMESPACES)):
+        pods.extend(kube.pods(namespace))
+    models, found = check_nodes(nodes, pods, params.get("cni_daemonsets", list(DEFAULT_CNI_DAEMONSETS)),
+                                time.time() if now is None else now, stuck_after, restart_threshold)
+    return {"data": {"nodes": models}, "findings": sort_findings(found)}

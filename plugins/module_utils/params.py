@@ -333,14 +333,17 @@ def new_module(module_class, rules, **kwargs):
     arguments are read again with every type relaxed to ``raw`` and the module fails naming the
     option, never changing anything.
     """
+    raw = _raw_args()
+    wrong = _not_dict(kwargs.get("argument_spec") or {}, raw) if raw is not None else None
+    if wrong:
+        # ansible-core raises a TypeError traceback for a dict option with suboptions given a number
+        module = module_class(**_relaxed_kwargs(kwargs))
+        module.fail_json(msg="%s=%s is invalid: give a dict of its suboptions (got %s)"
+                         % (wrong[0], _show(wrong[1]), type(wrong[1]).__name__), invalid_option=wrong[0])
     try:
         module = module_class(**kwargs)
-        raw = _raw_args()
     except OverflowError:
-        relaxed = dict(kwargs, argument_spec=_relaxed(kwargs.get("argument_spec") or {}))
-        for key in ("required_if", "required_together", "required_one_of", "mutually_exclusive", "required_by"):
-            relaxed.pop(key, None)
-        module = module_class(**relaxed)
+        module = module_class(**_relaxed_kwargs(kwargs))
         option = _non_finite(module.params) or "an integer option"
         module.fail_json(msg="%s is infinite: give a finite integer within the bounds in the option's documentation"
                          % option, invalid_option=option)
@@ -379,6 +382,10 @@ def _not_text(spec, raw, prefix=""):
         label = prefix + name
         if kind in ("str", "path") and isinstance(value, (list, dict)):
             return label, value
+        if kind == "dict" and option.get("options") and isinstance(value, dict):
+            found = _not_text(option["options"], value, label + ".")
+            if found:
+                return found
         if kind == "list" and isinstance(value, list):
             for index, item in enumerate(value):
                 if elements in ("str", "path") and isinstance(item, (list, dict)):
@@ -387,6 +394,37 @@ def _not_text(spec, raw, prefix=""):
                     found = _not_text(option["options"], item, "%s[%d]." % (label, index))
                     if found:
                         return found
+    return None
+
+
+def _relaxed_kwargs(kwargs):
+    """AnsibleModule arguments with every option typed ``raw`` and no cross-option constraint, so a
+    module can be built (to fail with a message) from arguments ansible-core's conversion chokes on."""
+    relaxed = dict(kwargs, argument_spec=_relaxed(kwargs.get("argument_spec") or {}))
+    for key in ("required_if", "required_together", "required_one_of", "mutually_exclusive", "required_by"):
+        relaxed.pop(key, None)
+    return relaxed
+
+
+def _not_dict(spec, raw, prefix=""):
+    """(option, value) of the first dict option (or list-of-dicts item) given something that is neither a
+    dict nor text Ansible could parse into one (a number, a list), else None."""
+    for name, option in spec.items():
+        keys = [name] + list(option.get("aliases") or [])
+        value = next((raw[k] for k in keys if isinstance(raw, dict) and raw.get(k) is not None), None)
+        if value is None:
+            continue
+        kind, label = option.get("type", "str"), prefix + name
+        if kind == "dict" and not isinstance(value, (dict, str)):
+            return label, value
+        if kind == "dict" and option.get("options") and isinstance(value, dict):
+            found = _not_dict(option["options"], value, label + ".")
+            if found:
+                return found
+        if kind == "list" and option.get("elements") == "dict" and isinstance(value, list):
+            for index, item in enumerate(value):
+                if not isinstance(item, (dict, str)):
+                    return "%s[%d]" % (label, index), item
     return None
 
 

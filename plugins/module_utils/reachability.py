@@ -354,3 +354,55 @@ def sample_peers(nodes, me, limit):
     k = min(len(others), limit)
     stride = max(1, len(others) // k)
     return others[stride - 1::stride][:k]
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def node_check(params, runner):
+    """The whole reachability run: ``params`` (reachability's options, a plain dict) in,
+    ``{"data": {targets, answered, silent}, "findings": [...]}`` out.  Every (target, probe)
+    pair is probed in its own thread.  ``runner`` runs ``ip`` when pyroute2 is missing.
+    ``netns_pid`` moves the process into a pod's namespace first: only for a process that runs
+    nothing else (the reachability module); the one-pass node check never passes it."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+
+    count, timeout = params.get("count", 3), params.get("timeout", 1.0)
+    if count < 1 or timeout <= 0:
+        raise InputError("count must be >= 1 and timeout > 0 (got %s, %s)" % (count, timeout))
+    targets = validate_targets(params.get("targets") or [], params.get("tcp_port", 22))
+    netns_pid = params.get("netns_pid")
+    if netns_pid is not None:
+        enter_netns(netns_pid)
+    netlink = Netlink(runner, params.get("reader") or "auto")
+    try:
+        rows = Prober(netlink, params.get("probes") or ["icmp", "tcp"], count, timeout).run(targets)
+    finally:
+        netlink.close()
+    subject = "netns of pid %d" % netns_pid if netns_pid is not None else "this host"
+    # not "results"/"unreachable": Ansible reads those keys as loop results and host unreachability
+    data = {"targets": rows, "answered": [r["name"] for r in rows if r["reachable"]],
+            "silent": [r["name"] for r in rows if not r["reachable"]]}
+    return {"data": data, "findings": check(rows, subject)}
+
+
+# The argument spec of one target (reachability's targets, the one-pass connectivity targets).
+TARGET_SPEC = dict(
+    address=dict(type="str", required=True),
+    name=dict(type="str"),
+    port=dict(type="int"),
+)
+
+
+# The option rules (bounds, shapes) of the reachability options, used by module reachability and by node_triage.
+TARGET_RULE = params.fields(address=params.address(4), name=params.short_text, port=params.port)
+MAX_TARGETS = 256
+RULES = dict(
+    targets=params.each(TARGET_RULE, max_items=MAX_TARGETS, non_empty=True, what="give at least one target address"),
+    probes=params.each(params.choice("icmp", "tcp", "arp"), max_items=3, non_empty=True,
+                       what="give icmp, tcp and/or arp"),
+    tcp_port=params.port,
+    count=params.count(1, 20, "probes"),
+    timeout=params.seconds(0, 10),
+    netns_pid=params.count(1, 4194304),
+)

@@ -28,6 +28,7 @@ import socket
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import EVIDENCE_SAMPLE, finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 
 POD_DEVICE_PREFIXES = ("cali", "lxc")
 BAD_TYPES = ("blackhole", "unreachable", "prohibit")
@@ -429,3 +430,69 @@ def validate_tunnel(tunnel_device, links):
 
 def validate_destinations(destinations):
     return [str(_address(d, "destination")) for d in destinations or []]
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def node_check(params, runner):
+    """The whole route_check on this node: ``params`` (route_check's options, a plain dict) in,
+    ``{"data": {...}, "findings": [...]}`` out.  ``runner`` runs commands (``get_bin_path`` and
+    ``run_command``, e.g. the AnsibleModule); no module is needed otherwise."""
+    # imported here: netlink is a reader this file's pure checks do not need
+    from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+
+    destinations = validate_destinations(params.get("destinations") or [])
+    mode = params.get("mode") or "direct"
+    tunnel = params.get("tunnel_device")
+    netlink = Netlink(runner, params.get("reader") or "auto")
+    try:
+        links = netlink.links()
+        if mode == "overlay":
+            validate_tunnel(tunnel, links)
+        local_addresses = [a["address"] for a in netlink.addresses()]
+        local, remote = normalize_peers(params.get("peers") or [], params.get("node_name"), local_addresses)
+        node = local["node"] if local else (params.get("node_name") or "this node")
+        table = netlink.routes(table="main")
+        index = RouteIndex(table)
+        neighbors = netlink.neighbors() if mode == "direct" and remote else []
+        found = check_overlaps(local, remote, node)
+        peer_findings, results = check_peer_routes(index, remote, node, mode, tunnel, neighbors)
+        found += peer_findings
+        found += check_local_cidrs(index, local, node)
+        checked = None
+        if params.get("local_pod_routes", True):
+            pod_findings, checked = check_pod_routes(table, links, node, local)
+            found += pod_findings
+        found += summary(found, results, node, checked)
+        data = {
+            "peer_routes": results,
+            "destinations": [netlink.route_get(d) for d in destinations],
+            "local_node": local["node"] if local else None,
+            "routes_read": len(table),
+            "reader": netlink.route_reader,
+        }
+    finally:
+        netlink.close()
+    return {"data": data, "findings": sort_findings(found)}
+
+
+# The argument spec of one peer (route_check's peers, the one-pass pod_network peers).
+PEER_SPEC = dict(
+    node=dict(type="str", required=True),
+    node_ip=dict(type="str", required=True),
+    node_ips=dict(type="list", elements="str", default=[]),
+    pod_cidrs=dict(type="list", elements="str", required=True),
+)
+
+
+# The option rules (bounds, shapes) of the routes options, used by module route_check and by node_triage.
+RULES = dict(
+    peers=params.each(params.fields(
+        node=params.node_name, node_ip=params.address(), node_ips=params.each(params.address(), max_items=16),
+        pod_cidrs=params.each(params.network, max_items=16)), max_items=5000),
+    node_name=params.node_name,
+    tunnel_device=params.interface,
+    destinations=params.each(params.address(), max_items=256),
+)

@@ -226,14 +226,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import Triage
 from ansible_collections.k8snet.triage.plugins.module_utils.neighbors import arp_check
 from ansible_collections.k8snet.triage.plugins.module_utils.netlink import NETLINK_ARGUMENT_SPEC, Netlink
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
-
-RULES = dict(
-    addresses=checks.each(checks.address()),
-    expected=checks.mapping(checks.address(), lambda option, value: checks.text(option, value, max_len=32)),
-    interface=checks.interface,
-    probe_timeout=checks.seconds(0.01, 10),
-    max_flush=checks.count(0, 1024, "entries"),
-)
+from ansible_collections.k8snet.triage.plugins.module_utils import neighbors
 
 
 def main():
@@ -248,7 +241,7 @@ def main():
         max_flush=dict(type="int", default=32),
     )
     argument_spec.update(NETLINK_ARGUMENT_SPEC)
-    module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
+    module = checks.new_module(AnsibleModule, neighbors.RULES, argument_spec=argument_spec, supports_check_mode=True)
     try:
         with Netlink(module, module.params["reader"]) as netlink:
             result = arp_check(netlink, probe, module.params, module.check_mode)

@@ -282,19 +282,10 @@ from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 
-RULES = dict(
-    bpffs=checks.absolute_path,
-    maps=checks.each(checks.relative_path),
-    warn_ratio=checks.ratio(),
-    critical_ratio=checks.ratio(),
-    live_frontends=checks.each(lambda option, value: checks.text(option, value, max_len=64), max_items=65536),
-    max_delete=checks.count(1, 65536, "keys"),
-)
-
 
 def main():
     module = checks.new_module(
-        AnsibleModule, RULES,
+        AnsibleModule, cilium_lb.RULES,
         argument_spec=dict(
             bpffs=dict(type="path", default="/sys/fs/bpf"),
             maps=dict(type="list", elements="str", default=[]),

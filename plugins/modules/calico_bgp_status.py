@@ -33,7 +33,6 @@ options:
       - When not set, calicoctl's sockets are read, C(/var/run/calico/bird.ctl) (required)
         and C(/var/run/calico/bird6.ctl) (optional, BIRD 1.6's IPv6 daemon), each falling
         back to the same name under C(/var/run/bird) when absent.
-      - At most 16 absolute paths without V(..) segments.
     type: list
     elements: path
   expected_peers:
@@ -42,7 +41,6 @@ options:
         The node's own addresses are left out. C(10.0.0.5/24), the form of the
         C(projectcalico.org/IPv4Address) Node annotation, is accepted.
       - When empty, only the sessions themselves are checked (no stale or missing peers).
-      - At most 4096 addresses.
     type: list
     elements: str
     default: []
@@ -61,13 +59,11 @@ options:
         failing on a configuration error (bad peer AS, bad BGP identifier, authentication
         failure, unacceptable hold time), since BIRD restarts such a protocol and its
         C(since) keeps moving.
-      - From 0 to 86400 (one day).
     type: int
     default: 300
   timeout:
     description:
       - Seconds to wait for BIRD to accept the connection and for each part of its reply.
-      - From 1 to 60.
     type: int
     default: 5
 attributes:
@@ -187,25 +183,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bird
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
-
-RULES = dict(
-    sockets=checks.each(checks.absolute_path, max_items=16),
-    expected_peers=checks.each(checks.address_or_network, max_items=4096),
-    stuck_after=checks.count(0, 86400, "seconds"),
-    timeout=checks.count(1, 60, "seconds"),
-)
-
-
-def own_addresses(module):
-    with Netlink(module) as netlink:
-        return [a["address"] for a in netlink.addresses()]
 
 
 def main():
     module = checks.new_module(
-        AnsibleModule, RULES,
+        AnsibleModule, bird.RULES,
         argument_spec=dict(
             sockets=dict(type="list", elements="path"),
             expected_peers=dict(type="list", elements="str", default=[]),
@@ -215,16 +198,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
     try:
-        expected = bird.validate_addresses(params["expected_peers"])
-        result = bird.read_status(
-            sockets=params["sockets"], expected=expected, own=lambda: own_addresses(module) if expected else [], stuck_after=params["stuck_after"],
-            mesh=params["node_to_node_mesh"], timeout=params["timeout"],
-        )
+        result = bird.node_check(module.params, module)
     except TriageError as exc:
         fail_from(module, exc)
-    module.exit_json(changed=False, **result)
+    module.exit_json(changed=False, findings=result["findings"], **result["data"])
 
 
 if __name__ == "__main__":

@@ -62,24 +62,16 @@ findings:
   elements: dict
 """
 
-import socket
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 
-RULES = dict(
-    conf_dir=checks.absolute_path,
-    bin_dir=checks.absolute_path,
-    node_name=checks.node_name,
-)
-
 
 def main():
     module = checks.new_module(
-        AnsibleModule, RULES,
+        AnsibleModule, cni_files.RULES,
         argument_spec=dict(
             conf_dir=dict(type="path", default="/etc/cni/net.d"),
             bin_dir=dict(type="path", default="/opt/cni/bin"),
@@ -87,13 +79,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    node = module.params["node_name"] or socket.gethostname()
     try:
-        state = cni_files.read_dir(module.params["conf_dir"], module.params["bin_dir"])
-        found, active = cni_files.check(state, node)
+        result = cni_files.node_check(module.params)
     except TriageError as exc:
         fail_from(module, exc)
-    module.exit_json(changed=False, active=active, findings=found)
+    module.exit_json(changed=False, findings=result["findings"], **result["data"])
 
 
 if __name__ == "__main__":

@@ -28,8 +28,6 @@ options:
     description:
       - Names to resolve. Names under O(cluster_domain) are cluster names; the others are external
         names, resolved through the upstreams coredns forwards to.
-      - One to 64 DNS names of at most 253 characters, labels of 1 to 63 characters. An empty list
-        fails, since nothing would be checked.
     type: list
     elements: str
     required: true
@@ -37,7 +35,6 @@ options:
     description:
       - The DNS servers to ask. Filled by the role from the Kubernetes API (the kube-dns Service and
         the coredns endpoints) or given.
-      - At most 64 servers.
     type: list
     elements: dict
     default: []
@@ -58,7 +55,7 @@ options:
         choices: [service, pod, upstream]
         default: pod
   protocols:
-    description: Transports to test; each server is asked over each. An empty list fails, since nothing would be asked.
+    description: Transports to test; each server is asked over each.
     type: list
     elements: str
     choices: [udp, tcp]
@@ -69,15 +66,15 @@ options:
     choices: [A, AAAA]
     default: A
   port:
-    description: Destination port of every server, from 1 to 65535.
+    description: Destination port of every server.
     type: int
     default: 53
   timeout:
-    description: Seconds to wait for one answer, a finite number more than 0 and at most 30.
+    description: Seconds to wait for one answer.
     type: float
     default: 2.0
   retries:
-    description: Extra attempts after a timeout (other failures are not retried), from 0 to 5.
+    description: Extra attempts after a timeout (other failures are not retried).
     type: int
     default: 1
   expect:
@@ -87,7 +84,7 @@ options:
     type: dict
     default: {}
   cluster_domain:
-    description: The cluster's DNS domain (a DNS name of at most 253 characters).
+    description: The cluster's DNS domain.
     type: str
     default: cluster.local
   host_resolvers:
@@ -99,7 +96,6 @@ options:
       - resolv.conf files whose nameservers are the host resolvers. With systemd-resolved,
         C(/etc/resolv.conf) names the 127.0.0.53 stub and C(/run/systemd/resolve/resolv.conf) the
         real upstreams. Missing files are skipped.
-      - At most 16 absolute paths without V(..) segments.
     type: list
     elements: path
     default: [/etc/resolv.conf, /run/systemd/resolve/resolv.conf]
@@ -181,61 +177,21 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import dns
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
-
-RULES = dict(
-    names=checks.each(checks.dns_name, max_items=64, non_empty=True,
-                      what="give at least one name to resolve, e.g. kubernetes.default.svc.cluster.local"),
-    servers=checks.each(checks.fields(address=checks.address(), name=checks.short_text, node=checks.node_name),
-                        max_items=64),
-    port=checks.port,
-    timeout=checks.seconds(0, 30),
-    retries=checks.count(0, 5, "retries"),
-    expect=checks.mapping(checks.dns_name, checks.scalar_or_list(checks.address(), max_items=64), max_items=64),
-    cluster_domain=checks.dns_name,
-    resolv_conf=checks.each(checks.absolute_path, max_items=16),
-    protocols=checks.each(checks.choice("udp", "tcp"), max_items=2, non_empty=True, what="give udp and/or tcp"),
-)
 
 
 def run(module):
-    p = module.params
-    if not p["servers"] and not p["host_resolvers"]:
-        raise InputError("nothing to ask: give servers (the kube-dns Service IP and coredns pod IPs) "
-                         "and/or host_resolvers: true")
-    servers = dns.validate_servers(p["servers"])
-    expect = dns.validate_names(p["names"], p["expect"])
-    resolver = dns.Resolver(p["backend"], p["port"], p["record_type"], p["timeout"], p["retries"])
-    rows = resolver.matrix([s["address"] for s in servers], p["names"], p["protocols"], expect)
-    subject = "cluster DNS"
-    findings = dns.check_matrix(servers, rows, p["cluster_domain"], subject) if servers else []
-    confs, host_rows = {}, []
-    if p["host_resolvers"]:
-        confs = dict((k, v) for k, v in dns.read_resolv_confs(p["resolv_conf"]).items() if v)
-        upstreams = []
-        for found in confs.values():
-            upstreams.extend(a for a in found if a not in upstreams)
-        host_rows = resolver.matrix(upstreams, p["names"], p["protocols"][:1], expect)
-        findings += dns.check_host_resolvers(confs, host_rows, p["cluster_domain"], "host resolvers")
-    summary = {}
-    for row in rows + host_rows:
-        summary[row["status"]] = summary.get(row["status"], 0) + 1
-    return dict(changed=False, backend=resolver.backend, matrix=rows, host_matrix=host_rows,
-                resolv_conf=confs, summary=summary, findings=findings)
+    result = dns.node_check(module.params, module)
+    return dict(changed=False, findings=result["findings"], **result["data"])
 
 
 def main():
     module = checks.new_module(
-        AnsibleModule, RULES,
+        AnsibleModule, dns.RULES,
         argument_spec=dict(
             names=dict(type="list", elements="str", required=True),
-            servers=dict(type="list", elements="dict", default=[], options=dict(
-                address=dict(type="str", required=True),
-                name=dict(type="str"),
-                node=dict(type="str"),
-                role=dict(type="str", choices=["service", "pod", "upstream"], default="pod"),
-            )),
+            servers=dict(type="list", elements="dict", default=[], options=dns.SERVER_SPEC),
             protocols=dict(type="list", elements="str", choices=["udp", "tcp"], default=["udp", "tcp"]),
             record_type=dict(type="str", choices=["A", "AAAA"], default="A"),
             port=dict(type="int", default=53),

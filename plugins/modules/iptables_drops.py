@@ -24,10 +24,7 @@ extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 options:
   backends:
-    description:
-      - The backends to read; a backend whose tools are not installed is reported and skipped.
-      - An empty list fails, since nothing would be read. When no backend's tools are installed at all, the
-        finding C(iptables.no_backend) (a warning) says that nothing was checked.
+    description: The backends to read; a backend whose tools are not installed is reported and skipped.
     type: list
     elements: str
     choices: [legacy, nft, nftables]
@@ -35,25 +32,22 @@ options:
   interval:
     description:
       - Seconds between the two snapshots. V(0) takes one snapshot and returns totals only.
-      - A finite number from 0 to 300.
     type: float
     default: 5
   limit:
-    description: How many growing entries (and top totals) to return, from 1 to 1000.
+    description: How many growing entries (and top totals) to return.
     type: int
     default: 20
   warning_pps:
-    description:
-      - Packets per second from which a growing drop is a V(warning) (below it, V(info)).
-      - A finite number from 0 to 1e9, at most O(critical_pps).
+    description: Packets per second from which a growing drop is a V(warning) (below it, V(info)).
     type: float
     default: 1.0
   critical_pps:
-    description: Packets per second from which a growing drop is V(critical), a finite number from 0 to 1e9.
+    description: Packets per second from which a growing drop is V(critical).
     type: float
     default: 100.0
   node_name:
-    description: The node name used as the subject of findings (default the host name), at most 253 characters.
+    description: The node name used as the subject of findings (default the host name).
     type: str
 attributes:
   check_mode:
@@ -87,9 +81,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 findings:
-  description:
-    - The findings (C(iptables.drops_growing), C(iptables.drop_policy), C(iptables.mixed_backends)); C(iptables.drops)
-      (ok) says what was read when no counter grew, C(iptables.no_backend) (warning) that nothing could be read.
+  description: The findings (C(iptables.drops_growing), C(iptables.drop_policy), C(iptables.mixed_backends)).
   returned: always
   type: list
   elements: dict
@@ -140,54 +132,21 @@ interval:
   type: float
 """
 
-import socket
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import iptables
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
-
-RULES = dict(
-    backends=checks.each(checks.choice(*iptables.BACKENDS), max_items=len(iptables.BACKENDS), non_empty=True,
-                         what="give at least one of %s" % ", ".join(iptables.BACKENDS)),
-    interval=lambda option, value: checks.number(option, value, 0, iptables.MAX_INTERVAL, unit="seconds"),
-    limit=checks.count(1, iptables.MAX_LIMIT),
-    warning_pps=lambda option, value: checks.number(option, value, 0, iptables.MAX_PPS, unit="packets per second"),
-    critical_pps=lambda option, value: checks.number(option, value, 0, iptables.MAX_PPS, unit="packets per second"),
-    node_name=checks.node_name,
-)
 
 
 def run(module):
-    p = module.params
-    iptables.validate(p["backends"], p["interval"], p["limit"], p["warning_pps"], p["critical_pps"])
-    reader = iptables.Reader(module, p["backends"])
-    first = reader.snapshot()
-    grown = []
-    last = first
-    if p["interval"] > 0:
-        time.sleep(p["interval"])
-        last = reader.snapshot()
-        grown = iptables.compare(first, last)
-    node = p["node_name"] or socket.gethostname()
-    found = iptables.check(grown, last, node, p["interval"], p["limit"], p["warning_pps"], p["critical_pps"])
-    found += iptables.summary(found, last, node, p["interval"])
-    per, top = iptables.totals(last, p["limit"])
-    status = reader.status()
-    for row in status:
-        read = [rs for rs in last if rs.backend == row["backend"] and rs.family in (row["family"], "all")]
-        row["read"] = bool(read)
-        row["rules"] = sum(rs.rules for rs in read)
-    return dict(changed=False, findings=sort_findings(found), drops=grown[:p["limit"]], drops_count=len(grown),
-                totals=per, top_totals=top, backends=status, interval=p["interval"])
+    result = iptables.node_check(module.params, module)
+    return dict(changed=False, findings=result["findings"], **result["data"])
 
 
 def main():
     module = checks.new_module(
-        AnsibleModule, RULES,
+        AnsibleModule, iptables.RULES,
         argument_spec=dict(
             backends=dict(type="list", elements="str", choices=list(iptables.BACKENDS), default=list(iptables.BACKENDS)),
             interval=dict(type="float", default=5),

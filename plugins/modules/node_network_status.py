@@ -34,32 +34,24 @@ attributes:
     details: Runs on the controller; talks to the Kubernetes API.
 options:
   node_selector:
-    description:
-      - A label selector limiting the nodes checked (for example C(node-role.kubernetes.io/worker)).
-      - At most 1024 characters, no control characters.
+    description: A label selector limiting the nodes checked (for example C(node-role.kubernetes.io/worker)).
     type: str
   cni_daemonsets:
-    description:
-      - Names of the DaemonSets whose pods are the CNI agent (C(anetd) is GKE Dataplane V2).
-      - At most 1024 names of at most 253 characters.
+    description: Names of the DaemonSets whose pods are the CNI agent (C(anetd) is GKE Dataplane V2).
     type: list
     elements: str
     default: [calico-node, cilium, anetd]
   cni_namespaces:
-    description: Namespaces where those DaemonSets run (at most 1024 Kubernetes names).
+    description: Namespaces where those DaemonSets run.
     type: list
     elements: str
     default: [kube-system, calico-system]
   stuck_after:
-    description:
-      - Seconds after which C(NetworkUnavailable=True) is critical rather than a restart in progress.
-      - From 0 to 604800 (one week).
+    description: Seconds after which C(NetworkUnavailable=True) is critical rather than a restart in progress.
     type: int
     default: 300
   restart_threshold:
-    description:
-      - A CNI pod that is not ready and restarted at least this many times counts as crash-looping.
-      - From 1 to 1000000.
+    description: A CNI pod that is not ready and restarted at least this many times counts as crash-looping.
     type: int
     default: 5
 """
@@ -93,16 +85,12 @@ findings:
   elements: dict
 """
 
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_network
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
-
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 
 RULES = dict(
     checks.KUBE_AUTH_RULES,
@@ -125,18 +113,11 @@ def main():
     )
     module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
-    p = module.params
     try:
-        kube = Kube(p)
-        nodes = kube.nodes(label_selector=p["node_selector"])
-        pods = []
-        for namespace in p["cni_namespaces"]:
-            pods.extend(kube.pods(namespace))
-        models, found = node_network.check_nodes(nodes, pods, p["cni_daemonsets"], time.time(),
-                                                 p["stuck_after"], p["restart_threshold"])
+        result = node_network.api_check(module.params, Kube)
     except TriageError as exc:
         fail_from(module, exc)
-    module.exit_json(changed=False, nodes=models, findings=sort_findings(found))
+    module.exit_json(changed=False, findings=result["findings"], **result["data"])
 
 
 if __name__ == "__main__":

@@ -20,44 +20,41 @@ description:
   - Standard library only; ICMP and ARP need CAP_NET_RAW.
 options:
   targets:
-    description:
-      - Where to probe, one to 256 targets. An empty list fails, since nothing would be checked.
+    description: Where to probe.
     type: list
     elements: dict
     required: true
     suboptions:
       address:
-        description: IPv4 address of the target (IPv6 is refused by this version).
+        description: IPv4 address of the target.
         type: str
         required: true
       name:
-        description: A label for reports (a node name), at most 253 characters. Defaults to the address.
+        description: A label for reports (a node name). Defaults to the address.
         type: str
       port:
-        description: TCP port for this target, from 1 to 65535; defaults to O(tcp_port).
+        description: TCP port for this target; defaults to O(tcp_port).
         type: int
   probes:
-    description: Which probes to send. An empty list fails, since nothing would be probed.
+    description: Which probes to send.
     type: list
     elements: str
     choices: [icmp, tcp, arp]
     default: [icmp, tcp]
   tcp_port:
-    description: TCP port probed on targets that do not name one, from 1 to 65535.
+    description: TCP port probed on targets that do not name one.
     type: int
     default: 22
   count:
-    description: ICMP echoes, and ARP requests and TCP connects until one is answered, per target; from 1 to 20.
+    description: ICMP echoes, and ARP requests and TCP connects until one is answered, per target.
     type: int
     default: 3
   timeout:
-    description: Seconds to wait for each answer, a finite number more than 0 and at most 10.
+    description: Seconds to wait for each answer.
     type: float
     default: 1.0
   netns_pid:
-    description:
-      - Probe from the network namespace of this process (for example a pod's container process).
-      - A process id from 1 to 4194304.
+    description: Probe from the network namespace of this process (for example a pod's container process).
     type: int
   reader:
     description: How routes and links are read for ARP probes (see the collection's netlink readers).
@@ -130,44 +127,19 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import reachability
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
-
-RULES = dict(
-    targets=checks.each(checks.fields(address=checks.address(4), name=checks.short_text, port=checks.port),
-                        max_items=256, non_empty=True, what="give at least one target address"),
-    probes=checks.each(checks.choice("icmp", "tcp", "arp"), max_items=3, non_empty=True,
-                       what="give icmp, tcp and/or arp"),
-    tcp_port=checks.port,
-    count=checks.count(1, 20, "probes"),
-    timeout=checks.seconds(0, 10),
-    netns_pid=checks.count(1, 4194304),
-)
 
 
 def run(module):
-    p = module.params
-    targets = reachability.validate_targets(p["targets"], p["tcp_port"])
-    if p["netns_pid"] is not None:
-        reachability.enter_netns(p["netns_pid"])
-    with Netlink(module, p["reader"]) as netlink:
-        rows = reachability.Prober(netlink, p["probes"], p["count"], p["timeout"]).run(targets)
-    subject = "netns of pid %d" % p["netns_pid"] if p["netns_pid"] is not None else "this host"
-    # not "results"/"unreachable": Ansible reads those keys as loop results and host unreachability
-    return dict(changed=False, targets=rows, answered=[r["name"] for r in rows if r["reachable"]],
-                silent=[r["name"] for r in rows if not r["reachable"]],
-                findings=reachability.check(rows, subject))
+    result = reachability.node_check(module.params, module)
+    return dict(changed=False, findings=result["findings"], **result["data"])
 
 
 def main():
     module = checks.new_module(
-        AnsibleModule, RULES,
+        AnsibleModule, reachability.RULES,
         argument_spec=dict(
-            targets=dict(type="list", elements="dict", required=True, options=dict(
-                address=dict(type="str", required=True),
-                name=dict(type="str"),
-                port=dict(type="int"),
-            )),
+            targets=dict(type="list", elements="dict", required=True, options=reachability.TARGET_SPEC),
             probes=dict(type="list", elements="str", choices=list(reachability.PROBES), default=["icmp", "tcp"]),
             tcp_port=dict(type="int", default=22),
             count=dict(type="int", default=3),

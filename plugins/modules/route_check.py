@@ -34,17 +34,16 @@ options:
         the inventory (C(k8s_node_ip), C(k8s_pod_cidr)).
       - The host's own entry (its O(node_name), or a O(peers[].node_ip) that is an address of the
         host) is recognised and used as the local pod CIDR.
-      - At most 5000 peers.
     type: list
     elements: dict
     default: []
     suboptions:
       node:
-        description: Node name (at most 253 characters).
+        description: Node name.
         type: str
         required: true
       node_ip:
-        description: The node's IPv4 or IPv6 address (the gateway of its pod CIDR in direct mode).
+        description: The node's address (the gateway of its pod CIDR in direct mode).
         type: str
         required: true
       node_ips:
@@ -58,7 +57,7 @@ options:
         elements: str
         required: true
   node_name:
-    description: This host's node name, to recognise its own entry in O(peers) (at most 253 characters).
+    description: This host's node name, to recognise its own entry in O(peers).
     type: str
   mode:
     description:
@@ -69,18 +68,14 @@ options:
     choices: [direct, overlay]
     default: direct
   tunnel_device:
-    description:
-      - The overlay device (C(vxlan.calico), C(tunl0), C(cilium_vxlan)); must exist on the host.
-      - A Linux interface name (1 to 15 bytes, no V(/), V(:) or whitespace).
+    description: The overlay device (C(vxlan.calico), C(tunl0), C(cilium_vxlan)); must exist on the host.
     type: str
   local_pod_routes:
     description: Check the /32 and /128 routes to local C(cali*) / C(lxc*) pod devices.
     type: bool
     default: true
   destinations:
-    description:
-      - Addresses to resolve like C(ip route get); the chosen routes are returned.
-      - At most 256 IPv4 or IPv6 addresses.
+    description: Addresses to resolve like C(ip route get); the chosen routes are returned.
     type: list
     elements: str
     default: []
@@ -132,9 +127,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 findings:
-  description:
-    - The findings (see the collection's findings contract), most severe first. C(route.nothing_checked) (info)
-      says that no peer pod CIDR and no local pod route was there to check.
+  description: The findings (see the collection's findings contract), most severe first.
   returned: always
   type: list
   elements: dict
@@ -178,66 +171,19 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import routes
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 
-PEER_SPEC = dict(
-    node=dict(type="str", required=True),
-    node_ip=dict(type="str", required=True),
-    node_ips=dict(type="list", elements="str", default=[]),
-    pod_cidrs=dict(type="list", elements="str", required=True),
-)
 
-
-RULES = dict(
-    peers=checks.each(checks.fields(
-        node=checks.node_name, node_ip=checks.address(), node_ips=checks.each(checks.address(), max_items=16),
-        pod_cidrs=checks.each(checks.network, max_items=16)), max_items=5000),
-    node_name=checks.node_name,
-    tunnel_device=checks.interface,
-    destinations=checks.each(checks.address(), max_items=256),
-)
-
-
-def run(module, netlink):
-    params = module.params
-    destinations = routes.validate_destinations(params["destinations"])
-    links = netlink.links()
-    if params["mode"] == "overlay":
-        routes.validate_tunnel(params["tunnel_device"], links)
-    local_addresses = [a["address"] for a in netlink.addresses()]
-    local, remote = routes.normalize_peers(params["peers"], params["node_name"], local_addresses)
-    node = local["node"] if local else (params["node_name"] or "this node")
-    table = netlink.routes(table="main")
-    index = routes.RouteIndex(table)
-    neighbors = netlink.neighbors() if params["mode"] == "direct" and remote else []
-    found = routes.check_overlaps(local, remote, node)
-    peer_findings, results = routes.check_peer_routes(
-        index, remote, node, params["mode"], params["tunnel_device"], neighbors)
-    found += peer_findings
-    found += routes.check_local_cidrs(index, local, node)
-    checked = None
-    if params["local_pod_routes"]:
-        pod_findings, checked = routes.check_pod_routes(table, links, node, local)
-        found += pod_findings
-    found += routes.summary(found, results, node, checked)
-    return dict(
-        changed=False,
-        findings=sort_findings(found),
-        peer_routes=results,
-        destinations=[netlink.route_get(d) for d in destinations],
-        local_node=local["node"] if local else None,
-        routes_read=len(table),
-        reader=netlink.route_reader,
-    )
+def run(module):
+    result = routes.node_check(module.params, module)
+    return dict(changed=False, findings=result["findings"], **result["data"])
 
 
 def main():
     module = checks.new_module(
-        AnsibleModule, RULES,
+        AnsibleModule, routes.RULES,
         argument_spec=dict(
-            peers=dict(type="list", elements="dict", default=[], options=PEER_SPEC),
+            peers=dict(type="list", elements="dict", default=[], options=routes.PEER_SPEC),
             node_name=dict(type="str"),
             mode=dict(type="str", choices=["direct", "overlay"], default="direct"),
             tunnel_device=dict(type="str"),
@@ -249,8 +195,7 @@ def main():
         supports_check_mode=True,
     )
     try:
-        with Netlink(module, module.params["reader"]) as netlink:
-            result = run(module, netlink)
+        result = run(module)
     except TriageError as exc:
         fail_from(module, exc)
     module.exit_json(**result)

@@ -39,7 +39,9 @@ def materialize(value):
 def harmless_reason(name, index, value_name):
     for entry in MATRIX["harmless"] or []:
         values = entry["values"]
-        if entry["filter"] == name and entry["argument"] in ("*", index) and (values == "*" or value_name in values):
+        argument = entry["argument"]
+        if entry["filter"] == name and (argument == "*" or index in (argument if isinstance(argument, list) else [argument])) \
+                and (values == "*" or value_name in values):
             return entry["reason"]
     return None
 

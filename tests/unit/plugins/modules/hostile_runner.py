@@ -90,7 +90,13 @@ def run_case(module, args, timeout):
             else:
                 kind, detail = "failed", msg
         else:
-            kind, detail = "ok", json.dumps({k: result.get(k) for k in ("findings",)}, default=str)[:4000]
+            # compact, so no finding is cut off: what each finding says, and each scenario's status (node_triage)
+            kind, detail = "ok", json.dumps({
+                "findings": [{"check": f.get("check"), "severity": f.get("severity"), "summary": str(f.get("summary"))[:160]}
+                             for f in result.get("findings") or []][:200],
+                "scenarios": dict((name, {"status": r.get("status"), "reason": r.get("reason")})
+                                  for name, r in (result.get("scenarios") or {}).items()),
+            }, default=str)
     return kind, detail
 
 

@@ -89,7 +89,26 @@ def _reports(detail, check):
     return any(f.get("check", "").endswith("." + tail) and f.get("severity") != "ok" for f in findings)
 
 
+def _scenario_said(detail, scenario):
+    """True when node_triage's result records ``scenario`` as failed or skipped with a reason (not ok)."""
+    try:
+        status = (json.loads(detail or "{}").get("scenarios") or {}).get(scenario) or {}
+    except ValueError:
+        return False
+    return status.get("status") in ("failed", "skipped") and bool(status.get("reason"))
+
+
 def harmless_reason(module, option, kind, value_name, detail=None):
+    # node_triage's <scenario>.<option> is the scenario module's <option>: the same rules, the same reasons
+    scenario, _, inner = option.partition(".")
+    delegate = (MATRIX.get("delegates") or {}).get(module, {}).get(scenario)
+    if delegate and inner:
+        reason = harmless_reason(delegate, inner, kind, value_name, detail)
+        if reason:
+            return reason
+    if delegate and inner and _scenario_said(detail, scenario):
+        return ("node_triage ran the %s scenario and said plainly that it could not check: its status is "
+                "failed or skipped with the reason, never ok" % scenario)
     for entry in MATRIX.get("harmless") or []:
         if entry["module"] not in ("*", module) or (entry["values"] != "*" and value_name not in entry["values"]):
             continue
@@ -121,6 +140,12 @@ def build_cases(module, spec, workdir):
             args = dict(copy.deepcopy(base), **{option: value})
             add(option, value_name, args)
         sub = ospec.get("options")
+        if sub and ospec.get("type") == "dict":
+            for suboption, sspec in sorted(sub.items()):
+                kind = type_key(sspec)
+                for value_name in MATRIX["classes"][kind]:
+                    inner = dict(copy.deepcopy(base.get(option) or {}), **{suboption: materialize(values[value_name], workdir)})
+                    add("%s.%s" % (option, suboption), value_name, dict(copy.deepcopy(base), **{option: inner}))
         if sub and ospec.get("type") == "list" and base.get(option):
             for suboption, sspec in sorted(sub.items()):
                 kind = type_key(sspec)

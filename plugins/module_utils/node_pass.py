@@ -1,0 +1,222 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""One pass over a node: every applicable node-side check in one process.
+
+Each scenario's node-side check is one function of one shape in its domain file,
+``node_check(params, runner) -> {"data": ..., "findings": [...]}``.  This orchestrator runs
+the applicable ones concurrently, one thread each: the checks that wait (the firewall
+counters' two snapshots ``interval`` seconds apart, the ICMP/TCP/ARP probes, the DNS
+queries, the ARP probes for VIPs) overlap, so the longest window is paid once, and the
+quick readers (routes, BIRD, bpf maps, CNI files) run meanwhile.
+
+What needs the fleet (expected BGP peers, pod-CIDR peers, probe targets, DNS servers, the
+VIP owners' MACs, live frontends) is not computed here: the controller computes it once
+and hands it in with each scenario's parameters.
+
+The result, per scenario: ``{"status": "ran"|"skipped"|"failed", "reason", "findings",
+"data", "seconds"}``.  A scenario that fails (its reader raised) does not stop the others: it
+becomes a ``triage.check_failed`` finding, the same one the triage records when a scenario
+role fails on a host.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_lb, cni_files, dns, iptables
+from ansible_collections.k8snet.triage.plugins.module_utils import neighbors, reachability, routes
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+# The checks import these inside their functions. Imported here, before any thread starts: two
+# threads importing one module at once can see it half-initialised (ImportError: cannot import
+# name 'Netlink'), which happened in the AnsiballZ payload on a loaded 2-core host.
+from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe, netlink  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
+
+# name -> the node check; the ones with a sampling window first, so their windows start first
+CHECKS = (
+    ("firewall_drops", iptables.node_check),
+    ("connectivity", reachability.node_check),
+    ("dns", dns.node_check),
+    ("stale_arp", neighbors.node_check),
+    ("cni", cni_files.node_check),
+    ("calico", bird.node_check),
+    ("cilium_maps", cilium_lb.node_check),
+    ("pod_network", routes.node_check),
+)
+SCENARIOS = tuple(name for name, _check in CHECKS)
+# the scenarios whose check names the node in its findings
+NODE_NAMED = ("cni", "firewall_drops", "pod_network")
+
+# The argument spec of the node_triage module.  The defaults are the triage's (the scenario
+# roles' defaults), not the scenario modules' own: this is the triage's entry point.
+ARGUMENT_SPEC = dict(
+    node_name=dict(type="str"),
+    scenarios=dict(type="list", elements="str", choices=list(SCENARIOS), default=list(SCENARIOS)),
+    cni=dict(type="dict", default={}, options=dict(
+        conf_dir=dict(type="path", default="/etc/cni/net.d"),
+        bin_dir=dict(type="path", default="/opt/cni/bin"),
+    )),
+    calico=dict(type="dict", default={}, options=dict(
+        sockets=dict(type="list", elements="path"),
+        expected_peers=dict(type="list", elements="str", default=[]),
+        node_to_node_mesh=dict(type="bool", default=True),
+        stuck_after=dict(type="int", default=300),
+        timeout=dict(type="int", default=5),
+    )),
+    cilium_maps=dict(type="dict", default={}, options=dict(
+        bpffs=dict(type="path", default="/sys/fs/bpf"),
+        maps=dict(type="list", elements="str", default=[]),
+        warn_ratio=dict(type="float", default=0.8),
+        critical_ratio=dict(type="float", default=0.95),
+        live_frontends=dict(type="list", elements="str"),
+    )),
+    pod_network=dict(type="dict", default={}, options=dict(
+        peers=dict(type="list", elements="dict", default=[], options=routes.PEER_SPEC),
+        mode=dict(type="str", choices=list(routes.MODES), default="direct"),
+        tunnel_device=dict(type="str"),
+        local_pod_routes=dict(type="bool", default=True),
+        destinations=dict(type="list", elements="str", default=[]),
+        reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
+    )),
+    firewall_drops=dict(type="dict", default={}, options=dict(
+        backends=dict(type="list", elements="str", choices=list(iptables.BACKENDS), default=list(iptables.BACKENDS)),
+        interval=dict(type="float", default=5),
+        limit=dict(type="int", default=20),
+        warning_pps=dict(type="float", default=1.0),
+        critical_pps=dict(type="float", default=100.0),
+    )),
+    connectivity=dict(type="dict", default={}, options=dict(
+        targets=dict(type="list", elements="dict", default=[], options=reachability.TARGET_SPEC),
+        probes=dict(type="list", elements="str", choices=list(reachability.PROBES), default=["icmp", "tcp", "arp"]),
+        tcp_port=dict(type="int", default=10250),
+        count=dict(type="int", default=2),
+        timeout=dict(type="float", default=1.0),
+    )),
+    dns=dict(type="dict", default={}, options=dict(
+        names=dict(type="list", elements="str", default=["kubernetes.default.svc.cluster.local"]),
+        servers=dict(type="list", elements="dict", default=[], options=dns.SERVER_SPEC),
+        protocols=dict(type="list", elements="str", choices=["udp", "tcp"], default=["udp", "tcp"]),
+        record_type=dict(type="str", choices=["A", "AAAA"], default="A"),
+        port=dict(type="int", default=53),
+        timeout=dict(type="float", default=2.0),
+        retries=dict(type="int", default=1),
+        expect=dict(type="dict", default={}),
+        cluster_domain=dict(type="str", default="cluster.local"),
+        host_resolvers=dict(type="bool", default=True),
+        resolv_conf=dict(type="list", elements="path", default=list(dns.RESOLV_CONFS)),
+        backend=dict(type="str", choices=list(dns.BACKENDS), default="auto"),
+    )),
+    stale_arp=dict(type="dict", default={}, options=dict(
+        addresses=dict(type="list", elements="str", default=[]),
+        expected=dict(type="dict", default={}),
+        interface=dict(type="str"),
+        probe=dict(type="bool", default=True),
+        probe_timeout=dict(type="float", default=0.5),
+        reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
+    )),
+)
+
+# The option rules of node_triage: each scenario's own rules, from its domain file.  An empty list of
+# peers to probe is not an error here: the scenario is skipped and says why (skip_reason).
+RULES = dict(
+    node_name=checks.node_name,
+    scenarios=checks.each(checks.choice(*SCENARIOS), max_items=len(SCENARIOS), non_empty=True,
+                          what="give at least one of %s" % ", ".join(SCENARIOS)),
+    cni=checks.fields(**cni_files.RULES),
+    calico=checks.fields(**bird.RULES),
+    cilium_maps=checks.fields(**cilium_lb.RULES),
+    pod_network=checks.fields(**routes.RULES),
+    firewall_drops=checks.fields(**iptables.RULES),
+    connectivity=checks.fields(**dict(reachability.RULES, targets=checks.each(reachability.TARGET_RULE,
+                                                                              max_items=reachability.MAX_TARGETS))),
+    dns=checks.fields(**dns.RULES),
+    stale_arp=checks.fields(**neighbors.RULES),
+)
+
+
+def skip_reason(name, params):
+    """Why a scenario that was asked for does not apply with these parameters (None: it applies)."""
+    if name == "connectivity" and not params.get("targets"):
+        return "no peers to probe (connectivity.targets is empty)"
+    if name == "dns" and not params.get("servers") and not params.get("host_resolvers"):
+        return "no DNS server to ask (dns.servers is empty and host_resolvers is false)"
+    if name == "stale_arp" and not params.get("addresses"):
+        return "no VIP to check (stale_arp.addresses is empty)"
+    return None
+
+
+def failed_finding(name, node, error):
+    """The finding of a scenario that could not run (as the triage records a failed scenario role)."""
+    return finding(
+        "triage.check_failed", "warning", "control-plane", node,
+        "the %s check could not run on %s: %s" % (name, node, error),
+        {"scenario": name, "error": error},
+        "Run playbook k8snet.triage.%s alone with -v on this host to see why." % name)
+
+
+def _cpu():
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+def _run_one(name, check, params, runner, node, clock):
+    started = clock()
+    try:
+        out = check(params, runner)
+        entry = {"status": "ran", "reason": "", "findings": out["findings"], "data": out["data"]}
+    except TriageError as exc:
+        entry = {"status": "failed", "reason": exc.message, "findings": [failed_finding(name, node, exc.message)],
+                 "data": {}}
+    except Exception as exc:  # pylint: disable=broad-except
+        # one check's bug must not cost the other checks their results: it is reported as that check's failure
+        error = "%s: %s" % (type(exc).__name__, exc)
+        entry = {"status": "failed", "reason": error, "findings": [failed_finding(name, node, error)], "data": {}}
+    entry["seconds"] = round(clock() - started, 3)
+    return entry
+
+
+def run(params, runner, checks=CHECKS, clock=time.monotonic):
+    """Run every asked-for, applicable check of this node at once; return the module's result."""
+    started, (cpu0, children0) = clock(), _cpu()
+    node = params.get("node_name") or os.uname()[1]
+    wanted = params.get("scenarios")
+    wanted = list(SCENARIOS) if wanted is None else wanted
+    results, jobs = {}, []
+    for name, check in checks:
+        sub = dict(params.get(name) or {})
+        if name in NODE_NAMED:
+            sub["node_name"] = node
+        reason = "not asked for" if name not in wanted else skip_reason(name, sub)
+        if reason:
+            results[name] = {"status": "skipped", "reason": reason, "findings": [], "data": {}, "seconds": 0.0}
+        else:
+            jobs.append((name, check, sub))
+    if jobs:
+        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            futures = [(name, pool.submit(_run_one, name, check, sub, runner, node, clock)) for name, check, sub in jobs]
+            for name, future in futures:
+                results[name] = future.result()
+    cpu1, children1 = _cpu()
+    everything = []
+    for name, _check in checks:
+        everything.extend(results[name]["findings"])
+    return {
+        "changed": False,
+        "node": node,
+        "scenarios": results,
+        "findings": sort_findings(everything),
+        "timing": {
+            "seconds": round(clock() - started, 3),
+            # this process's CPU in the pass (all threads), its commands' CPU, and the whole
+            # process's CPU since it started (interpreter and imports included)
+            "cpu_seconds": round(cpu1 - cpu0, 3),
+            "children_cpu_seconds": round(children1 - children0, 3),
+            "process_cpu_seconds": round(cpu1, 3),
+        },
+    }

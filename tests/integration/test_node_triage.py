@@ -1,0 +1,192 @@
+"""The one-pass node triage against today's scenario roles, on the same lab in the same state.
+
+Faults injected once (tests/lab/faults): a stale ARP entry for a VIP on a client (node3), a
+blackhole route over part of node3's pod CIDR on node2, a DROP rule on node2 whose counter
+grows (ICMP from node3 the whole time), Cilium LB maps with orphaned backends on node1 and a
+full backends map on node2, and Calico's BGP mesh with a dead peer (an address nobody holds)
+and a bad-AS pair. Then triage.yml (the scenario roles) and a play of tasks/node_pass.yml run
+on the same lab; per host and scenario, the findings must be the same sets of
+(check, subject, severity), and the node pass must cost one module invocation per host.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.lab.faults import arp, bgp, firewall, routes
+from tests.lab.faults import bpf as lb
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity"]
+
+
+def _key(found):
+    return sorted(set((f["check"], str(f["subject"]), f["severity"]) for f in found))
+
+
+@pytest.fixture(scope="module")
+def faults(lab):
+    n1, n2, n3 = lab.nodes[:3]
+    vip = lab.vip(3)
+    undo_routes, undo_fw, traffic = [], [], None
+    info = bgp.bgp_mesh(lab)
+    try:
+        arp.bind_vip(lab, n1.name, vip)
+        arp.stale_neighbor(lab, n3.name, vip, "02:de:ad:00:be:ef")
+        undo_routes.append(routes.route_blackhole(lab, n2.name, n3.name))
+        undo_fw.append(firewall.drop_rule(lab, n2.name, "legacy", n3.ip))
+        lb.cilium_lb_maps(lab, n1.name, orphans=5)
+        lb.full_map(lab, n2.name, entries=256)
+        stale = bgp.protocol_name(info["stale"])
+        for node, peer in ((n1, n2.ip), (n1, n3.ip), (n2, n1.ip), (n3, n1.ip)):
+            bgp.wait_for(lab, node.name, bgp.protocol_name(peer), lambda state, text: text.startswith("Established"))
+        for node in (n1, n2, n3):
+            bgp.wait_for(lab, node.name, stale, lambda state, text: "No route to host" in text)
+        # ICMP node3 -> node2 is dropped by node2's rule for as long as both runs last
+        traffic = firewall.traffic_start(lab, n3.name, n2.ip, proto="icmp", seconds=400, rate=20)
+        time.sleep(1)
+        yield {"vip": vip, "stale_peer": info["stale"]}
+    finally:
+        if traffic is not None:
+            firewall.traffic_stop(traffic, now=True)
+        for item in undo_fw:
+            firewall.restore(lab, item)
+        for item in undo_routes:
+            routes.restore(lab, item)
+        for node in lab.nodes:
+            lb.remove_bpf_maps(lab, node.name)
+        lab.ns_run(n1.name, ["ip", "addr", "del", vip + "/32", "dev", "eth0"], check=False)
+        lab.ns_run(n3.name, ["ip", "neigh", "del", vip, "dev", "eth0"], check=False)
+        bgp.bgp_down(lab)
+
+
+@pytest.fixture(scope="module")
+def both_runs(lab, ansible, faults, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    extra = {"stale_arp_vips": [faults["vip"]], "report_output_dir": str(out), "report_fail_on_critical": False,
+             "triage_scenarios": NODE_SCENARIOS + ["stale_arp"], "firewall_drops_interval": 3}
+    roles = ansible.playbook("k8snet.triage.triage", extra_vars=extra)
+    assert roles.rc == 0, roles
+    report = json.loads((out / "triage-report.json").read_text())
+    play = tmp_path_factory.mktemp("play") / "node_pass.yml"
+    play.write_text(
+        "- name: One pass per node\n"
+        "  hosts: k8s_nodes:admin_control_plane\n"
+        "  gather_facts: false\n"
+        "  tasks:\n"
+        "    - name: Node pass\n"
+        "      ansible.builtin.include_tasks: %s\n" % (ROOT / "playbooks" / "tasks" / "node_pass.yml"))
+    one = ansible.playbook(play, extra_vars=extra)
+    assert one.rc == 0, one
+    return report, one
+
+
+def _pass_results(run):
+    results = {}
+    for rec in run.results(task="Record this host's result per scenario"):
+        results[rec["host"]] = rec["result"]["ansible_facts"]["triage_results"]
+    return results
+
+
+def test_findings_equal_the_scenario_roles_on_every_host(lab, both_runs):
+    report, one = both_runs
+    passes = _pass_results(one)
+    assert sorted(passes) == sorted(n.name for n in lab.nodes)
+    compared = 0
+    for host, scenarios in passes.items():
+        for scenario, entry in scenarios.items():
+            assert entry["status"] == "ran", (host, scenario, entry["reason"])
+            mine = entry["findings"]
+            if scenario == "stale_arp":  # the VIP owners' findings are fleet results in the node pass
+                fleet = one.result("Publish the fleet results once", one.results(task="Publish the fleet results once")[0]["host"])
+                mine = mine + fleet["ansible_facts"]["triage_fleet_results"]["stale_arp"]["findings"]
+            roles = [f for f in report["findings"] if f["host"] == host and f["scenario"] == scenario]
+            assert _key(mine) == _key(roles), (host, scenario)
+            compared += 1
+    # every node ran the six node scenarios; the two clients ran stale_arp too
+    assert compared == 3 * len(NODE_SCENARIOS) + 2
+
+
+def test_the_faults_are_in_the_findings(lab, both_runs, faults):
+    passes = _pass_results(both_runs[1])
+    n1, n2, n3 = (n.name for n in lab.nodes[:3])
+
+    def checks(host, scenario, severity=None):
+        return set(f["check"] for f in passes[host][scenario]["findings"]
+                   if severity is None or f["severity"] == severity)
+
+    assert "arp.stale_entry" in checks(n3, "stale_arp", "critical")
+    assert "arp.stale_entry" not in checks(n2, "stale_arp")
+    assert any(c.startswith("route.") for c in checks(n2, "pod_network", "critical"))
+    assert any(c.startswith("iptables.") for c in checks(n2, "firewall_drops") - checks(n2, "firewall_drops", "ok"))
+    assert not checks(n1, "firewall_drops") - checks(n1, "firewall_drops", "ok")
+    assert checks(n1, "cilium_maps") - checks(n1, "cilium_maps", "ok")
+    assert "bpf.map_full" in checks(n2, "cilium_maps", "critical")
+    # the dead peer (an address no node holds) is a stale mesh peer on every node
+    for node in (n1, n2, n3):
+        stale = [f for f in passes[node]["calico"]["findings"] if f["check"] == "bgp.stale_peer"]
+        assert [f["subject"].split(" ")[0] for f in stale] == [faults["stale_peer"]] and stale[0]["severity"] == "critical"
+
+
+def test_one_module_invocation_per_node(lab, both_runs):
+    one = both_runs[1]
+    ours = [r for r in one.records if r["action"].startswith("k8snet.triage.") and r["status"] != "skipped"]
+    per_host = {}
+    for rec in ours:
+        if rec["action"].endswith("node_triage"):
+            per_host.setdefault(rec["host"], []).append(rec)
+    assert sorted(per_host) == sorted(n.name for n in lab.nodes)
+    assert all(len(recs) == 1 for recs in per_host.values())
+    # the only other module runs are the VIP owners' pre-read, once per owner, not per client
+    others = [r for r in ours if not r["action"].endswith("node_triage")]
+    assert [r["action"] for r in others] == ["k8snet.triage.arp_check"]
+    assert len(others[0]["result"]["results"]) == len(lab.group("control_plane"))
+    # the window was paid once: each pass took about the 3 s firewall window, not window + probes
+    for recs in per_host.values():
+        timing = recs[0]["result"]["timing"]
+        assert 3.0 <= timing["seconds"] < 6.0 and timing["cpu_seconds"] > 0
+
+
+def test_api_half_of_cni_runs_once_and_is_published_once(lab, ansible, tmp_path):
+    """With a kubeconfig, node_network_status (the cni scenario's API half) and kube_network_facts
+    run once on the controller; their findings are fleet results, not copied onto every node, and
+    equal the cni role's on the same stand-in API."""
+    from tests.kube_api.helpers import kubectl, start
+
+    server = start(lab, "cluster.yaml", "cni.yaml", "node4.yaml", label="kube-api-onepass")
+    try:
+        kubeconfig = str(server.kubeconfig())
+        play = tmp_path / "node_pass.yml"
+        play.write_text(
+            "- name: One pass per node\n"
+            "  hosts: k8s_nodes\n"
+            "  gather_facts: false\n"
+            "  tasks:\n"
+            "    - name: Node pass\n"
+            "      ansible.builtin.include_tasks: %s\n" % (ROOT / "playbooks" / "tasks" / "node_pass.yml"))
+        one = ansible.playbook(play, extra_vars={"triage_kubeconfig": kubeconfig, "triage_scenarios": ["cni"]})
+        assert one.rc == 0, one
+        role = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": kubeconfig})
+        assert role.rc == 0, role
+        api_nodes = sorted(n["metadata"]["name"] for n in kubectl(kubeconfig, "get", "nodes")["items"])
+    finally:
+        server.stop()
+    api_runs = one.results(action="node_network_status")
+    assert len(api_runs) == 1 and api_runs[0]["status"] == "ok"
+    publish = one.results(task="Publish the fleet results once")
+    assert len(publish) == 1
+    fleet = publish[0]["result"]["ansible_facts"]["triage_fleet_results"]
+    expected_api = role.results(action="node_network_status")[0]["result"]["findings"]
+    assert fleet["cni"]["status"] == "ran" and _key(fleet["cni"]["findings"]) == _key(expected_api)
+    # the stand-in's nodes, as kubectl lists them, are the hosts the API findings concern
+    assert fleet["cni"]["hosts"] == api_nodes
+    assert fleet["kube"]["status"] == "ran"
+    node_side = dict((r["host"], r["result"]["findings"]) for r in role.results(action="cni_config_check"))
+    for host, scenarios in _pass_results(one).items():
+        assert list(scenarios) == ["cni"]
+        # the node's own files only: the API findings are not copied onto each node
+        assert _key(scenarios["cni"]["findings"]) == _key(node_side[host])

@@ -1,0 +1,229 @@
+"""The one-pass orchestrator: windows overlap, skips and failures are explicit, and the scenario
+checks it runs are the domain functions the scenario modules run (same findings)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.k8snet.triage.plugins.module_utils import cni_files, iptables, node_pass
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+
+IPT_FIX = Path(__file__).parent / "fixtures" / "iptables"
+
+
+def _ok(name):
+    return finding(name + ".ok", "ok", "L3", "node-a", name + " is fine")
+
+
+def _sleeper(name, seconds):
+    def check(params, runner):
+        time.sleep(seconds)
+        return {"data": {"params": params}, "findings": [_ok(name)]}
+    return check
+
+
+def test_windows_overlap_so_the_longest_is_paid_once():
+    checks = [(name, _sleeper(name, 0.5)) for name in ("firewall_drops", "dns", "calico")]
+    started = time.monotonic()
+    out = node_pass.run({"node_name": "node-a", "scenarios": ["firewall_drops", "dns", "calico"],
+                         "dns": {"servers": [{"address": "10.96.0.10"}]}}, None, checks=checks)
+    wall = time.monotonic() - started
+    assert wall < 1.0, "three 0.5 s windows took %.2f s: they did not overlap" % wall
+    assert all(out["scenarios"][n]["status"] == "ran" for n in ("firewall_drops", "dns", "calico"))
+    assert all(out["scenarios"][n]["seconds"] >= 0.5 for n in ("firewall_drops", "dns", "calico"))
+    assert sorted(f["check"] for f in out["findings"]) == ["calico.ok", "dns.ok", "firewall_drops.ok"]
+    assert 0.5 <= out["timing"]["seconds"] < 1.0
+    assert out["timing"]["process_cpu_seconds"] > 0
+
+
+def test_skipped_scenarios_say_why_and_are_not_run():
+    ran = []
+
+    def check(params, runner):
+        ran.append(params)
+        return {"data": {}, "findings": []}
+
+    checks = [(name, check) for name in node_pass.SCENARIOS]
+    out = node_pass.run({"node_name": "node-a", "scenarios": ["connectivity", "dns", "stale_arp", "cni"],
+                         "dns": {"servers": [], "host_resolvers": False}}, None, checks=checks)
+    status = dict((name, (entry["status"], entry["reason"])) for name, entry in out["scenarios"].items())
+    assert status["connectivity"] == ("skipped", "no peers to probe (connectivity.targets is empty)")
+    assert status["dns"][0] == "skipped" and "no DNS server" in status["dns"][1]
+    assert status["stale_arp"][0] == "skipped" and "no VIP" in status["stale_arp"][1]
+    assert status["calico"] == ("skipped", "not asked for")
+    assert status["cni"] == ("ran", "")
+    assert len(ran) == 1 and ran[0]["node_name"] == "node-a"
+    assert set(out["scenarios"]) == set(node_pass.SCENARIOS)
+
+
+def test_a_failing_check_becomes_a_finding_and_the_others_still_run():
+    def broken_reader(params, runner):
+        raise ReadError("no BPF filesystem at /sys/fs/bpf; mount it")
+
+    def buggy(params, runner):
+        raise KeyError("peers")
+
+    checks = [("cilium_maps", broken_reader), ("pod_network", buggy), ("calico", _sleeper("calico", 0))]
+    out = node_pass.run({"node_name": "node-a", "scenarios": ["cilium_maps", "pod_network", "calico"]}, None,
+                        checks=checks)
+    maps, routes = out["scenarios"]["cilium_maps"], out["scenarios"]["pod_network"]
+    assert maps["status"] == "failed" and maps["reason"] == "no BPF filesystem at /sys/fs/bpf; mount it"
+    assert [(f["check"], f["severity"], f["subject"]) for f in maps["findings"]] == [
+        ("triage.check_failed", "warning", "node-a")]
+    assert maps["findings"][0]["evidence"] == {"scenario": "cilium_maps", "error": maps["reason"]}
+    assert routes["status"] == "failed" and routes["reason"] == "KeyError: 'peers'"
+    assert out["scenarios"]["calico"]["status"] == "ran"
+    assert [f["check"] for f in out["findings"]] == ["triage.check_failed", "triage.check_failed", "calico.ok"]
+
+
+def test_node_name_reaches_only_the_checks_that_name_the_node():
+    seen = {}
+
+    def check_for(name):
+        def check(params, runner):
+            seen[name] = params
+            return {"data": {}, "findings": []}
+        return check
+
+    checks = [(name, check_for(name)) for name in ("cni", "calico", "firewall_drops", "pod_network")]
+    node_pass.run({"node_name": "worker-7", "calico": {"expected_peers": ["10.0.0.1"]}}, None, checks=checks)
+    assert seen["cni"]["node_name"] == seen["firewall_drops"]["node_name"] == seen["pod_network"]["node_name"] == "worker-7"
+    assert seen["calico"] == {"expected_peers": ["10.0.0.1"]}
+
+
+def test_argument_spec_fills_the_triage_defaults_of_every_scenario():
+    result = ArgumentSpecValidator(node_pass.ARGUMENT_SPEC).validate({"node_name": "n1"})
+    assert not result.error_messages
+    params = result.validated_parameters
+    assert params["scenarios"] == list(node_pass.SCENARIOS)
+    # the roles' defaults, not the scenario modules' own
+    assert params["connectivity"]["tcp_port"] == 10250 and params["connectivity"]["probes"] == ["icmp", "tcp", "arp"]
+    assert params["dns"]["host_resolvers"] is True and params["stale_arp"]["probe"] is True
+    assert params["firewall_drops"]["interval"] == 5
+    bad = ArgumentSpecValidator(node_pass.ARGUMENT_SPEC).validate({"scenarios": ["routes"]})
+    assert bad.error_messages and "routes" in bad.error_messages[0]
+
+
+# ---- the real domain checks through the pass, with the node's commands faked by scripts
+
+
+class _Runner(object):
+    """What commands.Tool needs of a module: get_bin_path (run_large calls the binary itself)."""
+
+    def __init__(self, bindir):
+        self.bindir = bindir
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        path = os.path.join(self.bindir, name)
+        return path if os.path.exists(path) else None
+
+
+def _save_tools(tmp_path):
+    """iptables-*-save and nft scripts printing the t0 capture on the first call and t1 after."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(parents=True)
+    outputs = {"iptables-legacy-save": "%s_iptables-legacy-save.txt", "ip6tables-legacy-save": "%s_ip6tables-legacy-save.txt",
+               "iptables-nft-save": "%s_iptables-nft-save.txt", "ip6tables-nft-save": "%s_ip6tables-nft-save.txt",
+               "nft": "%s_nft.json"}
+    for tool, pattern in outputs.items():
+        script = bindir / tool
+        marker = tmp_path / (tool + ".called")
+        script.write_text("#!/bin/sh\nif [ -e %s ]; then cat %s; else touch %s; cat %s; fi\n" % (
+            marker, IPT_FIX / (pattern % "t1"), marker, IPT_FIX / (pattern % "t0")))
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return _Runner(str(bindir))
+
+
+def test_firewall_counters_through_the_pass_equal_the_scenario_check(tmp_path):
+    params = {"interval": 0.2, "limit": 20, "warning_pps": 1.0, "critical_pps": 100.0,
+              "backends": list(iptables.BACKENDS), "node_name": "node1"}
+    direct = iptables.node_check(params, _save_tools(tmp_path / "a"))
+    out = node_pass.run({"node_name": "node1", "scenarios": ["firewall_drops"],
+                         "firewall_drops": dict(params, node_name=None)}, _save_tools(tmp_path / "b"))
+    entry = out["scenarios"]["firewall_drops"]
+    assert entry["status"] == "ran"
+    # the captures' real growth (t0 -> t1): KUBE-FIREWALL, cali-INPUT and the nft input chain drop
+    chains = sorted(d["chain"] for d in entry["data"]["drops"])
+    assert chains == ["KUBE-FIREWALL", "cali-INPUT", "input"]
+    key = lambda f: (f["check"], f["subject"], f["severity"])  # noqa: E731
+    assert sorted(map(key, entry["findings"])) == sorted(map(key, direct["findings"]))
+    assert any(f["check"].startswith("iptables.") and f["severity"] != "ok" for f in entry["findings"])
+    assert entry["seconds"] >= 0.2
+
+
+def test_cni_files_through_the_pass_equal_the_scenario_check(tmp_path):
+    conf, bins = tmp_path / "net.d", tmp_path / "bin"
+    conf.mkdir()
+    bins.mkdir()
+    (conf / "10-calico.conflist").write_text(
+        '{"cniVersion": "0.3.1", "name": "k8s-pod-network", "plugins": [{"type": "calico"}, {"type": "portmap"}]}')
+    (bins / "calico").write_text("")
+    params = {"conf_dir": str(conf), "bin_dir": str(bins)}
+    direct = cni_files.node_check(dict(params, node_name="node1"))
+    out = node_pass.run({"node_name": "node1", "scenarios": ["cni"], "cni": params}, None)
+    assert out["scenarios"]["cni"]["findings"] == direct["findings"]
+    assert out["scenarios"]["cni"]["data"] == direct["data"]
+    # portmap is missing from bin_dir: a finding, not a silent ok
+    assert any(f["severity"] != "ok" and "portmap" in f["summary"] for f in direct["findings"])
+
+
+def test_node_network_api_check_has_the_same_shape_and_validates_before_connecting():
+    import pytest
+
+    from ansible_collections.k8snet.triage.plugins.module_utils import node_network as nn
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+    from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+    from tests.kube_api import fixture_objects, of_kind
+
+    objs = fixture_objects("cluster.yaml", "cni.yaml", "node4.yaml")
+    now = nn.parse_time("2026-01-01T12:00:00Z")
+    asked = []
+
+    class FakeKube(object):
+        def __init__(self, params):
+            asked.append("connect")
+
+        def nodes(self, label_selector=None):
+            return of_kind(objs, "Node")
+
+        def pods(self, namespace):
+            asked.append(namespace)
+            return [p for p in of_kind(objs, "Pod") if p["metadata"]["namespace"] == namespace]
+
+    out = nn.api_check({"cni_namespaces": ["kube-system", "calico-system"]}, FakeKube, now=now)
+    models, found = nn.check_nodes(of_kind(objs, "Node"), of_kind(objs, "Pod"), nn.DEFAULT_CNI_DAEMONSETS, now)
+    assert out == {"data": {"nodes": models}, "findings": sort_findings(found)}
+    assert any(f["severity"] == "critical" for f in found)
+    assert asked == ["connect", "kube-system", "calico-system"]
+    del asked[:]
+    with pytest.raises(InputError, match="restart_threshold >= 1"):
+        nn.api_check({"restart_threshold": 0}, FakeKube)
+    assert asked == []
+
+
+def test_every_module_a_check_imports_lazily_is_imported_before_the_threads_start():
+    """Regression: lazy imports raced between the pass's threads (ImportError: cannot import name
+    'Netlink' in the AnsiballZ payload); node_pass imports them up front."""
+    import ast
+    import inspect
+
+    source = inspect.getsource(node_pass)
+    top = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ImportFrom) and node.module.endswith("plugins.module_utils"):
+            top.update(alias.name for alias in node.names)
+    lazy = set()
+    for _name, check in node_pass.CHECKS:
+        for node in ast.walk(ast.parse(inspect.getsource(inspect.getmodule(check)))):
+            if isinstance(node, ast.FunctionDef):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.ImportFrom) and "plugins.module_utils." in (inner.module or ""):
+                        lazy.add(inner.module.rsplit(".", 1)[1])
+    assert "netlink" in lazy and "arp_probe" in lazy  # the test sees the lazy imports
+    assert lazy - {"findings"} <= top, "imported lazily by a check but not by node_pass: %s" % (lazy - top)
