@@ -11,8 +11,9 @@ name: triage_summary_lines
 short_description: a concise terminal summary of a triage report
 version_added: 0.1.0
 description:
-  - Turns the output of P(k8snet.triage.triage_report#filter) into lines for a terminal, counts by severity and
-    layer first, then the problems grouped by check (critical first) with up to five hosts each and the
+  - Turns the output of P(k8snet.triage.triage_report#filter) into lines for a terminal, counts by severity,
+    the coverage (hosts not checked, scenarios skipped or failed with the reason) and layer first, then the
+    problems grouped by check (critical first) with up to five hosts each and the
     next step to run.
 options:
   _input:
@@ -39,12 +40,35 @@ _value:
 """
 
 
+def _count_line(title, counter):
+    return "%s: %s" % (title, ", ".join("%d %s" % (n, name) for name, n in sorted(counter.items())))
+
+
 def triage_summary_lines(report, limit=40):
-    """A concise terminal summary: counts, then problems grouped by check, critical first."""
+    """A concise terminal summary: coverage and counts, then problems grouped by check, critical first."""
     counts = report["counts"]["severity"]
+    hosts = report["hosts"]
     lines = ["%d critical, %d warning, %d info, %d ok on %d hosts" % (
-        counts.get("critical", 0), counts.get("warning", 0), counts.get("info", 0), counts.get("ok", 0),
-        len(report["hosts"]))]
+        counts.get("critical", 0), counts.get("warning", 0), counts.get("info", 0), counts.get("ok", 0), len(hosts))]
+    coverage = report.get("coverage") or {}
+    if coverage.get("hosts"):
+        lines.append(_count_line("hosts", coverage["hosts"]))
+    if coverage.get("scenarios"):
+        lines.append(_count_line("scenarios (host x scenario)", coverage["scenarios"]))
+    for host in sorted(hosts):
+        info = hosts[host]
+        if info.get("status", "reached") not in ("reached", "controller"):
+            lines.append("NOT CHECKED %s: %s%s" % (host, info.get("status"), (" (%s)" % info["reason"]) if info.get("reason") else ""))
+    # scenarios that did not run, grouped by scenario, status and reason (hosts listed)
+    gaps = {}
+    for host in sorted(hosts):
+        if hosts[host].get("status", "reached") not in ("reached", "controller"):
+            continue
+        for name, entry in sorted((hosts[host].get("scenarios") or {}).items()):
+            if entry["status"] != "ran":
+                gaps.setdefault((name, entry["status"], entry["reason"]), []).append(host)
+    for (name, status, reason), names in sorted(gaps.items()):
+        lines.append("%s %s on %s: %s" % (name, status, ", ".join(names[:5]) + (" and %d more" % (len(names) - 5) if len(names) > 5 else ""), reason))
     if report["counts"]["layer"]:
         lines.append("by layer: " + ", ".join("%s %d" % kv for kv in sorted(report["counts"]["layer"].items())))
     groups = {}

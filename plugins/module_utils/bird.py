@@ -595,7 +595,7 @@ def resolve_socket(path, fallback=True):
 
 
 def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, timeout=DEFAULT_TIMEOUT, now=None,
-                client=BirdClient):
+                client=BirdClient, when_not_calico="critical", calico_config=lambda: False):
     """Read every socket and check the sessions; return the module's result (without ``changed``).
 
     ``sockets`` None means calicoctl's defaults (bird.ctl required, bird6.ctl optional, both
@@ -629,11 +629,18 @@ def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, t
         sockets_read.append({"path": actual, "status": "ok", "version": bird_version(text)})
         peers.extend(bgp_peers(parse_protocols(text), actual))
     read_any = any(s["status"] == "ok" for s in sockets_read)
+    if when_not_calico == "skip" and all(s["status"] == "absent" for s in sockets_read) and not calico_config():
+        return {"applicable": False,
+                "skip_reason": "not a Calico node: no BIRD socket (%s) and no Calico CNI configuration"
+                               % ", ".join(s["path"] for s in sockets_read),
+                "peers": [], "established": 0, "sockets": sockets_read, "findings": []}
     if read_any:
         found.extend(check_peers(peers, expected, own, now, stuck_after, mesh=mesh))
     if read_any and not found:
         found.append(summary_finding(peers))
     return {
+        "applicable": True,
+        "skip_reason": "",
         "peers": peers,
         "established": sum(1 for p in peers if p["bgp_state"] == "Established"),
         "sockets": sockets_read,

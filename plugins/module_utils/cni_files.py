@@ -98,3 +98,45 @@ def check(state, node):
             "CNI network %s (%s) and its plugins %s are in place" % (network, name, ", ".join(types)),
             {"file": name, "plugins": types}))
     return found, active
+
+
+# ------------------------------------------------------------ which CNI the node runs
+BIRD_SOCKETS = ("/var/run/calico/bird.ctl", "/var/run/calico/bird6.ctl", "/var/run/bird/bird.ctl", "/var/run/bird/bird6.ctl")
+CILIUM_MAPS_GLOB = "/sys/fs/bpf/tc/globals/cilium_*"
+CILIUM_SOCKETS = ("/var/run/cilium/cilium.sock", "/var/run/cilium/health.sock")
+
+
+def plugin_types(configs):
+    """Every plugin type named by the configuration files ([(name, text)]), invalid files ignored."""
+    types = set()
+    for name, text in configs:
+        for kind in parse_config(name, text)[1]:
+            if isinstance(kind, str):
+                types.add(kind)
+    return types
+
+
+def detect(configs, exists=os.path.exists, matches=None):
+    """What the node shows of Calico and Cilium: {"calico": bool, "cilium": bool, "evidence": {...}}.
+
+    Calico: a BIRD control socket or a CNI configuration with the ``calico`` plugin. Cilium: pinned
+    ``cilium_*`` maps under /sys/fs/bpf/tc/globals, the agent's socket, or the ``cilium-cni`` plugin.
+    """
+    if matches is None:
+        import glob  # pylint: disable=import-outside-toplevel
+        matches = glob.glob
+    types = plugin_types(configs)
+    calico = {"bird_sockets": [p for p in BIRD_SOCKETS if exists(p)], "cni_config": "calico" in types}
+    cilium = {"pinned_maps": len(matches(CILIUM_MAPS_GLOB)), "agent_sockets": [p for p in CILIUM_SOCKETS if exists(p)],
+              "cni_config": "cilium-cni" in types}
+    return {"calico": bool(calico["bird_sockets"] or calico["cni_config"]),
+            "cilium": bool(cilium["pinned_maps"] or cilium["agent_sockets"] or cilium["cni_config"]),
+            "evidence": {"calico": calico, "cilium": cilium}}
+
+
+def has_calico_config(conf_dir):
+    """Whether a CNI configuration under ``conf_dir`` uses the ``calico`` plugin (False when unreadable)."""
+    try:
+        return "calico" in plugin_types(read_dir(conf_dir, conf_dir)["configs"])
+    except (InputError, ReadError):
+        return False
