@@ -601,7 +601,13 @@ def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, t
     ``sockets`` None means calicoctl's defaults (bird.ctl required, bird6.ctl optional, both
     falling back to /var/run/bird).  A socket given explicitly is required.  ``own`` (this
     node's addresses) may be a callable, called only once the options are known to be valid.
+
+    ``when_not_calico="skip"``: when every socket is absent and ``calico_config()`` (a Calico CNI
+    configuration on the node) is false, the node is no Calico node: ``applicable`` false with a
+    ``skip_reason`` and no finding, instead of ``bgp.bird_down``.
     """
+    if when_not_calico not in ("critical", "skip"):
+        raise InputError("when_not_calico must be critical or skip, got %r" % (when_not_calico,))
     if stuck_after < 0:
         raise InputError("stuck_after must be 0 or more seconds, got %r" % stuck_after)
     if timeout <= 0:
