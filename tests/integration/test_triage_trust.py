@@ -18,6 +18,7 @@ from tests.integration.conftest import BIN, ROOT, Ansible, Run
 from tests.kube_api.helpers import kubectl, start
 from tests.lab import Lab
 from tests.lab.faults import arp, bpf, routes
+from tests.lab.faults import kube as kube_faults
 
 PING_TASK = "Check that the node answers over SSH and runs Python"
 REFUSAL = "Refuse repair options on every host of the inventory (the triage is read-only)"
@@ -242,3 +243,44 @@ def test_with_fail_on_critical_the_run_fails_in_the_report_task(fleet, ansible, 
     assert [line for line in recap.splitlines() if line.startswith("localhost") and "failed=1" in line], recap
     failed = [r for r in run.records if r["status"] == "failed"]
     assert [r["task"] for r in failed] == ["k8snet.triage.report : Fail when critical findings exist"], failed
+
+
+# ------------------------------------------------------------------ triage_cni: auto decides per node
+CALICO_CONFLIST = {"cniVersion": "0.3.1", "name": "k8s-pod-network",
+                   "plugins": [{"type": "calico", "ipam": {"type": "calico-ipam"}}, {"type": "portmap"}]}
+
+
+def test_cni_auto_decides_per_node_and_an_explicit_calico_keeps_bird_down_critical(fleet, ansible, tmp_path):
+    """node1: Calico's CNI config but no BIRD (a Calico node whose BIRD is down); node3: Cilium's pinned
+    maps; node4: neither. node5 and node6 are down since the fleet run."""
+    kube_faults.cni_files(fleet, "node1", config=CALICO_CONFLIST)
+    maps = bpf.cilium_lb_maps(fleet, "node3", services=2, orphans=3)
+    try:
+        scenarios = ["cni", "calico", "cilium_maps"]
+        run = ansible.playbook(ROOT / "playbooks" / "triage.yml", extra_vars={
+            "report_output_dir": str(tmp_path), "report_fail_on_critical": False, "triage_scenarios": scenarios})
+        assert run.rc == 0, run
+        hosts = json.loads((tmp_path / "triage-report.json").read_text())["hosts"]
+        status = {h: {s: hosts[h]["scenarios"][s]["status"] for s in ("calico", "cilium_maps")} for h in ("node1", "node3", "node4")}
+        assert status == {"node1": {"calico": "ran", "cilium_maps": "skipped"},
+                          "node3": {"calico": "skipped", "cilium_maps": "ran"},
+                          "node4": {"calico": "skipped", "cilium_maps": "skipped"}}, status
+        assert hosts["node4"]["scenarios"]["calico"]["reason"].startswith("not a Calico node")
+        assert hosts["node4"]["scenarios"]["cilium_maps"]["reason"].startswith("not a Cilium node")
+        report = json.loads((tmp_path / "triage-report.json").read_text())
+        bgp = {(f["host"], f["check"], f["severity"]) for f in report["findings"] if f["check"].startswith("bgp.")}
+        assert bgp == {("node1", "bgp.bird_down", "critical")}, bgp
+        assert ("node3", "bpf.orphan_backends") in {(f["host"], f["check"]) for f in report["findings"]}
+
+        # triage_cni: calico: every reached node is a Calico node, a missing BIRD is critical everywhere
+        run = ansible.playbook(ROOT / "playbooks" / "triage.yml", extra_vars={
+            "report_output_dir": str(tmp_path), "report_fail_on_critical": False, "triage_scenarios": ["calico"],
+            "triage_cni": "calico"})
+        assert run.rc == 0, run
+        report = json.loads((tmp_path / "triage-report.json").read_text())
+        down = {f["host"] for f in report["findings"] if f["check"] == "bgp.bird_down" and f["severity"] == "critical"}
+        assert down == {"node1", "node2", "node3", "node4"}, down
+    finally:
+        kube_faults.clear_cni_files(fleet, "node1")
+        for name in ("services", "backends", "reverse_nat"):
+            fleet.node_run("node3", ["rm", "-f", maps[name]], check=False)
