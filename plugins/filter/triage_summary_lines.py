@@ -79,7 +79,12 @@ def triage_summary_lines(report, limit=40):
     for (severity, check), items in sorted(groups.items(), key=lambda kv: (kv[0][0] != "critical", kv[0][1])):
         lines.append("%s %s (%d): %s" % (severity.upper(), check, len(items), items[0]["summary"]))
         for item in items[:5]:
-            lines.append("    %s  %s" % (item["host"], item["subject"]))
+            if item.get("scope") == "fleet":
+                hosts = [str(h) for h in item.get("hosts") or []]
+                where = "fleet (%s)" % (", ".join(hosts[:5]) + (" and %d more" % (len(hosts) - 5) if len(hosts) > 5 else ""))
+            else:
+                where = item["host"]
+            lines.append("    %s  %s" % (where, item["subject"]))
         if len(items) > 5:
             lines.append("    ... and %d more" % (len(items) - 5))
         if items[0].get("remediation"):

@@ -284,3 +284,41 @@ def test_cni_auto_decides_per_node_and_an_explicit_calico_keeps_bird_down_critic
         kube_faults.clear_cni_files(fleet, "node1")
         for name in ("services", "backends", "reverse_nat"):
             fleet.node_run("node3", ["rm", "-f", maps[name]], check=False)
+
+
+# ------------------------------------------------------------------ one findings channel
+def test_kube_and_cross_node_findings_reach_the_report_once(fleet, ansible, tmp_path):
+    """The API has no kube-dns Service and node6 drops every probe: kube.dns_service_missing (read once
+    on the controller), the connectivity matrix's isolated node and the cni role's API findings each
+    reach the report exactly once, whatever number of hosts published them."""
+    for name in ("node5", "node6"):
+        kill_sshd(fleet, name)  # (already down when the fleet run came first)
+    # node6 also drops every probe (ICMP and TCP) from the nodes: isolated for the connectivity matrix
+    drops = [["INPUT", "-s", str(fleet.network), "-p", proto, "-m", "comment", "--comment", "k8t-trust", "-j", "DROP"]
+             for proto in ("icmp", "tcp")]
+    for rule in drops:
+        fleet.ns_run("node6", ["iptables", "-w", "-I", *rule])
+    server = start(fleet, "cluster.yaml", "router.yaml", label="kube-api-channel")
+    try:
+        run = ansible.playbook(ROOT / "playbooks" / "triage.yml", extra_vars={
+            "report_output_dir": str(tmp_path), "report_fail_on_critical": False, "triage_kubeconfig": str(server.kubeconfig()),
+            "triage_scenarios": ["cni", "connectivity", "dns"], "triage_api_scenarios": []})
+    finally:
+        server.stop()
+        for rule in drops:
+            fleet.ns_run("node6", ["iptables", "-w", "-D", *rule], check=False)
+    assert run.rc == 0, run
+    report = json.loads((tmp_path / "triage-report.json").read_text())
+    findings = report["findings"]
+    missing = [f for f in findings if f["check"] == "kube.dns_service_missing"]
+    assert len(missing) == 1 and missing[0]["scope"] == "fleet" and "node1" in missing[0]["hosts"], missing
+    assert report["counts"]["check"]["kube.dns_service_missing"] == 1
+    isolated = sorted(f["subject"] for f in findings if f["check"] == "connectivity.node_isolated")
+    assert isolated == ["node6"], isolated  # published by every prober, counted once
+    assert report["counts"]["check"]["connectivity.node_isolated"] == 1
+    # nothing is counted twice: no two findings of the report say the same thing about the same subject
+    keys = [(f["check"], str(f["subject"]), f["summary"], f["host"] if f["scope"] == "host" else "") for f in findings]
+    assert len(keys) == len(set(keys))
+    fleet_keys = [(f["check"], str(f["subject"]), f["summary"]) for f in findings if f["scope"] == "fleet"]
+    assert len(fleet_keys) == len(set(fleet_keys))
+    assert sum(report["counts"]["severity"].values()) == len(findings)

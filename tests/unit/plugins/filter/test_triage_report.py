@@ -120,3 +120,9 @@ def test_html_json_has_no_markup_and_round_trips(text):
     for char in ("<", ">", "&", "\u2028", "\u2029"):
         assert char not in out
     assert json.loads(out) == {"findings": [{"summary": text, "evidence": {text: [text]}}]}
+
+
+def test_summary_names_the_hosts_of_a_fleet_finding():
+    vip = f("arp.vip_unowned", "critical", "198.18.0.200", scope="fleet", hosts=["cp1", "cp2"])
+    hostvars = {"node2": {"triage_host": {"status": "reached", "reason": ""}, "triage_results": {"stale_arp": ran(vip)}}}
+    assert "    fleet (cp1, cp2)  198.18.0.200" in triage_summary_lines(triage_report(hostvars, ["node2"]))
