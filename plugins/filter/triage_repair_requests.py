@@ -46,7 +46,7 @@ EXAMPLES = """
 
 RETURN = """
 _value:
-  description: One line per repair option turned on, C(HOST: NAME=VALUE), sorted.
+  description: "One line per repair option turned on, C(HOST: NAME=VALUE), sorted."
   type: list
   elements: str
 """

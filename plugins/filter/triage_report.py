@@ -13,11 +13,12 @@ version_added: 0.1.0
 description:
   - Reads, for each host, the two facts C(k8snet.triage.triage) records and nothing else
     (no scanning of fact names).
-  - C(triage_host) is C({status, reason}); C(status) is C(reached), C(unreachable), C(no usable Python),
-    C(failed) or C(controller). A host without it was not checked (C(not checked)).
-  - C(triage_results) is C({scenario: {status, reason, findings, details}}); C(status) is C(ran),
-    C(skipped), C(failed) or C(not finished) (the host stopped answering before the scenario recorded its
-    outcome: reported as C(failed), and the host as C(failed) unless it was already known unreachable).
+  - C(triage_host) is a dict with C(status) and C(reason); C(status) is C(reached), C(unreachable),
+    C(no usable Python), C(failed) or C(controller). A host without it was not checked (C(not checked)).
+  - C(triage_results) maps each scenario to a dict with C(status), C(reason), C(findings) and C(details);
+    C(status) is C(ran), C(skipped), C(failed) or C(not finished). Not finished means the host stopped
+    answering before the scenario recorded its outcome; it is reported as C(failed), and the host as
+    C(failed) unless it was already known unreachable.
   - Every host and every scenario is in the report with its status and reason. A host that was not
     reached gets a critical finding (C(triage.host_unreachable), C(triage.no_python) or
     C(triage.host_failed)), so a gap in coverage is never shown as ok.

@@ -48,9 +48,9 @@ PLAY = """
 HOSTILE = ["<!--<script>", "</script><b>x</b>", "]]>", "line\u2028sep\u2029para", "</SCRIPT >", "<!-- -->", "&lt;&amp;"]
 
 
-def run_report(tmp_path, findings, hops=HOPS):
+def run_report(tmp_path, findings):
     play = tmp_path / "play.yml"
-    play.write_text(PLAY.format(findings=json.dumps(findings), hops=json.dumps(hops), out=tmp_path))
+    play.write_text(PLAY.format(findings=json.dumps(findings), hops=json.dumps(HOPS), out=tmp_path))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH="%s:%s" % (BIN, os.environ["PATH"]))
     proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local",
                            "-e", "ansible_python_interpreter=%s" % sys.executable, str(play)],
