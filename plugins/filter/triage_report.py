@@ -49,7 +49,8 @@ _value:
     - C(counts) (C(severity), C(layer), C(check) over the findings, each counted once).
     - C(hosts) (per host C(status), C(reason), C(verdict) (the worst severity, or C(not checked)),
       C(counts) and C(scenarios), per scenario C(status), C(reason), C(findings) (how many) and C(worst)).
-    - C(coverage) (how many hosts per status, how many host x scenario pairs per status).
+    - C(coverage) (how many hosts per status, how many host x scenario pairs per status, and C(gaps), the
+      scenarios that did not run on reached hosts grouped by scenario, status and reason, with their hosts).
     - C(details) (per host and scenario, the compact details the scenario published), C(worst).
   type: dict
 """
@@ -111,6 +112,19 @@ def _fleet_key(item):
     return (item.get("check"), str(item.get("subject")), str(item.get("summary")))
 
 
+def _gaps(per_host):
+    """What did not run on reached hosts, grouped: [{scenario, status, reason, hosts}] (compact for big fleets)."""
+    groups = {}
+    for host in sorted(per_host):
+        if per_host[host]["status"] not in REACHED:
+            continue
+        for name, entry in sorted(per_host[host]["scenarios"].items()):
+            if entry["status"] != "ran":
+                groups.setdefault((name, entry["status"], entry["reason"]), []).append(host)
+    return [{"scenario": name, "status": status, "reason": reason, "hosts": hosts}
+            for (name, status, reason), hosts in sorted(groups.items())]
+
+
 def triage_report(hostvars, hosts):
     if not isinstance(hosts, list):
         raise AnsibleFilterError("triage_report needs the list of hosts to include")
@@ -164,6 +178,7 @@ def triage_report(hostvars, hosts):
         "coverage": {
             "hosts": dict(Counter(h["status"] for h in per_host.values())),
             "scenarios": dict(Counter(s["status"] for h in per_host.values() for s in h["scenarios"].values())),
+            "gaps": _gaps(per_host),
         },
         "details": details,
         "worst": worst(flat),

@@ -59,16 +59,11 @@ def triage_summary_lines(report, limit=40):
         info = hosts[host]
         if info.get("status", "reached") not in ("reached", "controller"):
             lines.append("NOT CHECKED %s: %s%s" % (host, info.get("status"), (" (%s)" % info["reason"]) if info.get("reason") else ""))
-    # scenarios that did not run, grouped by scenario, status and reason (hosts listed)
-    gaps = {}
-    for host in sorted(hosts):
-        if hosts[host].get("status", "reached") not in ("reached", "controller"):
-            continue
-        for name, entry in sorted((hosts[host].get("scenarios") or {}).items()):
-            if entry["status"] != "ran":
-                gaps.setdefault((name, entry["status"], entry["reason"]), []).append(host)
-    for (name, status, reason), names in sorted(gaps.items()):
-        lines.append("%s %s on %s: %s" % (name, status, ", ".join(names[:5]) + (" and %d more" % (len(names) - 5) if len(names) > 5 else ""), reason))
+    # scenarios that did not run on reached hosts, grouped by scenario, status and reason
+    for gap in coverage.get("gaps") or []:
+        names = gap["hosts"]
+        lines.append("%s %s on %s: %s" % (gap["scenario"], gap["status"], ", ".join(names[:5]) + (
+            " and %d more" % (len(names) - 5) if len(names) > 5 else ""), gap["reason"]))
     if report["counts"]["layer"]:
         lines.append("by layer: " + ", ".join("%s %d" % kv for kv in sorted(report["counts"]["layer"].items())))
     groups = {}

@@ -126,3 +126,11 @@ def test_summary_names_the_hosts_of_a_fleet_finding():
     vip = f("arp.vip_unowned", "critical", "198.18.0.200", scope="fleet", hosts=["cp1", "cp2"])
     hostvars = {"node2": {"triage_host": {"status": "reached", "reason": ""}, "triage_results": {"stale_arp": ran(vip)}}}
     assert "    fleet (cp1, cp2)  198.18.0.200" in triage_summary_lines(triage_report(hostvars, ["node2"]))
+
+
+def test_gaps_group_the_scenarios_that_did_not_run_by_reason():
+    hostvars = {h: {"triage_host": {"status": "reached", "reason": ""},
+                    "triage_results": {"calico": skipped("not a Calico node"), "cni": ran()}} for h in ("n1", "n2", "n3")}
+    hostvars["n4"] = {"triage_host": {"status": "unreachable", "reason": "x"}, "triage_results": {"cni": PENDING}}
+    gaps = triage_report(hostvars, sorted(hostvars))["coverage"]["gaps"]
+    assert gaps == [{"scenario": "calico", "status": "skipped", "reason": "not a Calico node", "hosts": ["n1", "n2", "n3"]}]
