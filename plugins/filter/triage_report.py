@@ -2,48 +2,56 @@
 # Copyright (c) 2026, k8snet.triage contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Gather every host's findings into one fleet report (the structure the report role renders)."""
+"""Gather every host's coverage and findings into one fleet report (the structure the report role renders)."""
 
 from __future__ import annotations
 
 DOCUMENTATION = """
 name: triage_report
-short_description: gather the findings of every host into one fleet-wide report
+short_description: gather the coverage and the findings of every host into one fleet-wide report
 version_added: 0.1.0
 description:
-  - Collects, for each host, every fact whose name ends in C(_findings) (each scenario role sets
-    C(<role>_findings)) and every fact whose name ends in C(_details) (compact per-node details for the
-    HTML views), tags each finding with its host and scenario, and counts them by severity, layer and check.
-  - Hosts listed in O(unreachable), or whose fact C(triage_reachable) is false (set by C(triage.yml)),
-    get a C(triage.host_unreachable) finding.
+  - Reads, for each host, the two facts C(k8snet.triage.triage) records and nothing else
+    (no scanning of fact names).
+  - C(triage_host) is a dict with C(status) and C(reason); C(status) is C(reached), C(unreachable),
+    C(no usable Python), C(failed) or C(controller). A host without it was not checked (C(not checked)).
+  - C(triage_results) maps each scenario to a dict with C(status), C(reason), C(findings) and C(details);
+    C(status) is C(ran), C(skipped), C(failed) or C(not finished). Not finished means the host stopped
+    answering before the scenario recorded its outcome; it is reported as C(failed), and the host as
+    C(failed) unless it was already known unreachable.
+  - Every host and every scenario is in the report with its status and reason. A host that was not
+    reached gets a critical finding (C(triage.host_unreachable), C(triage.no_python) or
+    C(triage.host_failed)), so a gap in coverage is never shown as ok.
+  - A finding with C(scope=fleet) (a conclusion about several hosts, listing them in C(hosts)) is
+    counted once, however many hosts published it.
 options:
   _input:
     description: C(hostvars).
     type: dict
     required: true
   hosts:
-    description: The hosts to include.
+    description: The hosts to include (every inventory host, and the controller).
     type: list
     elements: str
     required: true
-  unreachable:
-    description: Hosts that could not be reached (each gets a critical finding).
-    type: list
-    elements: str
-    default: []
 """
 
 EXAMPLES = """
 - name: Build the report
   ansible.builtin.set_fact:
-    report: "{{ hostvars | k8snet.triage.triage_report(groups['all']) }}"
+    report: "{{ hostvars | k8snet.triage.triage_report(groups['all'] + ['localhost']) }}"
 """
 
 RETURN = """
 _value:
-  description: C(findings) (flat, most severe first, each with C(host) and C(scenario)), C(counts)
-    (C(severity), C(layer), C(check)), C(hosts) (per host, worst severity and counts), C(details)
-    (per host and scenario, the C(*_details) facts), C(worst).
+  description:
+    - C(findings) (flat, most severe first, each with C(host), C(scenario) and C(scope)).
+    - C(counts) (C(severity), C(layer), C(check) over the findings, each counted once).
+    - C(hosts) (per host C(status), C(reason), C(verdict) (the worst severity, or C(not checked)),
+      C(counts) and C(scenarios), per scenario C(status), C(reason), C(findings) (how many) and C(worst)).
+    - C(coverage) (how many hosts per status, how many host x scenario pairs per status, and C(gaps), the
+      scenarios that did not run on reached hosts grouped by scenario, status and reason, with their hosts).
+    - C(details) (per host and scenario, the compact details the scenario published), C(worst).
   type: dict
 """
 
@@ -54,36 +62,113 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding, sort_findings, worst
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
+REACHED = ("reached", "controller")
+HOST_FINDINGS = {
+    "unreachable": ("triage.host_unreachable", "%s could not be reached over SSH: none of its checks ran (%s)",
+                    "Check the node is up and sshd answers (ssh %s); a node that is down is itself a cause."),
+    "no usable Python": ("triage.no_python", "%s answers over SSH but has no usable Python: none of its checks ran (%s)",
+                         "Install Python 3.9+ on %s or set ansible_python_interpreter to one that exists."),
+    "failed": ("triage.host_failed", "%s failed during the triage: the checks listed as failed did not run (%s)",
+               "Run the failed scenarios' playbooks alone with -v on %s to see why."),
+}
 
-def triage_report(hostvars, hosts, unreachable=None):
+
+def _get(facts, name):
+    try:
+        return facts.get(name) if hasattr(facts, "get") else None
+    except Exception:  # pylint: disable=broad-except
+        return None
+
+
+def _host_entry(host, facts):
+    """(status, reason, {scenario: result}) of one host, with unfinished scenarios resolved."""
+    state = _get(facts, "triage_host")
+    results = _get(facts, "triage_results")
+    results = dict(results) if isinstance(results, dict) else {}
+    if not isinstance(state, dict):
+        if not results:
+            return "not checked", "the triage did not target this host (it is in none of its groups)", {}
+        state = {"status": "reached", "reason": ""}
+    status, reason = str(state.get("status", "failed")), str(state.get("reason", "") or "")
+    scenarios, unfinished = {}, []
+    for name in sorted(results):
+        result = results[name] if isinstance(results[name], dict) else {}
+        s_status = str(result.get("status", "not finished"))
+        s_reason = str(result.get("reason", "") or "")
+        findings = [f for f in (result.get("findings") or []) if isinstance(f, dict)]
+        if s_status not in ("ran", "skipped", "failed"):
+            if status in REACHED:
+                unfinished.append(name)
+                s_status, s_reason = "failed", "did not finish: the host stopped answering or failed before this check recorded its outcome"
+            else:
+                s_status, s_reason = "not run", "host %s" % status
+        scenarios[name] = {"status": s_status, "reason": s_reason, "findings": findings,
+                           "details": result.get("details") if isinstance(result.get("details"), dict) else {}}
+    if unfinished and status in REACHED and status != "controller":
+        status, reason = "failed", "stopped during %s" % ", ".join(unfinished)
+    return status, reason, scenarios
+
+
+def _fleet_key(item):
+    return (item.get("check"), str(item.get("subject")), str(item.get("summary")))
+
+
+def _gaps(per_host):
+    """What did not run on reached hosts, grouped: [{scenario, status, reason, hosts}] (compact for big fleets)."""
+    groups = {}
+    for host in sorted(per_host):
+        if per_host[host]["status"] not in REACHED:
+            continue
+        for name, entry in sorted(per_host[host]["scenarios"].items()):
+            if entry["status"] != "ran":
+                groups.setdefault((name, entry["status"], entry["reason"]), []).append(host)
+    return [{"scenario": name, "status": status, "reason": reason, "hosts": hosts}
+            for (name, status, reason), hosts in sorted(groups.items())]
+
+
+def triage_report(hostvars, hosts):
     if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
         raise AnsibleFilterError("triage_report needs the list of hosts to include (inventory host names)")
     if not hasattr(hostvars, "get"):
         raise AnsibleFilterError("triage_report needs hostvars (a mapping of host name to variables), got %s"
                                  % type(hostvars).__name__)
-    unreachable = set(unreachable or [])
-    flat, per_host, details = [], {}, {}
+    flat, per_host, details, fleet_seen = [], {}, {}, set()
     for host in hosts:
-        facts = hostvars.get(host, {}) if hasattr(hostvars, "get") else {}
+        try:
+            facts = hostvars[host]
+        except Exception:  # pylint: disable=broad-except
+            facts = {}
+        status, reason, scenarios = _host_entry(host, facts)
         mine = []
-        if host in unreachable or facts.get("triage_reachable") is False:
-            mine.append(dict(finding(
-                "triage.host_unreachable", "critical", "L3", host,
-                "%s could not be reached over SSH: none of its checks ran" % host,
-                {}, "Check the node is up and sshd answers (ssh %s); a node that is down is itself a cause." % host),
-                scenario="triage"))
-        for key in sorted(facts.keys()):
-            value = facts[key]
-            if key.endswith("_findings") and isinstance(value, list):
-                scenario = key[: -len("_findings")]
-                mine.extend(dict(item, scenario=scenario) for item in value if isinstance(item, dict))
-            elif key.endswith("_details") and isinstance(value, dict) and not key.startswith("__"):
-                details.setdefault(host, {})[key[: -len("_details")]] = value
+        if status in HOST_FINDINGS:
+            check, summary, remediation = HOST_FINDINGS[status]
+            mine.append(dict(finding(check, "critical", "L3", host, summary % (host, reason or status), {"reason": reason},
+                                     remediation % host), scenario="triage", scope="host"))
+        summary_scenarios = {}
+        for name, result in scenarios.items():
+            kept = []
+            for item in result["findings"]:
+                item = dict(item, scenario=name)
+                item.setdefault("scope", "host")
+                if item["scope"] == "fleet":
+                    key = _fleet_key(item)
+                    if key in fleet_seen:
+                        continue
+                    fleet_seen.add(key)
+                kept.append(item)
+            mine.extend(kept)
+            summary_scenarios[name] = {"status": result["status"], "reason": result["reason"], "findings": len(kept),
+                                       "worst": worst(kept) if result["status"] in ("ran", "failed") else None}
+            if result["details"]:
+                details.setdefault(host, {})[name] = result["details"]
         for item in mine:
             item["host"] = host
         flat.extend(mine)
-        if mine or host in details:
-            per_host[host] = {"worst": worst(mine), "counts": dict(Counter(f["severity"] for f in mine))}
+        ran = [s for s in summary_scenarios.values() if s["status"] == "ran"]
+        verdict = worst(mine) if (ran or mine) else "not checked"
+        per_host[host] = {"status": status, "reason": reason, "verdict": verdict,
+                          "worst": verdict, "counts": dict(Counter(f["severity"] for f in mine)),
+                          "scenarios": summary_scenarios}
     flat = sort_findings(flat)
     problems = [f for f in flat if f["severity"] != "ok"]
     return {
@@ -94,6 +179,11 @@ def triage_report(hostvars, hosts, unreachable=None):
             "check": dict(Counter(f["check"] for f in problems)),
         },
         "hosts": per_host,
+        "coverage": {
+            "hosts": dict(Counter(h["status"] for h in per_host.values())),
+            "scenarios": dict(Counter(s["status"] for h in per_host.values() for s in h["scenarios"].values())),
+            "gaps": _gaps(per_host),
+        },
         "details": details,
         "worst": worst(flat),
     }

@@ -13,8 +13,9 @@ name: triage_summary_lines
 short_description: a concise terminal summary of a triage report
 version_added: 0.1.0
 description:
-  - Turns the output of P(k8snet.triage.triage_report#filter) into lines for a terminal, counts by severity and
-    layer first, then the problems grouped by check (critical first) with up to five hosts each and the
+  - Turns the output of P(k8snet.triage.triage_report#filter) into lines for a terminal, counts by severity,
+    the coverage (hosts not checked, scenarios skipped or failed with the reason) and layer first, then the
+    problems grouped by check (critical first) with up to five hosts each and the
     next step to run.
 options:
   _input:
@@ -41,12 +42,30 @@ _value:
 """
 
 
+def _count_line(title, counter):
+    return "%s: %s" % (title, ", ".join("%d %s" % (n, name) for name, n in sorted(counter.items())))
+
+
 def triage_summary_lines(report, limit=40):
-    """A concise terminal summary: counts, then problems grouped by check, critical first."""
+    """A concise terminal summary: coverage and counts, then problems grouped by check, critical first."""
     counts = report["counts"]["severity"]
+    hosts = report["hosts"]
     lines = ["%d critical, %d warning, %d info, %d ok on %d hosts" % (
-        counts.get("critical", 0), counts.get("warning", 0), counts.get("info", 0), counts.get("ok", 0),
-        len(report["hosts"]))]
+        counts.get("critical", 0), counts.get("warning", 0), counts.get("info", 0), counts.get("ok", 0), len(hosts))]
+    coverage = report.get("coverage") or {}
+    if coverage.get("hosts"):
+        lines.append(_count_line("hosts", coverage["hosts"]))
+    if coverage.get("scenarios"):
+        lines.append(_count_line("scenarios (host x scenario)", coverage["scenarios"]))
+    for host in sorted(hosts):
+        info = hosts[host]
+        if info.get("status", "reached") not in ("reached", "controller"):
+            lines.append("NOT CHECKED %s: %s%s" % (host, info.get("status"), (" (%s)" % info["reason"]) if info.get("reason") else ""))
+    # scenarios that did not run on reached hosts, grouped by scenario, status and reason
+    for gap in coverage.get("gaps") or []:
+        names = gap["hosts"]
+        lines.append("%s %s on %s: %s" % (gap["scenario"], gap["status"], ", ".join(names[:5]) + (
+            " and %d more" % (len(names) - 5) if len(names) > 5 else ""), gap["reason"]))
     if report["counts"]["layer"]:
         lines.append("by layer: " + ", ".join("%s %d" % kv for kv in sorted(report["counts"]["layer"].items())))
     groups = {}
@@ -57,7 +76,12 @@ def triage_summary_lines(report, limit=40):
     for (severity, check), items in sorted(groups.items(), key=lambda kv: (kv[0][0] != "critical", kv[0][1])):
         lines.append("%s %s (%d): %s" % (severity.upper(), check, len(items), items[0]["summary"]))
         for item in items[:5]:
-            lines.append("    %s  %s" % (item["host"], item["subject"]))
+            if item.get("scope") == "fleet":
+                hosts = [str(h) for h in item.get("hosts") or []]
+                where = "fleet (%s)" % (", ".join(hosts[:5]) + (" and %d more" % (len(hosts) - 5) if len(hosts) > 5 else ""))
+            else:
+                where = item["host"]
+            lines.append("    %s  %s" % (where, item["subject"]))
         if len(items) > 5:
             lines.append("    ... and %d more" % (len(items) - 5))
         if items[0].get("remediation"):

@@ -122,6 +122,9 @@ def vip_owners(results, vips):
                 "%s is held by %d owner nodes at once: %s" % (vip, len(holders), ", ".join(h["node"] for h in holders)),
                 {"owners": holders},
                 "Remove %s from all but one node (split-brain keepalived / kube-vip)." % vip))
+    # conclusions about the VIP across the owner nodes: published by every client, counted once
+    checked = sorted(set(str(r.get("item")) for r in results if r.get("item")))
+    findings = [dict(f, scope="fleet", hosts=checked) for f in findings]
     return {"expected": expected, "owners": owners, "findings": findings}
 
 

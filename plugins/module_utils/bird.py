@@ -596,13 +596,19 @@ def resolve_socket(path, fallback=True):
 
 
 def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, timeout=DEFAULT_TIMEOUT, now=None,
-                client=BirdClient):
+                client=BirdClient, when_not_calico="critical", calico_config=lambda: False):
     """Read every socket and check the sessions; return the module's result (without ``changed``).
 
     ``sockets`` None means calicoctl's defaults (bird.ctl required, bird6.ctl optional, both
     falling back to /var/run/bird).  A socket given explicitly is required.  ``own`` (this
     node's addresses) may be a callable, called only once the options are known to be valid.
+
+    ``when_not_calico="skip"``: when every socket is absent and ``calico_config()`` (a Calico CNI
+    configuration on the node) is false, the node is no Calico node: ``applicable`` false with a
+    ``skip_reason`` and no finding, instead of ``bgp.bird_down``.
     """
+    if when_not_calico not in ("critical", "skip"):
+        raise InputError("when_not_calico must be critical or skip, got %r" % (when_not_calico,))
     if stuck_after < 0:
         raise InputError("stuck_after must be 0 or more seconds, got %r" % stuck_after)
     if timeout <= 0:
@@ -630,11 +636,18 @@ def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, t
         sockets_read.append({"path": actual, "status": "ok", "version": bird_version(text)})
         peers.extend(bgp_peers(parse_protocols(text), actual))
     read_any = any(s["status"] == "ok" for s in sockets_read)
+    if when_not_calico == "skip" and all(s["status"] == "absent" for s in sockets_read) and not calico_config():
+        return {"applicable": False,
+                "skip_reason": "not a Calico node: no BIRD socket (%s) and no Calico CNI configuration"
+                               % ", ".join(s["path"] for s in sockets_read),
+                "peers": [], "established": 0, "sockets": sockets_read, "findings": []}
     if read_any:
         found.extend(check_peers(peers, expected, own, now, stuck_after, mesh=mesh))
     if read_any and not found:
         found.append(summary_finding(peers))
     return {
+        "applicable": True,
+        "skip_reason": "",
         "peers": peers,
         "established": sum(1 for p in peers if p["bgp_state"] == "Established"),
         "sockets": sockets_read,
@@ -659,19 +672,21 @@ def node_check(params, runner):
     from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 
     def own_addresses():
-        netlink = Netlink(runner)
-        try:
+        with Netlink(runner) as netlink:
             return [a["address"] for a in netlink.addresses()]
-        finally:
-            netlink.close()
 
     expected = validate_addresses(params.get("expected_peers") or [])
+    from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
+
+    conf_dir = params.get("cni_conf_dir") or "/etc/cni/net.d"
     result = read_status(
         sockets=params.get("sockets"), expected=expected, own=own_addresses if expected else [],
         stuck_after=params.get("stuck_after", 300), mesh=params.get("node_to_node_mesh", True),
-        timeout=params.get("timeout", DEFAULT_TIMEOUT),
+        timeout=params.get("timeout", DEFAULT_TIMEOUT), when_not_calico=params.get("when_not_calico") or "critical",
+        calico_config=lambda: cni_files.has_calico_config(conf_dir),
     )
-    data = dict((key, result[key]) for key in ("peers", "established", "sockets"))
+    data = dict((key, result[key]) for key in ("peers", "established", "sockets", "applicable", "skip_reason")
+                if key in result)
     return {"data": data, "findings": result["findings"]}
 
 
@@ -681,4 +696,5 @@ RULES = dict(
     expected_peers=params.each(params.address_or_network, max_items=4096),
     stuck_after=params.count(0, 86400, "seconds"),
     timeout=params.count(1, 60, "seconds"),
+    cni_conf_dir=params.absolute_path,
 )

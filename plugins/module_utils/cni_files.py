@@ -112,18 +112,62 @@ def check(state, node):
     return found, active
 
 
+# ------------------------------------------------------------ which CNI the node runs
+BIRD_SOCKETS = ("/var/run/calico/bird.ctl", "/var/run/calico/bird6.ctl", "/var/run/bird/bird.ctl", "/var/run/bird/bird6.ctl")
+CILIUM_MAPS_GLOB = "/sys/fs/bpf/tc/globals/cilium_*"
+CILIUM_SOCKETS = ("/var/run/cilium/cilium.sock", "/var/run/cilium/health.sock")
+
+
+def plugin_types(configs):
+    """Every plugin type named by the configuration files ([(name, text)]), invalid files ignored."""
+    types = set()
+    for name, text in configs:
+        for kind in parse_config(name, text)[1]:
+            if isinstance(kind, str):
+                types.add(kind)
+    return types
+
+
+def detect(configs, exists=os.path.exists, matches=None):
+    """What the node shows of Calico and Cilium: {"calico": bool, "cilium": bool, "evidence": {...}}.
+
+    Calico: a BIRD control socket or a CNI configuration with the ``calico`` plugin. Cilium: pinned
+    ``cilium_*`` maps under /sys/fs/bpf/tc/globals, the agent's socket, or the ``cilium-cni`` plugin.
+    """
+    if matches is None:
+        import glob  # pylint: disable=import-outside-toplevel
+        matches = glob.glob
+    types = plugin_types(configs)
+    calico = {"bird_sockets": [p for p in BIRD_SOCKETS if exists(p)], "cni_config": "calico" in types}
+    cilium = {"pinned_maps": len(matches(CILIUM_MAPS_GLOB)), "agent_sockets": [p for p in CILIUM_SOCKETS if exists(p)],
+              "cni_config": "cilium-cni" in types}
+    return {"calico": bool(calico["bird_sockets"] or calico["cni_config"]),
+            "cilium": bool(cilium["pinned_maps"] or cilium["agent_sockets"] or cilium["cni_config"]),
+            "evidence": {"calico": calico, "cilium": cilium}}
+
+
+def has_calico_config(conf_dir):
+    """Whether a CNI configuration under ``conf_dir`` uses the ``calico`` plugin (False when unreadable)."""
+    try:
+        return "calico" in plugin_types(read_dir(conf_dir, conf_dir)["configs"])
+    except (InputError, ReadError):
+        return False
+
+
 # ----------------------------------------------------------------- the node check (one shape)
 
 
 def node_check(params, runner=None):
     """The whole cni_config_check on this node: ``params`` (conf_dir, bin_dir, node_name) in,
-    ``{"data": {"active": ...}, "findings": [...]}`` out.  Reads files only: no runner needed."""
+    ``{"data": {"active": ..., "cni_detected": ...}, "findings": [...]}`` out.  Reads files only: no
+    runner needed.  ``cni_detected`` says what the node shows of Calico and Cilium (``detect``), so the
+    triage decides per node which CNI checks apply without another task."""
     import socket
 
     node = params.get("node_name") or socket.gethostname()
     state = read_dir(params.get("conf_dir") or "/etc/cni/net.d", params.get("bin_dir") or "/opt/cni/bin")
     found, active = check(state, node)
-    return {"data": {"active": active}, "findings": found}
+    return {"data": {"active": active, "cni_detected": detect(state["configs"])}, "findings": found}
 
 
 # The option rules (bounds, shapes) of the cni_files options, used by module cni_config_check and by node_triage.

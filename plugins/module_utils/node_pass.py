@@ -68,6 +68,8 @@ ARGUMENT_SPEC = dict(
         node_to_node_mesh=dict(type="bool", default=True),
         stuck_after=dict(type="int", default=300),
         timeout=dict(type="int", default=5),
+        when_not_calico=dict(type="str", choices=["critical", "skip"], default="skip"),
+        cni_conf_dir=dict(type="path", default="/etc/cni/net.d"),
     )),
     cilium_maps=dict(type="dict", default={}, options=dict(
         bpffs=dict(type="path", default="/sys/fs/bpf"),

@@ -66,6 +66,21 @@ options:
       - Seconds to wait for BIRD to accept the connection and for each part of its reply.
     type: int
     default: 5
+  when_not_calico:
+    description:
+      - What to return when no BIRD socket exists at all and no CNI configuration under O(cni_conf_dir)
+        uses the C(calico) plugin, that is when the node does not look like a Calico node.
+      - V(critical) gives a critical C(bgp.bird_down) finding (the node is known to run Calico).
+      - V(skip) returns RV(applicable) false with RV(skip_reason) and no finding (for example a Cilium
+        node in a triage that detects the CNI per node). A socket that exists but refuses, or a Calico
+        CNI configuration without BIRD, is still C(bgp.bird_down).
+    type: str
+    choices: [critical, skip]
+    default: critical
+  cni_conf_dir:
+    description: Where to look for a Calico CNI configuration when O(when_not_calico=skip).
+    type: path
+    default: /etc/cni/net.d
 attributes:
   check_mode:
     support: full
@@ -103,6 +118,16 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+applicable:
+  description: False when O(when_not_calico=skip) and the node shows no BIRD socket and no Calico CNI configuration.
+  returned: always
+  type: bool
+  sample: true
+skip_reason:
+  description: Why the check did not apply (empty when RV(applicable) is true).
+  returned: always
+  type: str
+  sample: "not a Calico node: no BIRD socket (/var/run/calico/bird.ctl, /var/run/calico/bird6.ctl) and no Calico CNI configuration"
 peers:
   description: One item per BGP protocol of every socket read.
   returned: always
@@ -195,6 +220,8 @@ def main():
             node_to_node_mesh=dict(type="bool", default=True),
             stuck_after=dict(type="int", default=300),
             timeout=dict(type="int", default=5),
+            when_not_calico=dict(type="str", choices=["critical", "skip"], default="critical"),
+            cni_conf_dir=dict(type="path", default="/etc/cni/net.d"),
         ),
         supports_check_mode=True,
     )

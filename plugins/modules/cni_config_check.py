@@ -55,6 +55,17 @@ active:
   returned: when a configuration file exists
   type: dict
   sample: {file: 10-calico.conflist, network: k8s-pod-network, plugins: [calico, bandwidth, portmap], other_files: []}
+cni_detected:
+  description:
+    - Which CNI the node shows, read in the same pass. C(calico) is true with a BIRD control socket
+      (C(/var/run/calico/bird.ctl) or C(/var/run/bird/bird.ctl), and their C(bird6) twins) or a CNI
+      configuration using the C(calico) plugin. C(cilium) is true with pinned C(cilium_*) maps under
+      C(/sys/fs/bpf/tc/globals), the agent's socket (C(/var/run/cilium/cilium.sock)) or a configuration
+      using C(cilium-cni). C(evidence) says what was seen.
+  returned: always
+  type: dict
+  sample: {calico: false, cilium: true, evidence: {calico: {bird_sockets: [], cni_config: false},
+           cilium: {pinned_maps: 3, agent_sockets: [], cni_config: false}}}
 findings:
   description: Findings (see the collection's findings contract).
   returned: always

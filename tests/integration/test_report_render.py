@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 HOPS = [{"hop": "client_out", "host": "client", "packets": 3}, {"hop": "lb_in", "host": "node1", "packets": 3},
@@ -18,15 +20,20 @@ FINDING = {"check": "ingress.nat", "severity": "critical", "layer": "L4", "subje
            "summary": "probes reach node1 but are not translated", "evidence": {"vanished_at": "lb_translated"},
            "remediation": "check kube-proxy / the dataplane NAT on node1"}
 PLAY = """
-- name: Feed the report as scenario roles would
+- name: Feed the report as the triage records scenario outcomes
   hosts: localhost
   gather_facts: false
   tasks:
-    - name: Publish findings and details
+    - name: Publish coverage, findings and details
       ansible.builtin.set_fact:
-        ingress_path_findings: {findings}
-        ingress_path_details: {{path_hops: {hops}}}
-        cilium_maps_details: {{map_fill: [{{name: cilium_lb4_backends_v3, entries: 64000, max_entries: 65536, ratio: 0.977}}]}}
+        triage_host: {{status: controller, reason: ""}}
+        triage_results:
+          ingress_path: {{status: ran, reason: "", findings: {findings}, details: {{path_hops: {hops}}}}}
+          cilium_maps:
+            status: ran
+            reason: ""
+            findings: []
+            details: {{map_fill: [{{name: cilium_lb4_backends_v3, entries: 64000, max_entries: 65536, ratio: 0.977}}]}}
 - name: Report
   hosts: localhost
   gather_facts: false
@@ -37,26 +44,58 @@ PLAY = """
         report_output_dir: {out}
         report_fail_on_critical: false
 """
+# strings that end or change a <script> element, or a JS string literal, when embedded carelessly
+HOSTILE = ["<!--<script>", "</script><b>x</b>", "]]>", "line\u2028sep\u2029para", "</SCRIPT >", "<!-- -->", "&lt;&amp;"]
 
 
-def test_report_renders_details_and_the_path_diagram(tmp_path):
+def run_report(tmp_path, findings):
     play = tmp_path / "play.yml"
-    play.write_text(PLAY.format(findings=json.dumps([FINDING]), hops=json.dumps(HOPS), out=tmp_path))
+    play.write_text(PLAY.format(findings=json.dumps(findings), hops=json.dumps(HOPS), out=tmp_path))
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH="%s:%s" % (BIN, os.environ["PATH"]))
     proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local",
                            "-e", "ansible_python_interpreter=%s" % sys.executable, str(play)],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    report = json.loads((tmp_path / "triage-report.json").read_text())
-    assert report["details"]["localhost"]["ingress_path"]["path_hops"] == HOPS
-    assert report["counts"]["severity"]["critical"] == 1
+    return json.loads((tmp_path / "triage-report.json").read_text())
+
+
+def chromium_dom(tmp_path):
     chromium = shutil.which("chromium")
     assert chromium, "Debian's chromium is installed by scripts/bootstrap"
-    dom = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                          "--user-data-dir=%s" % (tmp_path / "profile"), "--dump-dom",
-                          (tmp_path / "triage-report.html").as_uri()],
-                         capture_output=True, text=True, timeout=120, check=True).stdout
+    return subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           "--user-data-dir=%s" % (tmp_path / "profile"), "--dump-dom",
+                           (tmp_path / "triage-report.html").as_uri()],
+                          capture_output=True, text=True, timeout=120, check=True).stdout
+
+
+@pytest.mark.parametrize("hostile", [HOSTILE[:1], HOSTILE], ids=["comment-script-alone", "all"])
+def test_hostile_strings_in_findings_do_not_break_the_page(tmp_path, hostile):
+    findings = [dict(FINDING, check="plain.before"), dict(FINDING, check="plain.after", subject="zzz")]
+    for n, text in enumerate(hostile):
+        findings.append(dict(FINDING, check="hostile.case%d" % n, summary="summary " + text, subject=text,
+                             evidence={"raw": text, text: [text]}, remediation=text))
+    run_report(tmp_path, findings)
+    html = (tmp_path / "triage-report.html").read_text()
+    data = html.split('<script type="application/json" id="data">', 1)[1].split("</script>", 1)[0]
+    for char in ("<", ">", "&", "\u2028", "\u2029"):
+        assert char not in data  # escaped as \u003c ... inside the JSON
+    dom = chromium_dom(tmp_path)
+    # every row was built by the script: the page did not blank, whatever the strings held
+    for n in range(len(hostile)):
+        assert "<td>hostile.case%d</td>" % n in dom
+    assert "<td>plain.before</td>" in dom and "<td>plain.after</td>" in dom
+    assert dom.count('<tr class="row-critical">') == len(findings)
+    assert "&lt;!--&lt;script&gt;" in dom  # shown as text, not parsed as markup
+    assert "<b>x</b>" not in dom
+
+
+def test_report_renders_details_and_the_path_diagram(tmp_path):
+    report = run_report(tmp_path, [FINDING])
+    assert report["details"]["localhost"]["ingress_path"]["path_hops"] == HOPS
+    assert report["counts"]["severity"]["critical"] == 1
+    assert report["hosts"]["localhost"]["scenarios"]["ingress_path"]["status"] == "ran"
+    dom = chromium_dom(tmp_path)
     # exactly one hop is the first silent one; the hops after it are greyed
     assert dom.count('class="hop silent"') == 1 and "lb_translated (node1): 0" in dom
     assert dom.count('class="hop after"') == 1

@@ -56,6 +56,8 @@ def test_run_ends_with_the_report_and_fails_on_critical(triage_run):
     checks = {(f["host"], f["check"]) for f in report["findings"]}
     assert ("node3", "arp.stale_entry") in checks
     assert ("node99", "triage.host_unreachable") in checks
+    assert report["hosts"]["node99"]["status"] == "unreachable" and report["hosts"]["node99"]["verdict"] == "critical"
+    assert report["hosts"]["node3"]["scenarios"]["stale_arp"]["status"] == "ran"
     assert report["counts"]["severity"]["critical"] >= 2
     # the healthy client got its stale_arp verdict too: the unreachable node did not stop the run
     assert any(f["host"] == "node2" and f["scenario"] == "stale_arp" for f in report["findings"])
@@ -84,6 +86,9 @@ def test_html_report_renders_in_chromium_without_external_resources(triage_run):
     # rows exist only if the embedded script ran: the table is built in the browser
     assert "<td>arp.stale_entry</td>" in dom and "<td>triage.host_unreachable</td>" in dom
     assert "node99" in dom
+    assert '<td class="st-unreachable">unreachable</td>' in dom  # the coverage table, built in the browser
+    # the matrix's finding about node99 is one fleet finding naming the probers, not one per prober
+    assert dom.count("<td>connectivity.node_isolated</td>") == 1 and "<td>fleet: node1, node2, node3</td>" in dom
     OUTPUT.mkdir(parents=True, exist_ok=True)
     shot = OUTPUT / "triage-report.png"
     subprocess.run([chromium, *CHROMIUM_FLAGS, "--user-data-dir=%s" % profile, "--window-size=1400,1600",

@@ -66,3 +66,8 @@ def test_findings_lines_sorts_critical_first_and_hides_ok():
     ]
     lines = findings_lines(findings)
     assert len(lines) == 2 and lines[0].startswith("CRITICAL") and "c: bad" in lines[0]
+
+
+def test_owner_findings_are_fleet_conclusions():
+    out = vip_owners([owner("cp1"), owner("cp2")], ["198.18.0.200"])
+    assert [(f["scope"], f["hosts"]) for f in out["findings"]] == [("fleet", ["cp1", "cp2"])]

@@ -406,3 +406,30 @@ def test_read_status_bad_input_reads_nothing():
     with pytest.raises(InputError, match="timeout"):
         bird.read_status(timeout=0, own=lambda: called.append(1) or [])
     assert called == []
+
+
+def test_read_status_no_bird_and_no_calico_config_is_skipped_when_asked(sockdir):
+    sock = str(sockdir / "bird.ctl")
+    skipped = bird.read_status(sockets=[sock], now=NOW, when_not_calico="skip", calico_config=lambda: False)
+    assert skipped["applicable"] is False and skipped["findings"] == []
+    assert skipped["skip_reason"].startswith("not a Calico node") and sock in skipped["skip_reason"]
+    # default (triage_cni: calico): a missing BIRD stays critical
+    assert [f["severity"] for f in bird.read_status(sockets=[sock], now=NOW)["findings"]] == ["critical"]
+    # a Calico CNI config without BIRD: a Calico node whose BIRD is down
+    down = bird.read_status(sockets=[sock], now=NOW, when_not_calico="skip", calico_config=lambda: True)
+    assert down["applicable"] is True and [f["check"] for f in down["findings"]] == ["bgp.bird_down"]
+    with pytest.raises(InputError, match="when_not_calico"):
+        bird.read_status(sockets=[sock], when_not_calico="maybe")
+
+
+def test_read_status_a_refusing_socket_is_never_skipped(sockdir):
+    path = sockdir / "refuse.ctl"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.close()  # the socket file stays, nobody listens: connection refused
+    try:
+        result = bird.read_status(sockets=[str(path)], now=NOW, when_not_calico="skip", calico_config=lambda: False)
+    finally:
+        path.unlink()
+    assert result["applicable"] is True
+    assert [(f["check"], f["evidence"]["reason"]) for f in result["findings"]] == [("bgp.bird_down", "refused")]

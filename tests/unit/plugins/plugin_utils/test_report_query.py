@@ -20,16 +20,21 @@ GROUPS = {
 }
 
 
+def _ran(*findings):
+    return {"status": "ran", "reason": "", "findings": list(findings)}
+
+
 def build_report():
+    reached = {"status": "reached", "reason": ""}
     hostvars = {
-        "cp1": {"stale_arp_findings": [
+        "cp1": {"triage_host": reached, "triage_results": {"stale_arp": _ran(
             finding("arp.stale_entry", "critical", "L2", "cp1/eth0 10.0.0.100", "stale MAC for the VIP"),
-            finding("arp.ok", "ok", "L2", "cp1/eth0 10.0.0.101", "fine")]},
-        "cp2": {"calico_findings": [
-            finding("bgp.not_established", "critical", "L3", "cp2 -> 10.0.0.3", "BGP session down")]},
-        "w1": {"stale_arp_findings": [
-            finding("arp.stale_entry", "critical", "L2", "w1/eth0 10.0.0.100", "stale MAC for the VIP")],
-            "dns_findings": [finding("dns.some_servers_fail", "warning", "DNS", "w1", "one pod does not answer")]},
+            finding("arp.ok", "ok", "L2", "cp1/eth0 10.0.0.101", "fine"))}},
+        "cp2": {"triage_host": reached, "triage_results": {"calico": _ran(
+            finding("bgp.not_established", "critical", "L3", "cp2 -> 10.0.0.3", "BGP session down"))}},
+        "w1": {"triage_host": reached, "triage_results": {
+            "stale_arp": _ran(finding("arp.stale_entry", "critical", "L2", "w1/eth0 10.0.0.100", "stale MAC for the VIP")),
+            "dns": _ran(finding("dns.some_servers_fail", "warning", "DNS", "w1", "one pod does not answer"))}},
     }
     return triage_report(hostvars, ["cp1", "cp2", "w1"])
 

@@ -1,0 +1,136 @@
+"""triage_report / triage_summary_lines / triage_repair_requests / triage_html_json: coverage from
+one explicit structure, nothing unchecked shown as ok, fleet findings counted once, safe embedding."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.k8snet.triage.plugins.filter.triage_html_json import triage_html_json
+from ansible_collections.k8snet.triage.plugins.filter.triage_repair_requests import triage_repair_requests
+from ansible_collections.k8snet.triage.plugins.filter.triage_report import triage_report
+from ansible_collections.k8snet.triage.plugins.filter.triage_summary_lines import triage_summary_lines
+
+
+def f(check, severity="warning", subject="s", **extra):
+    return dict({"check": check, "severity": severity, "layer": "L3", "subject": subject, "summary": check,
+                 "evidence": {}, "remediation": ""}, **extra)
+
+
+def ran(*findings, details=None):
+    return {"status": "ran", "reason": "", "findings": list(findings), "details": details or {}}
+
+
+def skipped(reason):
+    return {"status": "skipped", "reason": reason, "findings": [], "details": {}}
+
+
+PENDING = {"status": "not finished", "reason": "did not finish", "findings": [], "details": {}}
+
+
+def test_every_host_and_scenario_has_a_status_and_nothing_unchecked_is_ok():
+    hostvars = {
+        "node1": {"triage_host": {"status": "reached", "reason": ""},
+                  "triage_results": {"cni": ran(f("cni.ok", "ok")), "calico": skipped("not a Calico node: no BIRD socket"),
+                                     "pod_network": ran(f("route.missing", "critical"))}},
+        "node2": {"triage_host": {"status": "unreachable", "reason": "Connection refused"},
+                  "triage_results": {"cni": PENDING, "calico": skipped("triage_cni is cilium")}},
+        "node3": {"triage_host": {"status": "no usable Python", "reason": "interpreter not found"},
+                  "triage_results": {"cni": PENDING}},
+        "node4": {"triage_host": {"status": "reached", "reason": ""},
+                  "triage_results": {"cni": ran(f("cni.ok", "ok")), "pod_network": PENDING}},
+        "node5": {"some_findings": [f("x.y", "critical")]},  # not targeted: its stray facts are not read
+        "node6": {"triage_host": {"status": "reached", "reason": ""},
+                  "triage_results": {"calico": skipped("not a Calico node")}},
+    }
+    report = triage_report(hostvars, sorted(hostvars) + ["missing"])
+    hosts = report["hosts"]
+    assert hosts["node1"]["status"] == "reached" and hosts["node1"]["verdict"] == "critical"
+    assert hosts["node1"]["scenarios"]["calico"] == {"status": "skipped", "reason": "not a Calico node: no BIRD socket",
+                                                     "findings": 0, "worst": None}
+    assert hosts["node2"]["status"] == "unreachable"
+    assert hosts["node2"]["scenarios"]["cni"]["status"] == "not run"
+    assert hosts["node2"]["scenarios"]["calico"]["status"] == "skipped"
+    assert hosts["node3"]["status"] == "no usable Python"
+    # a scenario that never recorded its outcome on a reached host: the host failed during it
+    assert hosts["node4"]["status"] == "failed" and "pod_network" in hosts["node4"]["reason"]
+    assert hosts["node4"]["scenarios"]["pod_network"]["status"] == "failed"
+    assert hosts["node5"]["status"] == "not checked" and hosts["node5"]["verdict"] == "not checked"
+    assert hosts["missing"]["status"] == "not checked"
+    assert hosts["node6"]["verdict"] == "not checked"  # everything skipped: not ok
+    checks = {(x["host"], x["check"]) for x in report["findings"]}
+    assert {("node2", "triage.host_unreachable"), ("node3", "triage.no_python"), ("node4", "triage.host_failed")} <= checks
+    assert ("node5", "x.y") not in checks
+    assert report["coverage"]["hosts"] == {"reached": 2, "unreachable": 1, "no usable Python": 1, "failed": 1,
+                                           "not checked": 2}
+    assert report["coverage"]["scenarios"]["not run"] == 2
+    for host, info in hosts.items():
+        if info["status"] not in ("reached", "controller"):
+            assert info["verdict"] != "ok", host
+
+
+def test_fleet_findings_are_counted_once():
+    vip = f("arp.vip_unowned", "critical", "198.18.0.200", scope="fleet", hosts=["node2", "node3"])
+    hostvars = {h: {"triage_host": {"status": "reached", "reason": ""},
+                    "triage_results": {"stale_arp": ran(vip, f("arp.stale_entry", "critical", h))}} for h in ("node2", "node3")}
+    report = triage_report(hostvars, ["node2", "node3"])
+    assert report["counts"]["check"] == {"arp.vip_unowned": 1, "arp.stale_entry": 2}
+    assert all(x["scope"] in ("host", "fleet") for x in report["findings"])
+
+
+def test_summary_lists_hosts_not_checked_and_skipped_scenarios():
+    hostvars = {"node1": {"triage_host": {"status": "reached", "reason": ""},
+                          "triage_results": {"calico": skipped("not a Calico node"), "cni": ran()}},
+                "node2": {"triage_host": {"status": "unreachable", "reason": "refused"}, "triage_results": {"cni": PENDING}}}
+    lines = triage_summary_lines(triage_report(hostvars, ["node1", "node2"]))
+    text = "\n".join(lines)
+    assert "NOT CHECKED node2: unreachable (refused)" in text
+    assert "calico skipped on node1: not a Calico node" in text
+    assert "hosts: 1 reached, 1 unreachable" in text
+
+
+@pytest.mark.parametrize("value, refused", [
+    (True, True), ("yes", True), ("True", True), (1, True), (False, False), ("false", False), ("no", False),
+    (None, False), ("", False), (0, False)])
+def test_repair_requests_bool_options(value, refused):
+    out = triage_repair_requests({"node2": {"cilium_maps_cleanup": value}, "node1": {}}, ["node1", "node2", "nowhere"])
+    assert bool(out) is refused
+    if refused:
+        assert out == ["node2: cilium_maps_cleanup=%s" % value]
+
+
+@pytest.mark.parametrize("value, refused", [("cluster", True), ("none", False), ("None", False), (None, False), ("x", True)])
+def test_repair_requests_string_options(value, refused):
+    assert bool(triage_repair_requests({"localhost": {"lb_health_remediate": value}}, ["localhost"])) is refused
+
+
+def test_repair_requests_an_unevaluable_value_is_refused():
+    class Lazy(dict):
+        def __getitem__(self, key):
+            raise RuntimeError("'undefined_var' is undefined")
+
+    out = triage_repair_requests({"n": Lazy(stale_arp_flush="{{ undefined_var }}")}, ["n"])
+    assert out and "cannot be evaluated" in out[0]
+
+
+@pytest.mark.parametrize("text", ["<!--<script>", "</script>", "]]>", "a\u2028b\u2029c", "&amp; <b>x</b>", "'\"\\"])
+def test_html_json_has_no_markup_and_round_trips(text):
+    out = triage_html_json({"findings": [{"summary": text, "evidence": {text: [text]}}]})
+    for char in ("<", ">", "&", "\u2028", "\u2029"):
+        assert char not in out
+    assert json.loads(out) == {"findings": [{"summary": text, "evidence": {text: [text]}}]}
+
+
+def test_summary_names_the_hosts_of_a_fleet_finding():
+    vip = f("arp.vip_unowned", "critical", "198.18.0.200", scope="fleet", hosts=["cp1", "cp2"])
+    hostvars = {"node2": {"triage_host": {"status": "reached", "reason": ""}, "triage_results": {"stale_arp": ran(vip)}}}
+    assert "    fleet (cp1, cp2)  198.18.0.200" in triage_summary_lines(triage_report(hostvars, ["node2"]))
+
+
+def test_gaps_group_the_scenarios_that_did_not_run_by_reason():
+    hostvars = {h: {"triage_host": {"status": "reached", "reason": ""},
+                    "triage_results": {"calico": skipped("not a Calico node"), "cni": ran()}} for h in ("n1", "n2", "n3")}
+    hostvars["n4"] = {"triage_host": {"status": "unreachable", "reason": "x"}, "triage_results": {"cni": PENDING}}
+    gaps = triage_report(hostvars, sorted(hostvars))["coverage"]["gaps"]
+    assert gaps == [{"scenario": "calico", "status": "skipped", "reason": "not a Calico node", "hosts": ["n1", "n2", "n3"]}]
