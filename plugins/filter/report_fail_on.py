@@ -14,8 +14,9 @@ description:
   - Evaluates a JMESPath expression over a report built by P(k8snet.triage.triage_report#filter)
     (C(findings), C(counts), C(hosts), C(worst)) and returns true when the result is true in
     JMESPath's sense (not false, an empty list, an empty object or an empty string).
-  - A result of null is refused with an error: it means the expression names a field the report does not
-    have (a typo would otherwise never fail the run). Compare instead, e.g. V(hosts.w1.worst == 'critical').
+  - A result of null is refused with an error, since it means the expression names a field the report
+    does not have (a typo would otherwise never fail the run). Compare instead, for example
+    V(hosts.w1.worst == 'critical').
   - The report role fails the run when it is true (O(k8snet.triage.report#role:main:report_fail_on)).
   - While the expression runs, each finding also has C(groups), the inventory groups of its host (from
     O(groups)), so that a condition can name node roles, for example
