@@ -126,6 +126,8 @@ ARGUMENT_SPEC = dict(
 
 # The option rules of node_triage: each scenario's own rules, from its domain file.  An empty list of
 # peers to probe is not an error here: the scenario is skipped and says why (skip_reason).
+_CONNECTIVITY_RULES = dict(reachability.RULES)
+_CONNECTIVITY_RULES["targets"] = checks.each(reachability.TARGET_RULE, max_items=reachability.MAX_TARGETS)
 RULES = dict(
     node_name=checks.node_name,
     scenarios=checks.each(checks.choice(*SCENARIOS), max_items=len(SCENARIOS), non_empty=True,
@@ -135,8 +137,7 @@ RULES = dict(
     cilium_maps=checks.fields(**cilium_lb.RULES),
     pod_network=checks.fields(**routes.RULES),
     firewall_drops=checks.fields(**iptables.RULES),
-    connectivity=checks.fields(**dict(reachability.RULES, targets=checks.each(reachability.TARGET_RULE,
-                                                                              max_items=reachability.MAX_TARGETS))),
+    connectivity=checks.fields(**_CONNECTIVITY_RULES),
     dns=checks.fields(**dns.RULES),
     stale_arp=checks.fields(**neighbors.RULES),
 )

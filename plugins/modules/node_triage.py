@@ -93,6 +93,18 @@ options:
         description: Seconds to wait for BIRD.
         type: int
         default: 5
+      when_not_calico:
+        description:
+          - V(skip) (the triage's C(triage_cni=auto)) records the scenario as skipped, "not a Calico node",
+            when the node has no BIRD socket and no Calico CNI configuration; V(critical) keeps a missing
+            BIRD a critical C(bgp.bird_down) (C(triage_cni=calico)).
+        type: str
+        choices: [critical, skip]
+        default: skip
+      cni_conf_dir:
+        description: Where to look for a Calico CNI configuration when no BIRD socket answers.
+        type: path
+        default: /etc/cni/net.d
   cilium_maps:
     description: Options of the pinned bpf map check (as M(k8snet.triage.bpf_map_usage), read-only).
     type: dict

@@ -70,8 +70,8 @@ class FakeSocket(object):
         self.closed = True
 
 
-@pytest.mark.parametrize("error, expected", [(errno.EPERM, PrivilegeError), (errno.EACCES, PrivilegeError),
-                                              (errno.EAFNOSUPPORT, ReadError)])
+@pytest.mark.parametrize("error, expected", [
+    (errno.EPERM, PrivilegeError), (errno.EACCES, PrivilegeError), (errno.EAFNOSUPPORT, ReadError)])
 def test_packet_socket_refused_is_a_clear_error(monkeypatch, error, expected):
     def refuse(*args):
         raise OSError(error, "refused")

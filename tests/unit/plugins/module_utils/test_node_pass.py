@@ -151,7 +151,9 @@ def test_firewall_counters_through_the_pass_equal_the_scenario_check(tmp_path):
     # the captures' real growth (t0 -> t1): KUBE-FIREWALL, cali-INPUT and the nft input chain drop
     chains = sorted(d["chain"] for d in entry["data"]["drops"])
     assert chains == ["KUBE-FIREWALL", "cali-INPUT", "input"]
-    key = lambda f: (f["check"], f["subject"], f["severity"])  # noqa: E731
+    def key(f):
+        return (f["check"], f["subject"], f["severity"])
+
     assert sorted(map(key, entry["findings"])) == sorted(map(key, direct["findings"]))
     assert any(f["check"].startswith("iptables.") and f["severity"] != "ok" for f in entry["findings"])
     assert entry["seconds"] >= 0.2

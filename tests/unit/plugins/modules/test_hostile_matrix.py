@@ -100,7 +100,7 @@ def _scenario_said(detail, scenario):
 
 def harmless_reason(module, option, kind, value_name, detail=None):
     # node_triage's <scenario>.<option> is the scenario module's <option>: the same rules, the same reasons
-    scenario, _, inner = option.partition(".")
+    scenario, inner = option.split(".", 1) if "." in option else (option, "")
     delegate = (MATRIX.get("delegates") or {}).get(module, {}).get(scenario)
     if delegate and inner:
         reason = harmless_reason(delegate, inner, kind, value_name, detail)
