@@ -151,6 +151,7 @@ def test_firewall_counters_through_the_pass_equal_the_scenario_check(tmp_path):
     # the captures' real growth (t0 -> t1): KUBE-FIREWALL, cali-INPUT and the nft input chain drop
     chains = sorted(d["chain"] for d in entry["data"]["drops"])
     assert chains == ["KUBE-FIREWALL", "cali-INPUT", "input"]
+
     def key(f):
         return (f["check"], f["subject"], f["severity"])
 
