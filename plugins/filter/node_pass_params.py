@@ -175,6 +175,12 @@ def node_pass_params(variables, host, hostvars, groups, owners=None, kube=None):
             params["pod_network"]["peers"] = _pod_peers(variables, hostvars, groups)
     except NodeListError as exc:
         raise AnsibleFilterError(str(exc))
+    # triage_cni auto decides per node (a node without BIRD / Cilium is "not a ... node"); an explicit CNI does not
+    auto = (variables.get("triage_cni") or "auto") == "auto"
+    if "calico" in scenarios:
+        params["calico"]["when_not_calico"] = "skip" if auto else "critical"
+    if "cilium_maps" in scenarios:
+        params["cilium_maps"]["when_not_cilium"] = "skip" if auto else "check"
     if "cilium_maps" in scenarios:
         live = kube.get("service_frontends") if api else variables.get("cilium_maps_live_frontends")
         if live is not None:

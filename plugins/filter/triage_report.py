@@ -34,6 +34,12 @@ options:
     type: list
     elements: str
     required: true
+  scenario:
+    description:
+      - For the report of one scenario playbook (no C(triage_host) / C(triage_results)), the scenario whose
+        role's facts to read, by name, on each host without C(triage_results) - C(<scenario>_findings) and
+        C(<scenario>_fleet_findings). A host where the role recorded nothing is C(not checked).
+    type: str
 """
 
 EXAMPLES = """
@@ -80,11 +86,26 @@ def _get(facts, name):
         return None
 
 
-def _host_entry(host, facts):
+def _scenario_results(facts, scenario):
+    """{scenario: result} from the facts one scenario role leaves (named, not scanned); {} when it left none."""
+    found = _get(facts, scenario + "_findings")
+    if not isinstance(found, list):
+        return {}
+    fleet = _get(facts, scenario + "_fleet_findings")
+    details = _get(facts, scenario + "_details")
+    return {scenario: {"status": "ran", "reason": "", "findings": list(found) + (list(fleet) if isinstance(fleet, list) else []),
+                       "details": details if isinstance(details, dict) else {}}}
+
+
+def _host_entry(host, facts, scenario=None):
     """(status, reason, {scenario: result}) of one host, with unfinished scenarios resolved."""
     state = _get(facts, "triage_host")
     results = _get(facts, "triage_results")
     results = dict(results) if isinstance(results, dict) else {}
+    if not results and scenario:
+        results = _scenario_results(facts, scenario)
+        if not results:
+            return "not checked", "the %s playbook recorded nothing here (not in its play, or it stopped before)" % scenario, {}
     if not isinstance(state, dict):
         if not results:
             return "not checked", "the triage did not target this host (it is in none of its groups)", {}
@@ -126,19 +147,21 @@ def _gaps(per_host):
             for (name, status, reason), hosts in sorted(groups.items())]
 
 
-def triage_report(hostvars, hosts):
+def triage_report(hostvars, hosts, scenario=None):
     if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
         raise AnsibleFilterError("triage_report needs the list of hosts to include (inventory host names)")
     if not hasattr(hostvars, "get"):
         raise AnsibleFilterError("triage_report needs hostvars (a mapping of host name to variables), got %s"
                                  % type(hostvars).__name__)
+    if scenario is not None and (not isinstance(scenario, str) or not scenario.isidentifier()):
+        raise AnsibleFilterError("triage_report: scenario must be a scenario name such as stale_arp, not %r" % (scenario,))
     flat, per_host, details, fleet_seen = [], {}, {}, set()
     for host in hosts:
         try:
             facts = hostvars[host]
         except Exception:  # pylint: disable=broad-except
             facts = {}
-        status, reason, scenarios = _host_entry(host, facts)
+        status, reason, scenarios = _host_entry(host, facts, scenario)
         mine = []
         if status in HOST_FINDINGS:
             check, summary, remediation = HOST_FINDINGS[status]

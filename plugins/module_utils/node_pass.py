@@ -77,6 +77,7 @@ ARGUMENT_SPEC = dict(
         warn_ratio=dict(type="float", default=0.8),
         critical_ratio=dict(type="float", default=0.95),
         live_frontends=dict(type="list", elements="str"),
+        when_not_cilium=dict(type="str", choices=["check", "skip"], default="skip"),
     )),
     pod_network=dict(type="dict", default={}, options=dict(
         peers=dict(type="list", elements="dict", default=[], options=routes.PEER_SPEC),
@@ -154,6 +155,21 @@ def skip_reason(name, params):
     return None
 
 
+NOT_CILIUM = "not a Cilium node: no pinned cilium_* maps under /sys/fs/bpf/tc/globals and no Cilium agent socket"
+
+
+def not_cilium_reason(cni_params):
+    """The skip reason of the Cilium checks on a node that shows nothing of Cilium (None when it does):
+    the same per-node decision as the triage's roles (cni_files.detect: pinned maps, agent socket,
+    a cilium-cni configuration)."""
+    try:
+        configs = cni_files.read_dir(cni_params.get("conf_dir") or "/etc/cni/net.d",
+                                     cni_params.get("bin_dir") or "/opt/cni/bin")["configs"]
+    except TriageError:
+        configs = []
+    return None if cni_files.detect(configs)["cilium"] else NOT_CILIUM
+
+
 def failed_finding(name, node, error):
     """The finding of a scenario that could not run (as the triage records a failed scenario role)."""
     return finding(
@@ -196,6 +212,8 @@ def run(params, runner, checks=CHECKS, clock=time.monotonic):
         if name in NODE_NAMED:
             sub["node_name"] = node
         reason = "not asked for" if name not in wanted else skip_reason(name, sub)
+        if not reason and name == "cilium_maps" and sub.get("when_not_cilium") == "skip":
+            reason = not_cilium_reason(params.get("cni") or {})
         if reason:
             results[name] = {"status": "skipped", "reason": reason, "findings": [], "data": {}, "seconds": 0.0}
         else:

@@ -132,6 +132,14 @@ options:
           - The frontends Kubernetes knows, as C(ip:port/proto); unset means unknown (no stale-frontend check).
         type: list
         elements: str
+      when_not_cilium:
+        description:
+          - V(skip) (the triage's C(triage_cni=auto)) records the scenario as skipped, "not a Cilium node",
+            when the node shows no pinned C(cilium_*) maps, no Cilium agent socket and no C(cilium-cni)
+            configuration; V(check) reads the maps anyway (C(triage_cni=cilium)).
+        type: str
+        choices: [check, skip]
+        default: skip
   pod_network:
     description: Options of the pod-CIDR route check (as M(k8snet.triage.route_check)).
     type: dict

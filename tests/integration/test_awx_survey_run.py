@@ -49,7 +49,7 @@ def test_survey_answers_dry_run_then_real_run(lab, ansible, vips):
     dry = ansible.playbook(PLAYBOOK, survey, diff=True)
     assert dry.rc == 0, dry
     assert lladdr(lab, "node3", vips[0]) == WRONG and lladdr(lab, "node2", vips[1]) == WRONG
-    checks = {r["host"]: r["result"] for r in dry.results(task="Check the neighbor cache of this client and flush stale entries")}
+    checks = {r["host"]: r["result"] for r in dry.results(task="Flush the stale entries of this client")}
     assert set(checks) == {"node2", "node3"}
     assert checks["node3"]["changed"] and checks["node2"]["changed"]  # what would change, in check mode
     assert "-%s dev eth0 lladdr %s STALE" % (vips[0], WRONG) in dry.stdout

@@ -27,9 +27,11 @@ def run_report(tmp_path, facts, extra):
         "control_plane": {"hosts": {"cp1": None}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     plays = [
-        {"name": "Findings as the scenario roles leave them", "hosts": "k8s_nodes", "gather_facts": False,
-         "connection": "local", "tasks": [{"name": "Set findings", "ansible.builtin.set_fact": {
-             "stale_arp_findings": "{{ __facts[inventory_hostname] | default([]) }}"}}],
+        {"name": "Findings as the triage records them (triage_host, triage_results)", "hosts": "k8s_nodes",
+         "gather_facts": False, "connection": "local", "tasks": [{"name": "Set findings", "ansible.builtin.set_fact": {
+             "triage_host": {"status": "reached", "reason": ""},
+             "triage_results": {"stale_arp": {"status": "ran", "reason": "",
+                                              "findings": "{{ __facts[inventory_hostname] | default([]) }}"}}}}],
          "vars": {"__facts": facts}},
         {"name": "Report", "hosts": "localhost", "gather_facts": False, "connection": "local",
          "roles": [{"role": "k8snet.triage.report"}]},

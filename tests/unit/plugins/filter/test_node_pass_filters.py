@@ -27,7 +27,10 @@ def test_fleet_inputs_come_from_the_inventory_contract():
     # no DNS server and no VIP: dns and stale_arp are not asked
     assert params["scenarios"] == ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity"]
     assert params["firewall_drops"] == {"interval": 2}
-    assert params["calico"] == {"expected_peers": ["198.18.96.11", "198.18.96.12", "198.18.100.13"]}
+    # triage_cni auto: a node without BIRD or without Cilium is "not a ... node", not critical
+    assert params["calico"] == {"expected_peers": ["198.18.96.11", "198.18.96.12", "198.18.100.13"],
+                                "when_not_calico": "skip"}
+    assert params["cilium_maps"]["when_not_cilium"] == "skip"
     # the hosts with a pod CIDR, named and addressed as calico_inventory_nodes does
     assert params["pod_network"] == {"peers": [
         {"node": "n1", "node_ip": "198.18.96.11", "pod_cidrs": ["198.19.96.0/24"]},
@@ -45,7 +48,8 @@ def test_cni_choice_dns_servers_and_vip_clients():
     assert params["scenarios"][-2:] == ["dns", "stale_arp"]
     assert params["dns"] == {"servers": variables["dns_servers"], "host_resolvers": False}
     assert params["stale_arp"] == {"addresses": ["198.18.96.200"], "expected": owners["expected"]}
-    assert params["cilium_maps"] == {"live_frontends": []}  # [] means "Kubernetes has no services"
+    # [] means "Kubernetes has no services"; triage_cni cilium reads the maps whatever the node shows
+    assert params["cilium_maps"] == {"live_frontends": [], "when_not_cilium": "check"}
     # a client that is not a node gets only stale_arp
     assert node_pass_params(variables, "client", HOSTVARS, GROUPS, owners)["scenarios"] == ["stale_arp"]
 
