@@ -324,21 +324,22 @@ def test_kube_and_cross_node_findings_reach_the_report_once(fleet, ansible, tmp_
     assert sum(report["counts"]["severity"].values()) == len(findings)
 
 
-def test_awx_kubernetes_credential_alone_runs_the_api_steps(lab, tmp_path):
+def test_awx_kubernetes_credential_alone_runs_the_api_steps(fleet, tmp_path):
     """AWX's bearer-token credential injects only K8S_AUTH_HOST / K8S_AUTH_API_KEY (and friends), no
     kubeconfig variable: triage.yml, run through ansible-runner as AWX runs it, still runs every API step
     (the cni role's API half, f5, lb_health) and reports their findings, instead of a green 'skipped'."""
     import ansible_runner
-    server = start(lab, "cluster.yaml", "cni.yaml", label="kube-api-awx",
+    server = start(fleet, "cluster.yaml", "cni.yaml", label="kube-api-awx",
                    tokens={"k8snet-lab-token": {"user": "lab-admin"}, "awx-token": {"user": "awx"}})
     private = tmp_path / "runner"
     (private / "inventory").mkdir(parents=True)
-    (private / "inventory" / "hosts.json").write_text(Path(lab.inventory_path).read_text())
+    (private / "inventory" / "hosts.json").write_text(Path(fleet.inventory_path).read_text())
     out = tmp_path / "report"
     out.mkdir()
     try:
         result = ansible_runner.run(
             private_data_dir=str(private), playbook=str(ROOT / "playbooks" / "triage.yml"), quiet=True,
+            limit="localhost:node1:node2:node3",  # the nodes other tests of this module leave up
             extravars={"report_output_dir": str(out), "report_fail_on_critical": False, "triage_scenarios": ["cni"]},
             envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "KUBECONFIG": "/nonexistent/kubeconfig",
                      "K8S_AUTH_HOST": server.url, "K8S_AUTH_API_KEY": "awx-token",
