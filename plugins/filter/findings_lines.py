@@ -2,7 +2,7 @@
 # Copyright (c) 2026, k8snet.triage contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Controller-side helpers for the findings contract (DESIGN.md section 4)."""
+"""Controller-side helpers for the findings contract (docs/developing.md, "Findings in roles")."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputE
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 
-# calicoctl's socket paths, and where it falls back to (formats.md section 3).
+# calicoctl's socket paths, and where it falls back to (calicoctl node status reads the same ones).
 CALICO_SOCKETS = ("/var/run/calico/bird.ctl", "/var/run/calico/bird6.ctl")
 FALLBACK_DIR = "/var/run/bird"
 DEFAULT_TIMEOUT = 5

@@ -6,7 +6,7 @@
 
 Neither ``bpftool`` nor a compiled extension is needed on the node: the syscall is made
 with ``libc.syscall`` and the ``union bpf_attr`` members are packed with ``struct``
-(layouts: include/uapi/linux/bpf.h; see the shared reference formats.md section 2).
+(layouts: include/uapi/linux/bpf.h).
 
 Readers:  ``is_bpffs``, ``find_pinned``, ``BpfMap`` (open, info, items, lookup).
 Action:   ``BpfMap.delete_key`` (DELETE_ELEM, one key; never on LRU maps).

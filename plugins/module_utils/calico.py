@@ -28,7 +28,7 @@ def _ip(value):
 
 def inventory_nodes(hosts, hostvars):
     """``[{host, name, address}]`` of inventory hosts: ``k8s_node_name``/``k8s_node_ip``
-    (DESIGN.md section 3), defaulting to the inventory name and ``ansible_host``."""
+    (the inventory contract in README.md, "Inventory"), defaulting to the inventory name and ``ansible_host``."""
     nodes = []
     for host in hosts:
         variables = hostvars[host]

@@ -2,7 +2,7 @@
 # Copyright (c) 2026, k8snet.triage contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The findings contract (DESIGN.md section 4), shared by every module.
+"""The findings contract (docs/developing.md, "Findings in roles"), shared by every module.
 
 A finding is a plain dict with the same keys everywhere:
 ``check``, ``severity``, ``layer``, ``subject``, ``summary``, ``evidence``, ``remediation``.

@@ -19,7 +19,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import ma
 from ansible_collections.k8snet.triage.plugins.module_utils.macs import is_locally_administered, normalize_mac
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 
-# Entries the kernel or a CNI manages: never deleted unless force (safety.md).
+# Entries the kernel or a CNI manages: never deleted unless force (Cilium installs its next hops as
+# managed / extern_learn entries; a flush of those breaks XDP forwarding).
 PROTECTED_STATES = ("PERMANENT", "NOARP")
 PROTECTED_FLAGS = ("extern_learn", "managed")
 UNRESOLVED_STATES = ("FAILED", "INCOMPLETE")

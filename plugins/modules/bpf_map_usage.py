@@ -220,7 +220,7 @@ maps:
       returned: for Cilium LB maps with the known layout
 findings:
   description:
-    - Findings (DESIGN.md contract) with checks C(bpf.map_pressure), C(bpf.map_full), C(bpf.orphan_backends),
+    - Findings (the collection's findings contract) with checks C(bpf.map_pressure), C(bpf.map_full), C(bpf.orphan_backends),
       C(bpf.dangling_service_slots), C(bpf.orphan_reverse_nat), C(bpf.stale_frontends), and with O(verify_deleted)
       C(bpf.deleted_live_frontends).
     - They describe the maps as read before any cleanup; RV(deleted) says what the cleanup removed. Run the module

@@ -197,7 +197,7 @@ sockets:
   sample: [{"path": "/var/run/calico/bird.ctl", "status": "ok", "version": "1.6.8"}]
 findings:
   description:
-    - Findings (DESIGN.md section 4) C(bgp.not_established), C(bgp.stale_peer), C(bgp.missing_peer),
+    - Findings (the collection's findings contract) C(bgp.not_established), C(bgp.stale_peer), C(bgp.missing_peer),
       C(bgp.bird_down), or one C(bgp.sessions) of severity ok.
   returned: always
   type: list
