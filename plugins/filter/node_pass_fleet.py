@@ -11,7 +11,11 @@ name: node_pass_fleet
 short_description: the fleet-scoped results of a one-pass triage, each published once
 version_added: 0.2.0
 description:
-  - Returns a dict of scenario name to C(status), C(reason), C(findings) and C(hosts) for what concerns several hosts, not one.
+  - Returns a dict of scenario name to C(status), C(reason), C(findings), C(details) and C(hosts) for
+    what concerns several hosts, not one, in the shape of a host's C(triage_results), so the triage
+    records them once, on the controller, in its C(triage_results).
+  - Each finding is marked C(scope=fleet) with C(hosts), the hosts it concerns (the entry's C(hosts)),
+    and is counted once by the report.
   - C(stale_arp), the VIP owners' findings (a VIP no owner holds, a VIP several owners hold) from
     O(owners), once for the fleet instead of once per client.
   - C(connectivity), the cross-node matrix (C(connectivity_matrix)) of the hosts whose
@@ -34,7 +38,8 @@ options:
     description:
       - Registered results of the API reads run once on the controller, by scenario name, e.g.
         C(kube) (kube_network_facts) and C(cni) (node_network_status). A skipped read is left out;
-        a failed one is C(failed) with its message and a C(triage.check_failed) finding.
+        one that found no credentials is C(skipped) with that reason; a failed one is C(failed) with
+        its message and a C(triage.check_failed) finding.
     type: dict
     default: {}
 """
@@ -48,23 +53,31 @@ EXAMPLES = """
 
 RETURN = """
 _value:
-  description: a dict of scenario name to C(status), C(reason), C(findings) and C(hosts).
+  description: a dict of scenario name to C(status), C(reason), C(findings), C(details) and C(hosts).
   type: dict
 """
 
+from ansible_collections.k8snet.triage.plugins.filter.node_pass_params import NO_CREDENTIALS
 from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import failed_finding
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import matrix
 from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
-def _api_entry(name, result):
+def _entry(status, reason, findings, hosts, details=None):
+    hosts = sorted(set(str(h) for h in hosts))
+    return {"status": status, "reason": reason, "hosts": hosts, "details": details or {},
+            "findings": [dict(f, scope="fleet", hosts=f.get("hosts") or hosts) for f in findings if isinstance(f, dict)]}
+
+
+def _api_entry(name, result, hosts):
+    if "credential_source" in result and result["credential_source"] is None:
+        return _entry("skipped", NO_CREDENTIALS, [], [])
     if result.get("failed") or "findings" not in result:
         reason = str(result.get("msg") or "the read returned no findings")
-        return {"status": "failed", "reason": reason, "hosts": [],
-                "findings": [failed_finding(name, "the Kubernetes API", reason)]}
-    hosts = sorted(set(n["name"] for n in result.get("nodes") or [] if isinstance(n, dict) and n.get("name")))
-    return {"status": "ran", "reason": "", "findings": list(result["findings"]), "hosts": hosts}
+        return _entry("failed", reason, [failed_finding(name, "the Kubernetes API", reason)], hosts)
+    named = [n["name"] for n in result.get("nodes") or [] if isinstance(n, dict) and n.get("name")]
+    return _entry("ran", "", list(result["findings"]), named or hosts)
 
 
 def node_pass_fleet(hostvars, hosts, owners=None, api=None):
@@ -77,18 +90,19 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
     out = {}
     for name, result in sorted((api or {}).items()):
         if isinstance(result, dict) and result and not result.get("skipped"):
-            out[name] = _api_entry(name, result)
+            out[name] = _api_entry(name, result, hosts)
     if owners:
-        out["stale_arp"] = {"status": "ran", "reason": "", "findings": list(owners.get("findings") or []),
-                            "hosts": sorted(set(h["node"] for held in owners.get("owners", {}).values() for h in held))}
+        out["stale_arp"] = _entry("ran", "", list(owners.get("findings") or []),
+                                  [h["node"] for held in owners.get("owners", {}).values() for h in held])
     probed = {}
     for host in hosts:
         entry = ((hostvars[host].get("triage_results") or {}).get("connectivity") or {})
         if entry.get("status") == "ran":
             probed[host] = entry["data"]
     if probed:
-        out["connectivity"] = dict(matrix(probed), status="ran", reason="", hosts=sorted(probed))
-        out["connectivity"].pop("pairs")
+        found = matrix(probed)
+        out["connectivity"] = _entry("ran", "", found.pop("findings"), probed,
+                                     dict((k, v) for k, v in found.items() if k != "pairs"))
     return out
 
 

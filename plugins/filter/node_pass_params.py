@@ -19,13 +19,17 @@ description:
   - C(pod_network.peers) from C(pod_network_peers), else the hosts of C(pod_network_nodes_group) that
     have C(k8s_pod_cidr), named and addressed by the same contract.
   - C(connectivity.targets) from C(connectivity_peers) over C(connectivity_group).
-  - C(dns.servers) from O(kube) (C(dns_servers) of kube_network_facts) when a kubeconfig was given,
-    else C(dns_servers); C(cilium_maps.live_frontends) likewise from C(service_frontends), else
-    C(cilium_maps_live_frontends).
+  - C(dns.servers) from O(kube) (C(dns_servers) of kube_network_facts) when that read returned its
+    facts (any credential the kube layer accepts), else C(dns_servers); C(cilium_maps.live_frontends)
+    likewise from C(service_frontends), else C(cilium_maps_live_frontends).
   - C(stale_arp.expected) from O(owners), the output of C(vip_owners) over the owners' pre-read.
   - C(scenarios) from C(triage_scenarios) and C(triage_cni), the node scenarios for hosts of
     C(triage_nodes_group), C(dns) only with DNS servers, C(stale_arp) for hosts of
     C(stale_arp_clients_group) when C(stale_arp_vips) is given.
+  - C(skipped), for every wanted scenario that does not apply to the host, the reason (not in the
+    nodes group, C(triage_cni) names another CNI, no DNS servers and why the API gave none, not a
+    client of the VIPs, no VIPs). The triage records them as skipped, so its report covers every
+    scenario of every host.
 options:
   _input:
     description: The variables of the play as a dict (role variables named as in the scenario roles, C(triage_*) ones).
@@ -48,7 +52,9 @@ options:
     type: dict
     default: {}
   kube:
-    description: The result of C(kube_network_facts) gathered once (C(nodes), C(service_frontends), C(dns_servers)); empty without a kubeconfig.
+    description:
+      - The registered result of C(kube_network_facts) gathered once (C(nodes), C(service_frontends), C(dns_servers)).
+      - Empty, skipped or failed, the API inputs are not used, and the variables are (C(dns_servers) ...).
     type: dict
     default: {}
 """
@@ -116,8 +122,8 @@ def _group(groups, name):
 def _expected_peers(variables, hostvars, groups, kube):
     if variables.get("calico_expected_nodes"):
         nodes = variables["calico_expected_nodes"]
-    elif variables.get("triage_kubeconfig"):
-        # projectcalico.org/IPv4Address (prefix length removed), else the InternalIP
+    elif kube:
+        # read from the API: projectcalico.org/IPv4Address (prefix length removed), else the InternalIP
         nodes = [{"name": n["name"], "address": n.get("calico_ipv4_address") or n.get("internal_ip")}
                  for n in kube.get("nodes") or [] if n.get("calico_ipv4_address") or n.get("internal_ip")]
     else:
@@ -138,20 +144,53 @@ def _pod_peers(variables, hostvars, groups):
     return peers
 
 
-def _scenarios(variables, host, groups, dns_servers):
+NO_CREDENTIALS = ("no Kubernetes credentials (triage_kubeconfig, module_defaults for group/k8snet.triage.kube, "
+                  "K8S_AUTH_*, an in-cluster service account or ~/.kube/config)")
+
+
+def _api(kube):
+    """(usable, reason) of the API read handed in: usable when it returned its facts (a registered
+    result with failed_when: false keeps failed false: a read that failed has no findings)."""
+    if not kube or kube.get("skipped"):
+        return False, NO_CREDENTIALS
+    if "credential_source" in kube and kube["credential_source"] is None:
+        return False, NO_CREDENTIALS
+    if kube.get("failed") or "findings" not in kube:
+        return False, "the Kubernetes API could not be read: %s" % str(kube.get("msg") or "no result")[:300]
+    return True, ""
+
+
+def _scenarios(variables, host, groups, dns_servers, api_reason):
+    """(scenarios to run, {scenario: reason} for the wanted ones that do not apply to this host)."""
     wanted = variables.get("triage_scenarios")
     wanted = NODE_SCENARIOS + ["stale_arp"] if wanted is None else list(wanted)
     cni = variables.get("triage_cni") or "auto"
-    out = []
-    if host in _group(groups, variables.get("triage_nodes_group") or "k8s_nodes"):
-        out = [s for s in NODE_SCENARIOS if s in wanted]
-        out = [s for s in out if not (s == "calico" and cni not in ("auto", "calico"))
-               and not (s == "cilium_maps" and cni not in ("auto", "cilium"))
-               and not (s == "dns" and not dns_servers)]
-    if ("stale_arp" in wanted and variables.get("stale_arp_vips")
-            and host in _group(groups, variables.get("stale_arp_clients_group") or "admin_control_plane")):
-        out.append("stale_arp")
-    return out
+    nodes_group = variables.get("triage_nodes_group") or "k8s_nodes"
+    clients_group = variables.get("stale_arp_clients_group") or "admin_control_plane"
+    is_node = host in _group(groups, nodes_group)
+    out, skipped = [], {}
+    for name in NODE_SCENARIOS:
+        if name not in wanted:
+            continue
+        if not is_node:
+            skipped[name] = "not in group %s" % nodes_group
+        elif name == "calico" and cni not in ("auto", "calico"):
+            skipped[name] = "triage_cni is %s" % cni
+        elif name == "cilium_maps" and cni not in ("auto", "cilium"):
+            skipped[name] = "triage_cni is %s" % cni
+        elif name == "dns" and not dns_servers:
+            skipped[name] = ("no DNS servers given (dns_servers) and %s" % api_reason if api_reason
+                             else "the Kubernetes API lists no DNS Service and no DNS pod (see the kube findings)")
+        else:
+            out.append(name)
+    if "stale_arp" in wanted:
+        if host not in _group(groups, clients_group):
+            skipped["stale_arp"] = "not a client of the VIPs (not in group %s)" % clients_group
+        elif not variables.get("stale_arp_vips"):
+            skipped["stale_arp"] = "no VIPs given (stale_arp_vips)"
+        else:
+            out.append("stale_arp")
+    return out, skipped
 
 
 def node_pass_params(variables, host, hostvars, groups, owners=None, kube=None):
@@ -161,16 +200,16 @@ def node_pass_params(variables, host, hostvars, groups, owners=None, kube=None):
         if value is not None and not isinstance(value, dict):
             raise AnsibleFilterError("node_pass_params: %s must be a dict, not %s" % (what, type(value).__name__))
     owners, kube = owners or {}, kube or {}
-    api = bool(variables.get("triage_kubeconfig"))
-    dns_servers = kube.get("dns_servers") or [] if api else variables.get("dns_servers") or []
-    scenarios = _scenarios(variables, host, groups, dns_servers)
+    api, api_reason = _api(kube)
+    dns_servers = (kube.get("dns_servers") or []) if api else (variables.get("dns_servers") or [])
+    scenarios, skipped = _scenarios(variables, host, groups, dns_servers, "" if api else api_reason)
     facts = hostvars[host]
-    params = {"node_name": str(facts.get("k8s_node_name") or host), "scenarios": scenarios}
+    params = {"node_name": str(facts.get("k8s_node_name") or host), "scenarios": scenarios, "skipped": skipped}
     try:
         for name in scenarios:
             params[name] = _set(variables, ROLE_VARIABLES[name])
         if "calico" in scenarios:
-            params["calico"]["expected_peers"] = _expected_peers(variables, hostvars, groups, kube)
+            params["calico"]["expected_peers"] = _expected_peers(variables, hostvars, groups, kube if api else {})
         if "pod_network" in scenarios:
             params["pod_network"]["peers"] = _pod_peers(variables, hostvars, groups)
     except NodeListError as exc:
@@ -181,7 +220,6 @@ def node_pass_params(variables, host, hostvars, groups, owners=None, kube=None):
         params["calico"]["when_not_calico"] = "skip" if auto else "critical"
     if "cilium_maps" in scenarios:
         params["cilium_maps"]["when_not_cilium"] = "skip" if auto else "check"
-    if "cilium_maps" in scenarios:
         live = kube.get("service_frontends") if api else variables.get("cilium_maps_live_frontends")
         if live is not None:
             params["cilium_maps"]["live_frontends"] = live

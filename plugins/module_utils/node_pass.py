@@ -16,7 +16,8 @@ VIP owners' MACs, live frontends) is not computed here: the controller computes 
 and hands it in with each scenario's parameters.
 
 The result, per scenario: ``{"status": "ran"|"skipped"|"failed", "reason", "findings",
-"data", "seconds"}``.  A scenario that fails (its reader raised) does not stop the others: it
+"data", "seconds"}``; a check whose data says ``applicable: false`` (with ``skip_reason``) found
+on the node that it does not apply, and is skipped.  A scenario that fails (its reader raised) does not stop the others: it
 becomes a ``triage.check_failed`` finding, the same one the triage records when a scenario
 role fails on a host.
 """
@@ -188,7 +189,13 @@ def _run_one(name, check, params, runner, node, clock):
     started = clock()
     try:
         out = check(params, runner)
-        entry = {"status": "ran", "reason": "", "findings": out["findings"], "data": out["data"]}
+        data = out["data"]
+        if data.get("applicable") is False:
+            # the check itself found that it does not apply here (calico: no BIRD and no Calico CNI)
+            entry = {"status": "skipped", "reason": data.get("skip_reason") or "does not apply to this node",
+                     "findings": [], "data": data}
+        else:
+            entry = {"status": "ran", "reason": "", "findings": out["findings"], "data": data}
     except TriageError as exc:
         entry = {"status": "failed", "reason": exc.message, "findings": [failed_finding(name, node, exc.message)],
                  "data": {}}

@@ -4,9 +4,11 @@ Faults injected once (tests/lab/faults): a stale ARP entry for a VIP on a client
 blackhole route over part of node3's pod CIDR on node2, a DROP rule on node2 whose counter
 grows (ICMP from node3 the whole time), Cilium LB maps with orphaned backends on node1 and a
 full backends map on node2, and Calico's BGP mesh with a dead peer (an address nobody holds)
-and a bad-AS pair. Then triage.yml (the scenario roles) and a play of tasks/node_pass.yml run
-on the same lab; per host and scenario, the findings must be the same sets of
-(check, subject, severity), and the node pass must cost one module invocation per host.
+and a bad-AS pair. Then the scenario roles (tests/integration/playbooks/roles_triage.yml, the
+triage as it ran before the one pass) and triage.yml (the one pass) run on the same lab; per host
+and scenario, the status, the reason and the findings must be the same sets of
+(check, subject, severity), the fleet conclusions the same once, and triage.yml must cost one
+module invocation and at most 5 tasks per node.
 """
 
 from __future__ import annotations
@@ -66,58 +68,53 @@ def faults(lab):
 
 @pytest.fixture(scope="module")
 def both_runs(lab, ansible, faults, tmp_path_factory):
-    out = tmp_path_factory.mktemp("report")
-    extra = {"stale_arp_vips": [faults["vip"]], "report_output_dir": str(out), "report_fail_on_critical": False,
+    before, after = tmp_path_factory.mktemp("roles"), tmp_path_factory.mktemp("onepass")
+    extra = {"stale_arp_vips": [faults["vip"]], "report_fail_on_critical": False,
              "triage_scenarios": NODE_SCENARIOS + ["stale_arp"], "firewall_drops_interval": 3}
-    roles = ansible.playbook("k8snet.triage.triage", extra_vars=extra)
+    roles = ansible.playbook(ROOT / "tests" / "integration" / "playbooks" / "roles_triage.yml",
+                             extra_vars=dict(extra, report_output_dir=str(before)))
     assert roles.rc == 0, roles
-    report = json.loads((out / "triage-report.json").read_text())
-    play = tmp_path_factory.mktemp("play") / "node_pass.yml"
-    play.write_text(
-        "- name: One pass per node\n"
-        "  hosts: k8s_nodes:admin_control_plane\n"
-        "  gather_facts: false\n"
-        "  tasks:\n"
-        "    - name: Node pass\n"
-        "      ansible.builtin.include_tasks: %s\n" % (ROOT / "playbooks" / "tasks" / "node_pass.yml"))
-    one = ansible.playbook(play, extra_vars=extra)
+    one = ansible.playbook("k8snet.triage.triage", extra_vars=dict(extra, report_output_dir=str(after)))
     assert one.rc == 0, one
-    return report, one
+    return (json.loads((before / "triage-report.json").read_text()), one,
+            json.loads((after / "triage-report.json").read_text()))
 
 
 def _pass_results(run):
     results = {}
-    for rec in run.results(task="Record this host's result per scenario"):
+    for rec in run.results(task="Record this host's status and result per scenario"):
         results[rec["host"]] = rec["result"]["ansible_facts"]["triage_results"]
     return results
 
 
+def _fleet(report, scenario):
+    return [f for f in report["findings"] if f["scenario"] == scenario and f.get("scope") == "fleet"]
+
+
 def test_findings_equal_the_scenario_roles_on_every_host(lab, both_runs):
-    report, one = both_runs
-    passes = _pass_results(one)
-    assert sorted(passes) == sorted(n.name for n in lab.nodes)
+    roles, one, report = both_runs
     compared = 0
-    for host, scenarios in passes.items():
-        for scenario, entry in scenarios.items():
+    for host in [n.name for n in lab.nodes]:
+        for scenario in NODE_SCENARIOS + ["stale_arp"]:
             # the same per-node decision as the roles (triage_cni auto: "not a Cilium node" ...)
-            theirs = report["hosts"][host]["scenarios"][scenario]
-            assert (entry["status"], entry["reason"]) == (theirs["status"], theirs["reason"]), (host, scenario)
-            mine = entry["findings"]
-            if scenario == "stale_arp":  # the VIP owners' findings are fleet results in the node pass
-                fleet = one.result("Publish the fleet results once", one.results(task="Publish the fleet results once")[0]["host"])
-                mine = mine + fleet["ansible_facts"]["triage_fleet_results"]["stale_arp"]["findings"]
+            mine, theirs = report["hosts"][host]["scenarios"][scenario], roles["hosts"][host]["scenarios"][scenario]
+            assert (mine["status"], mine["reason"]) == (theirs["status"], theirs["reason"]), (host, scenario)
             # what this host showed; the fleet conclusions (scope fleet) are compared below, once
-            roles = [f for f in report["findings"] if f["host"] == host and f["scenario"] == scenario
-                     and f.get("scope", "host") == "host"]
-            assert _key(mine) == _key(roles), (host, scenario)
+            found = [[f for f in r["findings"] if f["host"] == host and f["scenario"] == scenario and f["scope"] == "host"]
+                     for r in (report, roles)]
+            assert _key(found[0]) == _key(found[1]), (host, scenario)
             compared += 1
-    # every node had the six node scenarios (ran or skipped alike); the two clients had stale_arp too
-    assert compared == 3 * len(NODE_SCENARIOS) + 2
-    # the connectivity matrix's conclusions: published once by each path
-    fleet = one.result("Publish the fleet results once", one.results(task="Publish the fleet results once")[0]["host"])
-    mine = fleet["ansible_facts"]["triage_fleet_results"]["connectivity"]["findings"]
-    roles = [f for f in report["findings"] if f["scenario"] == "connectivity" and f.get("scope") == "fleet"]
-    assert _key(mine) == _key(roles)
+    assert compared == 3 * (len(NODE_SCENARIOS) + 1)
+    # the fleet conclusions (the VIP owners', the connectivity matrix's): the same, each once
+    for scenario in ("stale_arp", "connectivity"):
+        assert _key(_fleet(report, scenario)) == _key(_fleet(roles, scenario)), scenario
+        assert len(_fleet(report, scenario)) == len(_key(_fleet(report, scenario)))
+    assert report["counts"]["severity"] == roles["counts"]["severity"]
+    # the details the HTML report draws travel too (and the controller's: the connectivity matrix)
+    nodes = [n.name for n in lab.nodes]
+    assert ({h: sorted(d) for h, d in report["details"].items() if h in nodes}
+            == {h: sorted(d) for h, d in roles["details"].items() if h in nodes})
+    assert report["details"]["localhost"]["connectivity"]["silent_pairs"] is not None
 
 
 def test_the_faults_are_in_the_findings(lab, both_runs, faults):
@@ -141,19 +138,35 @@ def test_the_faults_are_in_the_findings(lab, both_runs, faults):
         assert [f["subject"].split(" ")[0] for f in stale] == [faults["stale_peer"]] and stale[0]["severity"] == "critical"
 
 
-def test_one_module_invocation_per_node(lab, both_runs):
+def test_one_module_invocation_and_at_most_five_tasks_per_node(lab, both_runs):
     one = both_runs[1]
+    nodes = sorted(n.name for n in lab.nodes)
     ours = [r for r in one.records if r["action"].startswith("k8snet.triage.") and r["status"] != "skipped"]
     per_host = {}
     for rec in ours:
         if rec["action"].endswith("node_triage"):
             per_host.setdefault(rec["host"], []).append(rec)
-    assert sorted(per_host) == sorted(n.name for n in lab.nodes)
+    assert sorted(per_host) == nodes
     assert all(len(recs) == 1 for recs in per_host.values())
-    # the only other module runs are the VIP owners' pre-read, once per owner, not per client
-    others = [r for r in ours if not r["action"].endswith("node_triage")]
-    assert [r["action"] for r in others] == ["k8snet.triage.arp_check"]
-    assert len(others[0]["result"]["results"]) == len(lab.group("control_plane"))
+    # the other module runs: the credentials probe and the API read (no credentials here: no request),
+    # and the VIP owners' pre-read, once per owner, not per client
+    others = sorted(set(r["action"] for r in ours if not r["action"].endswith("node_triage")))
+    assert others == ["k8snet.triage.arp_check", "k8snet.triage.kube_network_facts"], others
+    owners = [r for r in ours if r["action"].endswith("arp_check")]
+    assert len(owners) == 1 and len(owners[0]["result"]["results"]) == len(lab.group("control_plane"))
+    # tasks per node: what runs for every node (run_once steps run once for the whole fleet)
+    recap = dict((line.split()[0], line) for line in one.stdout.split("PLAY RECAP")[1].splitlines() if ":" in line)
+    totals = {}
+    for name in nodes:
+        counts = dict(part.split("=") for part in recap[name].split(":", 1)[1].split())
+        totals[name] = sum(int(counts[k]) for k in ("ok", "changed", "failed", "skipped", "unreachable"))
+    assert sorted(totals.values())[len(totals) // 2] <= 5, totals
+    tasks = {}
+    for rec in one.records:
+        if rec["host"] in nodes:
+            tasks.setdefault(rec["task"], set()).add(rec["host"])
+    every_node = [task for task, hosts in tasks.items() if len(hosts) == len(nodes)]
+    assert len(every_node) <= 5, every_node
     # the window was paid once: each pass took about the 3 s firewall window, not window + probes
     for recs in per_host.values():
         timing = recs[0]["result"]["timing"]
@@ -174,6 +187,9 @@ def test_api_half_of_cni_runs_once_and_is_published_once(lab, ansible, tmp_path)
             "- name: One pass per node\n"
             "  hosts: k8s_nodes\n"
             "  gather_facts: false\n"
+            "  module_defaults:\n"
+            "    group/k8snet.triage.kube:\n"
+            "      kubeconfig: '{{ triage_kubeconfig }}'\n"
             "  tasks:\n"
             "    - name: Node pass\n"
             "      ansible.builtin.include_tasks: %s\n" % (ROOT / "playbooks" / "tasks" / "node_pass.yml"))

@@ -58,11 +58,30 @@ def test_kube_inputs_replace_the_variables_with_a_kubeconfig():
     kube = {"nodes": [{"name": "a", "calico_ipv4_address": "10.0.0.1", "internal_ip": "10.1.0.1"},
                       {"name": "b", "calico_ipv4_address": None, "internal_ip": "10.1.0.2"}],
             "service_frontends": ["10.96.0.1:443/TCP"], "dns_servers": [{"address": "10.96.0.10"}]}
-    params = node_pass_params({"triage_kubeconfig": "/k", "dns_servers": [{"address": "1.1.1.1"}]},
-                              "n1", HOSTVARS, GROUPS, kube=kube)
+    kube.update(changed=False, credential_source="kubeconfig", findings=[])
+    params = node_pass_params({"dns_servers": [{"address": "1.1.1.1"}]}, "n1", HOSTVARS, GROUPS, kube=kube)
     assert params["calico"]["expected_peers"] == ["10.0.0.1", "10.1.0.2"]
     assert params["cilium_maps"]["live_frontends"] == ["10.96.0.1:443/TCP"]
     assert params["dns"]["servers"] == [{"address": "10.96.0.10"}]
+
+
+def test_without_a_usable_api_the_variables_are_used_and_skips_say_why():
+    # registered with failed_when: false, a failed read keeps failed false and has no findings
+    for kube, why in (({"failed": False, "credential_source": None, "msg": "no credentials"}, "no Kubernetes credentials ("),
+                      ({"failed": False, "credential_source": "env", "msg": "401 Unauthorized"},
+                       "the Kubernetes API could not be read: 401 Unauthorized"),
+                      ({"skipped": True}, "no Kubernetes credentials (")):
+        params = node_pass_params({"cilium_maps_live_frontends": ["198.18.0.1:80/TCP"]}, "n1", HOSTVARS, GROUPS, kube=kube)
+        assert params["cilium_maps"]["live_frontends"] == ["198.18.0.1:80/TCP"]
+        assert params["skipped"]["dns"].startswith("no DNS servers given (dns_servers) and " + why), params["skipped"]
+        assert params["calico"]["expected_peers"] == ["198.18.96.11", "198.18.96.12", "198.18.100.13"]
+    # every wanted scenario that does not apply to a host is named with its reason
+    params = node_pass_params({"triage_cni": "calico", "stale_arp_vips": ["198.18.96.200"]}, "client", HOSTVARS, GROUPS)
+    assert params["scenarios"] == ["stale_arp"]
+    assert params["skipped"]["cni"] == "not in group k8s_nodes"
+    params = node_pass_params({"triage_cni": "calico"}, "n1", HOSTVARS, GROUPS)
+    assert params["skipped"] == {"cilium_maps": "triage_cni is calico", "dns": params["skipped"]["dns"],
+                                 "stale_arp": "not a client of the VIPs (not in group admin_control_plane)"}
 
 
 def test_bad_inventory_address_is_named():
@@ -73,10 +92,29 @@ def test_bad_inventory_address_is_named():
 def test_record_keeps_asked_scenarios_and_marks_a_pass_that_did_not_run():
     entry = {"status": "ran", "reason": "", "findings": [], "data": {"x": 1}, "seconds": 0.1}
     result = {"scenarios": {"cni": entry, "dns": dict(entry, status="skipped")}, "timing": {}}
-    assert node_pass_record(result, ["cni"]) == {"cni": {"status": "ran", "reason": "", "findings": [], "data": {"x": 1}}}
+    record = node_pass_record(result, ["cni"], {"stale_arp": "no VIPs given (stale_arp_vips)"})
+    assert record["host"] == {"status": "reached", "reason": ""}
+    assert record["results"] == {
+        "cni": {"status": "ran", "reason": "", "findings": [], "details": {}, "data": {"x": 1}},
+        "stale_arp": {"status": "skipped", "reason": "no VIPs given (stale_arp_vips)", "findings": [], "details": {}, "data": {}}}
     down = node_pass_record({"unreachable": True, "msg": "ssh: connect to host: timed out"}, ["cni", "calico"])
-    assert down == {name: {"status": "failed", "reason": "ssh: connect to host: timed out", "findings": [], "data": {}}
-                    for name in ("cni", "calico")}
+    assert down["host"] == {"status": "unreachable", "reason": "ssh: connect to host: timed out"}
+    assert down["results"] == dict((name, {"status": "not run", "reason": "host unreachable", "findings": [], "details": {},
+                                           "data": {}}) for name in ("cni", "calico"))
+    python = node_pass_record({"failed": True, "rc": 127, "msg": "/nonexistent/python3: not found"}, ["cni"])
+    assert python["host"]["status"] == "no usable Python" and python["results"]["cni"]["status"] == "not run"
+    broken = node_pass_record({"failed": True, "msg": "boom"}, ["cni"])
+    assert broken["host"] == {"status": "failed", "reason": "boom"} and broken["results"]["cni"]["status"] == "failed"
+    # nothing applied: the task was skipped, the host is not claimed as checked
+    idle = node_pass_record({"skipped": True, "changed": False}, [], {"cni": "not in group k8s_nodes"})
+    assert idle["host"]["status"] == "not checked" and idle["results"]["cni"]["status"] == "skipped"
+
+
+def test_record_keeps_the_details_the_html_report_draws():
+    maps = [{"name": "m%d" % i, "type": "hash", "entries": i, "max_entries": 10, "ratio": i / 10.0} for i in range(10)]
+    result = {"scenarios": {"cilium_maps": {"status": "ran", "reason": "", "findings": [], "data": {"maps": maps}}}}
+    fill = node_pass_record(result, ["cilium_maps"])["results"]["cilium_maps"]["details"]["map_fill"]
+    assert [m["name"] for m in fill] == ["m9", "m8", "m7", "m6", "m5", "m4", "m3", "m2"]
 
 
 def test_fleet_publishes_owner_findings_once_and_the_connectivity_matrix():
@@ -87,8 +125,9 @@ def test_fleet_publishes_owner_findings_once_and_the_connectivity_matrix():
                 "n3": {"triage_results": {"connectivity": {"status": "ran", "data": {"targets": [dict(row)]}}}},
                 "n2": {"triage_results": {"connectivity": {"status": "skipped", "data": {}}}}}
     fleet = node_pass_fleet(hostvars, ["n1", "n2", "n3"], owners)
-    assert fleet["stale_arp"]["findings"] == [unowned]
-    assert [(f["check"], f["subject"]) for f in fleet["connectivity"]["findings"]] == [("connectivity.node_isolated", "n2")]
+    assert fleet["stale_arp"]["findings"] == [dict(unowned, scope="fleet", hosts=[])]
+    assert [(f["check"], f["subject"], f["scope"], f["hosts"]) for f in fleet["connectivity"]["findings"]] == [
+        ("connectivity.node_isolated", "n2", "fleet", ["n1", "n3"])]
     assert fleet["connectivity"]["hosts"] == ["n1", "n3"]
     assert node_pass_fleet({}, [], {}) == {}
 
@@ -99,7 +138,11 @@ def test_fleet_publishes_the_api_reads_once_and_a_failed_read_as_a_finding():
            "kube": {"failed": True, "msg": "the API answered 403 Forbidden"},
            "dns": {"skipped": True, "changed": False}}
     fleet = node_pass_fleet({}, [], {}, api)
-    assert fleet["cni"] == {"status": "ran", "reason": "", "findings": [crash], "hosts": ["node1", "node2"]}
+    assert fleet["cni"] == {"status": "ran", "reason": "", "details": {}, "hosts": ["node1", "node2"],
+                            "findings": [dict(crash, scope="fleet", hosts=["node1", "node2"])]}
     assert fleet["kube"]["status"] == "failed" and fleet["kube"]["reason"] == "the API answered 403 Forbidden"
     assert [(f["check"], f["subject"]) for f in fleet["kube"]["findings"]] == [("triage.check_failed", "the Kubernetes API")]
     assert "dns" not in fleet
+    # no credentials at all: said plainly, not a failure
+    fleet = node_pass_fleet({}, [], {}, {"kube": {"failed": False, "credential_source": None, "msg": "no credentials"}})
+    assert fleet["kube"]["status"] == "skipped" and fleet["kube"]["reason"].startswith("no Kubernetes credentials")

@@ -82,6 +82,16 @@ def test_a_failing_check_becomes_a_finding_and_the_others_still_run():
     assert [f["check"] for f in out["findings"]] == ["triage.check_failed", "triage.check_failed", "calico.ok"]
 
 
+def test_a_check_that_finds_it_does_not_apply_is_skipped_with_its_reason(tmp_path):
+    """calico_bgp_status' own per-node decision (no BIRD socket, no Calico CNI config): skipped, no finding."""
+    out = node_pass.run({"node_name": "node-a", "scenarios": ["calico"],
+                         "calico": {"sockets": [str(tmp_path / "bird.ctl")], "when_not_calico": "skip",
+                                    "cni_conf_dir": str(tmp_path)}}, None)
+    calico = out["scenarios"]["calico"]
+    assert calico["status"] == "skipped" and calico["reason"].startswith("not a Calico node"), calico
+    assert calico["findings"] == [] and out["findings"] == []
+
+
 def test_node_name_reaches_only_the_checks_that_name_the_node():
     seen = {}
 
