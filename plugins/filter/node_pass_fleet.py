@@ -57,7 +57,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.k8snet.triage.plugins.filter.node_pass_params import NO_CREDENTIALS
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import NO_CREDENTIALS
 from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import failed_finding
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import matrix
 from ansible.errors import AnsibleFilterError

@@ -17,7 +17,7 @@ import functools
 
 from ansible.errors import AnsibleFilterError
 
-_INPUT_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError)
+INPUT_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError)
 
 
 def guarded(name, func):
@@ -28,7 +28,7 @@ def guarded(name, func):
             return func(*args, **kwargs)
         except AnsibleFilterError:
             raise
-        except _INPUT_ERRORS as exc:
+        except INPUT_ERRORS as exc:
             detail = str(exc) or type(exc).__name__
             if len(detail) > 200:
                 detail = detail[:200] + "..."

@@ -1,15 +1,16 @@
-"""The controller side of the one-pass triage: node_pass_params computes the fleet inputs with the
-scenario roles' code and variables; node_pass_record and node_pass_fleet shape the results."""
+"""The controller side of the one-pass triage: plugin_utils/node_pass (the node_pass action's
+logic) computes the fleet inputs with the scenario roles' code and variables and records the
+results; the node_pass_fleet filter publishes the fleet's conclusions once."""
 
 from __future__ import annotations
 
 import pytest
-from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
 from ansible_collections.k8snet.triage.plugins.filter.node_pass_fleet import node_pass_fleet
-from ansible_collections.k8snet.triage.plugins.filter.node_pass_params import node_pass_params
-from ansible_collections.k8snet.triage.plugins.filter.node_pass_record import node_pass_record
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import ParamsError
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import params as node_pass_params
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import record as node_pass_record
 
 HOSTVARS = {
     "n1": {"ansible_host": "198.18.96.11", "k8s_pod_cidr": "198.19.96.0/24"},
@@ -85,7 +86,7 @@ def test_without_a_usable_api_the_variables_are_used_and_skips_say_why():
 
 
 def test_bad_inventory_address_is_named():
-    with pytest.raises(AnsibleFilterError, match="host n1: 'n1.example' is not an IP address"):
+    with pytest.raises(ParamsError, match="host n1: 'n1.example' is not an IP address"):
         node_pass_params({}, "n1", dict(HOSTVARS, n1={"ansible_host": "n1.example"}), GROUPS)
 
 
@@ -146,3 +147,48 @@ def test_fleet_publishes_the_api_reads_once_and_a_failed_read_as_a_finding():
     # no credentials at all: said plainly, not a failure
     fleet = node_pass_fleet({}, [], {}, {"kube": {"failed": False, "credential_source": None, "msg": "no credentials"}})
     assert fleet["kube"]["status"] == "skipped" and fleet["kube"]["reason"].startswith("no Kubernetes credentials")
+
+
+HOSTILE = [None, "", "../../etc/passwd", float("nan"), float("inf"), 10 ** 400, -1, [], [None], {"x": None},
+           "<script>alert(1)</script>", "a" * 100000]
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=lambda v: repr(v)[:20])
+def test_hostile_variables_and_inputs_give_a_clear_error_or_parameters_the_module_validates(value):
+    """What node_pass hands node_triage comes from the inventory and extra vars: hostile values give
+    a ParamsError naming the problem, or reach the module, whose option rules refuse them; nothing
+    else escapes (no traceback in the play)."""
+    names = ["triage_scenarios", "triage_cni", "triage_nodes_group", "stale_arp_vips", "stale_arp_clients_group",
+             "dns_servers", "cilium_maps_live_frontends", "calico_expected_nodes", "pod_network_peers",
+             "connectivity_group", "connectivity_max_peers", "firewall_drops_interval", "calico_sockets"]
+    for name in names:
+        for owners, kube in (({}, {}), (value if isinstance(value, dict) else {"expected": value}, {}),
+                             ({}, {"findings": [], "credential_source": "env", "nodes": value, "dns_servers": value,
+                                   "service_frontends": value})):
+            try:
+                out = node_pass_params({name: value}, "n1", HOSTVARS, GROUPS, owners, kube)
+            except ParamsError as exc:
+                assert str(exc)
+                continue
+            assert isinstance(out["scenarios"], list) and isinstance(out["skipped"], dict)
+    for junk in (value, {"scenarios": value}, {"unreachable": value, "msg": value}, {"failed": True, "rc": value}):
+        if not isinstance(junk, dict):
+            with pytest.raises(ParamsError):
+                node_pass_record(junk, ["cni"])
+            continue
+        recorded = node_pass_record(junk, ["cni"])
+        # never ok for what did not run: a result without scenarios is not "reached"
+        assert recorded["host"]["status"] != "reached" or isinstance(junk.get("scenarios"), dict)
+        assert recorded["results"]["cni"]["status"] in ("failed", "not run")
+
+
+def test_every_variable_the_parameters_read_is_handed_over_by_the_action():
+    """The node_pass action templates only the variables in VARIABLES: one read here but missing there
+    would silently keep its default."""
+    import re
+
+    from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass
+
+    source = open(node_pass.__file__).read()
+    read = set(re.findall(r'variables(?:\.get\(|\[)"([a-z_]+)"', source))
+    assert read and read <= set(node_pass.VARIABLES), read - set(node_pass.VARIABLES)

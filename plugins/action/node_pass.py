@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""One task per host for the one-pass triage: this host's parameters (on the controller), one
+k8snet.triage.node_triage invocation (on the node), and its record (on the controller)."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleConnectionFailure, AnsibleError
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass
+
+MODULE = "k8snet.triage.node_triage"
+
+
+class ActionModule(ActionBase):
+
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+    _VALID_ARGS = frozenset(("owners", "kube"))
+
+    def _variables(self, task_vars):
+        """The triage's and the scenario roles' variables as this host sees them, templated."""
+        return dict((name, self._templar.template(task_vars[name])) for name in node_pass.VARIABLES if name in task_vars)
+
+    def _pass(self, module_args, task_vars):
+        """node_triage's result on this host, or ``unreachable`` with ssh's words."""
+        try:
+            raw = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
+        except AnsibleConnectionFailure as exc:
+            return {"unreachable": True, "msg": str(exc)}
+        try:
+            self._remove_tmp_path(self._connection._shell.tmpdir)
+        except AnsibleConnectionFailure:
+            pass  # the pass returned; a host lost right after keeps its result
+        return raw
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp  # tmp no longer has any effect
+        task_vars = task_vars or {}
+        host = task_vars["inventory_hostname"]
+        args = self._task.args
+        for name, what in (("owners", "the vip_owners result"), ("kube", "the registered kube_network_facts result")):
+            if args.get(name) is not None and not isinstance(args.get(name), dict):
+                result.update(failed=True, msg="node_pass: %s must be %s (a dict), not %s; leave it out when there is none"
+                              % (name, what, type(args[name]).__name__))
+                return result
+        try:
+            params = node_pass.params(self._variables(task_vars), host, task_vars["hostvars"], task_vars["groups"],
+                                      args.get("owners") or {}, args.get("kube") or {})
+        except (node_pass.ParamsError, AnsibleError) as exc:
+            # the inventory cannot give this host's parameters: recorded as a failed host (a
+            # critical finding with the message), the other hosts go on
+            raw = {"failed": True, "msg": "cannot build this host's checks: %s" % exc}
+            params = {"scenarios": [], "skipped": {}}
+        else:
+            module_args = dict((key, value) for key, value in params.items() if key != "skipped")
+            if not params["scenarios"]:
+                raw = {"skipped": True}
+            else:
+                raw = self._pass(module_args, task_vars)
+        recorded = node_pass.record(raw, params["scenarios"], params["skipped"])
+        timing = raw.get("timing") if isinstance(raw.get("timing"), dict) else {}
+        result.update(
+            changed=False,
+            host_status=recorded["host"],
+            scenarios=dict((name, entry["status"]) for name, entry in recorded["results"].items()),
+            timing=timing,
+            ansible_facts={"triage_host": recorded["host"], "triage_results": recorded["results"],
+                           "triage_node_timing": timing},
+        )
+        if recorded["host"]["status"] not in ("reached", "not checked"):
+            # the host is recorded, and the report names it; the play goes on for the others
+            result["warnings"] = ["%s %s: %s (recorded for the report)" % (
+                host, recorded["host"]["status"], recorded["host"]["reason"][:300])]
+        return result

@@ -1,0 +1,114 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_pass
+short_description: one task per host for the triage - its checks built, run in one pass, and recorded
+version_added: 0.2.0
+description:
+  - The node side of C(triage.yml) as one task per host. On the controller, builds this host's
+    M(k8snet.triage.node_triage) parameters from the triage's and the scenario roles' variables
+    (C(triage_*), C(cni_*), C(calico_*), C(cilium_maps_*), C(pod_network_*), C(firewall_drops_*),
+    C(connectivity_*), C(dns_*), C(stale_arp_*), with the roles' names and defaults) and from the
+    inventory (the nodes' names and addresses, C(k8s_node_name), C(k8s_node_ip), C(k8s_pod_cidr)).
+    Then runs node_triage on the host, in one SSH round trip, and records its result as the facts
+    the report reads.
+  - The expected BGP peers and pod-CIDR peers come from C(calico_expected_nodes) /
+    C(pod_network_peers), else the Kubernetes Node list in O(kube), else the inventory; the peers to
+    probe from C(connectivity_group); the DNS servers and the live Service frontends from O(kube)
+    when that read returned its facts, else C(dns_servers) / C(cilium_maps_live_frontends); the
+    VIP owners' MACs from O(owners).
+  - Every wanted scenario (C(triage_scenarios)) that does not apply to the host is recorded as
+    C(skipped) with the reason (not in C(triage_nodes_group), C(triage_cni) names another CNI, no
+    DNS servers and why the API gave none, not in C(stale_arp_clients_group), no C(stale_arp_vips)).
+  - A host that cannot be reached, has no usable Python, or where node_triage fails is recorded
+    with that status and the reason (the task itself succeeds with a warning, so the run goes on
+    and the report names the host); its scenarios are C(not run) (or C(failed)).
+  - An action plugin, so that preparing the parameters and recording the result cost no task of
+    their own. The checks themselves run in the node_triage module, one invocation per host.
+  - Read-only.
+author:
+  - k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+  - ansible.builtin.action_common_attributes.facts
+  - ansible.builtin.action_common_attributes.flow
+attributes:
+  action:
+    support: full
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  check_mode:
+    support: full
+    details: Read-only; node_triage reads the same in check mode.
+  diff_mode:
+    support: none
+  facts:
+    support: full
+  platform:
+    support: full
+    platforms: posix
+options:
+  owners:
+    description:
+      - The output of the P(k8snet.triage.vip_owners#filter) filter over the VIP owners' C(arp_check)
+        results (its C(expected), VIP to the owner's MAC, is handed to the C(stale_arp) check).
+      - Leave out without VIPs.
+    type: dict
+  kube:
+    description:
+      - The registered result of M(k8snet.triage.kube_network_facts) read once on the controller
+        (C(nodes), C(service_frontends), C(dns_servers)).
+      - Left out, skipped, without credentials or failed, the API's inputs are not used and the
+        variables are; the reason is given where a scenario is skipped for want of them.
+    type: dict
+seealso:
+  - module: k8snet.triage.node_triage
+notes:
+  - The playbook C(k8snet.triage.triage) uses it through its task file C(tasks/node_pass.yml),
+    which reads the fleet's inputs once before and publishes the fleet's conclusions once after.
+"""
+
+EXAMPLES = r"""
+- name: Every node-side check of this host, recorded for the report
+  k8snet.triage.node_pass:
+    owners: "{{ vip_owners_result | default(omit) }}"
+    kube: "{{ kube_read | default(omit) }}"
+"""
+
+RETURN = r"""
+host_status:
+  description: This host's status (C(reached), C(unreachable), C(no usable Python), C(failed), C(not checked)) and the reason.
+  returned: always
+  type: dict
+  sample: {"status": "reached", "reason": ""}
+scenarios:
+  description: The status of each wanted scenario on this host (C(ran), C(skipped), C(failed), C(not run)).
+  returned: always
+  type: dict
+  sample: {"cni": "ran", "calico": "skipped"}
+timing:
+  description: node_triage's own wall time and CPU on the node (empty when it did not run).
+  returned: always
+  type: dict
+ansible_facts:
+  description: The facts the report reads.
+  returned: always
+  type: complex
+  contains:
+    triage_host:
+      description: Same as RV(host_status).
+      type: dict
+    triage_results:
+      description: Per scenario C(status), C(reason), C(findings), C(details) (the compact view the HTML report draws) and C(data).
+      type: dict
+    triage_node_timing:
+      description: Same as RV(timing).
+      type: dict
+"""

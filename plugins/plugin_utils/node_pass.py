@@ -1,0 +1,287 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Controller side of the one-pass triage (the k8snet.triage.node_pass action).
+
+``params`` builds, for one host, what its ``k8snet.triage.node_triage`` call needs, from the
+scenario roles' variables (same names, same defaults) and from what needs the fleet, computed
+with the same code as the scenario roles:
+
+- ``calico.expected_peers`` from ``calico_expected_nodes``, else the Kubernetes Node list (the API
+  read handed in as ``kube``), else the inventory group ``calico_nodes_group`` (the
+  ``calico_inventory_nodes`` contract);
+- ``pod_network.peers`` from ``pod_network_peers``, else the hosts of ``pod_network_nodes_group``
+  that have ``k8s_pod_cidr``, named and addressed by the same contract;
+- ``connectivity.targets`` from ``connectivity_peers`` over ``connectivity_group``;
+- ``dns.servers`` and ``cilium_maps.live_frontends`` from the API read when it returned its facts
+  (any credential the kube layer accepts), else ``dns_servers`` / ``cilium_maps_live_frontends``;
+- ``stale_arp.expected`` from ``owners``, the output of ``vip_owners`` over the owners' pre-read;
+- ``scenarios`` from ``triage_scenarios`` and ``triage_cni``; ``skipped``, for every wanted
+  scenario that does not apply to the host, the reason, so the report covers every scenario of
+  every host.
+
+``record`` turns the module's result into the host's ``triage_host`` and ``triage_results``, the
+two facts the report reads.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible.errors import AnsibleError
+
+from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, inventory_nodes
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import INPUT_ERRORS
+
+
+class ParamsError(ValueError):
+    """The inventory or the variables cannot give this host's parameters (the message says which)."""
+
+
+def _guarded(what, func, *args):
+    """``func(*args)``; input of a shape it cannot use is a ParamsError naming it, never a traceback."""
+    try:
+        return func(*args)
+    except ParamsError:
+        raise
+    except AnsibleError as exc:  # the inventory contract's own message (connectivity_peers)
+        raise ParamsError(str(getattr(exc, "message", exc)))
+    except INPUT_ERRORS as exc:
+        detail = ("%s: %s" % (type(exc).__name__, exc))[:300]
+        raise ParamsError("node_pass cannot use %s (%s); see ansible-doc k8snet.triage.node_pass for the "
+                          "variables it reads and what they hold" % (what, detail))
+
+
+def params(variables, host, hostvars, groups, owners=None, kube=None):
+    """The node_triage parameters of ``host`` (plus ``skipped``: {scenario: reason})."""
+    return _guarded("the variables or the fleet inputs of host %s" % host, _params,
+                    variables, host, hostvars, groups, owners, kube)
+
+
+def record(result, asked, skipped=None):
+    """``{"host": {status, reason}, "results": {scenario: {...}}}`` from node_triage's result."""
+    return _guarded("this node_triage result", _record, result, asked, skipped)
+
+
+NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "dns"]
+# scenario -> (node_triage option, role variable); a role variable that is unset keeps the
+# module's default, which is the role's default
+ROLE_VARIABLES = {
+    "cni": (("conf_dir", "cni_conf_dir"), ("bin_dir", "cni_bin_dir")),
+    "calico": (("sockets", "calico_sockets"), ("node_to_node_mesh", "calico_node_to_node_mesh"),
+               ("stuck_after", "calico_stuck_after"), ("timeout", "calico_timeout")),
+    "cilium_maps": (("bpffs", "cilium_maps_bpffs"), ("maps", "cilium_maps_maps"),
+                    ("warn_ratio", "cilium_maps_warn_ratio"), ("critical_ratio", "cilium_maps_critical_ratio")),
+    "pod_network": (("mode", "pod_network_mode"), ("tunnel_device", "pod_network_tunnel_device"),
+                    ("local_pod_routes", "pod_network_local_pod_routes"),
+                    ("destinations", "pod_network_destinations"), ("reader", "pod_network_reader")),
+    "firewall_drops": (("interval", "firewall_drops_interval"), ("limit", "firewall_drops_limit"),
+                       ("backends", "firewall_drops_backends"), ("warning_pps", "firewall_drops_warning_pps"),
+                       ("critical_pps", "firewall_drops_critical_pps")),
+    "connectivity": (("probes", "connectivity_probes"), ("tcp_port", "connectivity_tcp_port"),
+                     ("count", "connectivity_count"), ("timeout", "connectivity_timeout")),
+    "dns": (("names", "dns_names"), ("expect", "dns_expect"), ("cluster_domain", "dns_cluster_domain"),
+            ("protocols", "dns_protocols"), ("timeout", "dns_timeout"), ("retries", "dns_retries"),
+            ("host_resolvers", "dns_host_resolvers"), ("resolv_conf", "dns_resolv_conf")),
+    "stale_arp": (("interface", "stale_arp_interface"), ("probe", "stale_arp_probe"),
+                  ("probe_timeout", "stale_arp_probe_timeout")),
+}
+
+
+# every variable a host's parameters are computed from: the scenario roles' options above, and these
+FLEET_VARIABLES = ("triage_scenarios", "triage_cni", "triage_nodes_group", "stale_arp_vips", "stale_arp_clients_group",
+                   "dns_servers", "cilium_maps_live_frontends", "calico_expected_nodes", "calico_nodes_group",
+                   "pod_network_peers", "pod_network_nodes_group", "connectivity_group", "connectivity_max_peers")
+VARIABLES = FLEET_VARIABLES + tuple(name for pairs in ROLE_VARIABLES.values() for _option, name in pairs)
+
+
+def _set(variables, pairs):
+    out = {}
+    for option, name in pairs:
+        value = variables.get(name)
+        if value is None or value == "" or (option == "sockets" and not value):
+            continue  # unset, or the role's "empty means the default"
+        out[option] = value
+    return out
+
+
+def _group(groups, name):
+    return list(groups.get(name) or [])
+
+
+def _expected_peers(variables, hostvars, groups, kube):
+    if variables.get("calico_expected_nodes"):
+        nodes = variables["calico_expected_nodes"]
+    elif kube:
+        # read from the API: projectcalico.org/IPv4Address (prefix length removed), else the InternalIP
+        nodes = [{"name": n["name"], "address": n.get("calico_ipv4_address") or n.get("internal_ip")}
+                 for n in kube.get("nodes") or [] if n.get("calico_ipv4_address") or n.get("internal_ip")]
+    else:
+        nodes = inventory_nodes(_group(groups, variables.get("calico_nodes_group") or "k8s_nodes"), hostvars)
+    return [str(n["address"]) for n in nodes]
+
+
+def _pod_peers(variables, hostvars, groups):
+    if variables.get("pod_network_peers"):
+        return variables["pod_network_peers"]
+    hosts = [h for h in _group(groups, variables.get("pod_network_nodes_group") or "k8s_nodes")
+             if hostvars[h].get("k8s_pod_cidr")]
+    peers = []
+    for node in inventory_nodes(hosts, hostvars):
+        cidrs = hostvars[node["host"]]["k8s_pod_cidr"]
+        peers.append({"node": node["name"], "node_ip": node["address"],
+                      "pod_cidrs": [cidrs] if isinstance(cidrs, str) else list(cidrs)})
+    return peers
+
+
+NO_CREDENTIALS = ("no Kubernetes credentials (triage_kubeconfig, module_defaults for group/k8snet.triage.kube, "
+                  "K8S_AUTH_*, an in-cluster service account or ~/.kube/config)")
+
+
+def _api(kube):
+    """(usable, reason) of the API read handed in: usable when it returned its facts (a registered
+    result with failed_when: false keeps failed false: a read that failed has no findings)."""
+    if not kube or kube.get("skipped"):
+        return False, NO_CREDENTIALS
+    if "credential_source" in kube and kube["credential_source"] is None:
+        return False, NO_CREDENTIALS
+    if kube.get("failed") or "findings" not in kube:
+        return False, "the Kubernetes API could not be read: %s" % str(kube.get("msg") or "no result")[:300]
+    return True, ""
+
+
+def _scenarios(variables, host, groups, dns_servers, api_reason):
+    """(scenarios to run, {scenario: reason} for the wanted ones that do not apply to this host)."""
+    wanted = variables.get("triage_scenarios")
+    wanted = NODE_SCENARIOS + ["stale_arp"] if wanted is None else list(wanted)
+    cni = variables.get("triage_cni") or "auto"
+    nodes_group = variables.get("triage_nodes_group") or "k8s_nodes"
+    clients_group = variables.get("stale_arp_clients_group") or "admin_control_plane"
+    is_node = host in _group(groups, nodes_group)
+    out, skipped = [], {}
+    for name in NODE_SCENARIOS:
+        if name not in wanted:
+            continue
+        if not is_node:
+            skipped[name] = "not in group %s" % nodes_group
+        elif name == "calico" and cni not in ("auto", "calico"):
+            skipped[name] = "triage_cni is %s" % cni
+        elif name == "cilium_maps" and cni not in ("auto", "cilium"):
+            skipped[name] = "triage_cni is %s" % cni
+        elif name == "dns" and not dns_servers:
+            skipped[name] = ("no DNS servers given (dns_servers) and %s" % api_reason if api_reason
+                             else "the Kubernetes API lists no DNS Service and no DNS pod (see the kube findings)")
+        else:
+            out.append(name)
+    if "stale_arp" in wanted:
+        if host not in _group(groups, clients_group):
+            skipped["stale_arp"] = "not a client of the VIPs (not in group %s)" % clients_group
+        elif not variables.get("stale_arp_vips"):
+            skipped["stale_arp"] = "no VIPs given (stale_arp_vips)"
+        else:
+            out.append("stale_arp")
+    return out, skipped
+
+
+def _params(variables, host, hostvars, groups, owners=None, kube=None):
+    if not isinstance(variables, dict):
+        raise ParamsError("node_pass expects the play's variables as a dict")
+    for value, what in ((owners, "owners (the vip_owners result)"), (kube, "kube (the kube_network_facts result)")):
+        if value is not None and not isinstance(value, dict):
+            raise ParamsError("node_pass: %s must be a dict, not %s" % (what, type(value).__name__))
+    owners, kube = owners or {}, kube or {}
+    api, api_reason = _api(kube)
+    dns_servers = (kube.get("dns_servers") or []) if api else (variables.get("dns_servers") or [])
+    scenarios, skipped = _scenarios(variables, host, groups, dns_servers, "" if api else api_reason)
+    facts = hostvars[host]
+    out = {"node_name": str(facts.get("k8s_node_name") or host), "scenarios": scenarios, "skipped": skipped}
+    try:
+        for name in scenarios:
+            out[name] = _set(variables, ROLE_VARIABLES[name])
+        if "calico" in scenarios:
+            out["calico"]["expected_peers"] = _expected_peers(variables, hostvars, groups, kube if api else {})
+        if "pod_network" in scenarios:
+            out["pod_network"]["peers"] = _pod_peers(variables, hostvars, groups)
+    except NodeListError as exc:
+        raise ParamsError(str(exc))
+    # triage_cni auto decides per node (a node without BIRD / Cilium is "not a ... node"); an explicit CNI does not
+    auto = (variables.get("triage_cni") or "auto") == "auto"
+    if "calico" in scenarios:
+        out["calico"]["when_not_calico"] = "skip" if auto else "critical"
+    if "cilium_maps" in scenarios:
+        out["cilium_maps"]["when_not_cilium"] = "skip" if auto else "check"
+        live = kube.get("service_frontends") if api else variables.get("cilium_maps_live_frontends")
+        if live is not None:
+            out["cilium_maps"]["live_frontends"] = live
+    if "connectivity" in scenarios:
+        out["connectivity"]["targets"] = connectivity_peers(
+            _group(groups, variables.get("connectivity_group") or "k8s_nodes"), host,
+            variables.get("connectivity_max_peers") or 8, hostvars)
+    if "dns" in scenarios:
+        out["dns"]["servers"] = dns_servers
+    if "stale_arp" in scenarios:
+        out["stale_arp"].update(addresses=list(variables["stale_arp_vips"]), expected=owners.get("expected") or {})
+    return out
+
+
+TOP = 8
+NO_PYTHON = re.compile(r"interpreter|python", re.IGNORECASE)
+
+
+def _top(rows, key, fields):
+    rows = [r for r in rows if isinstance(r, dict) and isinstance(r.get(key), (int, float))]
+    return [dict((name, r.get(name)) for name in fields) for r in sorted(rows, key=lambda r: -r[key])[:TOP]]
+
+
+def details(scenario, data):
+    """The compact view of one scenario's data that the HTML report draws ({} for the others)."""
+    data = data if isinstance(data, dict) else {}
+    if scenario == "calico" and isinstance(data.get("peers"), list):
+        return {"bgp_sessions": data["peers"]}
+    if scenario == "cilium_maps" and isinstance(data.get("maps"), list):
+        return {"map_fill": _top(data["maps"], "ratio", ("name", "type", "entries", "max_entries", "ratio"))}
+    if scenario == "firewall_drops" and isinstance(data.get("drops"), list):
+        return {"drop_rates": _top(data["drops"], "pps", ("backend", "chain", "rule", "owner", "pps"))}
+    return {}
+
+
+def _host(result, asked):
+    """The host's status from the registered result (failed_when: false leaves failed false: the
+    result of a pass that ran has its scenarios, any other is a failure, whatever its flag says)."""
+    if result.get("unreachable"):
+        return "unreachable", str(result.get("msg") or "no answer over SSH")
+    if result.get("skipped") or not asked:
+        return "not checked", "no scenario applies to this host"
+    if isinstance(result.get("scenarios"), dict) and not result.get("failed"):
+        return "reached", ""
+    msg = str(result.get("msg") or "the node pass did not run")
+    if result.get("rc") in (126, 127) or NO_PYTHON.search(msg):
+        return "no usable Python", msg
+    return "failed", msg
+
+
+def _record(result, asked, skipped=None):
+    if not isinstance(result, dict):
+        raise ParamsError("node_pass_record expects the registered result of a node_triage task")
+    if not isinstance(asked, list) or not all(isinstance(name, str) for name in asked):
+        raise ParamsError("node_pass_record expects the list of scenario names asked for, not %r" % (asked,))
+    if skipped is not None and not isinstance(skipped, dict):
+        raise ParamsError("node_pass_record: skipped must be the dict of scenario to reason from node_pass_params")
+    status, reason = _host(result, asked)
+    results = dict((str(name), {"status": "skipped", "reason": str(why), "findings": [], "details": {}, "data": {}})
+                   for name, why in (skipped or {}).items())
+    scenarios = result.get("scenarios") if status == "reached" else None
+    for name in asked:
+        entry = scenarios.get(name) if isinstance(scenarios, dict) else None
+        if isinstance(entry, dict):
+            results[name] = {"status": entry.get("status", "failed"), "reason": entry.get("reason", ""),
+                             "findings": entry.get("findings") or [], "details": details(name, entry.get("data")),
+                             "data": entry.get("data") or {}}
+        elif status in ("unreachable", "no usable Python"):
+            results[name] = {"status": "not run", "reason": "host %s" % status, "findings": [], "details": {}, "data": {}}
+        else:
+            results[name] = {"status": "failed", "reason": reason or "the node pass did not return this scenario",
+                             "findings": [], "details": {}, "data": {}}
+    return {"host": {"status": status, "reason": reason}, "results": results}
