@@ -80,7 +80,7 @@ options:
       - Frontends Kubernetes knows, as C(ip:port/proto) (proto V(TCP), V(UDP), V(SCTP) or V(ANY); V(TCP) when
         absent), e.g. every ClusterIP, external IP and LoadBalancer IP with its port, each NodePort and HostPort
         on the node addresses and on C(0.0.0.0). Enables the C(bpf.stale_frontends) check.
-        M(k8snet.triage.kube_network_facts) returns every such form as C(service_frontends).
+        M(k8snet.triage.kube_network_info) returns every such form as C(service_frontends).
       - "A frontend C(A:P/X) in the maps counts as live when (1) the list has C(A:P/X), port 0 and protocol
         V(ANY) matching any port or protocol; or (2) C(A) is C(0.0.0.0) or C(::) (Cilium's surrogate
         NodePort/HostPort frontend) and the list has any address with port C(P) and a matching protocol (a
