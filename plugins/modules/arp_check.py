@@ -24,20 +24,14 @@ description:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
+  - k8snet.triage.attributes.state_change
   - k8snet.triage.netlink
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
     details: In check mode nothing is deleted; RV(flushed) lists what would be deleted.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
     details: The neighbor entries of the checked addresses before and after the flush.
   platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
     details: Linux nodes. Needs CAP_NET_ADMIN to flush and CAP_NET_RAW to probe (C(become=true)).
 options:
   addresses:

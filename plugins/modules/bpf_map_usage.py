@@ -23,17 +23,15 @@ description:
   - If the cleanup fails halfway (a delete refused, a map gone), the failure result still says exactly what was
     deleted (RV(deleted), RV(deleted_keys), RV(deleted_frontends)) and what was not attempted (RV(not_attempted)).
 author: k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - k8snet.triage.attributes.state_change
 attributes:
   check_mode:
-    support: full
-    description: Counts what would be deleted and deletes nothing.
+    details: Counts what would be deleted and deletes nothing.
   diff_mode:
-    support: full
-    description: Entry counts before and after, with a few decoded sample keys per map.
+    details: Entry counts before and after, with a few decoded sample keys per map.
   platform:
-    support: full
-    platforms: posix
-    description: Linux nodes, x86_64 or aarch64; needs CAP_BPF (CAP_SYS_ADMIN before Linux 5.8).
+    details: Linux nodes, x86_64 or aarch64; needs CAP_BPF (CAP_SYS_ADMIN before Linux 5.8).
 options:
   bpffs:
     description:

@@ -26,6 +26,8 @@ description:
   - Read-only; never changes the host.
 author:
   - k8snet.triage contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - k8snet.triage.attributes.node_check
 options:
   sockets:
     description:
@@ -82,16 +84,8 @@ options:
     type: path
     default: /etc/cni/net.d
 attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is no diff.
   platform:
-    support: full
-    platforms: posix
-    description: Linux nodes running Calico with BIRD (BIRD 1.6 or 2). Needs root to open BIRD's socket (C(become=true)).
+    details: Linux nodes running Calico with BIRD (BIRD 1.6 or 2). Needs root to open BIRD's socket (C(become=true)).
 notes:
   - Needs read access to BIRD's socket, which is root's; use C(become) when not connecting as root.
   - The node's own addresses are read with pyroute2 when importable, otherwise with C(ip -json).

@@ -18,17 +18,7 @@ description:
 author:
   - k8snet.triage contributors (!UNKNOWN)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; check mode runs the full check.
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-    details: Linux nodes, any Python 3.9+ (standard library only).
+  - k8snet.triage.attributes.node_check
 options:
   conf_dir:
     description: The CNI configuration directory (an absolute path without V(..) segments).

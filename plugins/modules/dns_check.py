@@ -104,22 +104,12 @@ options:
     type: str
     choices: [auto, dnspython, stdlib]
     default: auto
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: read-only.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 requirements:
   - dnspython (optional; without it the built-in standard-library client is used)
 author:
   - k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - k8snet.triage.attributes.node_check
 """
 
 EXAMPLES = r"""

@@ -21,7 +21,7 @@ description:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes.node_check
 options:
   backends:
     description: The backends to read; a backend whose tools are not installed is reported and skipped.
@@ -49,17 +49,6 @@ options:
   node_name:
     description: The node name used as the subject of findings (default the host name).
     type: str
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; check mode runs the same reads and checks.
-  diff_mode:
-    support: none
-    details: Nothing is changed, so there is nothing to diff.
-  platform:
-    support: full
-    platforms: posix
-    details: Linux nodes, Python 3.9+ (standard library; pyroute2 optional).
 notes:
   - "Reading counters needs root (CAP_NET_ADMIN): use C(become: true)."
   - Native nftables rules are counted only when they have a C(counter) statement, and nftables

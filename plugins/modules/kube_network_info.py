@@ -33,18 +33,8 @@ description:
 author:
   - k8snet.triage contributors (!UNKNOWN)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes.api_read
   - k8snet.triage.kube_auth
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; check mode reads the same.
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-    details: Runs on the controller; talks to the Kubernetes API.
 options:
   gather:
     description:

@@ -28,18 +28,14 @@ description:
 author:
   - k8snet.triage contributors (!UNKNOWN)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes.state_change
   - k8snet.triage.kube_auth
 attributes:
   check_mode:
-    support: full
     details: With O(remediate=cluster), reports what would be patched (after the same re-read) and patches nothing.
   diff_mode:
-    support: full
     details: The Service's externalTrafficPolicy before and after the patch.
   platform:
-    support: full
-    platforms: posix
     details: Runs on the controller (or a node with C(delegate_to)); talks to the Kubernetes API and probes the nodes.
 options:
   services:

@@ -40,7 +40,7 @@ description:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes.node_check
 options:
   node_name:
     description:
@@ -363,18 +363,6 @@ options:
         type: str
         choices: [auto, pyroute2, iproute2]
         default: auto
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: read-only.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 requirements:
   - Python 3.9 or later on the node (standard library; pyroute2 and dnspython are used when importable).
   - C(ip) (iproute2) when pyroute2 is not importable; C(iptables-save) / C(nft) for the firewall counters.

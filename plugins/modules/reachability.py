@@ -63,18 +63,11 @@ options:
     default: auto
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: probes change nothing on the host; they run in check mode too.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: linux
+    details: Probes change nothing on the host; they run in check mode too.
 author:
   - k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - k8snet.triage.attributes.node_check
 """
 
 EXAMPLES = r"""

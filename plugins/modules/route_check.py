@@ -26,7 +26,7 @@ description:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes.node_check
 options:
   peers:
     description:
@@ -87,17 +87,6 @@ options:
     type: str
     choices: [auto, pyroute2, iproute2]
     default: auto
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; check mode runs the same reads and checks.
-  diff_mode:
-    support: none
-    details: Nothing is changed, so there is nothing to diff.
-  platform:
-    support: full
-    platforms: posix
-    details: Linux nodes, Python 3.9+ (standard library; pyroute2 optional).
 notes:
   - Needs C(ip) (iproute2) or the pyroute2 Python library on the node; no privileges beyond reading.
   - Only the main routing table is checked.
