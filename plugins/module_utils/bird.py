@@ -690,6 +690,19 @@ def node_check(params, runner):
     return {"data": data, "findings": result["findings"]}
 
 
+# The options of the BGP session check: calico_bgp_status', and node_triage's calico (with the
+# triage's defaults). Paired one-to-one with the doc fragment k8snet.triage.bird.
+CHECK_SPEC = dict(
+    sockets=dict(type="list", elements="path"),
+    expected_peers=dict(type="list", elements="str", default=[]),
+    node_to_node_mesh=dict(type="bool", default=True),
+    stuck_after=dict(type="int", default=300),
+    timeout=dict(type="int", default=5),
+    when_not_calico=dict(type="str", choices=["critical", "skip"], default="critical"),
+    cni_conf_dir=dict(type="path", default="/etc/cni/net.d"),
+)
+
+
 # The option rules (bounds, shapes) of the bird options, used by module calico_bgp_status and by node_triage.
 RULES = dict(
     sockets=params.each(params.absolute_path, max_items=16),
