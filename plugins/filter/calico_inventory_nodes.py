@@ -41,7 +41,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, inventory_nodes
+from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

@@ -25,7 +25,7 @@ description:
     C(BIRD is not ready: Error querying BIRD)); this is a finding, not a module failure."
   - Read-only; never changes the host.
 author:
-  - k8snet.triage contributors (!UNKNOWN)
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
   - k8snet.triage.attributes.node_check
   - k8snet.triage.bird

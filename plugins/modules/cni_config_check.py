@@ -16,7 +16,7 @@ description:
   - Findings C(node.cni_config_missing), C(node.cni_config_invalid), C(node.cni_binary_missing), or
     C(node.cni_files_ok). Read-only; runs on the node over SSH and needs only the node's Python standard library.
 author:
-  - k8snet.triage contributors (!UNKNOWN)
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
   - k8snet.triage.attributes.node_check
   - k8snet.triage.cni_files

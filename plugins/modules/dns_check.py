@@ -78,7 +78,9 @@ summary:
   type: dict
   sample: {ok: 8, timeout: 4}
 findings:
-  description: The findings (see the collection's findings contract).
+  description:
+    - Findings (the collection's findings contract) with checks C(dns.all_servers_fail), C(dns.some_servers_fail),
+      C(dns.upstream), C(dns.host_resolver) and C(dns.ok).
   returned: always
   type: list
   elements: dict

@@ -25,7 +25,7 @@ description:
     are wrong (a missing kubeconfig) fails the module before any cluster is read.
   - Read-only; runs on the controller and talks to the Kubernetes API.
 author:
-  - k8snet.triage contributors (!UNKNOWN)
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
   - k8snet.triage.attributes.api_read
   - k8snet.triage.kube_auth

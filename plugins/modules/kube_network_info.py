@@ -31,7 +31,7 @@ description:
   - This module was named C(k8snet.triage.kube_network_facts) before 0.2.0. The old name still works (it is
     redirected here, with a deprecation warning) and will be removed in 1.0.0.
 author:
-  - k8snet.triage contributors (!UNKNOWN)
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
   - k8snet.triage.attributes.api_read
   - k8snet.triage.kube_auth

@@ -26,7 +26,7 @@ description:
     and what was not attempted and why. C(--diff) shows each change.
   - The probes go from the host the module runs on (the controller, or a node with C(delegate_to)).
 author:
-  - k8snet.triage contributors (!UNKNOWN)
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
   - k8snet.triage.attributes.state_change
   - k8snet.triage.kube_auth

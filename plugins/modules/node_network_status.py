@@ -18,7 +18,7 @@ description:
     C(node.cni_pod_pending), C(node.cni_pod_missing).
   - Read-only; runs on the controller. The files on the nodes are checked by M(k8snet.triage.cni_config_check).
 author:
-  - k8snet.triage contributors (!UNKNOWN)
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
   - k8snet.triage.attributes.api_read
   - k8snet.triage.kube_auth

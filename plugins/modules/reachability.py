@@ -73,7 +73,9 @@ silent:
   type: list
   elements: str
 findings:
-  description: The findings (see the collection's findings contract).
+  description:
+    - Findings (the collection's findings contract) with checks C(reach.unreachable), C(reach.port_closed),
+      C(reach.port_filtered), C(reach.arp_conflict), C(reach.loss) and C(reach.ok).
   returned: always
   type: list
   elements: dict

@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Controller side of role pod_network: route_check's peers from the inventory."""
+
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: pod_network_peers
+short_description: the nodes of an inventory group with a pod CIDR, as k8snet.triage.route_check peers
+version_added: 0.2.0
+description:
+  - For each inventory host that has C(k8s_pod_cidr) (one CIDR or a list), one peer of
+    M(k8snet.triage.route_check)'s O(k8snet.triage.route_check#module:peers), by the inventory-node
+    contract, namely C(node) is C(k8s_node_name) (default the inventory name), C(node_ip) is
+    C(k8s_node_ip) (default C(ansible_host), else the inventory name) and C(pod_cidrs) the host's
+    C(k8s_pod_cidr) as a list. Hosts without C(k8s_pod_cidr) are left out.
+  - Fails naming the host when its address is not an IP address.
+options:
+  _input:
+    description: Inventory host names, e.g. C(groups['k8s_nodes']).
+    type: list
+    elements: str
+    required: true
+  hostvars:
+    description: The C(hostvars) of the play.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = """
+- name: Check the pod-CIDR routes against every node of the inventory
+  k8snet.triage.route_check:
+    peers: "{{ groups['k8s_nodes'] | k8snet.triage.pod_network_peers(hostvars) }}"
+"""
+
+RETURN = """
+_value:
+  description: One dict per host with a pod CIDR, with C(node), C(node_ip) and C(pod_cidrs).
+  type: list
+  elements: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, pod_cidr_peers
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
+
+
+def pod_network_peers(hosts, hostvars):
+    try:
+        return pod_cidr_peers(hosts, hostvars)
+    except NodeListError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+class FilterModule(object):
+    def filters(self):
+        return guard_all({"pod_network_peers": pod_network_peers})
