@@ -33,6 +33,7 @@ import re
 import socket
 import stat
 
+from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils import params
@@ -467,13 +468,12 @@ def validate_addresses(values, option="expected_peers"):
     """Normalise a list of IP addresses (``10.0.0.5/24`` as in the Node annotation is accepted)."""
     result = []
     for value in values or []:
-        text = str(value).strip()
         try:
-            address = ipaddress.ip_interface(text).ip if "/" in text else ipaddress.ip_address(text)
+            address = host_address(value)
         except ValueError:
             raise InputError("%s: %r is not an IP address (give addresses such as 10.0.0.5 or 10.0.0.5/24)"
                              % (option, value), value=value)
-        result.append(str(address))
+        result.append(address)
     return result
 
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import ipaddress
 
+from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
 # the inventory-node contract, re-exported for the filters that take it from here
 from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes  # noqa: F401 pylint: disable=unused-import
-from ansible_collections.k8snet.triage.plugins.module_utils.inventory import ip_text as _ip
 
 TABLE_COLUMNS = ("NODE", "PEER ADDRESS", "PEER NODE", "TYPE", "STATE", "BGP STATE", "SINCE", "CAUSE")
 
@@ -28,7 +28,7 @@ def normalise_nodes(nodes, what="nodes"):
         if not isinstance(node, dict) or "address" not in node:
             raise NodeListError("%s[%d] must be a dict with name and address, got %r" % (what, i, node))
         try:
-            address = _ip(node["address"])
+            address = host_address(node["address"])
         except ValueError:
             raise NodeListError("%s[%d]: address %r is not an IP address" % (what, i, node["address"]))
         entry = dict(node)

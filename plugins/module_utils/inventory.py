@@ -11,17 +11,11 @@ Host variables of a node: ``k8s_node_name`` (default: the inventory name), ``k8s
 
 from __future__ import annotations
 
-import ipaddress
+from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
 
 
 class NodeListError(ValueError):
     """A node list entry is unusable (the message names the host and the fix)."""
-
-
-def ip_text(value):
-    """'10.0.0.5' or '10.0.0.5/24' -> '10.0.0.5' (ValueError when it is not an IP address)."""
-    text = str(value).strip()
-    return str(ipaddress.ip_interface(text).ip if "/" in text else ipaddress.ip_address(text))
 
 
 def inventory_nodes(hosts, hostvars):
@@ -32,7 +26,7 @@ def inventory_nodes(hosts, hostvars):
         name = variables.get("k8s_node_name") or host
         raw = variables.get("k8s_node_ip") or variables.get("ansible_host") or host
         try:
-            address = ip_text(raw)
+            address = host_address(raw)
         except ValueError:
             raise NodeListError(
                 "host %s: %r is not an IP address; set k8s_node_ip to the node's address (its InternalIP; "
