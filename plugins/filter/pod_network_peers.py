@@ -13,20 +13,10 @@ version_added: 0.2.0
 description:
   - For each inventory host that has C(k8s_pod_cidr) (one CIDR or a list), one peer of
     M(k8snet.triage.route_check)'s O(k8snet.triage.route_check#module:peers), by the inventory-node
-    contract, namely C(node) is C(k8s_node_name) (default the inventory name), C(node_ip) is
-    C(k8s_node_ip) (default C(ansible_host), else the inventory name) and C(pod_cidrs) the host's
-    C(k8s_pod_cidr) as a list. Hosts without C(k8s_pod_cidr) are left out.
-  - Fails naming the host when its address is not an IP address.
-options:
-  _input:
-    description: Inventory host names, e.g. C(groups['k8s_nodes']).
-    type: list
-    elements: str
-    required: true
-  hostvars:
-    description: The C(hostvars) of the play.
-    type: dict
-    required: true
+    contract (see the notes), namely C(node) the node's name, C(node_ip) its address and C(pod_cidrs)
+    its C(k8s_pod_cidr) as a list. Hosts without C(k8s_pod_cidr) are left out.
+extends_documentation_fragment:
+  - k8snet.triage.inventory
 """
 
 EXAMPLES = """
@@ -42,19 +32,10 @@ _value:
   elements: dict
 """
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, pod_cidr_peers
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
-def pod_network_peers(hosts, hostvars):
-    try:
-        return pod_cidr_peers(hosts, hostvars)
-    except NodeListError as exc:
-        raise AnsibleFilterError(str(exc))
-
-
 class FilterModule(object):
     def filters(self):
-        return guard_all({"pod_network_peers": pod_network_peers})
+        return guard_all({"pod_network_peers": pod_cidr_peers}, domain_errors=(NodeListError,))

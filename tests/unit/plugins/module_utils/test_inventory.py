@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.filter.calico_inventory_nodes import calico_inventory_nodes
+from ansible_collections.k8snet.triage.plugins.filter import calico_inventory_nodes as calico_filter
+from ansible_collections.k8snet.triage.plugins.filter import pod_network_peers as peers_filter
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
-from ansible_collections.k8snet.triage.plugins.filter.pod_network_peers import pod_network_peers
 from ansible_collections.k8snet.triage.plugins.module_utils import inventory
+
+calico_inventory_nodes = calico_filter.FilterModule().filters()["calico_inventory_nodes"]
+pod_network_peers = peers_filter.FilterModule().filters()["pod_network_peers"]
 
 HOSTVARS = {
     "a": {"ansible_host": "198.18.96.11", "k8s_pod_cidr": "198.19.1.0/24"},
