@@ -18,4 +18,3 @@ def host_address(value):
     annotation) -> '10.0.0.5'; IPv6 likewise, compressed.  ValueError when it is not an IP address."""
     text = str(value).strip()
     return str(ipaddress.ip_interface(text).ip if "/" in text else ipaddress.ip_address(text))
-

@@ -121,7 +121,7 @@ def test_path_segments_are_escaped_and_names_checked(ansible, api):
         with pytest.raises(InputError, match="is not a Kubernetes"):
             call()
     result = ansible.module("localhost", "kube_network_info", {"kubeconfig": str(api.kubeconfig()),
-                                                                "dns_namespace": "../../x", "gather": ["dns_servers"]})["localhost"]
+                                                               "dns_namespace": "../../x", "gather": ["dns_servers"]})["localhost"]
     # refused by the module's option rules, before the kube layer's own check
     assert result["failed"] and result["msg"].startswith("dns_namespace='../../x' is invalid: a Kubernetes name")
     assert not [r for r in api.requests[before + 1:] if ".." in r["path"]]

@@ -132,7 +132,7 @@ def test_module_returns_what_kubectl_shows(lab, ansible, api):
 def test_gather_reads_only_what_is_asked_and_check_mode(ansible, api):
     before = len(api.requests)
     result = ansible.module("localhost", "kube_network_info", {"kubeconfig": str(api.kubeconfig()),
-                                                                "gather": ["dns_servers"]}, check=True)["localhost"]
+                                                               "gather": ["dns_servers"]}, check=True)["localhost"]
     paths = sorted({r["path"] for r in api.requests[before:]})
     assert paths == ["/api/v1/namespaces/kube-system/pods", "/api/v1/namespaces/kube-system/services/kube-dns"]
     assert "nodes" not in result and "service_frontends" not in result and result["changed"] is False
