@@ -24,6 +24,7 @@ description:
     deleted (RV(deleted), RV(deleted_keys), RV(deleted_frontends)) and what was not attempted (RV(not_attempted)).
 author: k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
+  - k8snet.triage.attributes
   - k8snet.triage.attributes.state_change
   - k8snet.triage.cilium_lb
 attributes:

@@ -28,6 +28,7 @@ description:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
+  - k8snet.triage.attributes
   - k8snet.triage.attributes.state_change
   - k8snet.triage.kube_auth
 attributes:

@@ -99,6 +99,7 @@ requirements:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
+  - k8snet.triage.attributes
   - k8snet.triage.attributes.node_check
 """
 

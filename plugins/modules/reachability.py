@@ -28,6 +28,7 @@ attributes:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
+  - k8snet.triage.attributes
   - k8snet.triage.attributes.node_check
   - k8snet.triage.reachability
   - k8snet.triage.netlink

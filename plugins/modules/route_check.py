@@ -26,6 +26,7 @@ description:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
+  - k8snet.triage.attributes
   - k8snet.triage.attributes.node_check
   - k8snet.triage.routes
 options:
