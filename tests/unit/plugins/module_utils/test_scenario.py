@@ -32,7 +32,8 @@ def test_node_triage_scenario_options_are_the_modules_with_the_triage_defaults(n
     module_name, triage_defaults = SCENARIOS[name]
     module_spec = argument_spec(importlib.import_module(PACKAGE + module_name))
     triage = node_pass.ARGUMENT_SPEC[name]
-    assert triage["type"] == "dict" and triage["default"] == {}
+    # (no check of the value of its default: Ansible fills the suboptions' defaults into that dict in place)
+    assert triage["type"] == "dict" and isinstance(triage["default"], dict)
     sub = triage["options"]
     shared = set(sub) - TRIAGE_ONLY.get(name, set())
     assert shared <= set(module_spec), name
