@@ -44,7 +44,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         host = task_vars["inventory_hostname"]
         args = self._task.args
-        for name, what in (("owners", "the vip_owners result"), ("kube", "the registered kube_network_facts result")):
+        for name, what in (("owners", "the vip_owners result"), ("kube", "the registered kube_network_info result")):
             if args.get(name) is not None and not isinstance(args.get(name), dict):
                 result.update(failed=True, msg="node_pass: %s must be %s (a dict), not %s; leave it out when there is none"
                               % (name, what, type(args[name]).__name__))

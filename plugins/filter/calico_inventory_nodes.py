@@ -11,19 +11,10 @@ name: calico_inventory_nodes
 short_description: the nodes of an inventory group as name and BGP address
 version_added: 0.1.0
 description:
-  - For each inventory host, C(name) is C(k8s_node_name) (default the inventory name) and
-    C(address) is C(k8s_node_ip) (default C(ansible_host)), as in the inventory contract.
-  - Fails naming the host when its address is not an IP address.
-options:
-  _input:
-    description: Inventory host names, e.g. C(groups['k8s_nodes']).
-    type: list
-    elements: str
-    required: true
-  hostvars:
-    description: The C(hostvars) of the play.
-    type: dict
-    required: true
+  - For each inventory host, C(name) and C(address) by the inventory-node contract (see the notes); for
+    Calico, the address is the node's BGP address.
+extends_documentation_fragment:
+  - k8snet.triage.inventory
 """
 
 EXAMPLES = """
@@ -39,19 +30,10 @@ _value:
   elements: dict
 """
 
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, inventory_nodes
+from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
-
-
-def calico_inventory_nodes(hosts, hostvars):
-    try:
-        return inventory_nodes(hosts, hostvars)
-    except NodeListError as exc:
-        raise AnsibleFilterError(str(exc))
 
 
 class FilterModule(object):
     def filters(self):
-        return guard_all({"calico_inventory_nodes": calico_inventory_nodes})
+        return guard_all({"calico_inventory_nodes": inventory_nodes}, domain_errors=(NodeListError,))

@@ -14,8 +14,9 @@ description:
   - Orders the nodes in a ring (sorted by name) and picks, after O(node), every stride-th other node,
     at most O(limit) of them, so that a fleet of n nodes costs n x limit probes instead of n squared
     while every node is still probed by about O(limit) others.
-  - Returns reachability targets with C(address) taken from C(k8s_node_ip), else C(ansible_host), of
-    each peer in O(hostvars).
+  - Returns reachability targets, C(name) the peer's inventory name and C(address) its address by the
+    inventory-node contract (C(k8s_node_ip), else C(ansible_host), else the inventory name; it must be an
+    IP address), read from O(hostvars).
 options:
   _input:
     description: The inventory names of the nodes.
@@ -53,6 +54,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import sample_peers
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
@@ -64,14 +66,11 @@ def connectivity_peers(nodes, node, limit, hostvars):
         peers = sample_peers(list(nodes), node, limit)
     except InputError as exc:
         raise AnsibleFilterError(exc.message)
-    out = []
-    for peer in peers:
-        facts = hostvars[peer]
-        address = facts.get("k8s_node_ip") or facts.get("ansible_host")
-        if not address:
-            raise AnsibleFilterError("node %s has neither k8s_node_ip nor ansible_host" % peer)
-        out.append({"address": str(address), "name": peer})
-    return out
+    try:
+        # each peer's address by the inventory-node contract; the name stays the inventory name
+        return [{"address": peer["address"], "name": peer["host"]} for peer in inventory_nodes(peers, hostvars)]
+    except NodeListError as exc:
+        raise AnsibleFilterError(str(exc))
 
 
 class FilterModule(object):

@@ -37,7 +37,7 @@ options:
   api:
     description:
       - Registered results of the API reads run once on the controller, by scenario name, e.g.
-        C(kube) (kube_network_facts) and C(cni) (node_network_status). A skipped read is left out;
+        C(kube) (kube_network_info) and C(cni) (node_network_status). A skipped read is left out;
         one that found no credentials is C(skipped) with that reason; a failed one is C(failed) with
         its message and a C(triage.check_failed) finding.
     type: dict

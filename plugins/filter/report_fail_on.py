@@ -31,12 +31,8 @@ options:
     description: The JMESPath expression over the report.
     type: str
     required: true
-  groups:
-    description: The inventory's C(groups) (group name to hosts), to give each finding its host's groups.
-    type: dict
-    default: {}
-requirements:
-  - jmespath (Python library, on the controller)
+extends_documentation_fragment:
+  - k8snet.triage.report_query
 """
 
 EXAMPLES = """

@@ -29,12 +29,8 @@ options:
     description: The JMESPath expression, applied to the list of findings. Empty selects every finding.
     type: str
     required: true
-  groups:
-    description: The inventory's C(groups) (group name to hosts), to give each finding its host's groups.
-    type: dict
-    default: {}
-requirements:
-  - jmespath (Python library, on the controller)
+extends_documentation_fragment:
+  - k8snet.triage.report_query
 """
 
 EXAMPLES = """

@@ -33,6 +33,7 @@ import re
 import socket
 import stat
 
+from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils import params
@@ -467,13 +468,12 @@ def validate_addresses(values, option="expected_peers"):
     """Normalise a list of IP addresses (``10.0.0.5/24`` as in the Node annotation is accepted)."""
     result = []
     for value in values or []:
-        text = str(value).strip()
         try:
-            address = ipaddress.ip_interface(text).ip if "/" in text else ipaddress.ip_address(text)
+            address = host_address(value)
         except ValueError:
             raise InputError("%s: %r is not an IP address (give addresses such as 10.0.0.5 or 10.0.0.5/24)"
                              % (option, value), value=value)
-        result.append(str(address))
+        result.append(address)
     return result
 
 
@@ -688,6 +688,19 @@ def node_check(params, runner):
     data = dict((key, result[key]) for key in ("peers", "established", "sockets", "applicable", "skip_reason")
                 if key in result)
     return {"data": data, "findings": result["findings"]}
+
+
+# The options of the BGP session check: calico_bgp_status', and node_triage's calico (with the
+# triage's defaults). Paired one-to-one with the doc fragment k8snet.triage.bird.
+CHECK_SPEC = dict(
+    sockets=dict(type="list", elements="path"),
+    expected_peers=dict(type="list", elements="str", default=[]),
+    node_to_node_mesh=dict(type="bool", default=True),
+    stuck_after=dict(type="int", default=300),
+    timeout=dict(type="int", default=5),
+    when_not_calico=dict(type="str", choices=["critical", "skip"], default="critical"),
+    cni_conf_dir=dict(type="path", default="/etc/cni/net.d"),
+)
 
 
 # The option rules (bounds, shapes) of the bird options, used by module calico_bgp_status and by node_triage.

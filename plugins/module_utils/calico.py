@@ -5,43 +5,20 @@
 """The fleet view of Calico BGP (controller side): nodes, the session table, stale Node resources.
 
 Pure functions over the results of ``calico_bgp_status`` collected from every node; the
-filters ``calico_inventory_nodes``, ``calico_fleet_table`` and ``calico_stale_nodes`` are
-thin wrappers around them.  A node is ``{"name", "address"}`` (plus ``host``, the inventory
-name, when it comes from the inventory).
+filters ``calico_fleet_table`` and ``calico_stale_nodes`` are thin wrappers around them.  A node
+is ``{"name", "address"}`` (plus ``host``, the inventory name, when it comes from the inventory:
+``inventory.inventory_nodes``, the inventory-node contract).
 """
 
 from __future__ import annotations
 
 import ipaddress
 
+from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
+# the inventory-node contract, re-exported for the filters that take it from here
+from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes  # noqa: F401 pylint: disable=unused-import
+
 TABLE_COLUMNS = ("NODE", "PEER ADDRESS", "PEER NODE", "TYPE", "STATE", "BGP STATE", "SINCE", "CAUSE")
-
-
-class NodeListError(ValueError):
-    """A node list entry is unusable (the message names the host and the fix)."""
-
-
-def _ip(value):
-    text = str(value).strip()
-    return str(ipaddress.ip_interface(text).ip if "/" in text else ipaddress.ip_address(text))
-
-
-def inventory_nodes(hosts, hostvars):
-    """``[{host, name, address}]`` of inventory hosts: ``k8s_node_name``/``k8s_node_ip``
-    (the inventory contract in README.md, "Inventory"), defaulting to the inventory name and ``ansible_host``."""
-    nodes = []
-    for host in hosts:
-        variables = hostvars[host]
-        name = variables.get("k8s_node_name") or host
-        raw = variables.get("k8s_node_ip") or variables.get("ansible_host") or host
-        try:
-            address = _ip(raw)
-        except ValueError:
-            raise NodeListError(
-                "host %s: %r is not an IP address; set k8s_node_ip to the node's BGP address (the "
-                "projectcalico.org/IPv4Address of its Node)" % (host, raw))
-        nodes.append({"host": str(host), "name": str(name), "address": address})
-    return nodes
 
 
 def normalise_nodes(nodes, what="nodes"):
@@ -51,7 +28,7 @@ def normalise_nodes(nodes, what="nodes"):
         if not isinstance(node, dict) or "address" not in node:
             raise NodeListError("%s[%d] must be a dict with name and address, got %r" % (what, i, node))
         try:
-            address = _ip(node["address"])
+            address = host_address(node["address"])
         except ValueError:
             raise NodeListError("%s[%d]: address %r is not an IP address" % (what, i, node["address"]))
         entry = dict(node)

@@ -694,6 +694,17 @@ def node_check(params, runner=None):
     return {"data": data, "findings": result["findings"]}
 
 
+# The options of the map check: bpf_map_usage's (which adds its cleanup options), and node_triage's
+# cilium_maps. Paired one-to-one with the doc fragment k8snet.triage.cilium_lb.
+CHECK_SPEC = dict(
+    bpffs=dict(type="path", default="/sys/fs/bpf"),
+    maps=dict(type="list", elements="str", default=[]),
+    warn_ratio=dict(type="float", default=0.8),
+    critical_ratio=dict(type="float", default=0.95),
+    live_frontends=dict(type="list", elements="str"),
+)
+
+
 # The option rules (bounds, shapes) of the cilium_lb options, used by module bpf_map_usage and by node_triage.
 RULES = dict(
     bpffs=params.absolute_path,

@@ -170,6 +170,14 @@ def node_check(params, runner=None):
     return {"data": {"active": active, "cni_detected": detect(state["configs"])}, "findings": found}
 
 
+# The options of the CNI files check: cni_config_check's, and node_triage's cni.
+# Paired one-to-one with the doc fragment k8snet.triage.cni_files.
+CHECK_SPEC = dict(
+    conf_dir=dict(type="path", default="/etc/cni/net.d"),
+    bin_dir=dict(type="path", default="/opt/cni/bin"),
+)
+
+
 # The option rules (bounds, shapes) of the cni_files options, used by module cni_config_check and by node_triage.
 RULES = dict(
     conf_dir=params.absolute_path,

@@ -438,6 +438,23 @@ SERVER_SPEC = dict(
     role=dict(type="str", choices=["service", "pod", "upstream"], default="pod"),
 )
 
+# The options of the DNS check: dns_check's, and node_triage's dns (with the triage's defaults).
+# Paired one-to-one with the doc fragment k8snet.triage.dns.
+CHECK_SPEC = dict(
+    names=dict(type="list", elements="str", required=True),
+    servers=dict(type="list", elements="dict", default=[], options=SERVER_SPEC),
+    protocols=dict(type="list", elements="str", choices=["udp", "tcp"], default=["udp", "tcp"]),
+    record_type=dict(type="str", choices=["A", "AAAA"], default="A"),
+    port=dict(type="int", default=53),
+    timeout=dict(type="float", default=2.0),
+    retries=dict(type="int", default=1),
+    expect=dict(type="dict", default={}),
+    cluster_domain=dict(type="str", default="cluster.local"),
+    host_resolvers=dict(type="bool", default=False),
+    resolv_conf=dict(type="list", elements="path", default=list(RESOLV_CONFS)),
+    backend=dict(type="str", choices=list(BACKENDS), default="auto"),
+)
+
 
 # The option rules (bounds, shapes) of the dns options, used by module dns_check and by node_triage.
 RULES = dict(

@@ -546,6 +546,17 @@ def node_check(params, runner, sleep=time.sleep):
     return {"data": data, "findings": sort_findings(found)}
 
 
+# The options of the counter check: iptables_drops', and node_triage's firewall_drops.
+# Paired one-to-one with the doc fragment k8snet.triage.iptables.
+CHECK_SPEC = dict(
+    backends=dict(type="list", elements="str", choices=list(BACKENDS), default=list(BACKENDS)),
+    interval=dict(type="float", default=5),
+    limit=dict(type="int", default=20),
+    warning_pps=dict(type="float", default=1.0),
+    critical_pps=dict(type="float", default=100.0),
+)
+
+
 # The option rules (bounds, shapes) of the iptables options, used by module iptables_drops and by node_triage.
 RULES = dict(
     backends=params.each(params.choice(*BACKENDS), max_items=len(BACKENDS), non_empty=True,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
 from ansible_collections.k8snet.triage.plugins.module_utils import frontends
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
@@ -39,7 +40,7 @@ def _strip_prefix(value):
     if not value:
         return None
     try:
-        return str(ipaddress.ip_interface(str(value).strip()).ip)
+        return host_address(value)
     except ValueError:
         return None
 

@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_lb, cni_files, dns, iptables
 from ansible_collections.k8snet.triage.plugins.module_utils import neighbors, reachability, routes
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils import scenario
 # The checks import these inside their functions. Imported here, before any thread starts: two
 # threads importing one module at once can see it half-initialised (ImportError: cannot import
 # name 'Netlink'), which happened in the AnsiballZ payload on a loaded 2-core host.
@@ -54,76 +55,23 @@ SCENARIOS = tuple(name for name, _check in CHECKS)
 # the scenarios whose check names the node in its findings
 NODE_NAMED = ("cni", "firewall_drops", "pod_network")
 
-# The argument spec of the node_triage module.  The defaults are the triage's (the scenario
-# roles' defaults), not the scenario modules' own: this is the triage's entry point.
+# The argument spec of the node_triage module: one dict option per scenario, whose suboptions are
+# that scenario's CHECK_SPEC (shared with its module, documented by the domain's doc fragment, variant
+# NODE_TRIAGE).  The defaults that differ are the triage's (the scenario roles' defaults), not the
+# scenario modules' own: this is the triage's entry point.
 ARGUMENT_SPEC = dict(
     node_name=dict(type="str"),
     scenarios=dict(type="list", elements="str", choices=list(SCENARIOS), default=list(SCENARIOS)),
-    cni=dict(type="dict", default={}, options=dict(
-        conf_dir=dict(type="path", default="/etc/cni/net.d"),
-        bin_dir=dict(type="path", default="/opt/cni/bin"),
-    )),
-    calico=dict(type="dict", default={}, options=dict(
-        sockets=dict(type="list", elements="path"),
-        expected_peers=dict(type="list", elements="str", default=[]),
-        node_to_node_mesh=dict(type="bool", default=True),
-        stuck_after=dict(type="int", default=300),
-        timeout=dict(type="int", default=5),
-        when_not_calico=dict(type="str", choices=["critical", "skip"], default="skip"),
-        cni_conf_dir=dict(type="path", default="/etc/cni/net.d"),
-    )),
-    cilium_maps=dict(type="dict", default={}, options=dict(
-        bpffs=dict(type="path", default="/sys/fs/bpf"),
-        maps=dict(type="list", elements="str", default=[]),
-        warn_ratio=dict(type="float", default=0.8),
-        critical_ratio=dict(type="float", default=0.95),
-        live_frontends=dict(type="list", elements="str"),
+    cni=scenario.options(cni_files.CHECK_SPEC),
+    calico=scenario.options(bird.CHECK_SPEC, when_not_calico="skip"),
+    cilium_maps=scenario.options(cilium_lb.CHECK_SPEC, extra=dict(
         when_not_cilium=dict(type="str", choices=["check", "skip"], default="skip"),
     )),
-    pod_network=dict(type="dict", default={}, options=dict(
-        peers=dict(type="list", elements="dict", default=[], options=routes.PEER_SPEC),
-        mode=dict(type="str", choices=list(routes.MODES), default="direct"),
-        tunnel_device=dict(type="str"),
-        local_pod_routes=dict(type="bool", default=True),
-        destinations=dict(type="list", elements="str", default=[]),
-        reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
-    )),
-    firewall_drops=dict(type="dict", default={}, options=dict(
-        backends=dict(type="list", elements="str", choices=list(iptables.BACKENDS), default=list(iptables.BACKENDS)),
-        interval=dict(type="float", default=5),
-        limit=dict(type="int", default=20),
-        warning_pps=dict(type="float", default=1.0),
-        critical_pps=dict(type="float", default=100.0),
-    )),
-    connectivity=dict(type="dict", default={}, options=dict(
-        targets=dict(type="list", elements="dict", default=[], options=reachability.TARGET_SPEC),
-        probes=dict(type="list", elements="str", choices=list(reachability.PROBES), default=["icmp", "tcp", "arp"]),
-        tcp_port=dict(type="int", default=10250),
-        count=dict(type="int", default=2),
-        timeout=dict(type="float", default=1.0),
-    )),
-    dns=dict(type="dict", default={}, options=dict(
-        names=dict(type="list", elements="str", default=["kubernetes.default.svc.cluster.local"]),
-        servers=dict(type="list", elements="dict", default=[], options=dns.SERVER_SPEC),
-        protocols=dict(type="list", elements="str", choices=["udp", "tcp"], default=["udp", "tcp"]),
-        record_type=dict(type="str", choices=["A", "AAAA"], default="A"),
-        port=dict(type="int", default=53),
-        timeout=dict(type="float", default=2.0),
-        retries=dict(type="int", default=1),
-        expect=dict(type="dict", default={}),
-        cluster_domain=dict(type="str", default="cluster.local"),
-        host_resolvers=dict(type="bool", default=True),
-        resolv_conf=dict(type="list", elements="path", default=list(dns.RESOLV_CONFS)),
-        backend=dict(type="str", choices=list(dns.BACKENDS), default="auto"),
-    )),
-    stale_arp=dict(type="dict", default={}, options=dict(
-        addresses=dict(type="list", elements="str", default=[]),
-        expected=dict(type="dict", default={}),
-        interface=dict(type="str"),
-        probe=dict(type="bool", default=True),
-        probe_timeout=dict(type="float", default=0.5),
-        reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
-    )),
+    pod_network=scenario.options(routes.CHECK_SPEC),
+    firewall_drops=scenario.options(iptables.CHECK_SPEC),
+    connectivity=scenario.options(reachability.CHECK_SPEC, targets=[], probes=["icmp", "tcp", "arp"], tcp_port=10250, count=2),
+    dns=scenario.options(dns.CHECK_SPEC, names=["kubernetes.default.svc.cluster.local"], host_resolvers=True),
+    stale_arp=scenario.options(neighbors.CHECK_SPEC, addresses=[], probe=True),
 )
 
 # The option rules of node_triage: each scenario's own rules, from its domain file.  An empty list of

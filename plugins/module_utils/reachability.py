@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe
 from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import macs_by_name
@@ -365,7 +366,6 @@ def node_check(params, runner):
     pair is probed in its own thread.  ``runner`` runs ``ip`` when pyroute2 is missing.
     ``netns_pid`` moves the process into a pod's namespace first: only for a process that runs
     nothing else (the reachability module); the one-pass node check never passes it."""
-    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 
     count, timeout = params.get("count", 3), params.get("timeout", 1.0)
     if count < 1 or timeout <= 0:
@@ -374,11 +374,8 @@ def node_check(params, runner):
     netns_pid = params.get("netns_pid")
     if netns_pid is not None:
         enter_netns(netns_pid)
-    netlink = Netlink(runner, params.get("reader") or "auto")
-    try:
+    with Netlink(runner, params.get("reader") or "auto") as netlink:
         rows = Prober(netlink, params.get("probes") or ["icmp", "tcp"], count, timeout).run(targets)
-    finally:
-        netlink.close()
     subject = "netns of pid %d" % netns_pid if netns_pid is not None else "this host"
     # not "results"/"unreachable": Ansible reads those keys as loop results and host unreachability
     data = {"targets": rows, "answered": [r["name"] for r in rows if r["reachable"]],
@@ -391,6 +388,16 @@ TARGET_SPEC = dict(
     address=dict(type="str", required=True),
     name=dict(type="str"),
     port=dict(type="int"),
+)
+
+# The options of the probes: reachability's, and node_triage's connectivity (with the triage's
+# defaults). Paired one-to-one with the doc fragment k8snet.triage.reachability.
+CHECK_SPEC = dict(
+    targets=dict(type="list", elements="dict", required=True, options=TARGET_SPEC),
+    probes=dict(type="list", elements="str", choices=list(PROBES), default=["icmp", "tcp"]),
+    tcp_port=dict(type="int", default=22),
+    count=dict(type="int", default=3),
+    timeout=dict(type="float", default=1.0),
 )
 
 

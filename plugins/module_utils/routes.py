@@ -29,6 +29,7 @@ import socket
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import EVIDENCE_SAMPLE, finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink import NETLINK_ARGUMENT_SPEC, Netlink
 
 POD_DEVICE_PREFIXES = ("cali", "lxc")
 BAD_TYPES = ("blackhole", "unreachable", "prohibit")
@@ -439,15 +440,12 @@ def node_check(params, runner):
     """The whole route_check on this node: ``params`` (route_check's options, a plain dict) in,
     ``{"data": {...}, "findings": [...]}`` out.  ``runner`` runs commands (``get_bin_path`` and
     ``run_command``, e.g. the AnsibleModule); no module is needed otherwise."""
-    # imported here: netlink is a reader this file's pure checks do not need
     from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
-    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 
     destinations = validate_destinations(params.get("destinations") or [])
     mode = params.get("mode") or "direct"
     tunnel = params.get("tunnel_device")
-    netlink = Netlink(runner, params.get("reader") or "auto")
-    try:
+    with Netlink(runner, params.get("reader") or "auto") as netlink:
         links = netlink.links()
         if mode == "overlay":
             validate_tunnel(tunnel, links)
@@ -473,8 +471,6 @@ def node_check(params, runner):
             "routes_read": len(table),
             "reader": netlink.route_reader,
         }
-    finally:
-        netlink.close()
     return {"data": data, "findings": sort_findings(found)}
 
 
@@ -485,6 +481,17 @@ PEER_SPEC = dict(
     node_ips=dict(type="list", elements="str", default=[]),
     pod_cidrs=dict(type="list", elements="str", required=True),
 )
+
+# The options of the route check: route_check's, and node_triage's pod_network.
+# Paired one-to-one with the doc fragment k8snet.triage.routes.
+CHECK_SPEC = dict(
+    peers=dict(type="list", elements="dict", default=[], options=PEER_SPEC),
+    mode=dict(type="str", choices=list(MODES), default="direct"),
+    tunnel_device=dict(type="str"),
+    local_pod_routes=dict(type="bool", default=True),
+    destinations=dict(type="list", elements="str", default=[]),
+)
+CHECK_SPEC.update(NETLINK_ARGUMENT_SPEC)
 
 
 # The option rules (bounds, shapes) of the routes options, used by module route_check and by node_triage.

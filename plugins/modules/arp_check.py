@@ -24,59 +24,18 @@ description:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.state_change
   - k8snet.triage.netlink
+  - k8snet.triage.neighbors
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
     details: In check mode nothing is deleted; RV(flushed) lists what would be deleted.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: full
     details: The neighbor entries of the checked addresses before and after the flush.
   platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
     details: Linux nodes. Needs CAP_NET_ADMIN to flush and CAP_NET_RAW to probe (C(become=true)).
 options:
-  addresses:
-    description:
-      - The IPv4 or IPv6 addresses whose neighbor entries are checked, for example a control-plane VIP.
-      - Addresses that are keys of O(expected) are checked too.
-      - At most 1024 addresses.
-    type: list
-    elements: str
-    required: true
-  expected:
-    description:
-      - The true MAC of each address, as learned from the address's owner (the O(addresses) result
-        RV(local) of this module run on the owner).
-      - MACs may be written with colons, dashes or no separator, in any case.
-      - Without it, the single MAC that answers a probe is taken as the truth.
-      - At most 1024 entries.
-    type: dict
-    default: {}
-  interface:
-    description:
-      - Only look at neighbor entries on this interface, and probe out of it.
-      - By default every interface is looked at, and probes leave by the interface the route to the address uses.
-      - A Linux interface name (1 to 15 bytes, no V(/), V(:) or whitespace).
-    type: str
-  probe:
-    description:
-      - Send ARP requests for the IPv4 addresses and collect every MAC that answers.
-      - For an address this host holds itself, the request is an RFC 5227 probe (sender 0.0.0.0), so only
-        other hosts claiming the address answer.
-      - NDP probing of IPv6 addresses is not implemented; IPv6 entries are compared with O(expected).
-    type: bool
-    default: false
-  probe_timeout:
-    description:
-      - Seconds to wait for ARP answers (all addresses are probed at once; on a LAN they come within milliseconds).
-      - A finite number from 0.01 to 10.
-    type: float
-    default: 0.5
   flush:
     description:
       - V(none) only reports.
@@ -224,23 +183,18 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.k8snet.triage.plugins.module_utils.arp_probe import probe
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.neighbors import arp_check
-from ansible_collections.k8snet.triage.plugins.module_utils.netlink import NETLINK_ARGUMENT_SPEC, Netlink
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 from ansible_collections.k8snet.triage.plugins.module_utils import neighbors
 
 
 def main():
     argument_spec = dict(
-        addresses=dict(type="list", elements="str", required=True),
-        expected=dict(type="dict", default={}),
-        interface=dict(type="str"),
-        probe=dict(type="bool", default=False),
-        probe_timeout=dict(type="float", default=0.5),
+        neighbors.CHECK_SPEC,
         flush=dict(type="str", choices=["none", "stale"], default="none"),
         force=dict(type="bool", default=False),
         max_flush=dict(type="int", default=32),
     )
-    argument_spec.update(NETLINK_ARGUMENT_SPEC)
     module = checks.new_module(AnsibleModule, neighbors.RULES, argument_spec=argument_spec, supports_check_mode=True)
     try:
         with Netlink(module, module.params["reader"]) as netlink:

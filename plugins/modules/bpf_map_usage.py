@@ -23,47 +23,18 @@ description:
   - If the cleanup fails halfway (a delete refused, a map gone), the failure result still says exactly what was
     deleted (RV(deleted), RV(deleted_keys), RV(deleted_frontends)) and what was not attempted (RV(not_attempted)).
 author: k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.state_change
+  - k8snet.triage.cilium_lb
 attributes:
   check_mode:
-    support: full
-    description: Counts what would be deleted and deletes nothing.
+    details: Counts what would be deleted and deletes nothing.
   diff_mode:
-    support: full
-    description: Entry counts before and after, with a few decoded sample keys per map.
+    details: Entry counts before and after, with a few decoded sample keys per map.
   platform:
-    support: full
-    platforms: posix
-    description: Linux nodes, x86_64 or aarch64; needs CAP_BPF (CAP_SYS_ADMIN before Linux 5.8).
+    details: Linux nodes, x86_64 or aarch64; needs CAP_BPF (CAP_SYS_ADMIN before Linux 5.8).
 options:
-  bpffs:
-    description:
-      - Mount point of the bpf filesystem to read. It must be a bpf filesystem.
-      - Cilium's fallback mount is C(/run/cilium/bpffs).
-      - An absolute path without V(..) segments.
-    type: path
-    default: /sys/fs/bpf
-  maps:
-    description:
-      - Pinned maps to read, as paths relative to O(bpffs) or base names; shell globs are allowed
-        (V(tc/globals/cilium_lb4_*), V(cilium_ct*)).
-      - A literal name that matches nothing fails the module; a glob that matches nothing is reported.
-      - Default is every pinned map under O(bpffs), recursively.
-      - At most 1024 items, each relative to O(bpffs) (no leading V(/), no V(..) segments).
-    type: list
-    elements: str
-    default: []
-  warn_ratio:
-    description:
-      - Fill ratio (entries / max_entries) at or above which a map gets a warning.
-      - A finite number, more than 0 and at most 1, and at most O(critical_ratio).
-    type: float
-    default: 0.8
-  critical_ratio:
-    description:
-      - Fill ratio at or above which the finding is critical.
-      - A finite number, more than 0 and at most 1.
-    type: float
-    default: 0.95
   cleanup:
     description:
       - V(none) changes nothing.
@@ -75,23 +46,6 @@ options:
     type: str
     choices: [none, orphans, stale]
     default: none
-  live_frontends:
-    description:
-      - Frontends Kubernetes knows, as C(ip:port/proto) (proto V(TCP), V(UDP), V(SCTP) or V(ANY); V(TCP) when
-        absent), e.g. every ClusterIP, external IP and LoadBalancer IP with its port, each NodePort and HostPort
-        on the node addresses and on C(0.0.0.0). Enables the C(bpf.stale_frontends) check.
-        M(k8snet.triage.kube_network_facts) returns every such form as C(service_frontends).
-      - "A frontend C(A:P/X) in the maps counts as live when (1) the list has C(A:P/X), port 0 and protocol
-        V(ANY) matching any port or protocol; or (2) C(A) is C(0.0.0.0) or C(::) (Cilium's surrogate
-        NodePort/HostPort frontend) and the list has any address with port C(P) and a matching protocol (a
-        NodePort given for one node address covers the surrogate); or (3) the list has C(0.0.0.0:P/X) (or
-        C([::]:P/X)): C(P) is then a NodePort or HostPort, live on every address, including node addresses the
-        list does not name. The rule errs toward keeping: a stale frontend that shares a port with a live
-        NodePort is kept."
-      - Gather them once on the controller (the C(cilium_maps) role takes them as a variable).
-      - At most 65536 items.
-    type: list
-    elements: str
   allow_empty_live_frontends:
     description:
       - With O(cleanup=stale), accept an empty O(live_frontends) (every frontend is then stale). By default an
@@ -287,12 +241,8 @@ def main():
     module = checks.new_module(
         AnsibleModule, cilium_lb.RULES,
         argument_spec=dict(
-            bpffs=dict(type="path", default="/sys/fs/bpf"),
-            maps=dict(type="list", elements="str", default=[]),
-            warn_ratio=dict(type="float", default=0.8),
-            critical_ratio=dict(type="float", default=0.95),
+            cilium_lb.CHECK_SPEC,
             cleanup=dict(type="str", choices=list(cilium_lb.CLEANUP_MODES), default="none"),
-            live_frontends=dict(type="list", elements="str"),
             max_delete=dict(type="int", default=10000),
             max_stale_share=dict(type="float", default=0.25),
             allow_empty_live_frontends=dict(type="bool", default=False),

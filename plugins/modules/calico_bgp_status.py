@@ -25,73 +25,14 @@ description:
     C(BIRD is not ready: Error querying BIRD)); this is a finding, not a module failure."
   - Read-only; never changes the host.
 author:
-  - k8snet.triage contributors (!UNKNOWN)
-options:
-  sockets:
-    description:
-      - BIRD control sockets to read. Each one given here must answer.
-      - When not set, calicoctl's sockets are read, C(/var/run/calico/bird.ctl) (required)
-        and C(/var/run/calico/bird6.ctl) (optional, BIRD 1.6's IPv6 daemon), each falling
-        back to the same name under C(/var/run/bird) when absent.
-    type: list
-    elements: path
-  expected_peers:
-    description:
-      - Addresses of the nodes this node should peer with (Calico's node-to-node mesh).
-        The node's own addresses are left out. C(10.0.0.5/24), the form of the
-        C(projectcalico.org/IPv4Address) Node annotation, is accepted.
-      - When empty, only the sessions themselves are checked (no stale or missing peers).
-    type: list
-    elements: str
-    default: []
-  node_to_node_mesh:
-    description:
-      - Whether Calico's node-to-node mesh is on (BGPConfiguration C(nodeToNodeMeshEnabled)).
-        When false (route reflectors), O(expected_peers) is not used to find stale or
-        missing peers.
-      - Global and node-specific peers (BGPPeer resources) are never called stale.
-    type: bool
-    default: true
-  stuck_after:
-    description:
-      - Seconds a session may be not Established before its finding is critical rather
-        than a warning. A session whose C(since) cannot be read is critical, and so is one
-        failing on a configuration error (bad peer AS, bad BGP identifier, authentication
-        failure, unacceptable hold time), since BIRD restarts such a protocol and its
-        C(since) keeps moving.
-    type: int
-    default: 300
-  timeout:
-    description:
-      - Seconds to wait for BIRD to accept the connection and for each part of its reply.
-    type: int
-    default: 5
-  when_not_calico:
-    description:
-      - What to return when no BIRD socket exists at all and no CNI configuration under O(cni_conf_dir)
-        uses the C(calico) plugin, that is when the node does not look like a Calico node.
-      - V(critical) gives a critical C(bgp.bird_down) finding (the node is known to run Calico).
-      - V(skip) returns RV(applicable) false with RV(skip_reason) and no finding (for example a Cilium
-        node in a triage that detects the CNI per node). A socket that exists but refuses, or a Calico
-        CNI configuration without BIRD, is still C(bgp.bird_down).
-    type: str
-    choices: [critical, skip]
-    default: critical
-  cni_conf_dir:
-    description: Where to look for a Calico CNI configuration when O(when_not_calico=skip).
-    type: path
-    default: /etc/cni/net.d
+  - k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.node_check
+  - k8snet.triage.bird
 attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    description: Changes nothing, so there is no diff.
   platform:
-    support: full
-    platforms: posix
-    description: Linux nodes running Calico with BIRD (BIRD 1.6 or 2). Needs root to open BIRD's socket (C(become=true)).
+    details: Linux nodes running Calico with BIRD (BIRD 1.6 or 2). Needs root to open BIRD's socket (C(become=true)).
 notes:
   - Needs read access to BIRD's socket, which is root's; use C(become) when not connecting as root.
   - The node's own addresses are read with pyroute2 when importable, otherwise with C(ip -json).
@@ -207,29 +148,11 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bird
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module = checks.new_module(
-        AnsibleModule, bird.RULES,
-        argument_spec=dict(
-            sockets=dict(type="list", elements="path"),
-            expected_peers=dict(type="list", elements="str", default=[]),
-            node_to_node_mesh=dict(type="bool", default=True),
-            stuck_after=dict(type="int", default=300),
-            timeout=dict(type="int", default=5),
-            when_not_calico=dict(type="str", choices=["critical", "skip"], default="critical"),
-            cni_conf_dir=dict(type="path", default="/etc/cni/net.d"),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        result = bird.node_check(module.params, module)
-    except TriageError as exc:
-        fail_from(module, exc)
-    module.exit_json(changed=False, findings=result["findings"], **result["data"])
+    module_main(AnsibleModule, bird.node_check, bird.RULES, bird.CHECK_SPEC)
 
 
 if __name__ == "__main__":

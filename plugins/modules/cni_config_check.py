@@ -16,28 +16,12 @@ description:
   - Findings C(node.cni_config_missing), C(node.cni_config_invalid), C(node.cni_binary_missing), or
     C(node.cni_files_ok). Read-only; runs on the node over SSH and needs only the node's Python standard library.
 author:
-  - k8snet.triage contributors (!UNKNOWN)
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; check mode runs the full check.
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-    details: Linux nodes, any Python 3.9+ (standard library only).
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.node_check
+  - k8snet.triage.cni_files
 options:
-  conf_dir:
-    description: The CNI configuration directory (an absolute path without V(..) segments).
-    type: path
-    default: /etc/cni/net.d
-  bin_dir:
-    description: The CNI plugin binary directory (an absolute path without V(..) segments).
-    type: path
-    default: /opt/cni/bin
   node_name:
     description: The node's name in findings (at most 253 characters). Defaults to the host's name.
     type: str
@@ -76,25 +60,11 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module = checks.new_module(
-        AnsibleModule, cni_files.RULES,
-        argument_spec=dict(
-            conf_dir=dict(type="path", default="/etc/cni/net.d"),
-            bin_dir=dict(type="path", default="/opt/cni/bin"),
-            node_name=dict(type="str"),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        result = cni_files.node_check(module.params)
-    except TriageError as exc:
-        fail_from(module, exc)
-    module.exit_json(changed=False, findings=result["findings"], **result["data"])
+    module_main(AnsibleModule, cni_files.node_check, cni_files.RULES, dict(cni_files.CHECK_SPEC, node_name=dict(type="str")))
 
 
 if __name__ == "__main__":

@@ -23,103 +23,14 @@ description:
     Python running it has it, and otherwise a minimal DNS client built on the standard library
     (A/AAAA, UDP with TCP fallback on truncation, TCP), so nodes need nothing installed.
   - Read-only; queries run in parallel inside the module.
-options:
-  names:
-    description:
-      - Names to resolve. Names under O(cluster_domain) are cluster names; the others are external
-        names, resolved through the upstreams coredns forwards to.
-    type: list
-    elements: str
-    required: true
-  servers:
-    description:
-      - The DNS servers to ask. Filled by the role from the Kubernetes API (the kube-dns Service and
-        the coredns endpoints) or given.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      address:
-        description: IP address of the server.
-        type: str
-        required: true
-      name:
-        description: A label for reports, for example the coredns pod name. Defaults to the address.
-        type: str
-      node:
-        description: The node the pod runs on, so a failure can name it.
-        type: str
-      role:
-        description: V(service) for the kube-dns ClusterIP, V(pod) for a coredns pod, V(upstream) for another resolver.
-        type: str
-        choices: [service, pod, upstream]
-        default: pod
-  protocols:
-    description: Transports to test; each server is asked over each.
-    type: list
-    elements: str
-    choices: [udp, tcp]
-    default: [udp, tcp]
-  record_type:
-    description: The record type asked for.
-    type: str
-    choices: [A, AAAA]
-    default: A
-  port:
-    description: Destination port of every server.
-    type: int
-    default: 53
-  timeout:
-    description: Seconds to wait for one answer.
-    type: float
-    default: 2.0
-  retries:
-    description: Extra attempts after a timeout (other failures are not retried).
-    type: int
-    default: 1
-  expect:
-    description:
-      - Expected addresses per name (a name of O(names) mapped to an address or a list). An answer
-        without any of them is V(wrong_answer).
-    type: dict
-    default: {}
-  cluster_domain:
-    description: The cluster's DNS domain.
-    type: str
-    default: cluster.local
-  host_resolvers:
-    description: Also ask the nameservers of the O(resolv_conf) files of this host.
-    type: bool
-    default: false
-  resolv_conf:
-    description:
-      - resolv.conf files whose nameservers are the host resolvers. With systemd-resolved,
-        C(/etc/resolv.conf) names the 127.0.0.53 stub and C(/run/systemd/resolve/resolv.conf) the
-        real upstreams. Missing files are skipped.
-    type: list
-    elements: path
-    default: [/etc/resolv.conf, /run/systemd/resolve/resolv.conf]
-  backend:
-    description: V(auto) uses dnspython when importable, else the standard-library client.
-    type: str
-    choices: [auto, dnspython, stdlib]
-    default: auto
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: read-only.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 requirements:
   - dnspython (optional; without it the built-in standard-library client is used)
 author:
   - k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.node_check
+  - k8snet.triage.dns
 """
 
 EXAMPLES = r"""
@@ -168,7 +79,9 @@ summary:
   type: dict
   sample: {ok: 8, timeout: 4}
 findings:
-  description: The findings (see the collection's findings contract).
+  description:
+    - Findings (the collection's findings contract) with checks C(dns.all_servers_fail), C(dns.some_servers_fail),
+      C(dns.upstream), C(dns.host_resolver) and C(dns.ok).
   returned: always
   type: list
   elements: dict
@@ -177,38 +90,11 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import dns
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
-
-
-def run(module):
-    result = dns.node_check(module.params, module)
-    return dict(changed=False, findings=result["findings"], **result["data"])
+from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module = checks.new_module(
-        AnsibleModule, dns.RULES,
-        argument_spec=dict(
-            names=dict(type="list", elements="str", required=True),
-            servers=dict(type="list", elements="dict", default=[], options=dns.SERVER_SPEC),
-            protocols=dict(type="list", elements="str", choices=["udp", "tcp"], default=["udp", "tcp"]),
-            record_type=dict(type="str", choices=["A", "AAAA"], default="A"),
-            port=dict(type="int", default=53),
-            timeout=dict(type="float", default=2.0),
-            retries=dict(type="int", default=1),
-            expect=dict(type="dict", default={}),
-            cluster_domain=dict(type="str", default="cluster.local"),
-            host_resolvers=dict(type="bool", default=False),
-            resolv_conf=dict(type="list", elements="path", default=list(dns.RESOLV_CONFS)),
-            backend=dict(type="str", choices=list(dns.BACKENDS), default="auto"),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        module.exit_json(**run(module))
-    except TriageError as exc:
-        fail_from(module, exc)
+    module_main(AnsibleModule, dns.node_check, dns.RULES, dns.CHECK_SPEC)
 
 
 if __name__ == "__main__":

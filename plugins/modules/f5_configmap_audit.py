@@ -25,20 +25,11 @@ description:
     are wrong (a missing kubeconfig) fails the module before any cluster is read.
   - Read-only; runs on the controller and talks to the Kubernetes API.
 author:
-  - k8snet.triage contributors (!UNKNOWN)
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.api_read
   - k8snet.triage.kube_auth
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; check mode runs the full audit.
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-    details: Runs on the controller; talks to the Kubernetes API.
 options:
   clusters:
     description:

@@ -21,45 +21,13 @@ description:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.node_check
+  - k8snet.triage.iptables
 options:
-  backends:
-    description: The backends to read; a backend whose tools are not installed is reported and skipped.
-    type: list
-    elements: str
-    choices: [legacy, nft, nftables]
-    default: [legacy, nft, nftables]
-  interval:
-    description:
-      - Seconds between the two snapshots. V(0) takes one snapshot and returns totals only.
-    type: float
-    default: 5
-  limit:
-    description: How many growing entries (and top totals) to return.
-    type: int
-    default: 20
-  warning_pps:
-    description: Packets per second from which a growing drop is a V(warning) (below it, V(info)).
-    type: float
-    default: 1.0
-  critical_pps:
-    description: Packets per second from which a growing drop is V(critical).
-    type: float
-    default: 100.0
   node_name:
     description: The node name used as the subject of findings (default the host name).
     type: str
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; check mode runs the same reads and checks.
-  diff_mode:
-    support: none
-    details: Nothing is changed, so there is nothing to diff.
-  platform:
-    support: full
-    platforms: posix
-    details: Linux nodes, Python 3.9+ (standard library; pyroute2 optional).
 notes:
   - "Reading counters needs root (CAP_NET_ADMIN): use C(become: true)."
   - Native nftables rules are counted only when they have a C(counter) statement, and nftables
@@ -135,33 +103,11 @@ interval:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import iptables
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
-
-
-def run(module):
-    result = iptables.node_check(module.params, module)
-    return dict(changed=False, findings=result["findings"], **result["data"])
+from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module = checks.new_module(
-        AnsibleModule, iptables.RULES,
-        argument_spec=dict(
-            backends=dict(type="list", elements="str", choices=list(iptables.BACKENDS), default=list(iptables.BACKENDS)),
-            interval=dict(type="float", default=5),
-            limit=dict(type="int", default=20),
-            warning_pps=dict(type="float", default=1.0),
-            critical_pps=dict(type="float", default=100.0),
-            node_name=dict(type="str"),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        result = run(module)
-    except TriageError as exc:
-        fail_from(module, exc)
-    module.exit_json(**result)
+    module_main(AnsibleModule, iptables.node_check, iptables.RULES, dict(iptables.CHECK_SPEC, node_name=dict(type="str")))
 
 
 if __name__ == "__main__":

@@ -26,20 +26,17 @@ description:
     and what was not attempted and why. C(--diff) shows each change.
   - The probes go from the host the module runs on (the controller, or a node with C(delegate_to)).
 author:
-  - k8snet.triage contributors (!UNKNOWN)
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.state_change
   - k8snet.triage.kube_auth
 attributes:
   check_mode:
-    support: full
     details: With O(remediate=cluster), reports what would be patched (after the same re-read) and patches nothing.
   diff_mode:
-    support: full
     details: The Service's externalTrafficPolicy before and after the patch.
   platform:
-    support: full
-    platforms: posix
     details: Runs on the controller (or a node with C(delegate_to)); talks to the Kubernetes API and probes the nodes.
 options:
   services:

@@ -18,20 +18,11 @@ description:
     C(node.cni_pod_pending), C(node.cni_pod_missing).
   - Read-only; runs on the controller. The files on the nodes are checked by M(k8snet.triage.cni_config_check).
 author:
-  - k8snet.triage contributors (!UNKNOWN)
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.api_read
   - k8snet.triage.kube_auth
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; check mode runs the full check.
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-    details: Runs on the controller; talks to the Kubernetes API.
 options:
   node_selector:
     description: A label selector limiting the nodes checked (for example C(node-role.kubernetes.io/worker)).

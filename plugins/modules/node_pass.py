@@ -63,7 +63,7 @@ options:
     type: dict
   kube:
     description:
-      - The registered result of M(k8snet.triage.kube_network_facts) read once on the controller
+      - The registered result of M(k8snet.triage.kube_network_info) read once on the controller
         (C(nodes), C(service_frontends), C(dns_servers)).
       - Left out, skipped, without credentials or failed, the API's inputs are not used and the
         variables are; the reason is given where a scenario is skipped for want of them.

@@ -40,7 +40,16 @@ description:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.node_check
+  - k8snet.triage.cni_files.node_triage
+  - k8snet.triage.bird.node_triage
+  - k8snet.triage.cilium_lb.node_triage
+  - k8snet.triage.routes.node_triage
+  - k8snet.triage.iptables.node_triage
+  - k8snet.triage.reachability.node_triage
+  - k8snet.triage.dns.node_triage
+  - k8snet.triage.neighbors.node_triage
 options:
   node_name:
     description:
@@ -58,323 +67,34 @@ options:
     description: Options of the CNI files check (as M(k8snet.triage.cni_config_check)).
     type: dict
     default: {}
-    suboptions:
-      conf_dir:
-        description: The CNI configuration directory.
-        type: path
-        default: /etc/cni/net.d
-      bin_dir:
-        description: The CNI plugin binaries directory.
-        type: path
-        default: /opt/cni/bin
   calico:
     description: Options of the BGP session check (as M(k8snet.triage.calico_bgp_status)).
     type: dict
     default: {}
-    suboptions:
-      sockets:
-        description: BIRD control sockets; default calicoctl's (C(/var/run/calico/bird.ctl), C(bird6.ctl)).
-        type: list
-        elements: path
-      expected_peers:
-        description: The BGP addresses of every node of the cluster (this node's own is left out on the node).
-        type: list
-        elements: str
-        default: []
-      node_to_node_mesh:
-        description: Whether Calico's node-to-node mesh is on (false with route reflectors).
-        type: bool
-        default: true
-      stuck_after:
-        description: Seconds a session may be down before its finding is critical.
-        type: int
-        default: 300
-      timeout:
-        description: Seconds to wait for BIRD.
-        type: int
-        default: 5
-      when_not_calico:
-        description:
-          - V(skip) (the triage's C(triage_cni=auto)) records the scenario as skipped, "not a Calico node",
-            when the node has no BIRD socket and no Calico CNI configuration; V(critical) keeps a missing
-            BIRD a critical C(bgp.bird_down) (C(triage_cni=calico)).
-        type: str
-        choices: [critical, skip]
-        default: skip
-      cni_conf_dir:
-        description: Where to look for a Calico CNI configuration when no BIRD socket answers.
-        type: path
-        default: /etc/cni/net.d
   cilium_maps:
     description: Options of the pinned bpf map check (as M(k8snet.triage.bpf_map_usage), read-only).
     type: dict
     default: {}
-    suboptions:
-      bpffs:
-        description: Where the bpf filesystem is mounted.
-        type: path
-        default: /sys/fs/bpf
-      maps:
-        description: Pinned maps to read (paths under O(cilium_maps.bpffs) or base names, globs allowed); empty means every map.
-        type: list
-        elements: str
-        default: []
-      warn_ratio:
-        description: Fill ratio from which a map is a warning.
-        type: float
-        default: 0.8
-      critical_ratio:
-        description: Fill ratio from which a map is critical.
-        type: float
-        default: 0.95
-      live_frontends:
-        description:
-          - The frontends Kubernetes knows, as C(ip:port/proto); unset means unknown (no stale-frontend check).
-        type: list
-        elements: str
-      when_not_cilium:
-        description:
-          - V(skip) (the triage's C(triage_cni=auto)) records the scenario as skipped, "not a Cilium node",
-            when the node shows no pinned C(cilium_*) maps, no Cilium agent socket and no C(cilium-cni)
-            configuration; V(check) reads the maps anyway (C(triage_cni=cilium)).
-        type: str
-        choices: [check, skip]
-        default: skip
   pod_network:
     description: Options of the pod-CIDR route check (as M(k8snet.triage.route_check)).
     type: dict
     default: {}
-    suboptions:
-      peers:
-        description: Every node with its address and pod CIDRs (from the inventory).
-        type: list
-        elements: dict
-        default: []
-        suboptions:
-          node:
-            description: Node name.
-            type: str
-            required: true
-          node_ip:
-            description: The node's address.
-            type: str
-            required: true
-          node_ips:
-            description: More addresses of the node.
-            type: list
-            elements: str
-            default: []
-          pod_cidrs:
-            description: The node's pod CIDRs.
-            type: list
-            elements: str
-            required: true
-      mode:
-        description: C(direct) routing via the peers, or C(overlay) via O(pod_network.tunnel_device).
-        type: str
-        choices: [direct, overlay]
-        default: direct
-      tunnel_device:
-        description: The overlay's tunnel device (C(overlay) mode).
-        type: str
-      local_pod_routes:
-        description: Also check the /32 and /128 routes to the local pod devices.
-        type: bool
-        default: true
-      destinations:
-        description: Addresses to resolve like C(ip route get).
-        type: list
-        elements: str
-        default: []
-      reader:
-        description: How to read the tables (see M(k8snet.triage.route_check)).
-        type: str
-        choices: [auto, pyroute2, iproute2]
-        default: auto
   firewall_drops:
     description: Options of the DROP/REJECT counter check (as M(k8snet.triage.iptables_drops)).
     type: dict
     default: {}
-    suboptions:
-      backends:
-        description: Firewall backends to read.
-        type: list
-        elements: str
-        choices: [legacy, nft, nftables]
-        default: [legacy, nft, nftables]
-      interval:
-        description: Seconds between the two counter snapshots; 0 takes one snapshot (totals only).
-        type: float
-        default: 5
-      limit:
-        description: Most rules reported.
-        type: int
-        default: 20
-      warning_pps:
-        description: Drop rate (packets per second) from which a rule is a warning.
-        type: float
-        default: 1.0
-      critical_pps:
-        description: Drop rate from which a rule is critical.
-        type: float
-        default: 100.0
   connectivity:
     description: Options of the peer probes (as M(k8snet.triage.reachability)).
     type: dict
     default: {}
-    suboptions:
-      targets:
-        description: The peers to probe (the controller picks a sample per node).
-        type: list
-        elements: dict
-        default: []
-        suboptions:
-          address:
-            description: IPv4 address of the peer.
-            type: str
-            required: true
-          name:
-            description: Its name in the results.
-            type: str
-          port:
-            description: TCP port for this peer; default O(connectivity.tcp_port).
-            type: int
-      probes:
-        description: Probes to send.
-        type: list
-        elements: str
-        choices: [icmp, tcp, arp]
-        default: [icmp, tcp, arp]
-      tcp_port:
-        description: TCP port to connect to (the kubelet's by default).
-        type: int
-        default: 10250
-      count:
-        description: Probes of each kind per peer.
-        type: int
-        default: 2
-      timeout:
-        description: Seconds to wait for each answer.
-        type: float
-        default: 1.0
   dns:
     description: Options of the DNS check (as M(k8snet.triage.dns_check)).
     type: dict
     default: {}
-    suboptions:
-      names:
-        description: Names to resolve.
-        type: list
-        elements: str
-        default: [kubernetes.default.svc.cluster.local]
-      servers:
-        description: The kube-dns Service and coredns pods to ask.
-        type: list
-        elements: dict
-        default: []
-        suboptions:
-          address:
-            description: Server address.
-            type: str
-            required: true
-          name:
-            description: Its name (Service or pod).
-            type: str
-          node:
-            description: The node the pod runs on.
-            type: str
-          role:
-            description: What the server is.
-            type: str
-            choices: [service, pod, upstream]
-            default: pod
-      protocols:
-        description: Transports to ask over.
-        type: list
-        elements: str
-        choices: [udp, tcp]
-        default: [udp, tcp]
-      record_type:
-        description: Record type to ask for.
-        type: str
-        choices: [A, AAAA]
-        default: A
-      port:
-        description: DNS port.
-        type: int
-        default: 53
-      timeout:
-        description: Seconds per query.
-        type: float
-        default: 2.0
-      retries:
-        description: Retries after a timeout.
-        type: int
-        default: 1
-      expect:
-        description: Expected addresses per name.
-        type: dict
-        default: {}
-      cluster_domain:
-        description: The cluster's DNS domain.
-        type: str
-        default: cluster.local
-      host_resolvers:
-        description: Also ask the node's own resolvers (from O(dns.resolv_conf)).
-        type: bool
-        default: true
-      resolv_conf:
-        description: resolv.conf files to read the node's resolvers from.
-        type: list
-        elements: path
-        default: [/etc/resolv.conf, /run/systemd/resolve/resolv.conf]
-      backend:
-        description: DNS client (dnspython when importable, else the standard library).
-        type: str
-        choices: [auto, dnspython, stdlib]
-        default: auto
   stale_arp:
     description: Options of the neighbor cache check for VIPs (as M(k8snet.triage.arp_check), read-only).
     type: dict
     default: {}
-    suboptions:
-      addresses:
-        description: The VIPs to check.
-        type: list
-        elements: str
-        default: []
-      expected:
-        description: The true MAC of each VIP (read on its owner node by the controller before the pass).
-        type: dict
-        default: {}
-      interface:
-        description: Only this interface.
-        type: str
-      probe:
-        description: Send ARP requests for the VIPs and collect every MAC that answers.
-        type: bool
-        default: true
-      probe_timeout:
-        description: Seconds to wait for ARP answers.
-        type: float
-        default: 0.5
-      reader:
-        description: How to read the neighbor table.
-        type: str
-        choices: [auto, pyroute2, iproute2]
-        default: auto
-attributes:
-  check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: read-only.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
 requirements:
   - Python 3.9 or later on the node (standard library; pyroute2 and dnspython are used when importable).
   - C(ip) (iproute2) when pyroute2 is not importable; C(iptables-save) / C(nft) for the firewall counters.

@@ -93,20 +93,14 @@ options:
     default: false
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: a capture changes nothing on the host; it runs in check mode too.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: posix
+    details: A capture changes nothing on the host; it runs in check mode too.
 requirements:
   - tcpdump and coreutils C(timeout) on the host
 author:
   - k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.node_check
 """
 
 EXAMPLES = r"""

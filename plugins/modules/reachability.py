@@ -19,62 +19,19 @@ description:
     C(nsenter -t PID -n) would.
   - Standard library only; ICMP and ARP need CAP_NET_RAW.
 options:
-  targets:
-    description: Where to probe.
-    type: list
-    elements: dict
-    required: true
-    suboptions:
-      address:
-        description: IPv4 address of the target.
-        type: str
-        required: true
-      name:
-        description: A label for reports (a node name). Defaults to the address.
-        type: str
-      port:
-        description: TCP port for this target; defaults to O(tcp_port).
-        type: int
-  probes:
-    description: Which probes to send.
-    type: list
-    elements: str
-    choices: [icmp, tcp, arp]
-    default: [icmp, tcp]
-  tcp_port:
-    description: TCP port probed on targets that do not name one.
-    type: int
-    default: 22
-  count:
-    description: ICMP echoes, and ARP requests and TCP connects until one is answered, per target.
-    type: int
-    default: 3
-  timeout:
-    description: Seconds to wait for each answer.
-    type: float
-    default: 1.0
   netns_pid:
     description: Probe from the network namespace of this process (for example a pod's container process).
     type: int
-  reader:
-    description: How routes and links are read for ARP probes (see the collection's netlink readers).
-    type: str
-    choices: [auto, pyroute2, iproute2]
-    default: auto
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
-    support: full
-    details: probes change nothing on the host; they run in check mode too.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
-  platform:
-    description: Target OS/families that can be operated against.
-    support: full
-    platforms: linux
+    details: Probes change nothing on the host; they run in check mode too.
 author:
   - k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.node_check
+  - k8snet.triage.reachability
+  - k8snet.triage.netlink
 """
 
 EXAMPLES = r"""
@@ -117,7 +74,9 @@ silent:
   type: list
   elements: str
 findings:
-  description: The findings (see the collection's findings contract).
+  description:
+    - Findings (the collection's findings contract) with checks C(reach.unreachable), C(reach.port_closed),
+      C(reach.port_filtered), C(reach.arp_conflict), C(reach.loss) and C(reach.ok).
   returned: always
   type: list
   elements: dict
@@ -126,33 +85,13 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import reachability
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
-
-
-def run(module):
-    result = reachability.node_check(module.params, module)
-    return dict(changed=False, findings=result["findings"], **result["data"])
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink import NETLINK_ARGUMENT_SPEC
+from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module = checks.new_module(
-        AnsibleModule, reachability.RULES,
-        argument_spec=dict(
-            targets=dict(type="list", elements="dict", required=True, options=reachability.TARGET_SPEC),
-            probes=dict(type="list", elements="str", choices=list(reachability.PROBES), default=["icmp", "tcp"]),
-            tcp_port=dict(type="int", default=22),
-            count=dict(type="int", default=3),
-            timeout=dict(type="float", default=1.0),
-            netns_pid=dict(type="int"),
-            reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
-        ),
-        supports_check_mode=True,
-    )
-    try:
-        module.exit_json(**run(module))
-    except TriageError as exc:
-        fail_from(module, exc)
+    argument_spec = dict(reachability.CHECK_SPEC, netns_pid=dict(type="int"), **NETLINK_ARGUMENT_SPEC)
+    module_main(AnsibleModule, reachability.node_check, reachability.RULES, argument_spec)
 
 
 if __name__ == "__main__":

@@ -26,78 +26,13 @@ description:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.node_check
+  - k8snet.triage.routes
 options:
-  peers:
-    description:
-      - Every node of the cluster with its node address and pod CIDRs; the role fills it from
-        the inventory (C(k8s_node_ip), C(k8s_pod_cidr)).
-      - The host's own entry (its O(node_name), or a O(peers[].node_ip) that is an address of the
-        host) is recognised and used as the local pod CIDR.
-    type: list
-    elements: dict
-    default: []
-    suboptions:
-      node:
-        description: Node name.
-        type: str
-        required: true
-      node_ip:
-        description: The node's address (the gateway of its pod CIDR in direct mode).
-        type: str
-        required: true
-      node_ips:
-        description: More addresses of the node (e.g. its IPv6 address, the gateway of its IPv6 pod CIDR).
-        type: list
-        elements: str
-        default: []
-      pod_cidrs:
-        description: The node's pod CIDRs (IPv4 and/or IPv6), network addresses.
-        type: list
-        elements: str
-        required: true
   node_name:
     description: This host's node name, to recognise its own entry in O(peers).
     type: str
-  mode:
-    description:
-      - V(direct) expects C(<podCIDR> via <peer node_ip> dev <uplink>), the uplink being the
-        device through which the node reaches the peer.
-      - V(overlay) expects C(<podCIDR> ... dev <tunnel_device>) and does not check the gateway.
-    type: str
-    choices: [direct, overlay]
-    default: direct
-  tunnel_device:
-    description: The overlay device (C(vxlan.calico), C(tunl0), C(cilium_vxlan)); must exist on the host.
-    type: str
-  local_pod_routes:
-    description: Check the /32 and /128 routes to local C(cali*) / C(lxc*) pod devices.
-    type: bool
-    default: true
-  destinations:
-    description: Addresses to resolve like C(ip route get); the chosen routes are returned.
-    type: list
-    elements: str
-    default: []
-  reader:
-    description:
-      - V(auto) reads route dumps with C(ip -json) (or pyroute2 when C(ip) is missing) and links
-        and neighbors with pyroute2 when importable.
-      - V(pyroute2) forces pyroute2 for everything; V(iproute2) forces C(ip -json) for everything.
-    type: str
-    choices: [auto, pyroute2, iproute2]
-    default: auto
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; check mode runs the same reads and checks.
-  diff_mode:
-    support: none
-    details: Nothing is changed, so there is nothing to diff.
-  platform:
-    support: full
-    platforms: posix
-    details: Linux nodes, Python 3.9+ (standard library; pyroute2 optional).
 notes:
   - Needs C(ip) (iproute2) or the pyroute2 Python library on the node; no privileges beyond reading.
   - Only the main routing table is checked.
@@ -170,35 +105,12 @@ reader:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import routes
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
-
-
-def run(module):
-    result = routes.node_check(module.params, module)
-    return dict(changed=False, findings=result["findings"], **result["data"])
+from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module = checks.new_module(
-        AnsibleModule, routes.RULES,
-        argument_spec=dict(
-            peers=dict(type="list", elements="dict", default=[], options=routes.PEER_SPEC),
-            node_name=dict(type="str"),
-            mode=dict(type="str", choices=["direct", "overlay"], default="direct"),
-            tunnel_device=dict(type="str"),
-            local_pod_routes=dict(type="bool", default=True),
-            destinations=dict(type="list", elements="str", default=[]),
-            reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
-        ),
-        required_if=[("mode", "overlay", ["tunnel_device"])],
-        supports_check_mode=True,
-    )
-    try:
-        result = run(module)
-    except TriageError as exc:
-        fail_from(module, exc)
-    module.exit_json(**result)
+    module_main(AnsibleModule, routes.node_check, routes.RULES, dict(routes.CHECK_SPEC, node_name=dict(type="str")),
+                required_if=[("mode", "overlay", ["tunnel_device"])])
 
 
 if __name__ == "__main__":

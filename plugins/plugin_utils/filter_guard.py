@@ -20,14 +20,18 @@ from ansible.errors import AnsibleFilterError
 INPUT_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError)
 
 
-def guarded(name, func):
-    """``func`` wrapped so that malformed input raises AnsibleFilterError, never a traceback."""
+def guarded(name, func, domain_errors=()):
+    """``func`` wrapped so that malformed input raises AnsibleFilterError, never a traceback.
+    ``domain_errors``: exception types whose message is already written for the operator (it names
+    the host or item and the fix); it becomes the AnsibleFilterError's message as it is."""
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
         except AnsibleFilterError:
             raise
+        except tuple(domain_errors) as exc:
+            raise AnsibleFilterError(str(exc))
         except INPUT_ERRORS as exc:
             detail = str(exc) or type(exc).__name__
             if len(detail) > 200:
@@ -38,6 +42,6 @@ def guarded(name, func):
     return wrapper
 
 
-def guard_all(filters):
+def guard_all(filters, domain_errors=()):
     """``{name: func}`` with every function guarded (for ``FilterModule.filters``)."""
-    return dict((name, guarded(name, func)) for name, func in filters.items())
+    return dict((name, guarded(name, func, domain_errors)) for name, func in filters.items())

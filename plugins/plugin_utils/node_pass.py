@@ -32,7 +32,7 @@ import re
 from ansible.errors import AnsibleError
 
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
-from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, inventory_nodes
+from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes, pod_cidr_peers
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import INPUT_ERRORS
 
 
@@ -126,14 +126,7 @@ def _expected_peers(variables, hostvars, groups, kube):
 def _pod_peers(variables, hostvars, groups):
     if variables.get("pod_network_peers"):
         return variables["pod_network_peers"]
-    hosts = [h for h in _group(groups, variables.get("pod_network_nodes_group") or "k8s_nodes")
-             if hostvars[h].get("k8s_pod_cidr")]
-    peers = []
-    for node in inventory_nodes(hosts, hostvars):
-        cidrs = hostvars[node["host"]]["k8s_pod_cidr"]
-        peers.append({"node": node["name"], "node_ip": node["address"],
-                      "pod_cidrs": [cidrs] if isinstance(cidrs, str) else list(cidrs)})
-    return peers
+    return pod_cidr_peers(_group(groups, variables.get("pod_network_nodes_group") or "k8s_nodes"), hostvars)
 
 
 NO_CREDENTIALS = ("no Kubernetes credentials (triage_kubeconfig, module_defaults for group/k8snet.triage.kube, "
@@ -188,7 +181,7 @@ def _scenarios(variables, host, groups, dns_servers, api_reason):
 def _params(variables, host, hostvars, groups, owners=None, kube=None):
     if not isinstance(variables, dict):
         raise ParamsError("node_pass expects the play's variables as a dict")
-    for value, what in ((owners, "owners (the vip_owners result)"), (kube, "kube (the kube_network_facts result)")):
+    for value, what in ((owners, "owners (the vip_owners result)"), (kube, "kube (the kube_network_info result)")):
         if value is not None and not isinstance(value, dict):
             raise ParamsError("node_pass: %s must be a dict, not %s" % (what, type(value).__name__))
     owners, kube = owners or {}, kube or {}

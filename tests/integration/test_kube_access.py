@@ -3,6 +3,9 @@ errors (API down, token refused, RBAC, bad kubeconfig) through a real module run
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
@@ -117,8 +120,8 @@ def test_path_segments_are_escaped_and_names_checked(ansible, api):
                  lambda: kube.get("services", "../../nodes", "web"), lambda: kube.pods("kube-system", node="a,b=c")):
         with pytest.raises(InputError, match="is not a Kubernetes"):
             call()
-    result = ansible.module("localhost", "kube_network_facts", {"kubeconfig": str(api.kubeconfig()),
-                                                                "dns_namespace": "../../x", "gather": ["dns_servers"]})["localhost"]
+    result = ansible.module("localhost", "kube_network_info", {"kubeconfig": str(api.kubeconfig()),
+                                                               "dns_namespace": "../../x", "gather": ["dns_servers"]})["localhost"]
     # refused by the module's option rules, before the kube layer's own check
     assert result["failed"] and result["msg"].startswith("dns_namespace='../../x' is invalid: a Kubernetes name")
     assert not [r for r in api.requests[before + 1:] if ".." in r["path"]]
@@ -135,16 +138,16 @@ def test_kubeconfig_that_is_not_one_is_a_clear_error(ansible):
 def test_awx_environment_alone_reaches_the_api(ansible, api, lab, monkeypatch):
     """AWX's bearer-token credential injects only K8S_AUTH_HOST / K8S_AUTH_API_KEY (and friends)."""
     monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
-    probe = ansible.module("localhost", "kube_network_facts", {"gather": []})["localhost"]
+    probe = ansible.module("localhost", "kube_network_info", {"gather": []})["localhost"]
     assert probe["failed"] is False and probe["credential_source"] is None
     monkeypatch.setenv("K8S_AUTH_HOST", api.url)
     monkeypatch.setenv("K8S_AUTH_API_KEY", api.token)
     monkeypatch.setenv("K8S_AUTH_SSL_CA_CERT", str(api.certs["ca"]))
     monkeypatch.setenv("K8S_AUTH_VERIFY_SSL", "true")
     before = len(api.requests)
-    probe = ansible.module("localhost", "kube_network_facts", {"gather": []})["localhost"]
+    probe = ansible.module("localhost", "kube_network_info", {"gather": []})["localhost"]
     assert probe["credential_source"] == "host" and len(api.requests) == before  # answered without a request
-    result = ansible.module("localhost", "kube_network_facts", {"gather": ["nodes"]})["localhost"]
+    result = ansible.module("localhost", "kube_network_info", {"gather": ["nodes"]})["localhost"]
     assert result["credential_source"] == "host"
     theirs = kubectl(api.kubeconfig(), "get", "nodes")["items"]
     assert [n["name"] for n in result["nodes"]] == sorted(n["metadata"]["name"] for n in theirs)
@@ -153,7 +156,7 @@ def test_awx_environment_alone_reaches_the_api(ansible, api, lab, monkeypatch):
     monkeypatch.delenv("K8S_AUTH_HOST")
     monkeypatch.delenv("K8S_AUTH_API_KEY")
     monkeypatch.setenv("K8S_AUTH_KUBECONFIG", str(api.kubeconfig()))
-    result = ansible.module("localhost", "kube_network_facts", {"gather": ["nodes"]})["localhost"]
+    result = ansible.module("localhost", "kube_network_info", {"gather": ["nodes"]})["localhost"]
     assert result["credential_source"] == "kubeconfig" and len(result["nodes"]) == len(theirs)
 
 
@@ -189,6 +192,9 @@ MODULE_DEFAULTS_PLAY = """---
       kubeconfig: "{{ kc }}"
   tasks:
     - name: Facts
+      k8snet.triage.kube_network_info:
+        gather: [nodes]
+    - name: Facts by the deprecated name
       k8snet.triage.kube_network_facts:
         gather: [nodes]
     - name: LB health
@@ -208,11 +214,25 @@ MODULE_DEFAULTS_PLAY = """---
       kubeconfig: "{{ kc }}"
   tasks:
     - name: Facts through kubernetes.core's group
-      k8snet.triage.kube_network_facts:
+      k8snet.triage.kube_network_info:
         gather: [nodes]
       ignore_errors: true
       register: other
 """
+
+
+def test_deprecated_name_is_redirected_with_a_warning():
+    """kube_network_facts (the name before 0.2.0) resolves to kube_network_info and says it is deprecated."""
+    from tests.integration.conftest import BIN, ROOT
+
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_DEPRECATION_WARNINGS="1", ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([str(BIN / "ansible-doc"), "k8snet.triage.kube_network_facts"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "MODULE k8snet.triage.kube_network_info " in proc.stdout
+    warning = " ".join(proc.stderr.split())
+    assert "k8snet.triage.kube_network_facts has been deprecated" in warning
+    assert "removed from collection 'k8snet.triage' version 1.0.0" in warning
 
 
 def test_module_defaults_group(ansible, api, tmp_path, monkeypatch):
@@ -230,6 +250,10 @@ def test_module_defaults_group(ansible, api, tmp_path, monkeypatch):
     assert run.rc == 0, run
     facts = run.result("Facts", "localhost")
     assert facts["credential_source"] == "kubeconfig" and len(facts["nodes"]) == 3
+    # the old name is redirected to kube_network_info, warns, and is still in the group
+    old = run.results(task="Facts by the deprecated name", host="localhost")[0]
+    assert old["action"] == "k8snet.triage.kube_network_facts"
+    assert old["result"]["credential_source"] == "kubeconfig" and old["result"]["nodes"] == facts["nodes"]
     for task in ("LB health", "F5", "Node status"):
         assert run.results(task=task, host="localhost")[0]["status"] == "ok", task
     # every module's reads reached the stand-in with the kubeconfig's token

@@ -151,7 +151,7 @@ def test_one_task_and_one_module_invocation_per_node(lab, both_runs):
     # the other module runs: the credentials probe and the API read (no credentials here: no request),
     # and the VIP owners' pre-read, once per owner, not per client
     others = sorted(set(r["action"] for r in ours if not r["action"].endswith("node_pass")))
-    assert others == ["k8snet.triage.arp_check", "k8snet.triage.kube_network_facts"], others
+    assert others == ["k8snet.triage.arp_check", "k8snet.triage.kube_network_info"], others
     owners = [r for r in ours if r["action"].endswith("arp_check")]
     assert len(owners) == 1 and len(owners[0]["result"]["results"]) == len(lab.group("control_plane"))
     # tasks per node: what runs for every node (run_once steps run once for the whole fleet)
@@ -174,7 +174,7 @@ def test_one_task_and_one_module_invocation_per_node(lab, both_runs):
 
 
 def test_api_half_of_cni_runs_once_and_is_published_once(lab, ansible, tmp_path):
-    """With a kubeconfig, node_network_status (the cni scenario's API half) and kube_network_facts
+    """With a kubeconfig, node_network_status (the cni scenario's API half) and kube_network_info
     run once on the controller; their findings are fleet results, not copied onto every node, and
     equal the cni role's on the same stand-in API."""
     from tests.kube_api.helpers import kubectl, start

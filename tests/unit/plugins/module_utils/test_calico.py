@@ -1,4 +1,4 @@
-"""The fleet view of Calico BGP: inventory nodes, the session table, stale Node resources."""
+"""The fleet view of Calico BGP: the session table, stale Node resources."""
 
 from __future__ import annotations
 
@@ -20,24 +20,6 @@ def _peer(address, bgp_state="Established", state="up", cause=""):
 
 def _stale(address, bgp_state="Connect", cause="no route to host"):
     return {"check": "bgp.stale_peer", "evidence": {"address": address, "bgp_state": bgp_state, "cause": cause}}
-
-
-def test_inventory_nodes_use_the_inventory_contract():
-    hostvars = {
-        "a": {"ansible_host": "198.18.96.11"},
-        "b": {"ansible_host": "b.example", "k8s_node_ip": "198.18.96.12", "k8s_node_name": "worker-b"},
-        "c": {"ansible_host": "198.18.96.13/24"},
-    }
-    assert calico.inventory_nodes(["a", "b", "c"], hostvars) == [
-        {"host": "a", "name": "a", "address": "198.18.96.11"},
-        {"host": "b", "name": "worker-b", "address": "198.18.96.12"},
-        {"host": "c", "name": "c", "address": "198.18.96.13"},
-    ]
-
-
-def test_inventory_nodes_name_the_host_with_a_bad_address():
-    with pytest.raises(calico.NodeListError, match="host b: 'b.example' is not an IP address; set k8s_node_ip"):
-        calico.inventory_nodes(["b"], {"b": {"ansible_host": "b.example"}})
 
 
 def test_normalise_nodes():

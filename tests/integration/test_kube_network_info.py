@@ -1,4 +1,4 @@
-"""kube_network_facts against the stand-in API, and the three role hooks that use it:
+"""kube_network_info against the stand-in API, and the three role hooks that use it:
 cilium_maps (live frontends reach bpf_map_usage on the nodes), calico (expected BGP peers from
 the Node annotations, InternalIP as fallback) and dns (servers from the kube-dns Service and the
 coredns pods, asked from every node).  Every expectation is derived independently from kubectl's
@@ -110,7 +110,7 @@ def api(lab):
 
 def test_module_returns_what_kubectl_shows(lab, ansible, api):
     kc = str(api.kubeconfig())
-    result = ansible.module("localhost", "kube_network_facts", {"kubeconfig": kc})["localhost"]
+    result = ansible.module("localhost", "kube_network_info", {"kubeconfig": kc})["localhost"]
     assert result["changed"] is False
     assert set(result["service_frontends"]) == expected_frontends(kc)
     # 21 ClusterIP/externalIP/LB/NodePort-on-InternalIP forms, 3 surrogates, 6 of the gateway Service
@@ -131,8 +131,8 @@ def test_module_returns_what_kubectl_shows(lab, ansible, api):
 
 def test_gather_reads_only_what_is_asked_and_check_mode(ansible, api):
     before = len(api.requests)
-    result = ansible.module("localhost", "kube_network_facts", {"kubeconfig": str(api.kubeconfig()),
-                                                                "gather": ["dns_servers"]}, check=True)["localhost"]
+    result = ansible.module("localhost", "kube_network_info", {"kubeconfig": str(api.kubeconfig()),
+                                                               "gather": ["dns_servers"]}, check=True)["localhost"]
     paths = sorted({r["path"] for r in api.requests[before:]})
     assert paths == ["/api/v1/namespaces/kube-system/pods", "/api/v1/namespaces/kube-system/services/kube-dns"]
     assert "nodes" not in result and "service_frontends" not in result and result["changed"] is False
@@ -140,7 +140,7 @@ def test_gather_reads_only_what_is_asked_and_check_mode(ansible, api):
 
 
 def test_other_dns_names_give_findings_not_errors(ansible, api):
-    result = ansible.module("localhost", "kube_network_facts", {
+    result = ansible.module("localhost", "kube_network_info", {
         "kubeconfig": str(api.kubeconfig()), "gather": ["dns_servers"], "dns_service": "coredns",
         "dns_pod_selector": "k8s-app=coredns"})["localhost"]
     assert result["dns_servers"] == []
@@ -153,7 +153,7 @@ def test_other_dns_names_give_findings_not_errors(ansible, api):
 ])
 def test_bad_input_fails_clearly(ansible, api, args, words):
     args = dict({"kubeconfig": str(api.kubeconfig())}, **args)
-    result = ansible.module("localhost", "kube_network_facts", args)["localhost"]
+    result = ansible.module("localhost", "kube_network_info", args)["localhost"]
     assert result["failed"] and words in result["msg"], result.get("msg")
 
 

@@ -1,13 +1,13 @@
-"""Benchmark (not a test): kube_network_facts beside the kubectl commands it replaces.
+"""Benchmark (not a test): kube_network_info beside the kubectl commands it replaces.
 
-Run as root from the checkout:  K8SNET_LAB_SLOT=N .venv/bin/python -m bench.kube_network_facts [--nodes 3]
+Run as root from the checkout:  K8SNET_LAB_SLOT=N .venv/bin/python -m bench.kube_network_info [--nodes 3]
 
 Brings up the lab and the stand-in API (cluster.yaml + network.yaml with the lab's nodes), then
 times, in the same run:
 
 * manual: kubectl get nodes / svc -A / svc kube-dns / coredns pods -o json, the lists an operator
   (or three roles) would read and then turn into frontends, BGP peers and DNS servers by hand;
-* ``ansible -m k8snet.triage.kube_network_facts``: one module call, one read of each list,
+* ``ansible -m k8snet.triage.kube_network_info``: one module call, one read of each list,
   everything already in the formats bpf_map_usage, calico_bgp_status and dns_check take.
 """
 
@@ -53,7 +53,7 @@ def main():
         manual_requests = len(server.requests) - before
         env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH="%s:%s" % (ROOT / ".venv" / "bin", os.environ["PATH"]))
         before = len(server.requests)
-        ours_time, proc = timed(["ansible", "localhost", "-i", str(lab.inventory_path), "-m", "k8snet.triage.kube_network_facts",
+        ours_time, proc = timed(["ansible", "localhost", "-i", str(lab.inventory_path), "-m", "k8snet.triage.kube_network_info",
                                  "-a", json.dumps({"kubeconfig": kc}), "-o"], env=env)
         ours_requests = len(server.requests) - before
         result = json.loads(proc.stdout.split(" => ", 1)[1])

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 DOCUMENTATION = r"""
-module: kube_network_facts
+module: kube_network_info
 short_description: Nodes, Service frontends and DNS servers from the Kubernetes API, for the node-side checks
 version_added: 0.1.0
 description:
@@ -27,22 +27,15 @@ description:
   - Findings C(kube.node_without_pod_cidr) (info), C(kube.node_without_internal_ip),
     C(kube.dns_service_missing), C(kube.dns_service_headless), C(kube.dns_pods_missing),
     C(kube.dns_pod_without_ip).
-  - Read-only.
+  - Read-only. It returns its result (no C(ansible_facts)), so register it.
+  - This module was named C(k8snet.triage.kube_network_facts) before 0.2.0. The old name still works (it is
+    redirected here, with a deprecation warning) and will be removed in 1.0.0.
 author:
-  - k8snet.triage contributors (!UNKNOWN)
+  - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.api_read
   - k8snet.triage.kube_auth
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; check mode reads the same.
-  diff_mode:
-    support: none
-  platform:
-    support: full
-    platforms: posix
-    details: Runs on the controller; talks to the Kubernetes API.
 options:
   gather:
     description:
@@ -75,14 +68,14 @@ options:
 
 EXAMPLES = r"""
 - name: Read the cluster's network facts once
-  k8snet.triage.kube_network_facts:
+  k8snet.triage.kube_network_info:
     kubeconfig: /etc/kubernetes/admin.conf
   run_once: true
   delegate_to: localhost
   register: cluster
 
 - name: Are API steps possible? (no request is sent)
-  k8snet.triage.kube_network_facts:
+  k8snet.triage.kube_network_info:
     gather: []
   run_once: true
   delegate_to: localhost
@@ -90,7 +83,7 @@ EXAMPLES = r"""
   # kube_access.credential_source is null when no kubeconfig, K8S_AUTH_* or service account is there
 
 - name: Only the Service frontends, for the eBPF map cross-check
-  k8snet.triage.kube_network_facts:
+  k8snet.triage.kube_network_info:
     kubeconfig: "{{ cilium_maps_kubeconfig }}"
     gather: [service_frontends]
   run_once: true

@@ -1,0 +1,103 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The options of the DNS check (dns_check, node_triage dns)."""
+
+from __future__ import annotations
+
+from ansible_collections.k8snet.triage.plugins.plugin_utils.doc_options import nested
+
+
+class ModuleDocFragment(object):
+
+    # The options of M(k8snet.triage.dns_check); paired one-to-one with dns.CHECK_SPEC.
+    DOCUMENTATION = r"""
+options:
+  names:
+    description:
+      - Names to resolve. Names under O(cluster_domain) are cluster names; the others are external
+        names, resolved through the upstreams coredns forwards to.
+    type: list
+    elements: str
+    required: true
+  servers:
+    description:
+      - The DNS servers to ask. Filled by the role from the Kubernetes API (the kube-dns Service and
+        the coredns endpoints) or given.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      address:
+        description: IP address of the server.
+        type: str
+        required: true
+      name:
+        description: A label for reports, for example the coredns pod name. Defaults to the address.
+        type: str
+      node:
+        description: The node the pod runs on, so a failure can name it.
+        type: str
+      role:
+        description: V(service) for the kube-dns ClusterIP, V(pod) for a coredns pod, V(upstream) for another resolver.
+        type: str
+        choices: [service, pod, upstream]
+        default: pod
+  protocols:
+    description: Transports to test; each server is asked over each.
+    type: list
+    elements: str
+    choices: [udp, tcp]
+    default: [udp, tcp]
+  record_type:
+    description: The record type asked for.
+    type: str
+    choices: [A, AAAA]
+    default: A
+  port:
+    description: Destination port of every server.
+    type: int
+    default: 53
+  timeout:
+    description: Seconds to wait for one answer.
+    type: float
+    default: 2.0
+  retries:
+    description: Extra attempts after a timeout (other failures are not retried).
+    type: int
+    default: 1
+  expect:
+    description:
+      - Expected addresses per name (a name of O(names) mapped to an address or a list). An answer
+        without any of them is V(wrong_answer).
+    type: dict
+    default: {}
+  cluster_domain:
+    description: The cluster's DNS domain.
+    type: str
+    default: cluster.local
+  host_resolvers:
+    description: Also ask the nameservers of the O(resolv_conf) files of this host.
+    type: bool
+    default: false
+  resolv_conf:
+    description:
+      - resolv.conf files whose nameservers are the host resolvers. With systemd-resolved,
+        C(/etc/resolv.conf) names the 127.0.0.53 stub and C(/run/systemd/resolve/resolv.conf) the
+        real upstreams. Missing files are skipped.
+    type: list
+    elements: path
+    default: [/etc/resolv.conf, /run/systemd/resolve/resolv.conf]
+  backend:
+    description: V(auto) uses dnspython when importable, else the standard-library client.
+    type: str
+    choices: [auto, dnspython, stdlib]
+    default: auto
+"""
+
+
+# The same options as node_triage's dns option, with the triage's defaults: built from the DOCUMENTATION
+# above, not written twice (set here, after the class, as ansible-test's yamllint reads only the
+# string literals of the class body; validate-modules checks the result through node_triage).
+ModuleDocFragment.NODE_TRIAGE = nested("dns", ModuleDocFragment.DOCUMENTATION, names=["kubernetes.default.svc.cluster.local"], host_resolvers=True)

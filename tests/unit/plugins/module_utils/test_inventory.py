@@ -1,0 +1,62 @@
+"""The inventory-node contract, and the filters of the roles that take their nodes from it."""
+
+from __future__ import annotations
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.filter import calico_inventory_nodes as calico_filter
+from ansible_collections.k8snet.triage.plugins.filter import pod_network_peers as peers_filter
+from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
+from ansible_collections.k8snet.triage.plugins.module_utils import inventory
+
+calico_inventory_nodes = calico_filter.FilterModule().filters()["calico_inventory_nodes"]
+pod_network_peers = peers_filter.FilterModule().filters()["pod_network_peers"]
+
+HOSTVARS = {
+    "a": {"ansible_host": "198.18.96.11", "k8s_pod_cidr": "198.19.1.0/24"},
+    "b": {"ansible_host": "b.example", "k8s_node_ip": "198.18.96.12", "k8s_node_name": "worker-b",
+          "k8s_pod_cidr": ["198.19.2.0/24", "fd00:2::/64"]},
+    "c": {"ansible_host": "198.18.96.13/24"},
+}
+
+
+def test_inventory_nodes_use_the_inventory_contract():
+    assert inventory.inventory_nodes(["a", "b", "c"], HOSTVARS) == [
+        {"host": "a", "name": "a", "address": "198.18.96.11"},
+        {"host": "b", "name": "worker-b", "address": "198.18.96.12"},
+        {"host": "c", "name": "c", "address": "198.18.96.13"},
+    ]
+    # the host name itself is the last fallback
+    assert inventory.inventory_nodes(["198.18.96.14"], {"198.18.96.14": {}})[0]["address"] == "198.18.96.14"
+
+
+def test_inventory_nodes_name_the_host_with_a_bad_address():
+    with pytest.raises(inventory.NodeListError, match="host b: 'b.example' is not an IP address; set k8s_node_ip"):
+        inventory.inventory_nodes(["b"], {"b": {"ansible_host": "b.example"}})
+
+
+def test_pod_cidr_peers_are_route_check_peers_of_the_hosts_with_a_pod_cidr():
+    assert inventory.pod_cidr_peers(["a", "b", "c"], HOSTVARS) == [
+        {"node": "a", "node_ip": "198.18.96.11", "pod_cidrs": ["198.19.1.0/24"]},
+        {"node": "worker-b", "node_ip": "198.18.96.12", "pod_cidrs": ["198.19.2.0/24", "fd00:2::/64"]},
+    ]
+    assert pod_network_peers(["a", "b", "c"], HOSTVARS) == inventory.pod_cidr_peers(["a", "b", "c"], HOSTVARS)
+
+
+def test_every_role_filter_reads_the_same_addresses():
+    """Regression: connectivity_peers read k8s_node_ip/ansible_host itself and kept a prefix length
+    ('198.18.96.13/24'), which reachability then refused; route peers were built in Jinja."""
+    hosts = ["a", "b", "c"]
+    contract = {n["host"]: n["address"] for n in inventory.inventory_nodes(hosts, HOSTVARS)}
+    assert {n["host"]: n["address"] for n in calico_inventory_nodes(hosts, HOSTVARS)} == contract
+    targets = connectivity_peers(hosts, "a", 8, HOSTVARS)
+    assert targets == [{"address": contract[h], "name": h} for h in ("b", "c")]
+    assert {p["node_ip"] for p in pod_network_peers(hosts, HOSTVARS)} == {contract["a"], contract["b"]}
+
+
+def test_role_filters_name_the_host_with_a_bad_address():
+    hostvars = {"a": {"ansible_host": "198.18.96.11"}, "x": {"ansible_host": "x.example", "k8s_pod_cidr": "198.19.9.0/24"}}
+    for call in (lambda: connectivity_peers(["a", "x"], "a", 8, hostvars), lambda: pod_network_peers(["a", "x"], hostvars)):
+        with pytest.raises(AnsibleFilterError, match="host x: 'x.example' is not an IP address"):
+            call()
