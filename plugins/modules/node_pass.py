@@ -34,26 +34,21 @@ description:
 author:
   - k8snet.triage contributors (@k8snet)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.node_check
   - ansible.builtin.action_common_attributes.facts
   - ansible.builtin.action_common_attributes.flow
 attributes:
   action:
     support: full
+    details: The parameters and the record are computed on the controller; the checks run in node_triage on the node.
   async:
     support: none
   bypass_host_loop:
     support: none
-  check_mode:
-    support: full
-    details: Read-only; node_triage reads the same in check mode.
-  diff_mode:
-    support: none
   facts:
     support: full
-  platform:
-    support: full
-    platforms: posix
+    details: Sets C(triage_host), C(triage_results) and C(triage_node_timing).
 options:
   owners:
     description:
