@@ -9,7 +9,7 @@ lab:
 
 Prints wall time and per-host cost for each path, the Ansible tasks each node costs (median of
 the play recap), the findings, and for triage.yml the module's own time and CPU on the node
-(returned by node_triage, read from the run's records).
+(returned by node_triage through the node_pass action, read from the run's records).
 
 usage: python bench/fleet_triage.py [--nodes 50] [--slot 7] [--before f25] [--after f25]
                                     [--mitogen DIR]
@@ -83,7 +83,7 @@ def run(lab, playbook, forks, strategy, pipelining, outdir, extra, mitogen=None)
     timings = []
     for line in Path(record).read_text().splitlines():
         rec = json.loads(line) if line.strip() else {}
-        if rec.get("action", "").endswith("node_triage") and rec.get("result", {}).get("timing"):
+        if rec.get("action", "").endswith(("node_pass", "node_triage")) and rec.get("result", {}).get("timing"):
             timings.append(rec["result"]["timing"])
     return wall, proc, report, timings
 
