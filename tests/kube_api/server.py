@@ -13,6 +13,15 @@ after each GET of them, so a read-then-patch sees that conflict.  Path segments 
 percent-decoded after the path is split on "/" (so an escaped "/" stays inside its segment);
 ``requests`` keeps the raw path as sent.  Everything it answers is a real Kubernetes JSON shape
 (lists, Status objects).
+
+Events (core v1, validated with the client's ``CoreV1Event`` model) are listed like the other kinds, with
+the API server's event field selectors (``involvedObject.kind``, ``involvedObject.name`` ...).  Container
+logs (``GET /api/v1/namespaces/{ns}/pods/{name}/log``) are served as text/plain from ``StandIn.logs``
+(``store.load_logs``): the query parameters and their types are the ones of the client's generated
+``read_namespaced_pod_log`` (the OpenAPI schema), anything else is 400; ``container``, ``previous``,
+``tailLines``, ``sinceSeconds``, ``limitBytes`` and ``timestamps`` behave as the API server's (a missing
+container name on a multi-container pod, an unknown container, a previous log of a container that never
+terminated, a container still waiting: 400 with the API server's wording; RBAC on ``pods/log``).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import json
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -27,11 +37,16 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import yaml
 
 from .certs import make_ca_and_server
-from .store import KINDS, PLURALS, FixtureError, Store, merge_patch, validate
+from .store import KINDS, PLURALS, FixtureError, Store, merge_patch, pod_log_parameters, validate
 
 GIT_VERSION = "v1.31.4"
 SHORT_NAMES = {"nodes": ["no"], "namespaces": ["ns"], "pods": ["po"], "services": ["svc"],
-               "configmaps": ["cm"], "endpointslices": []}
+               "configmaps": ["cm"], "endpointslices": [], "events": ["ev"]}
+LOG_PARAMETERS = pod_log_parameters()
+
+
+class Text(str):
+    """A text/plain answer (a container log)."""
 
 
 def status(code, reason, message, details=None):
@@ -70,7 +85,10 @@ class Handler(BaseHTTPRequestHandler):
 
     # ---------------------------------------------------------------- plumbing
     def _send(self, code, body, content_type="application/json"):
-        data = json.dumps(body).encode()
+        if isinstance(body, Text):
+            data, content_type = body.encode(), "text/plain"
+        else:
+            data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -125,6 +143,10 @@ class Handler(BaseHTTPRequestHandler):
         namespace = None
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
+        if group_version == "v1" and namespace and len(rest) == 3 and rest[0] == "pods" and rest[2] == "log":
+            if method != "GET":
+                return status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            return self._pod_log(namespace, rest[1], query)
         if not rest or len(rest) > 2 or rest[0] not in PLURALS or KINDS[PLURALS[rest[0]]][1] != group_version:
             return status(404, "NotFound", "the server could not find the requested resource")
         plural, name = rest[0], (rest[1] if len(rest) == 2 else None)
@@ -183,6 +205,62 @@ class Handler(BaseHTTPRequestHandler):
             return status(422, "Invalid", str(exc))
         return 200, store.put(patched)
 
+    def _pod_log(self, namespace, name, query):
+        denied = self._auth("get", "pods/log", namespace, name)
+        if denied:
+            return denied
+        options = {}
+        for key, value in query.items():
+            kind = LOG_PARAMETERS.get(key)
+            if kind is None:
+                return status(400, "BadRequest", 'unknown query parameter "%s" for pods/log' % key)
+            bad = status(400, "BadRequest", '%s: Invalid value: "%s": not a %s' % (key, value, kind.__name__))
+            if kind is bool:
+                if value not in ("true", "false", "1", "0"):
+                    return bad
+                options[key] = value in ("true", "1")
+            elif kind is int:
+                try:
+                    options[key] = int(value)
+                except ValueError:
+                    return bad
+            else:
+                options[key] = value
+        for key, low in (("tailLines", 0), ("sinceSeconds", 1), ("limitBytes", 1)):
+            if key in options and options[key] < low:
+                return status(422, "Invalid", 'PodLogOptions "%s" is invalid: %s: Invalid value: %d: must be greater '
+                              "than %s" % (name, key, options[key], "or equal to 0" if low == 0 else "0"))
+        pod = self.server.store.get("pods", namespace, name)
+        if pod is None:
+            return status(404, "NotFound", 'pods "%s" not found' % name, {"name": name, "kind": "pods"})
+        names = [c["name"] for c in pod["spec"]["containers"]]
+        container = options.get("container")
+        if not container:
+            if len(names) > 1:
+                return status(400, "BadRequest", "a container name must be specified for pod %s, choose one of: [%s]"
+                              % (name, " ".join(names)))
+            container = names[0]
+        if container not in names:
+            return status(400, "BadRequest", "container %s is not valid for pod %s" % (container, name))
+        state = next((s for s in (pod.get("status") or {}).get("containerStatuses") or [] if s["name"] == container), {})
+        previous = options.get("previous", False)
+        if previous and not (state.get("lastState") or {}).get("terminated"):
+            return status(400, "BadRequest", 'previous terminated container "%s" in pod "%s" not found' % (container, name))
+        waiting = (state.get("state") or {}).get("waiting")
+        if not previous and (not state or waiting):
+            return status(400, "BadRequest", 'container "%s" in pod "%s" is waiting to start: %s'
+                          % (container, name, (waiting or {}).get("reason") or "ContainerCreating"))
+        lines = list(self.server.logs.get((namespace, name, container, previous), []))
+        if "sinceSeconds" in options:
+            cutoff = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - options["sinceSeconds"]))
+            lines = [(t, x) for t, x in lines if t[:19] >= cutoff]
+        if "tailLines" in options:
+            lines = lines[len(lines) - options["tailLines"]:] if options["tailLines"] else []
+        text = "".join(("%s %s\n" % (t, x)) if options.get("timestamps") else x + "\n" for t, x in lines)
+        if "limitBytes" in options:
+            text = text.encode()[:options["limitBytes"]].decode("utf-8", "ignore")
+        return 200, Text(text)
+
     def do_GET(self):
         self._send(*self._route("GET"))
 
@@ -193,8 +271,10 @@ class Handler(BaseHTTPRequestHandler):
 class StandIn(object):
     """The stand-in API server, run in a thread of the test process."""
 
-    def __init__(self, objects, workdir, bind, port=0, tokens=None):
+    def __init__(self, objects, workdir, bind, port=0, tokens=None, logs=None):
         self.workdir = Path(workdir)
+        # (namespace, pod, container, previous) -> [(RFC 3339 time, line)] (store.load_logs)
+        self.logs = dict(logs or {})
         self.bind = bind
         self.port = port
         self.store = Store(objects)
@@ -223,6 +303,7 @@ class StandIn(object):
         httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
         httpd.store, httpd.tokens, httpd.requests = self.store, self.tokens, []
         httpd.concurrent_writes = self.concurrent_writes
+        httpd.logs = self.logs
         self.httpd = httpd
         self.thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         self.thread.start()
