@@ -74,7 +74,7 @@ from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import 
 from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, inventory_nodes
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
-NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "dns"]
+NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "dns", "logs"]
 # scenario -> (node_triage option, role variable); a role variable that is unset keeps the
 # module's default, which is the role's default
 ROLE_VARIABLES = {
@@ -96,6 +96,10 @@ ROLE_VARIABLES = {
             ("host_resolvers", "dns_host_resolvers"), ("resolv_conf", "dns_resolv_conf")),
     "stale_arp": (("interface", "stale_arp_interface"), ("probe", "stale_arp_probe"),
                   ("probe_timeout", "stale_arp_probe_timeout")),
+    # node_log_files (the inventory's name for the node's log files) wins over the role's logs_node_log_files
+    "logs": (("node_log_files", "logs_node_log_files"), ("node_log_files", "node_log_files"),
+             ("units", "logs_units"), ("source", "logs_source"), ("since", "logs_since"),
+             ("max_bytes", "logs_max_bytes")),
 }
 
 

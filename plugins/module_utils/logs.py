@@ -24,6 +24,7 @@ import stat
 import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.log_signatures import SIGNATURES
@@ -231,8 +232,6 @@ def parse_journal(text, subject, now=None):
 def read_journal(runner, units, since, max_lines, max_bytes, subject, kernel=True):
     """(entries, read rows) from journald: the units' lines of the last ``since`` seconds (and the kernel's,
     for conntrack), at most ``max_lines`` per query and ``max_bytes`` of output."""
-    from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
-
     tool = Tool(runner, "journalctl", required=False, opt_dirs=("/usr/bin", "/bin"))
     if not tool.available:
         raise ReadError("journalctl is not installed on this host: set source: files (node_log_files) to read log "

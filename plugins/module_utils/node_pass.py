@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_lb, cni_files, dns, iptables
 from ansible_collections.k8snet.triage.plugins.module_utils import neighbors, reachability, routes
+from ansible_collections.k8snet.triage.plugins.module_utils import logs
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 # The checks import these inside their functions. Imported here, before any thread starts: two
 # threads importing one module at once can see it half-initialised (ImportError: cannot import
@@ -48,10 +49,11 @@ CHECKS = (
     ("calico", bird.node_check),
     ("cilium_maps", cilium_lb.node_check),
     ("pod_network", routes.node_check),
+    ("logs", logs.node_check),
 )
 SCENARIOS = tuple(name for name, _check in CHECKS)
 # the scenarios whose check names the node in its findings
-NODE_NAMED = ("cni", "firewall_drops", "pod_network")
+NODE_NAMED = ("cni", "firewall_drops", "pod_network", "logs")
 
 # The argument spec of the node_triage module.  The defaults are the triage's (the scenario
 # roles' defaults), not the scenario modules' own: this is the triage's entry point.
@@ -123,6 +125,15 @@ ARGUMENT_SPEC = dict(
         probe_timeout=dict(type="float", default=0.5),
         reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
     )),
+    logs=dict(type="dict", default={}, options=dict(
+        node_log_files=dict(type="list", elements="path", default=list(logs.DEFAULT_FILES)),
+        units=dict(type="list", elements="str", default=list(logs.DEFAULT_UNITS)),
+        kernel=dict(type="bool", default=True),
+        source=dict(type="str", choices=list(logs.SOURCES), default="auto"),
+        since=dict(type="int", default=3600),
+        max_bytes=dict(type="int", default=1048576),
+        max_lines=dict(type="int", default=5000),
+    )),
 )
 
 # The option rules of node_triage: each scenario's own rules, from its domain file.  An empty list of
@@ -141,6 +152,7 @@ RULES = dict(
     connectivity=checks.fields(**_CONNECTIVITY_RULES),
     dns=checks.fields(**dns.RULES),
     stale_arp=checks.fields(**neighbors.RULES),
+    logs=checks.fields(**logs.RULES),
 )
 
 

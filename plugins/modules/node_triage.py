@@ -45,15 +45,15 @@ options:
   node_name:
     description:
       - This node's Kubernetes name (C(k8s_node_name), else the inventory name); names the node in
-        the findings of C(cni), C(firewall_drops) and C(pod_network) and recognises its own entry in
+        the findings of C(cni), C(firewall_drops), C(pod_network) and C(logs) and recognises its own entry in
         O(pod_network.peers). Defaults to the host name.
     type: str
   scenarios:
     description: The scenarios to run; the others are returned as C(skipped).
     type: list
     elements: str
-    choices: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network]
-    default: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network]
+    choices: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs]
+    default: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs]
   cni:
     description: Options of the CNI files check (as M(k8snet.triage.cni_config_check)).
     type: dict
@@ -363,6 +363,42 @@ options:
         type: str
         choices: [auto, pyroute2, iproute2]
         default: auto
+  logs:
+    description: Options of kubelet's and the runtime's log check (as M(k8snet.triage.node_logs), read-only).
+    type: dict
+    default: {}
+    suboptions:
+      node_log_files:
+        description: Log files read when journald is not running, those that exist (absolute paths under C(/var/log/)).
+        type: list
+        elements: path
+        default: [/var/log/kubelet.log, /var/log/syslog, /var/log/messages]
+      units:
+        description: The systemd units whose journal is read.
+        type: list
+        elements: str
+        default: [kubelet, containerd, crio, docker]
+      kernel:
+        description: Also read the kernel's messages from the journal.
+        type: bool
+        default: true
+      source:
+        description: V(auto) reads the journal when journald runs and the files otherwise.
+        type: str
+        choices: [auto, journal, files]
+        default: auto
+      since:
+        description: How far back to read, in seconds (1 to 604800).
+        type: int
+        default: 3600
+      max_bytes:
+        description: The most bytes read from one file or journal query (1024 to 67108864).
+        type: int
+        default: 1048576
+      max_lines:
+        description: The most lines read from one file or journal query (1 to 1000000).
+        type: int
+        default: 5000
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.

@@ -25,7 +25,7 @@ def test_fleet_inputs_come_from_the_inventory_contract():
                               "n2", HOSTVARS, GROUPS)
     assert params["node_name"] == "worker-2"
     # no DNS server and no VIP: dns and stale_arp are not asked
-    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity"]
+    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "logs"]
     assert params["firewall_drops"] == {"interval": 2}
     # triage_cni auto: a node without BIRD or without Cilium is "not a ... node", not critical
     assert params["calico"] == {"expected_peers": ["198.18.96.11", "198.18.96.12", "198.18.100.13"],
@@ -45,7 +45,7 @@ def test_cni_choice_dns_servers_and_vip_clients():
                  "stale_arp_vips": ["198.18.96.200"], "cilium_maps_live_frontends": [], "dns_host_resolvers": False}
     params = node_pass_params(variables, "n3", HOSTVARS, GROUPS, owners)
     assert "calico" not in params["scenarios"] and "cilium_maps" in params["scenarios"]
-    assert params["scenarios"][-2:] == ["dns", "stale_arp"]
+    assert params["scenarios"][-3:] == ["dns", "logs", "stale_arp"]
     assert params["dns"] == {"servers": variables["dns_servers"], "host_resolvers": False}
     assert params["stale_arp"] == {"addresses": ["198.18.96.200"], "expected": owners["expected"]}
     # [] means "Kubernetes has no services"; triage_cni cilium reads the maps whatever the node shows
