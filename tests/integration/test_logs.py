@@ -164,3 +164,26 @@ def test_logs_role_gives_each_node_its_findings(lab, ansible, api, node_files):
         ("log.cni_not_initialized", "node3"), ("log.conntrack_table_full", "node3"),
         ("log.pod_sandbox_failed", "node3/coredns-5d78c9869d-p8k4n")]
     assert [m["check"] for m in facts["node2"]["logs_matches"]] == ["log.calico_network_unavailable_update_failed"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["logs", "--previous", "calico-node-7xk2p"], 'previous terminated container "calico-node" in pod '
+                                                  '"calico-node-7xk2p" not found'),
+    (["logs", "calico-node-z9t5r"], 'container "calico-node" in pod "calico-node-z9t5r" is waiting to start'),
+    (["logs", "calico-node-7xk2p", "-c", "cilium-agent"], "container cilium-agent is not valid for pod calico-node-7xk2p"),
+    (["logs", "nope-1"], 'pods "nope-1" not found'),
+])
+def test_the_stand_in_refuses_logs_as_the_api_server_does(api, args, message):
+    proc = subprocess.run([KUBECTL, "--kubeconfig", str(api.kubeconfig()), "-n", "kube-system", *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+
+
+def test_the_stand_in_applies_tail_and_byte_bounds(api):
+    def logs(*extra):
+        return subprocess.run([KUBECTL, "--kubeconfig", str(api.kubeconfig()), "-n", "kube-system", "logs",
+                               "coredns-5d78c9869d-h2x7q", *extra], capture_output=True, text=True, timeout=60,
+                              check=True).stdout
+    assert len(logs().splitlines()) == 3
+    assert logs("--tail", "1").startswith("[ERROR] plugin/errors: 2 example.com. AAAA")
+    assert logs("--limit-bytes", "10") == "[INFO] plu"
