@@ -544,8 +544,8 @@ class Kube(object):
         check_namespace(namespace)
         check_name(name)
         check_name(container, "container")
-        action = "get the log of pods %s/%s container %s%s" % (namespace, name, container,
-                                                              " (previous)" if previous else "")
+        action = "get the log of pods %s/%s container %s%s" % (
+            namespace, name, container, " (previous)" if previous else "")
         return self.call(action, "CoreV1Api", "read_namespaced_pod_log", name, namespace, container=container,
                          previous=bool(previous), tail_lines=tail_lines, since_seconds=since_seconds,
                          limit_bytes=limit_bytes, timestamps=True, _raw_text=True)

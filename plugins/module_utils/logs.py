@@ -310,17 +310,6 @@ def read_files(paths, since, max_bytes, max_lines, subject, now=None):
 
 
 # ----------------------------------------------------------------- the node check (one shape)
-RULES = dict(
-    node_name=rules.node_name,
-    node_log_files=rules.each(lambda option, value: _log_path(option, value), max_items=32),
-    units=rules.each(lambda option, value: _unit(option, value), max_items=32),
-    source=rules.choice(*SOURCES),
-    since=rules.count(1, 7 * 86400, "seconds"),
-    max_bytes=rules.count(1024, 64 * 1024 * 1024, "bytes"),
-    max_lines=rules.count(1, 1000000, "lines"),
-    kernel=lambda option, value: value,
-)
-
 _UNIT = re.compile(r"^[A-Za-z0-9:_.@\\-]{1,200}$")
 
 
@@ -338,6 +327,17 @@ def _unit(option, value):
         raise InputError("%s=%r is invalid: give a systemd unit name like kubelet or containerd.service"
                          % (option, value[:80]), option=option)
     return value
+
+
+RULES = dict(
+    node_name=rules.node_name,
+    node_log_files=rules.each(_log_path, max_items=32),
+    units=rules.each(_unit, max_items=32),
+    source=rules.choice(*SOURCES),
+    since=rules.count(1, 7 * 86400, "seconds"),
+    max_bytes=rules.count(1024, 64 * 1024 * 1024, "bytes"),
+    max_lines=rules.count(1, 1000000, "lines"),
+)
 
 
 def node_check(params, runner, now=None, journald=None):
@@ -363,7 +363,7 @@ def node_check(params, runner, now=None, journald=None):
         if not journald and source == "journal":
             raise ReadError("journald is not running on this host (no %s): set source: files" % JOURNAL_SOCKET)
         entries, rows = read_journal(runner, units, since, max_lines, max_bytes, node,
-                                     kernel=checked.get("kernel", True))
+                                     kernel=params.get("kernel", True) is not False)
         used = "journal"
     else:
         entries, rows = read_files(files, since, max_bytes, max_lines, node, now)
@@ -375,8 +375,8 @@ def node_check(params, runner, now=None, journald=None):
     if not found and read:
         found.append(finding(
             "log.no_signature", "info", "control-plane", node,
-            "%d log lines of the last %ds read (%s): none matches a known network signature" % (read, since,
-                                                                                              ", ".join(origins)),
+            "%d log lines of the last %ds read (%s): none matches a known network signature" % (
+                read, since, ", ".join(origins)),
             {"read": rows}, ""))
     elif not found:
         found.append(finding(

@@ -16,7 +16,7 @@ description:
     pod's containers, and of the previous container of a container that restarted (a crash loop's cause is there).
   - Reads the events of those pods and, for the nodes of O(nodes), the nodes' events.
   - Matches every line and event against the collection's signature table (the one M(k8snet.triage.node_logs)
-    uses): one finding per signature and pod or node, whose subject is the pod's node and name (C(node2/calico-node-x),
+    uses); one finding per signature and pod or node, whose subject is the pod's node and name (C(node2/calico-node-x),
     the subject of C(node.cni_pod_crashloop)) or the node, and whose evidence holds a few matching lines with their
     timestamps (tokens and C(Authorization) headers masked), the findings it explains and the signature's source.
   - C(log.not_readable) (warning) names the containers whose log could not be read (RBAC needs C(get) on

@@ -154,8 +154,8 @@ def test_kube_logs_without_rbac_on_pods_log_says_so(lab, ansible, api):
 def test_logs_role_gives_each_node_its_findings(lab, ansible, api, node_files):
     log_faults.node_log_file(lab, "node3", "/var/log/syslog", [
         "%s node3 kernel: nf_conntrack: table full, dropping packet" % time.strftime("%b %e %H:%M:%S", time.gmtime())])
-    run = ansible.playbook("k8snet.triage.logs", extra_vars={"logs_kubeconfig": str(api.kubeconfig()),
-                                                              "logs_since": 900})
+    run = ansible.playbook("k8snet.triage.logs",
+                           extra_vars={"logs_kubeconfig": str(api.kubeconfig()), "logs_since": 900})
     assert run.rc == 0, run
     assert len(run.results(action="kube_logs")) == 1  # once, on the controller
     facts = {r["host"]: r["result"]["ansible_facts"] for r in run.results(action="set_fact")}

@@ -235,6 +235,7 @@ def pod_log_parameters():
     source = inspect.getsource(CoreV1Api._read_namespaced_pod_log_serialize)
     pairs = re.findall(r"_query_params\.append\(\('(\w+)', (\w+)\)\)", source)
     hints = typing.get_type_hints(CoreV1Api.read_namespaced_pod_log, include_extras=True)
+
     def base(hint):
         while not isinstance(hint, type):
             hint = next(a for a in typing.get_args(hint) if a is not type(None))
@@ -259,8 +260,8 @@ def load_logs(paths, objects):
                 raise FixtureError("%s: log of pod %s/%s, which no fixture defines" % (path, key[0], key[1]))
             names = [c["name"] for c in pod["spec"]["containers"]]
             if item["container"] not in names:
-                raise FixtureError("%s: pod %s/%s has no container %s (%s)" % (path, key[0], key[1], item["container"],
-                                                                             ", ".join(names)))
+                raise FixtureError("%s: pod %s/%s has no container %s (%s)" % (
+                    path, key[0], key[1], item["container"], ", ".join(names)))
             previous = bool(item.get("previous"))
             if previous:
                 status = next((s for s in (pod.get("status") or {}).get("containerStatuses") or []
