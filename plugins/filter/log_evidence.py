@@ -14,9 +14,9 @@ description:
   - Joins findings with the log signature matches of C(k8snet.triage.kube_logs) and C(k8snet.triage.node_logs)
     (their C(matches) result, or the C(logs_matches) fact of role C(k8snet.triage.logs)).
   - A match explains a finding when the finding's C(check) is in the match's C(explains) and both are about
-    the same node (the part of the subject before C(/) or C(:); a finding about C(cluster) is explained by
-    a match on any node). The finding gets C(evidence.logs), a list of the matches that explain it (check,
-    subject, count, first and last timestamps, at most three lines).
+    the same node (the part of the subject before C(/) or C(:)). The finding gets C(evidence.logs), a list of the matches that explain it (check,
+    subject, count, first and last timestamps, at most three lines). A finding about C(cluster) or a webhook
+    (C(webhook:<configuration>/<webhook>)) is explained by a match on any node.
   - The C(log.*) finding of a match that explained another finding is dropped (its lines are now under that
     finding); a match that explains nothing stays a finding of its own, with the runbook's next step.
   - Pure; the findings given are not changed in place.
@@ -52,6 +52,8 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 LINES_SHOWN = 3
+# subjects about the cluster, not one node (webhook.cni_deadlock is about a webhook): explained from any node
+CLUSTER_PREFIXES = ("webhook:",)
 MAX_ITEMS = 100000
 
 
@@ -74,8 +76,10 @@ def _checked_list(value, what):
 def _explains(match, found):
     if found.get("check") not in (match.get("explains") or []):
         return False
-    subject = found.get("subject")
-    return subject == "cluster" or node_of(subject) == node_of(match.get("subject"))
+    subject = str(found.get("subject"))
+    if subject == "cluster" or subject.startswith(CLUSTER_PREFIXES):
+        return True
+    return node_of(subject) == node_of(match.get("subject"))
 
 
 def log_evidence(findings, matches):

@@ -103,6 +103,8 @@ RESOURCES = {
     "configmaps": ("CoreV1Api", True, "config_map"),
     "endpointslices": ("DiscoveryV1Api", True, "endpoint_slice"),
     "events": ("CoreV1Api", True, "event"),
+    "validatingwebhookconfigurations": ("AdmissionregistrationV1Api", False, "validating_webhook_configuration"),
+    "mutatingwebhookconfigurations": ("AdmissionregistrationV1Api", False, "mutating_webhook_configuration"),
 }
 PATCHABLE = ("services",)
 
@@ -532,6 +534,10 @@ class Kube(object):
 
     def namespaces(self):
         return self.list("namespaces")
+
+    def webhook_configurations(self):
+        """(validating, mutating) admission webhook configurations."""
+        return self.list("validatingwebhookconfigurations"), self.list("mutatingwebhookconfigurations")
 
     def events(self, namespace=None, field_selector=None):
         """Core v1 Events (``involvedObject.kind=Node,involvedObject.name=n1`` ...)."""

@@ -41,7 +41,10 @@ from .store import KINDS, PLURALS, FixtureError, Store, merge_patch, pod_log_par
 
 GIT_VERSION = "v1.31.4"
 SHORT_NAMES = {"nodes": ["no"], "namespaces": ["ns"], "pods": ["po"], "services": ["svc"],
-               "configmaps": ["cm"], "endpointslices": [], "events": ["ev"]}
+               "configmaps": ["cm"], "endpointslices": [], "events": ["ev"],
+               "validatingwebhookconfigurations": [], "mutatingwebhookconfigurations": []}
+# the API groups served besides the core group, in discovery order
+GROUP_VERSIONS = sorted(set(spec[1] for spec in KINDS.values() if spec[1] != "v1"))
 LOG_PARAMETERS = pod_log_parameters()
 
 
@@ -127,17 +130,19 @@ class Handler(BaseHTTPRequestHandler):
                 return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
                     {"clientCIDR": "0.0.0.0/0", "serverAddress": "%s:%d" % self.server.server_address[:2]}]}
             if parts == ["apis"]:
-                gv = {"groupVersion": "discovery.k8s.io/v1", "version": "v1"}
-                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-                    {"name": "discovery.k8s.io", "versions": [gv], "preferredVersion": gv}]}
+                groups = []
+                for group_version in GROUP_VERSIONS:
+                    gv = {"groupVersion": group_version, "version": group_version.split("/")[1]}
+                    groups.append({"name": group_version.split("/")[0], "versions": [gv], "preferredVersion": gv})
+                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
             if parts == ["api", "v1"]:
                 return 200, resource_list("v1")
-            if parts == ["apis", "discovery.k8s.io", "v1"]:
-                return 200, resource_list("discovery.k8s.io/v1")
+            if len(parts) == 3 and parts[0] == "apis" and "/".join(parts[1:]) in GROUP_VERSIONS:
+                return 200, resource_list("/".join(parts[1:]))
         if parts[:2] == ["api", "v1"]:
             rest, group_version = parts[2:], "v1"
-        elif parts[:3] == ["apis", "discovery.k8s.io", "v1"]:
-            rest, group_version = parts[3:], "discovery.k8s.io/v1"
+        elif len(parts) >= 3 and parts[0] == "apis" and "/".join(parts[1:3]) in GROUP_VERSIONS:
+            rest, group_version = parts[3:], "/".join(parts[1:3])
         else:
             return status(404, "NotFound", "the server could not find the requested resource")
         namespace = None

@@ -25,6 +25,10 @@ KINDS = {
     "ConfigMap": ("configmaps", "v1", True, "V1ConfigMap"),
     "EndpointSlice": ("endpointslices", "discovery.k8s.io/v1", True, "V1EndpointSlice"),
     "Event": ("events", "v1", True, "CoreV1Event"),
+    "ValidatingWebhookConfiguration": ("validatingwebhookconfigurations", "admissionregistration.k8s.io/v1", False,
+                                       "V1ValidatingWebhookConfiguration"),
+    "MutatingWebhookConfiguration": ("mutatingwebhookconfigurations", "admissionregistration.k8s.io/v1", False,
+                                     "V1MutatingWebhookConfiguration"),
 }
 PLURALS = {spec[0]: kind for kind, spec in KINDS.items()}
 
