@@ -169,6 +169,9 @@ def check(configurations, namespaces, services, slices, pods, nodes, cni_pods, c
             backend_nodes = sorted(set((p.get("spec") or {}).get("nodeName") for p in backend_pods
                                        if (p.get("spec") or {}).get("nodeName")) | set(n for _p, n in ready if n))
             cycle_nodes = [n for n in backend_nodes if n in stuck] or sorted(stuck)
+            pod_text = ", ".join("%s (%s on %s)" % (
+                meta(p, "name"), (p.get("status") or {}).get("phase"), (p.get("spec") or {}).get("nodeName") or "no node")
+                for p in backend_pods[:5])
             if not stuck:
                 row["why_not"] = "no node is without network with its CNI agent down: the cycle is not closed now"
                 continue
@@ -179,9 +182,7 @@ def check(configurations, namespaces, services, slices, pods, nodes, cni_pods, c
                     kind, ref, " and ".join(k for k in ("pods", "nodes/status") if what["pods" if k == "pods" else "nodes"])),
                 "Service %s/%s (%s)" % (svc_ns, svc_name, "no ready endpoint" if not ready else
                                         "ready endpoints only on nodes without network"),
-                "pods %s" % (", ".join("%s (%s on %s)" % (meta(p, "name"), (p.get("status") or {}).get("phase"),
-                                                        (p.get("spec") or {}).get("nodeName") or "no node")
-                                       for p in backend_pods[:5]) or "none (no pod selected)"),
+                "pods %s" % (pod_text or "none (no pod selected)"),
                 "nodes %s" % ", ".join("%s (%s)" % (n, down[n]) for n in cycle_nodes),
                 "CNI pod %s" % (", ".join(agents) or "missing on %s" % ", ".join(cycle_nodes)),
             ]

@@ -14,7 +14,8 @@ OBJECTS = fixture_objects("cluster.yaml", "cni.yaml", "webhooks.yaml")
 CNI_NS = ["kube-system", "calico-system"]
 
 
-def run(objects=OBJECTS):
+def run(objects=None):
+    objects = OBJECTS if objects is None else objects
     configurations = [(o["kind"], o) for o in objects if o["kind"].endswith("WebhookConfiguration")]
     pods = of_kind(objects, "Pod")
     cni = [p for p in pods if p["metadata"]["namespace"] in CNI_NS
@@ -59,12 +60,15 @@ def test_no_cycle_when_a_link_is_missing():
                 o["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
 
     def excludes_kube_system_and_not_nodes(objects):
-        hook = [o for o in objects if o["kind"] == "ValidatingWebhookConfiguration" and o["metadata"]["name"] == "policy-guard"][0]["webhooks"][0]
+        hook = [o for o in objects if o["kind"] == "ValidatingWebhookConfiguration"
+                and o["metadata"]["name"] == "policy-guard"][0]["webhooks"][0]
         hook["namespaceSelector"]["matchExpressions"][0]["values"] += ["kube-system", "calico-system"]
         hook["rules"][0]["resources"] = ["pods"]
 
     def ignore(objects):
-        [o for o in objects if o["kind"] == "ValidatingWebhookConfiguration" and o["metadata"]["name"] == "policy-guard"][0]["webhooks"][0]["failurePolicy"] = "Ignore"
+        hook = [o for o in objects if o["kind"] == "ValidatingWebhookConfiguration"
+                and o["metadata"]["name"] == "policy-guard"][0]["webhooks"][0]
+        hook["failurePolicy"] = "Ignore"
 
     for edit in (ready_endpoint_on_node1, cni_recovers, excludes_kube_system_and_not_nodes, ignore):
         assert _edit(edit) == [], edit.__name__
