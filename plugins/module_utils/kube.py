@@ -106,7 +106,7 @@ RESOURCES = {
     "validatingwebhookconfigurations": ("AdmissionregistrationV1Api", False, "validating_webhook_configuration"),
     "mutatingwebhookconfigurations": ("AdmissionregistrationV1Api", False, "mutating_webhook_configuration"),
 }
-PATCHABLE = ("services",)
+PATCHABLE = ("services", "validatingwebhookconfigurations", "mutatingwebhookconfigurations")
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
@@ -500,10 +500,13 @@ class Kube(object):
         if plural not in PATCHABLE:
             raise InputError("patching %s is not supported" % plural)
         check_name(name)
-        check_namespace(namespace)
         body = dict(patch)
         if resource_version is not None:
             body["metadata"] = dict(body.get("metadata") or {}, resourceVersion=str(resource_version))
+        if not namespaced:
+            return self.call(describe("patch", plural, None, name), api, "patch_%s" % stem, name, body,
+                             _content_type=MERGE_PATCH)
+        check_namespace(namespace)
         return self.call(describe("patch", plural, namespace, name), api, "patch_namespaced_%s" % stem,
                          name, namespace, body, _content_type=MERGE_PATCH)
 

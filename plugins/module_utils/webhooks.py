@@ -21,7 +21,7 @@ from __future__ import annotations
 from ansible_collections.k8snet.triage.plugins.module_utils import node_network
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import SERVICE_NAME_LABEL, condition, meta
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import SERVICE_NAME_LABEL, check_name, condition, meta
 
 # resources as admission rules name them: "*" is every resource (no subresource), "x/*" every subresource of x
 POD_RESOURCES = ("pods", "*", "*/*")
@@ -248,3 +248,107 @@ def api_check(params, kube_factory):
                 len(model), len(closing)) if model else "no admission webhook is configured",
             {"webhooks": len(model), "fail": len(closing)}, ""))
     return {"data": {"webhooks": model}, "findings": sort_findings(found)}
+
+
+# ----------------------------------------------------------------- the opt-in repair (one webhook, named)
+RESTORE_ANNOTATION = "k8snet.triage/failure-policy-restore"
+KINDS = {"validating": ("validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
+         "mutating": ("mutatingwebhookconfigurations", "MutatingWebhookConfiguration")}
+STATES = ("relaxed", "restored")
+
+
+def _object_name(option, value):
+    rules.text(option, value, max_len=253)
+    check_name(value, option)
+    return value
+
+
+REPAIR_RULES = dict(
+    rules.KUBE_AUTH_RULES,
+    configuration=_object_name,
+    webhook=_object_name,
+    kind=rules.choice(*KINDS),
+    state=rules.choice(*STATES),
+)
+
+
+def _record(obj, label):
+    import json
+
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+
+    text = (meta(obj, "annotations") or {}).get(RESTORE_ANNOTATION)
+    if not text:
+        return {}
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or not all(v in ("Fail", "Ignore") for v in record.values()):
+        raise ReadError("the annotation %s of %s is not the record this module writes (a JSON object of webhook "
+                        "name -> Fail/Ignore): %r; fix or remove it by hand" % (RESTORE_ANNOTATION, label, text[:200]))
+    return record
+
+
+def set_failure_policy(params, kube_factory, check_mode=False):
+    """``state: relaxed`` sets failurePolicy Ignore on one named webhook and records its previous value in the
+    configuration's annotation; ``state: restored`` puts the recorded value back and removes the record.
+    Nothing else changes: the patch carries the other webhooks as read and the resourceVersion read (409 if the
+    object changed meanwhile).  Returns ``{"changed", "diff", "failure_policy", "previous", "msg"}``."""
+    import copy
+    import json
+
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError
+
+    checked = rules.validate(params, REPAIR_RULES)
+    for option in ("configuration", "webhook", "state"):
+        if not checked.get(option):
+            raise InputError("%s is required: name the one webhook to change" % option)
+    plural, kind = KINDS[checked.get("kind") or "validating"]
+    name, hook_name, state = checked["configuration"], checked["webhook"], checked["state"]
+    label = "%s %s" % (kind, name)
+    kube = kube_factory(params)
+    obj = kube.get(plural, name)  # read right before acting
+    if obj is None:
+        raise InputError("there is no %s named %s: give the name from kubectl get %s" % (kind, name, plural))
+    hooks = obj.get("webhooks") or []
+    names = [h.get("name") for h in hooks]
+    if hook_name not in names:
+        raise InputError("%s has no webhook %s (it has: %s)" % (label, hook_name, ", ".join(map(str, names)) or "none"))
+    index = names.index(hook_name)
+    current = hooks[index].get("failurePolicy") or "Fail"
+    record = _record(obj, label)
+    before = {"failurePolicy": current, "recorded": record.get(hook_name)}
+    if state == "relaxed":
+        if current == "Ignore":
+            return {"changed": False, "diff": {}, "failure_policy": current, "previous": record.get(hook_name),
+                    "msg": "%s/%s already has failurePolicy Ignore%s" % (
+                        name, hook_name, "" if hook_name in record else " (no previous value recorded by this module)")}
+        target = "Ignore"
+        record = dict(record, **{hook_name: current})
+    else:
+        if hook_name not in record:
+            return {"changed": False, "diff": {}, "failure_policy": current, "previous": None,
+                    "msg": "nothing to restore: no previous failurePolicy of %s/%s is recorded in %s" % (
+                        name, hook_name, RESTORE_ANNOTATION)}
+        record = dict(record)
+        target = record.pop(hook_name)
+    after = {"failurePolicy": target, "recorded": record.get(hook_name)}
+    diff = {"before": "%s/%s: %s\n" % (name, hook_name, json.dumps(before, sort_keys=True)),
+            "after": "%s/%s: %s\n" % (name, hook_name, json.dumps(after, sort_keys=True)),
+            "before_header": "%s %s" % (plural, name), "after_header": "%s %s" % (plural, name)}
+    result = {"changed": True, "diff": diff, "failure_policy": target, "previous": current,
+              "msg": "%s/%s: failurePolicy %s -> %s%s" % (name, hook_name, current, target,
+                                                          " (check mode: nothing changed)" if check_mode else "")}
+    if check_mode:
+        return result
+    new_hooks = copy.deepcopy(hooks)
+    new_hooks[index]["failurePolicy"] = target
+    patch = {"metadata": {"annotations": {RESTORE_ANNOTATION: json.dumps(record, sort_keys=True) if record else None}},
+             "webhooks": new_hooks}
+    stored = kube.merge_patch(plural, name, None, patch, resource_version=meta(obj, "resourceVersion"))
+    got = [h.get("failurePolicy") for h in stored.get("webhooks") or [] if h.get("name") == hook_name]
+    if got != [target]:
+        raise ChangeError("the API server stored failurePolicy %s for %s/%s, not %s" % (got, name, hook_name, target),
+                          changed=True)
+    return result

@@ -78,3 +78,76 @@ def test_the_log_lines_go_under_the_findings_they_explain(lab, ansible, api):
         assert "Failed to set NetworkUnavailable" in lines[0]["text"] and lines[0]["time"], key
     # the calico line now sits under those findings, not beside them
     assert ("log.calico_network_unavailable_update_failed", "node2/calico-node-m4q8z") not in by
+
+
+def _policies(kubeconfig):
+    """(failurePolicy of every webhook, the restore annotation) as kubectl reads them."""
+    out = {}
+    for name in ("policy-guard", "tenant-quota"):
+        obj = kubectl(kubeconfig, "get", "validatingwebhookconfiguration", name)
+        for hook in obj["webhooks"]:
+            out[hook["name"]] = hook["failurePolicy"]
+        if name == "policy-guard":
+            record = (obj["metadata"].get("annotations") or {}).get("k8snet.triage/failure-policy-restore")
+    return out, record
+
+
+def test_the_repair_relaxes_only_the_named_webhook_and_restore_puts_it_back(lab, ansible, api):
+    kubeconfig = str(api.kubeconfig())
+    args = {"kubeconfig": kubeconfig, "configuration": "policy-guard", "webhook": "validate.policy-guard.example.com"}
+    start = _policies(kubeconfig)
+    assert start == ({"validate.policy-guard.example.com": "Fail", "audit.policy-guard.example.com": "Ignore",
+                      "pods.tenant-quota.example.com": "Fail"}, None)
+    version = kubectl(kubeconfig, "get", "validatingwebhookconfiguration", "policy-guard")["metadata"]["resourceVersion"]
+
+    # check mode: the diff, nothing changed
+    result = ansible.module("localhost", "webhook_failure_policy", dict(args, state="relaxed"), check=True, diff=True)
+    result = result["localhost"]
+    assert result["changed"] and not result["failed"] and result["failure_policy"] == "Ignore"
+    assert '"failurePolicy": "Fail"' in result["diff"]["before"] and '"failurePolicy": "Ignore"' in result["diff"]["after"]
+    assert _policies(kubeconfig) == start
+    assert kubectl(kubeconfig, "get", "validatingwebhookconfiguration", "policy-guard")["metadata"][
+        "resourceVersion"] == version
+
+    # for real: only that webhook changes, the previous value is recorded
+    result = ansible.module("localhost", "webhook_failure_policy", dict(args, state="relaxed"))["localhost"]
+    assert result["changed"] and result["previous"] == "Fail"
+    policies, record = _policies(kubeconfig)
+    assert policies == dict(start[0], **{"validate.policy-guard.example.com": "Ignore"})
+    assert record == '{"validate.policy-guard.example.com": "Fail"}'
+    patches = [r for r in api.requests if r["method"] == "PATCH"]
+    assert [r["path"] for r in patches] == [
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/policy-guard"]
+    # again: nothing to do; and the cycle is no longer closed
+    again = ansible.module("localhost", "webhook_failure_policy", dict(args, state="relaxed"))["localhost"]
+    assert not again["changed"] and len([r for r in api.requests if r["method"] == "PATCH"]) == 1
+    cycle = ansible.module("localhost", "webhook_deadlock", {"kubeconfig": kubeconfig})["localhost"]
+    assert checks(cycle["findings"]) == [("webhook.no_cni_deadlock", "cluster")]
+
+    # restore: the recorded value comes back, the record goes; twice is a no-op
+    result = ansible.module("localhost", "webhook_failure_policy", dict(args, state="restored"), diff=True)["localhost"]
+    assert result["changed"] and result["failure_policy"] == "Fail"
+    assert _policies(kubeconfig) == start
+    again = ansible.module("localhost", "webhook_failure_policy", dict(args, state="restored"))["localhost"]
+    assert not again["changed"] and "nothing to restore" in again["msg"]
+
+
+def test_the_repair_refuses_what_it_cannot_do_and_changes_nothing(lab, ansible, api):
+    kubeconfig = str(api.kubeconfig())
+    start = _policies(kubeconfig)
+    args = {"kubeconfig": kubeconfig, "configuration": "policy-guard", "state": "relaxed"}
+    result = ansible.module("localhost", "webhook_failure_policy", dict(args, webhook="nope.example.com"))["localhost"]
+    assert result["failed"] and result["msg"].startswith("ValidatingWebhookConfiguration policy-guard has no webhook "
+                                                         "nope.example.com (it has: validate.policy-guard.example.com")
+    result = ansible.module("localhost", "webhook_failure_policy", dict(args, configuration="absent",
+                                                                       webhook="x.example.com"))["localhost"]
+    assert result["failed"] and "there is no ValidatingWebhookConfiguration named absent" in result["msg"]
+    # another client rewrites the object between our read and our patch: 409, nothing changed
+    api.concurrent_writes.add(("validatingwebhookconfigurations", None, "policy-guard"))
+    try:
+        result = ansible.module("localhost", "webhook_failure_policy",
+                                dict(args, webhook="validate.policy-guard.example.com"))["localhost"]
+    finally:
+        api.concurrent_writes.clear()
+    assert result["failed"] and "409 Conflict" in result["msg"]
+    assert _policies(kubeconfig) == start

@@ -43,6 +43,8 @@ GIT_VERSION = "v1.31.4"
 SHORT_NAMES = {"nodes": ["no"], "namespaces": ["ns"], "pods": ["po"], "services": ["svc"],
                "configmaps": ["cm"], "endpointslices": [], "events": ["ev"],
                "validatingwebhookconfigurations": [], "mutatingwebhookconfigurations": []}
+# what a merge patch may change (the collection's repairs): Services, admission webhook configurations
+PATCHABLE = ("services", "validatingwebhookconfigurations", "mutatingwebhookconfigurations")
 # the API groups served besides the core group, in discovery order
 GROUP_VERSIONS = sorted(set(spec[1] for spec in KINDS.values() if spec[1] != "v1"))
 LOG_PARAMETERS = pod_log_parameters()
@@ -72,7 +74,7 @@ def resource_list(group_version):
     for kind, (plural, gv, namespaced, dummy) in KINDS.items():
         if gv != group_version:
             continue
-        verbs = ["get", "list"] + (["patch"] if plural == "services" else [])
+        verbs = ["get", "list"] + (["patch"] if plural in PATCHABLE else [])
         resources.append({"name": plural, "singularName": kind.lower(), "namespaced": namespaced, "kind": kind,
                           "verbs": verbs, "shortNames": SHORT_NAMES[plural]})
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
@@ -159,7 +161,7 @@ class Handler(BaseHTTPRequestHandler):
         if namespace and not namespaced:
             return status(404, "NotFound", "the server could not find the requested resource")
         verb = {"GET": "get" if name else "list", "PATCH": "patch"}.get(method)
-        if verb is None or (verb == "patch" and (plural != "services" or not name)):
+        if verb is None or (verb == "patch" and (plural not in PATCHABLE or not name)):
             return status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         denied = self._auth(verb, plural, namespace, name)
         if denied:
@@ -202,7 +204,7 @@ class Handler(BaseHTTPRequestHandler):
                           {"name": name, "kind": plural})
         patched = merge_patch(obj, patch)
         spec = patched.get("spec") or {}
-        if spec.get("externalTrafficPolicy") != "Local":
+        if plural == "services" and spec.get("externalTrafficPolicy") != "Local":
             spec.pop("healthCheckNodePort", None)  # the API server releases it with policy Cluster
         try:
             validate(patched, source="patch")
