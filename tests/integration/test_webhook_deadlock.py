@@ -139,8 +139,8 @@ def test_the_repair_refuses_what_it_cannot_do_and_changes_nothing(lab, ansible, 
     result = ansible.module("localhost", "webhook_failure_policy", dict(args, webhook="nope.example.com"))["localhost"]
     assert result["failed"] and result["msg"].startswith("ValidatingWebhookConfiguration policy-guard has no webhook "
                                                          "nope.example.com (it has: validate.policy-guard.example.com")
-    result = ansible.module("localhost", "webhook_failure_policy", dict(args, configuration="absent",
-                                                                       webhook="x.example.com"))["localhost"]
+    absent = dict(args, configuration="absent", webhook="x.example.com")
+    result = ansible.module("localhost", "webhook_failure_policy", absent)["localhost"]
     assert result["failed"] and "there is no ValidatingWebhookConfiguration named absent" in result["msg"]
     # another client rewrites the object between our read and our patch: 409, nothing changed
     api.concurrent_writes.add(("validatingwebhookconfigurations", None, "policy-guard"))
