@@ -18,11 +18,11 @@ description:
     from the most specific (a DNS lookup that timed out is DNS, not a layer 3 timeout) to the
     most generic.
   - It also reads the log lines of cluster components that the collection's log signatures know
-    (calico-node, kubelet, the CNI plugins, the kernel): a component that cannot update the API server
+    (calico-node, kubelet, the CNI plugins, the kernel); a component that cannot update the API server
     (calico-node's C(Failed to set NetworkUnavailable), kubelet's C(Error updating node status)) is
     C(control-plane) / API reachability, even when the text ends in an HTTP client timeout; a failed pod
     sandbox, C(NetworkPluginNotReady), Cilium's endpoint rate limit (HTTP 429) and C(BGP not established)
-    are the pod network (L3); C(nf_conntrack: table full) is L4.
+    are the pod network (L3); a full C(nf_conntrack) table is L4.
   - Rules of thumb the table encodes; an HTTP status or a TLS certificate error means layers
     3 and 4 work; C(connection refused) and C(connection reset by peer) are layer 4 (the host
     answered); C(no route to host) and connect timeouts are layer 3 (or layer 2 when the target
