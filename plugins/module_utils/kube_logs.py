@@ -101,6 +101,16 @@ def _started(status):
     return bool(state.get("running") or state.get("terminated"))
 
 
+def _healthy(pod):
+    status = pod.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return status.get("phase") == "Running" and ready
+
+
+def _restarts(pod):
+    return sum(s.get("restartCount", 0) for s in (pod.get("status") or {}).get("containerStatuses") or [])
+
+
 def pod_subject(pod):
     node = (pod.get("spec") or {}).get("nodeName")
     return "%s/%s" % (node, meta(pod, "name")) if node else "%s/%s" % (meta(pod, "namespace"), meta(pod, "name"))
@@ -157,7 +167,8 @@ def api_check(params, kube_factory, now=None):
         pods = kube.pods(target["namespace"], label_selector=target["label_selector"])
         if nodes and target.get("per_node"):
             pods = [p for p in pods if (p.get("spec") or {}).get("nodeName") in nodes]
-        pods = sorted(pods, key=lambda p: meta(p, "name"))[:max_pods]
+        # the pods that explain most first: not running and ready, then the most restarted (a crash loop)
+        pods = sorted(pods, key=lambda p: (_healthy(p), -_restarts(p), meta(p, "name")))[:max_pods]
         for pod in pods:
             key = (meta(pod, "namespace"), meta(pod, "name"))
             if key in seen:

@@ -359,6 +359,9 @@ def node_check(params, runner, now=None, journald=None):
     units = checked.get("units") or list(DEFAULT_UNITS)
     if journald is None:
         journald = journald_present()
+    if source == "auto" and journald and not Tool(runner, "journalctl", required=False,
+                                                  opt_dirs=("/usr/bin", "/bin")).available:
+        journald = False  # journald runs but its reader is not installed: the files are read instead
     if source == "journal" or (source == "auto" and journald):
         if not journald and source == "journal":
             raise ReadError("journald is not running on this host (no %s): set source: files" % JOURNAL_SOCKET)

@@ -187,3 +187,16 @@ def test_the_stand_in_applies_tail_and_byte_bounds(api):
     assert len(logs().splitlines()) == 3
     assert logs("--tail", "1").startswith("[ERROR] plugin/errors: 2 example.com. AAAA")
     assert logs("--limit-bytes", "10") == "[INFO] plu"
+
+
+def test_node_triage_runs_the_logs_check_in_the_one_pass(lab, ansible, node_files):
+    line = ('E%s   2150 kubelet.go:2373] "Container runtime network not ready" networkReady="NetworkReady=false '
+            'reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"' % klog(30))
+    log_faults.node_log_file(lab, "node2", "/var/log/kubelet.log", [line])
+    args = {"node_name": "worker-2", "scenarios": ["logs"], "logs": {"since": 600}}
+    one_pass = ansible.module("node2", "node_triage", args)["node2"]
+    alone = ansible.module("node2", "node_logs", {"node_name": "worker-2", "since": 600})["node2"]
+    assert one_pass["scenarios"]["logs"]["status"] == "ran"
+    assert one_pass["findings"] == alone["findings"]
+    assert checks(one_pass["findings"]) == [("log.cni_not_initialized", "worker-2")]
+    assert one_pass["scenarios"]["logs"]["data"]["source"] == "files"

@@ -201,3 +201,17 @@ def test_nothing_to_read_is_info_not_ok(tmp_path, monkeypatch):
 def test_journal_asked_without_journald_is_a_clear_error():
     with pytest.raises(ReadError, match="journald is not running"):
         logs.node_check({"source": "journal"}, FakeRunner([]), journald=False)
+
+
+def test_auto_reads_the_files_when_journald_runs_without_journalctl(tmp_path, monkeypatch):
+    monkeypatch.setattr(logs, "LOG_ROOT", str(tmp_path))
+    (tmp_path / "syslog").write_text("[Tue Nov 20 22:30:22 2018] nf_conntrack: table full, dropping packet\n")
+
+    class NoJournalctl(FakeRunner):
+        def get_bin_path(self, name, required=False, opt_dirs=None):
+            return None
+
+    out = logs.node_check({"node_name": "n1", "node_log_files": [str(tmp_path / "syslog")]}, NoJournalctl([]),
+                          journald=True)
+    assert out["data"]["source"] == "files"
+    assert [f["check"] for f in out["findings"]] == ["log.conntrack_table_full"]
