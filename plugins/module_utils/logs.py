@@ -262,6 +262,8 @@ def _open_log(path):
                          "path under %s, or leave it out of node_log_files)" % (path, real, LOG_ROOT, LOG_ROOT, LOG_ROOT))
     try:
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None, None  # a dangling symlink inside /var/log: nothing to read
     except OSError as exc:
         raise ReadError("cannot open %s: %s (run as root)" % (path, exc.strerror))
     info = os.fstat(fd)
@@ -274,6 +276,8 @@ def _open_log(path):
 def read_file_tail(path, max_bytes, max_lines):
     """(lines, size, truncated): the last ``max_lines`` complete lines within the last ``max_bytes`` of a log file."""
     handle, info = _open_log(path)
+    if handle is None:
+        return None, 0, False
     with handle:
         size = info.st_size
         start = max(0, size - max_bytes)
@@ -297,6 +301,9 @@ def read_files(paths, since, max_bytes, max_lines, subject, now=None):
             rows.append({"origin": path, "status": "missing", "lines": 0, "bytes": 0, "truncated": False})
             continue
         lines, size, truncated = read_file_tail(path, max_bytes, max_lines)
+        if lines is None:
+            rows.append({"origin": path, "status": "missing", "lines": 0, "bytes": 0, "truncated": False})
+            continue
         kept = 0
         for text in lines:
             stamp, epoch = line_time(text, now)

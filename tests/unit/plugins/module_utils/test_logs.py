@@ -176,6 +176,9 @@ def test_symlink_out_of_var_log_and_non_regular_files_are_refused(tmp_path, monk
     os.symlink(str(root / "real.log"), str(root / "messages"))  # inside the log directory: followed
     entries, rows = logs.read_files([str(root / "messages")], 10 ** 9, 4096, 10, "n1")
     assert rows[0]["status"] == "read" and entries[0]["origin"] == str(root / "messages")
+    os.symlink(str(root / "rotated-away.log"), str(root / "kubelet.log"))  # dangling, inside the directory
+    entries, rows = logs.read_files([str(root / "kubelet.log")], 60, 4096, 10, "n1")
+    assert rows[0]["status"] == "missing" and entries == []
 
 
 @pytest.mark.parametrize("option, value, message", [
