@@ -17,6 +17,12 @@ description:
   - The classification is table-driven; the first matching row wins, and the rows are ordered
     from the most specific (a DNS lookup that timed out is DNS, not a layer 3 timeout) to the
     most generic.
+  - It also reads the log lines of cluster components that the collection's log signatures know
+    (calico-node, kubelet, the CNI plugins, the kernel); a component that cannot update the API server
+    (calico-node's C(Failed to set NetworkUnavailable), kubelet's C(Error updating node status)) is
+    C(control-plane) / API reachability, even when the text ends in an HTTP client timeout; a failed pod
+    sandbox, C(NetworkPluginNotReady), Cilium's endpoint rate limit (HTTP 429) and C(BGP not established)
+    are the pod network (L3); a full C(nf_conntrack) table is L4.
   - Rules of thumb the table encodes; an HTTP status or a TLS certificate error means layers
     3 and 4 work; C(connection refused) and C(connection reset by peer) are layer 4 (the host
     answered); C(no route to host) and connect timeouts are layer 3 (or layer 2 when the target
@@ -39,7 +45,7 @@ RETURN = """
 _value:
   description: >-
     One dict per input text (a list for a list) with C(layer) (C(L2), C(L3), C(L4), C(L7), C(DNS),
-    or C(unknown)), C(category), C(meaning) (what works and what does not), C(next_check),
+    C(control-plane) or C(unknown)), C(category), C(meaning) (what works and what does not), C(next_check),
     C(also) (other layers the same text can come from) and C(matched) (the text that matched).
   type: raw
 """
@@ -59,6 +65,11 @@ _LISTENER = ("the destination: is the process listening and does the Service hav
 _RESET = "role k8snet.triage.ingress_path (who sends the RST: a middlebox, conntrack, or the backend) and backend logs"
 _TLS = "the certificate chain and names (openssl s_client -connect HOST:PORT -servername NAME); the network is fine"
 _APP = "the application and its backends (logs, readiness); the network path up to layer 4 works"
+_API = ("the path from this node to the API server: k8snet.triage.arp_check for the control-plane VIP (a stale MAC "
+        "stalls TLS handshakes) and k8snet.triage.reachability to it; then the admission webhooks with failurePolicy "
+        "Fail whose pods need this node's network, and the agent's previous log (role k8snet.triage.logs)")
+_CNI = ("the CNI on this node: role k8snet.triage.cni (configuration, binaries, agent pod) and role k8snet.triage.logs "
+        "(the agent's log and the pod's events)")
 _MTU = "path MTU (ping -M do -s 1472 DEST) and the VIP's MAC with k8snet.triage.arp_check (a moved VIP stalls handshakes)"
 
 # (category, layer, also, meaning, next_check, patterns).  Order matters: most specific first.
@@ -75,11 +86,30 @@ RULES = (
      _DNS, [r"no such host", r"could not resolve host", r"name or service not known", r"\[errno -2\]",
             r"unknownhostexception", r"nodename nor servname provided", r"nxdomain", r"failed to resolve '",
             r"getaddrinfo enotfound", r"name does not resolve"]),
+    # -------------------------------------------------------------- cluster components' log lines
+    ("pod_network_rate_limited", "L3", ["control-plane"], "the Cilium agent's API rate limiter refused the CNI plugin "
+     "(HTTP 429): pod sandboxes are not created on this node", _CNI,
+     [r"putendpointidtoomanyrequests", r"/endpoint/\{id\}\]\[429\]"]),
+    ("pod_network_not_ready", "L3", [], "the node's pod network is not set up: no CNI configuration or plugin yet, "
+     "or the CNI plugin's ADD failed", _CNI,
+     [r"networkpluginnotready", r"cni plugin not initialized", r"cni config uninitialized",
+      r"failed to setup network for sandbox", r"failedcreatepodsandbox", r"failed to create pod sandbox"]),
+    ("bgp_not_established", "L3", [], "Calico's BGP sessions to other nodes are down: routes to their pods are missing",
+     "role k8snet.triage.calico (k8snet.triage.calico_bgp_status on this node)",
+     [r"bird is not ready: bgp not established"]),
+    ("conntrack_table_full", "L4", ["L3"], "the node's conntrack table is full: new connections are dropped",
+     "nf_conntrack_count against nf_conntrack_max on the node (sysctl net.netfilter)",
+     [r"nf_conntrack: table full"]),
     # -------------------------------------------------------------- L7: layer 4 works
     ("tls_certificate", "L7", [], "TCP and the TLS handshake reached the server; the certificate was rejected",
      _TLS, [r"x509:", r"certificate verify failed", r"ssl certificate problem", r"pkix path building failed",
             r"sslhandshakeexception: no subject alternative", r"certificate has expired",
             r"unable to get local issuer certificate", r"self[- ]signed certificate"]),
+    ("api_unreachable", "control-plane", ["L2", "L3", "L4"], "a cluster component could not update the Kubernetes "
+     "API server (a timeout here is the path to the API server, not the application): control-plane / API "
+     "reachability", _API,
+     [r"(failed|unable) to set networkunavailable", r"error updating node status", r"failed to update node lease",
+      r"unable to update node status"]),
     ("tls_handshake_stalled", "L4", ["L2"], "TCP connected but the TLS handshake never completed: MTU blackhole, "
      "a stale VIP MAC or an overloaded endpoint", _MTU,
      [r"tls handshake timeout", r"ssl_error_syscall", r"ssl handshake timed out", r"remote host terminated the handshake"]),

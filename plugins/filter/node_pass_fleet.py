@@ -37,7 +37,8 @@ options:
   api:
     description:
       - Registered results of the API reads run once on the controller, by scenario name, e.g.
-        C(kube) (kube_network_info) and C(cni) (node_network_status). A skipped read is left out;
+        C(kube) (kube_network_info), C(cni) (a list - node_network_status and webhook_deadlock) and
+        C(logs) (kube_logs, whose C(matches) put the agents' log lines under the fleet findings they explain). A skipped read is left out;
         one that found no credentials is C(skipped) with that reason; a failed one is C(failed) with
         its message and a C(triage.check_failed) finding.
     type: dict
@@ -57,7 +58,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import NO_CREDENTIALS
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import NO_CREDENTIALS, with_log_evidence
 from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import failed_finding
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import matrix
 from ansible.errors import AnsibleFilterError
@@ -80,6 +81,21 @@ def _api_entry(name, result, hosts):
     return _entry("ran", "", list(result["findings"]), named or hosts)
 
 
+def _api_entries(name, results, hosts):
+    """One scenario's entry from its API reads (one registered result, or a list of them)."""
+    results = [r for r in (results if isinstance(results, list) else [results])
+               if isinstance(r, dict) and r and not r.get("skipped")]
+    entries = [_api_entry(name, result, hosts) for result in results]
+    if not entries:
+        return None
+    ran = [e for e in entries if e["status"] != "skipped"]
+    if not ran:
+        return entries[0]
+    failed = [e for e in ran if e["status"] == "failed"]
+    return _entry("failed" if failed else "ran", "; ".join(e["reason"] for e in failed),
+                  [f for e in ran for f in e["findings"]], [h for e in ran for h in e["hosts"]])
+
+
 def node_pass_fleet(hostvars, hosts, owners=None, api=None):
     for value, what in ((owners, "owners (the vip_owners result)"), (api, "api (the API scenarios' results)")):
         if value is not None and not isinstance(value, dict):
@@ -87,10 +103,14 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
     if owners and not isinstance(owners.get("findings"), list):
         raise AnsibleFilterError("node_pass_fleet: owners must be the result of k8snet.triage.vip_owners "
                                  "(a dict with findings, owners and expected)")
-    out = {}
-    for name, result in sorted((api or {}).items()):
-        if isinstance(result, dict) and result and not result.get("skipped"):
-            out[name] = _api_entry(name, result, hosts)
+    out, matches = {}, []
+    for name, results in sorted((api or {}).items()):
+        entry = _api_entries(name, results, hosts)
+        if entry is not None:
+            out[name] = entry
+        for result in (results if isinstance(results, list) else [results]):
+            if isinstance(result, dict) and isinstance(result.get("matches"), list) and "findings" in result:
+                matches.extend(m for m in result["matches"] if isinstance(m, dict))
     if owners:
         out["stale_arp"] = _entry("ran", "", list(owners.get("findings") or []),
                                   [h["node"] for held in owners.get("owners", {}).values() for h in held])
@@ -103,6 +123,8 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
         found = matrix(probed)
         out["connectivity"] = _entry("ran", "", found.pop("findings"), probed,
                                      dict((k, v) for k, v in found.items() if k != "pairs"))
+    if matches:
+        with_log_evidence(out, matches)
     return out
 
 

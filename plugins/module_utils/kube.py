@@ -102,8 +102,11 @@ RESOURCES = {
     "services": ("CoreV1Api", True, "service"),
     "configmaps": ("CoreV1Api", True, "config_map"),
     "endpointslices": ("DiscoveryV1Api", True, "endpoint_slice"),
+    "events": ("CoreV1Api", True, "event"),
+    "validatingwebhookconfigurations": ("AdmissionregistrationV1Api", False, "validating_webhook_configuration"),
+    "mutatingwebhookconfigurations": ("AdmissionregistrationV1Api", False, "mutating_webhook_configuration"),
 }
-PATCHABLE = ("services",)
+PATCHABLE = ("services", "validatingwebhookconfigurations", "mutatingwebhookconfigurations")
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
@@ -413,7 +416,9 @@ class Kube(object):
 
     # ------------------------------------------------------------------ requests
     def call(self, action, api, method, *args, **kwargs):
-        """One call of a typed API method; returns the decoded JSON body.  Raises ReadError/PrivilegeError/ChangeError."""
+        """One call of a typed API method; returns the decoded JSON body (the text with ``_raw_text=True``).
+        Raises ReadError/PrivilegeError/ChangeError."""
+        raw_text = kwargs.pop("_raw_text", False)
         kwargs = dict((k, v) for k, v in kwargs.items() if v is not None)
         kwargs.update(_preload_content=False, _request_timeout=REQUEST_TIMEOUT)
         try:
@@ -438,6 +443,8 @@ class Kube(object):
                 action=action)
         if isinstance(data, bytes):
             data = data.decode("utf-8", "replace")
+        if raw_text:
+            return data or ""
         try:
             return json.loads(data) if data else {}
         except ValueError:
@@ -493,10 +500,13 @@ class Kube(object):
         if plural not in PATCHABLE:
             raise InputError("patching %s is not supported" % plural)
         check_name(name)
-        check_namespace(namespace)
         body = dict(patch)
         if resource_version is not None:
             body["metadata"] = dict(body.get("metadata") or {}, resourceVersion=str(resource_version))
+        if not namespaced:
+            return self.call(describe("patch", plural, None, name), api, "patch_%s" % stem, name, body,
+                             _content_type=MERGE_PATCH)
+        check_namespace(namespace)
         return self.call(describe("patch", plural, namespace, name), api, "patch_namespaced_%s" % stem,
                          name, namespace, body, _content_type=MERGE_PATCH)
 
@@ -527,6 +537,27 @@ class Kube(object):
 
     def namespaces(self):
         return self.list("namespaces")
+
+    def webhook_configurations(self):
+        """(validating, mutating) admission webhook configurations."""
+        return self.list("validatingwebhookconfigurations"), self.list("mutatingwebhookconfigurations")
+
+    def events(self, namespace=None, field_selector=None):
+        """Core v1 Events (``involvedObject.kind=Node,involvedObject.name=n1`` ...)."""
+        return self.list("events", namespace, field_selector=field_selector)
+
+    def pod_log(self, namespace, name, container, previous=False, tail_lines=None, since_seconds=None,
+                limit_bytes=None):
+        """The text of one container's log (``previous``: the terminated container before it), with the
+        API server's own bounds (tailLines, sinceSeconds, limitBytes) and an RFC 3339 timestamp per line."""
+        check_namespace(namespace)
+        check_name(name)
+        check_name(container, "container")
+        action = "get the log of pods %s/%s container %s%s" % (
+            namespace, name, container, " (previous)" if previous else "")
+        return self.call(action, "CoreV1Api", "read_namespaced_pod_log", name, namespace, container=container,
+                         previous=bool(previous), tail_lines=tail_lines, since_seconds=since_seconds,
+                         limit_bytes=limit_bytes, timestamps=True, _raw_text=True)
 
 
 def _short(reason):

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_lb, cni_files, dns, iptables
 from ansible_collections.k8snet.triage.plugins.module_utils import neighbors, reachability, routes
+from ansible_collections.k8snet.triage.plugins.module_utils import logs
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 from ansible_collections.k8snet.triage.plugins.module_utils import scenario
 # The checks import these inside their functions. Imported here, before any thread starts: two
@@ -50,10 +51,11 @@ CHECKS = (
     ("calico", bird.node_check),
     ("cilium_maps", cilium_lb.node_check),
     ("pod_network", routes.node_check),
+    ("logs", logs.node_check),
 )
 SCENARIOS = tuple(name for name, _check in CHECKS)
 # the scenarios whose check names the node in its findings
-NODE_NAMED = ("cni", "firewall_drops", "pod_network")
+NODE_NAMED = ("cni", "firewall_drops", "pod_network", "logs")
 
 # The argument spec of the node_triage module: one dict option per scenario, whose suboptions are
 # that scenario's CHECK_SPEC (shared with its module, documented by the domain's doc fragment, variant
@@ -72,6 +74,7 @@ ARGUMENT_SPEC = dict(
     connectivity=scenario.options(reachability.CHECK_SPEC, targets=[], probes=["icmp", "tcp", "arp"], tcp_port=10250, count=2),
     dns=scenario.options(dns.CHECK_SPEC, names=["kubernetes.default.svc.cluster.local"], host_resolvers=True),
     stale_arp=scenario.options(neighbors.CHECK_SPEC, addresses=[], probe=True),
+    logs=scenario.options(logs.CHECK_SPEC),
 )
 
 # The option rules of node_triage: each scenario's own rules, from its domain file.  An empty list of
@@ -90,6 +93,7 @@ RULES = dict(
     connectivity=checks.fields(**_CONNECTIVITY_RULES),
     dns=checks.fields(**dns.RULES),
     stale_arp=checks.fields(**neighbors.RULES),
+    logs=checks.fields(**logs.RULES),
 )
 
 

@@ -50,19 +50,20 @@ extends_documentation_fragment:
   - k8snet.triage.reachability.node_triage
   - k8snet.triage.dns.node_triage
   - k8snet.triage.neighbors.node_triage
+  - k8snet.triage.logs.node_triage
 options:
   node_name:
     description:
       - This node's Kubernetes name (C(k8s_node_name), else the inventory name); names the node in
-        the findings of C(cni), C(firewall_drops) and C(pod_network) and recognises its own entry in
+        the findings of C(cni), C(firewall_drops), C(pod_network) and C(logs) and recognises its own entry in
         O(pod_network.peers). Defaults to the host name.
     type: str
   scenarios:
     description: The scenarios to run; the others are returned as C(skipped).
     type: list
     elements: str
-    choices: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network]
-    default: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network]
+    choices: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs]
+    default: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs]
   cni:
     description: Options of the CNI files check (as M(k8snet.triage.cni_config_check)).
     type: dict
@@ -93,6 +94,10 @@ options:
     default: {}
   stale_arp:
     description: Options of the neighbor cache check for VIPs (as M(k8snet.triage.arp_check), read-only).
+    type: dict
+    default: {}
+  logs:
+    description: Options of kubelet's and the runtime's log check (as M(k8snet.triage.node_logs), read-only).
     type: dict
     default: {}
 requirements:

@@ -32,6 +32,7 @@ import re
 from ansible.errors import AnsibleError
 
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
+from ansible_collections.k8snet.triage.plugins.filter.log_evidence import log_evidence
 from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes, pod_cidr_peers
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import INPUT_ERRORS
 
@@ -65,7 +66,7 @@ def record(result, asked, skipped=None):
     return _guarded("this node_triage result", _record, result, asked, skipped)
 
 
-NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "dns"]
+NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "dns", "logs"]
 # scenario -> (node_triage option, role variable); a role variable that is unset keeps the
 # module's default, which is the role's default
 ROLE_VARIABLES = {
@@ -87,6 +88,10 @@ ROLE_VARIABLES = {
             ("host_resolvers", "dns_host_resolvers"), ("resolv_conf", "dns_resolv_conf")),
     "stale_arp": (("interface", "stale_arp_interface"), ("probe", "stale_arp_probe"),
                   ("probe_timeout", "stale_arp_probe_timeout")),
+    # node_log_files (the inventory's name for the node's log files) wins over the role's logs_node_log_files
+    "logs": (("node_log_files", "logs_node_log_files"), ("node_log_files", "node_log_files"),
+             ("units", "logs_units"), ("source", "logs_source"), ("since", "logs_since"),
+             ("max_bytes", "logs_max_bytes")),
 }
 
 
@@ -277,4 +282,18 @@ def _record(result, asked, skipped=None):
         else:
             results[name] = {"status": "failed", "reason": reason or "the node pass did not return this scenario",
                              "findings": [], "details": {}, "data": {}}
+    matches = ((results.get("logs") or {}).get("data") or {}).get("matches")
+    if results.get("logs", {}).get("status") == "ran" and isinstance(matches, list) and matches:
+        with_log_evidence(results, matches)
     return {"host": {"status": status, "reason": reason}, "results": results}
+
+
+def with_log_evidence(entries, matches):
+    """The log lines of ``matches`` under the findings of ``entries`` ({scenario: {findings...}}, a
+    host's or the fleet's) they explain (log_evidence); the log findings used so are not repeated on
+    their own.  Changes ``entries`` in place."""
+    tagged = [dict(f, _scenario=name) for name, entry in sorted(entries.items()) for f in entry["findings"]]
+    kept = log_evidence(tagged, matches)
+    for name, entry in entries.items():
+        entry["findings"] = [dict((k, v) for k, v in f.items() if k != "_scenario") for f in kept
+                             if f["_scenario"] == name]

@@ -13,6 +13,15 @@ after each GET of them, so a read-then-patch sees that conflict.  Path segments 
 percent-decoded after the path is split on "/" (so an escaped "/" stays inside its segment);
 ``requests`` keeps the raw path as sent.  Everything it answers is a real Kubernetes JSON shape
 (lists, Status objects).
+
+Events (core v1, validated with the client's ``CoreV1Event`` model) are listed like the other kinds, with
+the API server's event field selectors (``involvedObject.kind``, ``involvedObject.name`` ...).  Container
+logs (``GET /api/v1/namespaces/{ns}/pods/{name}/log``) are served as text/plain from ``StandIn.logs``
+(``store.load_logs``): the query parameters and their types are the ones of the client's generated
+``read_namespaced_pod_log`` (the OpenAPI schema), anything else is 400; ``container``, ``previous``,
+``tailLines``, ``sinceSeconds``, ``limitBytes`` and ``timestamps`` behave as the API server's (a missing
+container name on a multi-container pod, an unknown container, a previous log of a container that never
+terminated, a container still waiting: 400 with the API server's wording; RBAC on ``pods/log``).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from __future__ import annotations
 import json
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -27,11 +37,21 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import yaml
 
 from .certs import make_ca_and_server
-from .store import KINDS, PLURALS, FixtureError, Store, merge_patch, validate
+from .store import KINDS, PLURALS, FixtureError, Store, merge_patch, pod_log_parameters, validate
 
 GIT_VERSION = "v1.31.4"
 SHORT_NAMES = {"nodes": ["no"], "namespaces": ["ns"], "pods": ["po"], "services": ["svc"],
-               "configmaps": ["cm"], "endpointslices": []}
+               "configmaps": ["cm"], "endpointslices": [], "events": ["ev"],
+               "validatingwebhookconfigurations": [], "mutatingwebhookconfigurations": []}
+# what a merge patch may change (the collection's repairs): Services, admission webhook configurations
+PATCHABLE = ("services", "validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+# the API groups served besides the core group, in discovery order
+GROUP_VERSIONS = sorted(set(spec[1] for spec in KINDS.values() if spec[1] != "v1"))
+LOG_PARAMETERS = pod_log_parameters()
+
+
+class Text(str):
+    """A text/plain answer (a container log)."""
 
 
 def status(code, reason, message, details=None):
@@ -54,7 +74,7 @@ def resource_list(group_version):
     for kind, (plural, gv, namespaced, dummy) in KINDS.items():
         if gv != group_version:
             continue
-        verbs = ["get", "list"] + (["patch"] if plural == "services" else [])
+        verbs = ["get", "list"] + (["patch"] if plural in PATCHABLE else [])
         resources.append({"name": plural, "singularName": kind.lower(), "namespaced": namespaced, "kind": kind,
                           "verbs": verbs, "shortNames": SHORT_NAMES[plural]})
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
@@ -70,7 +90,10 @@ class Handler(BaseHTTPRequestHandler):
 
     # ---------------------------------------------------------------- plumbing
     def _send(self, code, body, content_type="application/json"):
-        data = json.dumps(body).encode()
+        if isinstance(body, Text):
+            data, content_type = body.encode(), "text/plain"
+        else:
+            data = json.dumps(body).encode()
         self.send_response(code)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -109,22 +132,28 @@ class Handler(BaseHTTPRequestHandler):
                 return 200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
                     {"clientCIDR": "0.0.0.0/0", "serverAddress": "%s:%d" % self.server.server_address[:2]}]}
             if parts == ["apis"]:
-                gv = {"groupVersion": "discovery.k8s.io/v1", "version": "v1"}
-                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-                    {"name": "discovery.k8s.io", "versions": [gv], "preferredVersion": gv}]}
+                groups = []
+                for group_version in GROUP_VERSIONS:
+                    gv = {"groupVersion": group_version, "version": group_version.split("/")[1]}
+                    groups.append({"name": group_version.split("/")[0], "versions": [gv], "preferredVersion": gv})
+                return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
             if parts == ["api", "v1"]:
                 return 200, resource_list("v1")
-            if parts == ["apis", "discovery.k8s.io", "v1"]:
-                return 200, resource_list("discovery.k8s.io/v1")
+            if len(parts) == 3 and parts[0] == "apis" and "/".join(parts[1:]) in GROUP_VERSIONS:
+                return 200, resource_list("/".join(parts[1:]))
         if parts[:2] == ["api", "v1"]:
             rest, group_version = parts[2:], "v1"
-        elif parts[:3] == ["apis", "discovery.k8s.io", "v1"]:
-            rest, group_version = parts[3:], "discovery.k8s.io/v1"
+        elif len(parts) >= 3 and parts[0] == "apis" and "/".join(parts[1:3]) in GROUP_VERSIONS:
+            rest, group_version = parts[3:], "/".join(parts[1:3])
         else:
             return status(404, "NotFound", "the server could not find the requested resource")
         namespace = None
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
+        if group_version == "v1" and namespace and len(rest) == 3 and rest[0] == "pods" and rest[2] == "log":
+            if method != "GET":
+                return status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            return self._pod_log(namespace, rest[1], query)
         if not rest or len(rest) > 2 or rest[0] not in PLURALS or KINDS[PLURALS[rest[0]]][1] != group_version:
             return status(404, "NotFound", "the server could not find the requested resource")
         plural, name = rest[0], (rest[1] if len(rest) == 2 else None)
@@ -132,7 +161,7 @@ class Handler(BaseHTTPRequestHandler):
         if namespace and not namespaced:
             return status(404, "NotFound", "the server could not find the requested resource")
         verb = {"GET": "get" if name else "list", "PATCH": "patch"}.get(method)
-        if verb is None or (verb == "patch" and (plural != "services" or not name)):
+        if verb is None or (verb == "patch" and (plural not in PATCHABLE or not name)):
             return status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         denied = self._auth(verb, plural, namespace, name)
         if denied:
@@ -175,13 +204,69 @@ class Handler(BaseHTTPRequestHandler):
                           {"name": name, "kind": plural})
         patched = merge_patch(obj, patch)
         spec = patched.get("spec") or {}
-        if spec.get("externalTrafficPolicy") != "Local":
+        if plural == "services" and spec.get("externalTrafficPolicy") != "Local":
             spec.pop("healthCheckNodePort", None)  # the API server releases it with policy Cluster
         try:
             validate(patched, source="patch")
         except FixtureError as exc:
             return status(422, "Invalid", str(exc))
         return 200, store.put(patched)
+
+    def _pod_log(self, namespace, name, query):
+        denied = self._auth("get", "pods/log", namespace, name)
+        if denied:
+            return denied
+        options = {}
+        for key, value in query.items():
+            kind = LOG_PARAMETERS.get(key)
+            if kind is None:
+                return status(400, "BadRequest", 'unknown query parameter "%s" for pods/log' % key)
+            bad = status(400, "BadRequest", '%s: Invalid value: "%s": not a %s' % (key, value, kind.__name__))
+            if kind is bool:
+                if value not in ("true", "false", "1", "0"):
+                    return bad
+                options[key] = value in ("true", "1")
+            elif kind is int:
+                try:
+                    options[key] = int(value)
+                except ValueError:
+                    return bad
+            else:
+                options[key] = value
+        for key, low in (("tailLines", 0), ("sinceSeconds", 1), ("limitBytes", 1)):
+            if key in options and options[key] < low:
+                return status(422, "Invalid", 'PodLogOptions "%s" is invalid: %s: Invalid value: %d: must be greater '
+                              "than %s" % (name, key, options[key], "or equal to 0" if low == 0 else "0"))
+        pod = self.server.store.get("pods", namespace, name)
+        if pod is None:
+            return status(404, "NotFound", 'pods "%s" not found' % name, {"name": name, "kind": "pods"})
+        names = [c["name"] for c in pod["spec"]["containers"]]
+        container = options.get("container")
+        if not container:
+            if len(names) > 1:
+                return status(400, "BadRequest", "a container name must be specified for pod %s, choose one of: [%s]"
+                              % (name, " ".join(names)))
+            container = names[0]
+        if container not in names:
+            return status(400, "BadRequest", "container %s is not valid for pod %s" % (container, name))
+        state = next((s for s in (pod.get("status") or {}).get("containerStatuses") or [] if s["name"] == container), {})
+        previous = options.get("previous", False)
+        if previous and not (state.get("lastState") or {}).get("terminated"):
+            return status(400, "BadRequest", 'previous terminated container "%s" in pod "%s" not found' % (container, name))
+        waiting = (state.get("state") or {}).get("waiting")
+        if not previous and (not state or waiting):
+            return status(400, "BadRequest", 'container "%s" in pod "%s" is waiting to start: %s'
+                          % (container, name, (waiting or {}).get("reason") or "ContainerCreating"))
+        lines = list(self.server.logs.get((namespace, name, container, previous), []))
+        if "sinceSeconds" in options:
+            cutoff = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - options["sinceSeconds"]))
+            lines = [(t, x) for t, x in lines if t[:19] >= cutoff]
+        if "tailLines" in options:
+            lines = lines[len(lines) - options["tailLines"]:] if options["tailLines"] else []
+        text = "".join(("%s %s\n" % (t, x)) if options.get("timestamps") else x + "\n" for t, x in lines)
+        if "limitBytes" in options:
+            text = text.encode()[:options["limitBytes"]].decode("utf-8", "ignore")
+        return 200, Text(text)
 
     def do_GET(self):
         self._send(*self._route("GET"))
@@ -193,8 +278,10 @@ class Handler(BaseHTTPRequestHandler):
 class StandIn(object):
     """The stand-in API server, run in a thread of the test process."""
 
-    def __init__(self, objects, workdir, bind, port=0, tokens=None):
+    def __init__(self, objects, workdir, bind, port=0, tokens=None, logs=None):
         self.workdir = Path(workdir)
+        # (namespace, pod, container, previous) -> [(RFC 3339 time, line)] (store.load_logs)
+        self.logs = dict(logs or {})
         self.bind = bind
         self.port = port
         self.store = Store(objects)
@@ -223,6 +310,7 @@ class StandIn(object):
         httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
         httpd.store, httpd.tokens, httpd.requests = self.store, self.tokens, []
         httpd.concurrent_writes = self.concurrent_writes
+        httpd.logs = self.logs
         self.httpd = httpd
         self.thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         self.thread.start()

@@ -24,6 +24,11 @@ KINDS = {
     "Service": ("services", "v1", True, "V1Service"),
     "ConfigMap": ("configmaps", "v1", True, "V1ConfigMap"),
     "EndpointSlice": ("endpointslices", "discovery.k8s.io/v1", True, "V1EndpointSlice"),
+    "Event": ("events", "v1", True, "CoreV1Event"),
+    "ValidatingWebhookConfiguration": ("validatingwebhookconfigurations", "admissionregistration.k8s.io/v1", False,
+                                       "V1ValidatingWebhookConfiguration"),
+    "MutatingWebhookConfiguration": ("mutatingwebhookconfigurations", "admissionregistration.k8s.io/v1", False,
+                                     "V1MutatingWebhookConfiguration"),
 }
 PLURALS = {spec[0]: kind for kind, spec in KINDS.items()}
 
@@ -126,6 +131,10 @@ FIELDS = {
             "spec.serviceAccountName", "status.podIP", "status.nominatedNodeName", "spec.hostNetwork"},
     "Node": {"spec.unschedulable"},
     "Service": {"spec.clusterIP", "spec.type"},
+    # k8s.io/kubernetes/pkg/apis/core/v1/conversion.go, AddFieldLabelConversionsForEvent
+    "Event": {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+              "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason",
+              "reportingComponent", "source", "type"},
 }
 
 
@@ -215,3 +224,89 @@ class Store(object):
         if end < len(items):
             next_token = base64.urlsafe_b64encode(json.dumps({"start": end}).encode()).decode()
         return items[start:end], next_token
+
+
+# ------------------------------------------------------------------ container logs
+def pod_log_parameters():
+    """The query parameters of GET /api/v1/namespaces/{namespace}/pods/{name}/log and their types, read from
+    the official client's generated method (the Kubernetes OpenAPI schema of its release):
+    {"tailLines": int, "previous": bool, ...}."""
+    import inspect
+    import typing
+
+    from kubernetes.client import CoreV1Api
+
+    source = inspect.getsource(CoreV1Api._read_namespaced_pod_log_serialize)
+    pairs = re.findall(r"_query_params\.append\(\('(\w+)', (\w+)\)\)", source)
+    hints = typing.get_type_hints(CoreV1Api.read_namespaced_pod_log, include_extras=True)
+
+    def base(hint):
+        while not isinstance(hint, type):
+            hint = next(a for a in typing.get_args(hint) if a is not type(None))
+        return hint
+
+    return dict((wire, base(hints[python])) for wire, python in pairs)
+
+
+def load_logs(paths, objects):
+    """Container logs from YAML files, checked against the objects they belong to: a list of
+    ``{namespace, pod, container, previous, lines: [[RFC 3339 time, text], ...]}``.  A log of a container the
+    pod does not have, or a previous log of a container whose status has no terminated ``lastState`` (the API
+    server would never serve it), is refused."""
+    pods = dict(((o["metadata"].get("namespace", "default"), o["metadata"]["name"]), o) for o in objects
+                if o["kind"] == "Pod")
+    logs = {}
+    for path in paths:
+        for item in yaml.safe_load(Path(path).read_text()) or []:
+            key = (item["namespace"], item["pod"])
+            pod = pods.get(key)
+            if pod is None:
+                raise FixtureError("%s: log of pod %s/%s, which no fixture defines" % (path, key[0], key[1]))
+            names = [c["name"] for c in pod["spec"]["containers"]]
+            if item["container"] not in names:
+                raise FixtureError("%s: pod %s/%s has no container %s (%s)" % (
+                    path, key[0], key[1], item["container"], ", ".join(names)))
+            previous = bool(item.get("previous"))
+            if previous:
+                status = next((s for s in (pod.get("status") or {}).get("containerStatuses") or []
+                               if s["name"] == item["container"]), {})
+                if not (status.get("lastState") or {}).get("terminated"):
+                    raise FixtureError("%s: pod %s/%s container %s has no terminated lastState, so no previous log"
+                                       % (path, key[0], key[1], item["container"]))
+            for stamp, _text in item["lines"]:
+                if not re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$", str(stamp)):
+                    raise FixtureError("%s: %r is not an RFC 3339 UTC time" % (path, stamp))
+            logs[key + (item["container"], previous)] = [(str(s), str(t)) for s, t in item["lines"]]
+    return logs
+
+
+def shift_to_now(objects, logs, now=None, gap=30):
+    """Move the times of Events and container log lines so the newest is ``gap`` seconds before ``now``, keeping
+    their order and spacing: fixtures carry fixed times, readers bound what they read by "the last N seconds"."""
+    import calendar
+    import time
+
+    def parse(stamp):
+        return calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")), stamp[19:]
+
+    def render(seconds, rest):
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + rest
+
+    fields = ("firstTimestamp", "lastTimestamp")
+    stamps = [parse(o[f])[0] for o in objects if o["kind"] == "Event" for f in fields if o.get(f)]
+    stamps += [parse(t)[0] for lines in logs.values() for t, _x in lines]
+    if not stamps:
+        return objects, logs
+    now = time.time() if now is None else now
+    delta = int(now - gap - max(stamps))
+    moved = []
+    for obj in objects:
+        if obj["kind"] == "Event":
+            obj = copy.deepcopy(obj)
+            for field in fields:
+                if obj.get(field):
+                    seconds, rest = parse(obj[field])
+                    obj[field] = render(seconds + delta, rest)
+        moved.append(obj)
+    shifted = dict((key, [(render(parse(t)[0] + delta, parse(t)[1]), x) for t, x in lines]) for key, lines in logs.items())
+    return moved, shifted

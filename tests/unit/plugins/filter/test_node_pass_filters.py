@@ -26,7 +26,7 @@ def test_fleet_inputs_come_from_the_inventory_contract():
                               "n2", HOSTVARS, GROUPS)
     assert params["node_name"] == "worker-2"
     # no DNS server and no VIP: dns and stale_arp are not asked
-    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity"]
+    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "logs"]
     assert params["firewall_drops"] == {"interval": 2}
     # triage_cni auto: a node without BIRD or without Cilium is "not a ... node", not critical
     assert params["calico"] == {"expected_peers": ["198.18.96.11", "198.18.96.12", "198.18.100.13"],
@@ -46,7 +46,7 @@ def test_cni_choice_dns_servers_and_vip_clients():
                  "stale_arp_vips": ["198.18.96.200"], "cilium_maps_live_frontends": [], "dns_host_resolvers": False}
     params = node_pass_params(variables, "n3", HOSTVARS, GROUPS, owners)
     assert "calico" not in params["scenarios"] and "cilium_maps" in params["scenarios"]
-    assert params["scenarios"][-2:] == ["dns", "stale_arp"]
+    assert params["scenarios"][-3:] == ["dns", "logs", "stale_arp"]
     assert params["dns"] == {"servers": variables["dns_servers"], "host_resolvers": False}
     assert params["stale_arp"] == {"addresses": ["198.18.96.200"], "expected": owners["expected"]}
     # [] means "Kubernetes has no services"; triage_cni cilium reads the maps whatever the node shows
@@ -192,3 +192,48 @@ def test_every_variable_the_parameters_read_is_handed_over_by_the_action():
     source = open(node_pass.__file__).read()
     read = set(re.findall(r'variables(?:\.get\(|\[)"([a-z_]+)"', source))
     assert read and read <= set(node_pass.VARIABLES), read - set(node_pass.VARIABLES)
+
+
+CALICO_LINE = ('2026-01-01 11:54:02.131 [WARNING][9] startup/startup.go 1336: Failed to set NetworkUnavailable to False; '
+               'will retry error=Patch "https://10.96.0.1:443/api/v1/nodes/node2/status?timeout=2s": net/http: request '
+               'canceled (Client.Timeout exceeded while awaiting headers)')
+
+
+def _calico_log(subject):
+    from ansible_collections.k8snet.triage.plugins.module_utils import logs
+
+    groups = logs.match([{"text": CALICO_LINE, "time": "2026-01-01T11:54:02.131Z", "subject": subject, "origin": "o"}])
+    return [logs.group_data(g) for g in groups], logs.findings(groups)
+
+
+def test_the_fleet_puts_the_agents_log_lines_under_the_findings_they_explain():
+    """cni's two API reads (node conditions, webhooks) form one entry; kube_logs' matching line goes
+    under node.network_unavailable, and its own log finding is not repeated beside it."""
+    matches, log_findings = _calico_log("node2/calico-node-m4q8z")
+    down = {"check": "node.network_unavailable", "severity": "critical", "layer": "L3", "subject": "node2",
+            "summary": "s", "evidence": {}, "remediation": ""}
+    cycle = dict(down, check="webhook.cni_deadlock", subject="webhook:policy/validate")
+    api = {"cni": [{"changed": False, "nodes": [{"name": "node2"}], "findings": [down]},
+                   {"changed": False, "findings": [cycle]}],
+           "logs": {"changed": False, "findings": log_findings, "matches": matches}}
+    fleet = node_pass_fleet({"node2": {}}, ["node2"], {}, api)
+    assert sorted(f["check"] for f in fleet["cni"]["findings"]) == ["node.network_unavailable", "webhook.cni_deadlock"]
+    explained = [f for f in fleet["cni"]["findings"] if f["check"] == "node.network_unavailable"][0]
+    assert "Client.Timeout" in explained["evidence"]["logs"][0]["lines"][0]["text"]
+    assert not [f for f in fleet["logs"]["findings"] if f["check"] == log_findings[0]["check"]]
+    # a failed read among the two is said: the entry failed, with the other's findings kept
+    api["cni"][1] = {"failed": False, "credential_source": "env", "msg": "403 Forbidden"}
+    fleet = node_pass_fleet({"node2": {}}, ["node2"], {}, api)
+    assert fleet["cni"]["status"] == "failed" and fleet["cni"]["reason"] == "403 Forbidden"
+    assert {"node.network_unavailable", "triage.check_failed"} <= set(f["check"] for f in fleet["cni"]["findings"])
+
+
+def test_a_hosts_own_log_lines_go_under_its_findings():
+    matches, log_findings = _calico_log("node2")
+    down = {"check": "node.network_unavailable", "severity": "critical", "layer": "L3", "subject": "node2",
+            "summary": "s", "evidence": {}, "remediation": ""}
+    result = {"scenarios": {"cni": {"status": "ran", "reason": "", "findings": [down], "data": {}},
+                            "logs": {"status": "ran", "reason": "", "findings": log_findings, "data": {"matches": matches}}}}
+    recorded = node_pass_record(result, ["cni", "logs"])["results"]
+    assert "Client.Timeout" in recorded["cni"]["findings"][0]["evidence"]["logs"][0]["lines"][0]["text"]
+    assert recorded["logs"]["findings"] == []

@@ -1,0 +1,225 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Pod logs and events through the Kubernetes API, matched against the log signature table (controller side).
+
+For each target (the CNI agents, coredns, the MetalLB speakers, the F5 controller: a namespace and a label
+selector), the pods' containers' last lines (``tailLines``, ``sinceSeconds``, ``limitBytes``: the API
+server bounds them) and, for a container that restarted, the previous container's lines; the events of
+those pods and of the nodes asked for.  Every line and event goes through ``logs.match``; the findings
+are the node-side ones (``logs.findings``), their subject the pod's node and name (``node2/calico-node-x``,
+the subject of ``node.cni_pod_crashloop``) or the node of a node event.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+
+from ansible_collections.k8snet.triage.plugins.module_utils import logs
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta
+
+# The agents whose logs explain network symptoms, as their upstream manifests label them.
+DEFAULT_TARGETS = (
+    {"name": "calico-node", "namespace": "kube-system", "label_selector": "k8s-app=calico-node", "per_node": True},
+    {"name": "calico-node", "namespace": "calico-system", "label_selector": "k8s-app=calico-node", "per_node": True},
+    {"name": "cilium", "namespace": "kube-system", "label_selector": "k8s-app=cilium", "per_node": True},
+    {"name": "coredns", "namespace": "kube-system", "label_selector": "k8s-app=kube-dns", "per_node": False},
+    {"name": "metallb-speaker", "namespace": "metallb-system", "label_selector": "component=speaker", "per_node": True},
+    {"name": "f5-cis", "namespace": "kube-system", "label_selector": "app=k8s-bigip-ctlr", "per_node": False},
+)
+TARGET_SPEC = dict(
+    name=dict(type="str", required=True),
+    namespace=dict(type="str", required=True),
+    label_selector=dict(type="str", required=True),
+    per_node=dict(type="bool", default=False),
+    containers=dict(type="list", elements="str", default=[]),
+)
+TARGET_RULE = rules.fields(
+    name=rules.short_text,
+    namespace=rules.k8s_name,
+    label_selector=rules.label_selector,
+    containers=rules.each(rules.k8s_name, max_items=16),
+)
+RULES = dict(
+    rules.KUBE_AUTH_RULES,
+    targets=rules.each(TARGET_RULE, max_items=32),
+    nodes=rules.each(rules.node_name, max_items=1000),
+    tail_lines=rules.count(1, 10000, "lines"),
+    since_seconds=rules.count(1, 7 * 86400, "seconds"),
+    limit_bytes=rules.count(1024, 16 * 1024 * 1024, "bytes"),
+    max_pods=rules.count(1, 500, "pods"),
+)
+EVENTS_SHOWN = 20
+
+
+def _epoch(stamp):
+    """Seconds of an RFC 3339 time as the API writes it (``2026-11-30T10:00:00Z``, fractions allowed)."""
+    if not isinstance(stamp, str) or len(stamp) < 19:
+        return None
+    try:
+        return calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+
+
+def log_entries(text, subject, origin):
+    """Entries of a log fetched with ``timestamps=true`` (each line: an RFC 3339 time, a space, the line)."""
+    entries = []
+    for line in text.splitlines():
+        stamp, _sep, rest = line.partition(" ")
+        if _epoch(stamp) is None:
+            stamp, rest = logs.line_time(line)[0], line
+        entries.append({"text": rest[:logs.MAX_LINE], "time": stamp, "subject": subject, "origin": origin})
+    return entries
+
+
+def event_time(event):
+    return (event.get("lastTimestamp") or event.get("eventTime") or (event.get("series") or {}).get("lastObservedTime")
+            or event.get("firstTimestamp") or meta(event, "creationTimestamp"))
+
+
+def event_entry(event, subject):
+    """An event as one line: ``Warning FailedCreatePodSandBox Pod/web-1: <message>``."""
+    obj = event.get("involvedObject") or {}
+    text = "%s %s %s/%s: %s" % (event.get("type") or "", event.get("reason") or "", obj.get("kind") or "",
+                                obj.get("name") or "", event.get("message") or "")
+    return {"text": text[:logs.MAX_LINE], "time": event_time(event), "subject": subject,
+            "origin": "event %s/%s" % (meta(event, "namespace") or "", meta(event, "name") or "")}
+
+
+def _restarted(status):
+    return bool(status and ((status.get("lastState") or {}).get("terminated") or status.get("restartCount")))
+
+
+def _started(status):
+    state = (status or {}).get("state") or {}
+    return bool(state.get("running") or state.get("terminated"))
+
+
+def _healthy(pod):
+    status = pod.get("status") or {}
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return status.get("phase") == "Running" and ready
+
+
+def _restarts(pod):
+    return sum(s.get("restartCount", 0) for s in (pod.get("status") or {}).get("containerStatuses") or [])
+
+
+def pod_subject(pod):
+    node = (pod.get("spec") or {}).get("nodeName")
+    return "%s/%s" % (node, meta(pod, "name")) if node else "%s/%s" % (meta(pod, "namespace"), meta(pod, "name"))
+
+
+def read_pod(kube, pod, containers, tail_lines, since_seconds, limit_bytes):
+    """(entries, row) for one pod: each container's current log (when it started) and previous log (when it restarted)."""
+    namespace, name = meta(pod, "namespace"), meta(pod, "name")
+    subject = pod_subject(pod)
+    statuses = dict((s.get("name"), s) for s in (pod.get("status") or {}).get("containerStatuses") or [])
+    entries, row = [], {"namespace": namespace, "name": name, "node": (pod.get("spec") or {}).get("nodeName"),
+                        "phase": (pod.get("status") or {}).get("phase"), "containers": []}
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        cname = container.get("name")
+        if containers and cname not in containers:
+            continue
+        status = statuses.get(cname)
+        item = {"name": cname, "restarts": (status or {}).get("restartCount", 0), "lines": 0, "previous_lines": 0,
+                "errors": []}
+        for previous in (False, True):
+            if (not previous and not _started(status)) or (previous and not _restarted(status)):
+                continue
+            origin = "%s/%s %s%s" % (namespace, name, cname, " previous" if previous else "")
+            try:
+                text = kube.pod_log(namespace, name, cname, previous=previous, tail_lines=tail_lines,
+                                    since_seconds=since_seconds, limit_bytes=limit_bytes)
+            except (ReadError, PrivilegeError) as exc:
+                item["errors"].append(exc.message[:300])
+                continue
+            got = log_entries(text, subject, origin)
+            item["previous_lines" if previous else "lines"] = len(got)
+            entries.extend(got)
+        row["containers"].append(item)
+    return entries, row
+
+
+def api_check(params, kube_factory, now=None):
+    """The whole kube_logs run: ``params`` in, ``{"data": {"pods", "events", "matches"}, "findings": [...]}`` out."""
+    checked = rules.validate(params, RULES)
+    now = time.time() if now is None else now
+    targets = checked.get("targets")
+    targets = [dict(t) for t in DEFAULT_TARGETS] if targets is None else targets
+    nodes = checked.get("nodes") or []
+    tail_lines = checked.get("tail_lines", 200)
+    since_seconds = checked.get("since_seconds", 3600)
+    limit_bytes = checked.get("limit_bytes", 262144)
+    max_pods = checked.get("max_pods", 20)
+    want_events = params.get("events", True)
+    kube = kube_factory(params)
+
+    entries, pods_read, errors, seen = [], [], [], set()
+    pods_by_namespace = {}
+    for target in targets:
+        pods = kube.pods(target["namespace"], label_selector=target["label_selector"])
+        if nodes and target.get("per_node"):
+            pods = [p for p in pods if (p.get("spec") or {}).get("nodeName") in nodes]
+        # the pods that explain most first: not running and ready, then the most restarted (a crash loop)
+        pods = sorted(pods, key=lambda p: (_healthy(p), -_restarts(p), meta(p, "name")))[:max_pods]
+        for pod in pods:
+            key = (meta(pod, "namespace"), meta(pod, "name"))
+            if key in seen:
+                continue
+            seen.add(key)
+            pods_by_namespace.setdefault(key[0], {})[key[1]] = pod
+            got, row = read_pod(kube, pod, target.get("containers") or [], tail_lines, since_seconds, limit_bytes)
+            row["target"] = target["name"]
+            entries.extend(got)
+            pods_read.append(row)
+            errors.extend("%s/%s %s: %s" % (key[0], key[1], c["name"], e) for c in row["containers"] for e in c["errors"])
+
+    warnings = []
+    if want_events:
+        events = []
+        for namespace, pods in sorted(pods_by_namespace.items()):
+            for event in kube.events(namespace, field_selector="involvedObject.kind=Pod"):
+                name = (event.get("involvedObject") or {}).get("name")
+                if name in pods:
+                    events.append((event, pod_subject(pods[name])))
+        if nodes:
+            for event in kube.events("default", field_selector="involvedObject.kind=Node"):
+                name = (event.get("involvedObject") or {}).get("name")
+                if name in nodes:
+                    events.append((event, name))
+        for event, subject in events:
+            stamp = _epoch(event_time(event))
+            if stamp is not None and stamp < now - since_seconds:
+                continue
+            entries.append(event_entry(event, subject))
+            if event.get("type") == "Warning":
+                warnings.append({"time": event_time(event), "subject": subject, "reason": event.get("reason"),
+                                 "count": event.get("count") or 1,
+                                 "message": logs.excerpt(event.get("message") or "", 200)})
+
+    groups = logs.match(entries)
+    found = logs.findings(groups)
+    if errors:
+        found.append(finding(
+            "log.not_readable", "warning", "control-plane", "cluster",
+            "%d container log%s could not be read through the API" % (len(errors), "" if len(errors) == 1 else "s"),
+            {"errors": sample(errors)},
+            "the errors name the cause: RBAC needs get on pods/log; a container that never started has no log"))
+    if not groups:
+        found.append(finding(
+            "log.no_signature", "info", "control-plane", "cluster",
+            "%d pods of %s and %s read (%d lines and events): none matches a known network signature" % (
+                len(pods_read), ", ".join(sorted(set(t["name"] for t in targets))) or "no target",
+                "their events" if want_events else "no events", len(entries)),
+            {"pods": len(pods_read), "lines": len(entries)}, ""))
+    warnings.sort(key=lambda w: w["time"] or "", reverse=True)
+    return {"data": {"pods": pods_read, "events": warnings[:EVENTS_SHOWN], "events_count": len(warnings),
+                     "matches": [logs.group_data(g) for g in groups]},
+            "findings": sort_findings(found)}

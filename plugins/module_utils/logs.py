@@ -1,0 +1,413 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Logs and events as evidence: bounded readers, secret masking, and the signature matcher.
+
+* Node side (standard library only): ``read_journal`` asks journald (``journalctl -o json``) for the
+  units' recent lines, bounded by ``--since`` and ``-n``; ``read_files`` reads the tail of each log
+  file that exists, bounded by bytes and lines, refusing what is not a regular file under /var/log.
+* Both sides: ``match`` runs every line through the signature table (``log_signatures``) and
+  ``findings`` turns the matches into findings whose evidence holds the matching lines (a few, with
+  their timestamps, secrets masked).  The controller side (pod logs and events through the API) is
+  ``kube_logs.py``; it uses the same matcher.
+* ``node_check(params, runner)`` is the node-side check of one shape (module ``node_logs``).
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import os
+import re
+import stat
+import time
+
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.log_signatures import SIGNATURES
+
+LOG_ROOT = "/var/log"
+DEFAULT_FILES = ("/var/log/kubelet.log", "/var/log/syslog", "/var/log/messages")
+DEFAULT_UNITS = ("kubelet", "containerd", "crio", "docker")
+JOURNAL_SOCKET = "/run/systemd/journal/socket"
+SOURCES = ("auto", "journal", "files")
+
+EXCERPT = 300            # characters of one line kept in evidence
+LINES_PER_MATCH = 5      # matching lines kept per finding (the first and the latest ones)
+MAX_LINE = 16384         # characters of one line looked at (a longer line is cut)
+
+# ------------------------------------------------------------------ masking
+_SECRETS = (
+    (re.compile(r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)?\s*)[^\s\"',;]+"), r"\1***"),
+    (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{6,}"), r"\1***"),
+    (re.compile(r"eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]+"), "***"),
+    (re.compile(r"(?i)\b((?:access_|api_?|auth_|refresh_|client_|id_)?token|password|passwd|secret|api[_-]?key)"
+                r"([\"']?\s*[:=]\s*[\"']?)[^\s\"'&,;}]+"), r"\1\2***"),
+    (re.compile(r"(://)[^/\s:@]+:[^/\s@]+@"), r"\1***@"),
+)
+
+
+def mask(text):
+    """``text`` with tokens, Authorization headers, passwords and URL credentials replaced by ***."""
+    for pattern, replacement in _SECRETS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def excerpt(text, limit=EXCERPT):
+    """One line for evidence: secrets masked, control characters dropped, at most ``limit`` characters."""
+    text = mask(text)
+    text = "".join(c if c >= " " or c == "\t" else " " for c in text).strip()
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# ------------------------------------------------------------------ timestamps
+_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?")
+_KLOG = re.compile(r"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)")
+_SYSLOG = re.compile(r"^([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d)\b")
+_MONTHS = dict((m, i + 1) for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()))
+
+
+def _epoch(year, month, day, hour, minute, second):
+    try:
+        return calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+
+
+def _without_year(month, day, hour, minute, second, now):
+    """A time printed without its year (klog, syslog): this year, or last year when that is in the future."""
+    year = time.gmtime(now).tm_year
+    value = _epoch(year, month, day, hour, minute, second)
+    if value is not None and value > now + 86400:
+        value = _epoch(year - 1, month, day, hour, minute, second)
+    return value
+
+
+def line_time(text, now=None):
+    """(timestamp text, epoch seconds) of a log line, from its first timestamp in a known format
+    (RFC 3339 / ISO 8601, klog ``E0416 22:26:30.150357``, syslog ``Apr 16 22:26:30``); (None, None)."""
+    now = time.time() if now is None else now
+    head = text[:200]
+    match = _ISO.search(head)
+    if match and match.start() < 120:
+        year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
+        value = _epoch(year, month, day, hour, minute, second)
+        zone = match.group(8)
+        if value is not None and zone and zone != "Z":
+            sign = 1 if zone[0] == "+" else -1
+            digits = zone[1:].replace(":", "")
+            value -= sign * (int(digits[:2]) * 3600 + int(digits[2:]) * 60)
+        return match.group(0), value
+    match = _KLOG.match(head)
+    if match:
+        month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 6))
+        return match.group(0)[1:], _without_year(month, day, hour, minute, second, now)
+    match = _SYSLOG.match(head)
+    if match and match.group(1) in _MONTHS:
+        day, hour, minute, second = (int(match.group(i)) for i in range(2, 6))
+        return match.group(0), _without_year(_MONTHS[match.group(1)], day, hour, minute, second, now)
+    return None, None
+
+
+def iso(epoch):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+# ------------------------------------------------------------------ the matcher
+_COMPILED = tuple((sig, re.compile(sig["pattern"])) for sig in SIGNATURES)
+
+
+def classify(text):
+    """(signature, match) of the first signature matching one line, else (None, None)."""
+    text = text[:MAX_LINE]
+    for sig, pattern in _COMPILED:
+        found = pattern.search(text)
+        if found:
+            return sig, found
+    return None, None
+
+
+def match(entries):
+    """Group the lines that match a signature: one group per (signature, subject).
+
+    ``entries``: dicts with ``text``, ``time`` (text or None), ``subject`` (what the line is about: a node,
+    ``node/pod``) and ``origin`` (where it was read: ``journal:kubelet``, ``/var/log/syslog``,
+    ``kube-system/calico-node-x calico-node previous``).  Returns a list of groups
+    ``{check, subject, count, first, last, lines, targets, origins}`` in the table's order, each keeping
+    the first and the latest few lines (masked, cut to EXCERPT characters)."""
+    groups = {}
+    for entry in entries:
+        sig, found = classify(entry["text"])
+        if sig is None:
+            continue
+        key = (sig["check"], entry["subject"])
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = {"check": sig["check"], "subject": entry["subject"], "count": 0,
+                                   "first": None, "last": None, "lines": [], "targets": [], "origins": []}
+        group["count"] += 1
+        line = {"time": entry.get("time"), "origin": entry["origin"], "text": excerpt(entry["text"])}
+        if group["first"] is None:
+            group["first"] = line["time"]
+        group["last"] = line["time"] or group["last"]
+        if len(group["lines"]) < LINES_PER_MATCH:
+            group["lines"].append(line)
+        else:  # keep the first LINES_PER_MATCH - 1 and the latest one
+            group["lines"][-1] = line
+        target = (found.groupdict().get("target") or "").strip()
+        if target and target not in group["targets"] and len(group["targets"]) < LINES_PER_MATCH:
+            group["targets"].append(target[:100])
+        if entry["origin"] not in group["origins"] and len(group["origins"]) < LINES_PER_MATCH:
+            group["origins"].append(entry["origin"])
+    order = dict((sig["check"], i) for i, (sig, _pattern) in enumerate(_COMPILED))
+    return sorted(groups.values(), key=lambda g: (order[g["check"]], g["subject"]))
+
+
+SIGNATURE_BY_CHECK = dict((sig["check"], sig) for sig in SIGNATURES)
+
+
+def group_data(group):
+    """A match group as result data: what matched and which findings it explains (data, not evidence)."""
+    sig = SIGNATURE_BY_CHECK[group["check"]]
+    return dict(group, explains=list(sig["explains"]), severity=sig["severity"], layer=sig["layer"])
+
+
+def findings(groups):
+    """One finding per match group: the signature's severity, layer, meaning and next step, the lines as
+    evidence (with their timestamps and where they were read) and the signature's source."""
+    found = []
+    for group in groups:
+        sig = SIGNATURE_BY_CHECK[group["check"]]
+        when = " (%s .. %s)" % (group["first"], group["last"]) if group["first"] and group["last"] else ""
+        about = " about %s" % ", ".join(group["targets"]) if group["targets"] else ""
+        evidence = {"count": group["count"], "lines": group["lines"], "origins": group["origins"],
+                    "explains": list(sig["explains"]), "signature_source": sig["sources"][0]}
+        if group["targets"]:
+            evidence["targets"] = group["targets"]
+        found.append(finding(
+            group["check"], sig["severity"], sig["layer"], group["subject"],
+            "%d log line%s%s%s: %s" % (group["count"], "" if group["count"] == 1 else "s", about, when, sig["meaning"]),
+            evidence, sig["remediation"]))
+    return found
+
+
+# ------------------------------------------------------------------ node-side readers
+def journald_present(exists=os.path.exists):
+    return exists(JOURNAL_SOCKET)
+
+
+def parse_journal(text, subject, now=None):
+    """Entries from ``journalctl -o json`` output (one JSON object per line)."""
+    entries = []
+    for raw in text.splitlines():
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        message = record.get("MESSAGE")
+        if isinstance(message, list):  # journald gives non-UTF-8 messages as a list of bytes
+            try:
+                message = bytes(b for b in message if isinstance(b, int) and 0 <= b < 256).decode("utf-8", "replace")
+            except (TypeError, ValueError):
+                message = None
+        if not isinstance(message, str):
+            continue
+        stamp = None
+        try:
+            stamp = iso(int(record.get("__REALTIME_TIMESTAMP")) / 1e6)
+        except (TypeError, ValueError, OverflowError):
+            stamp = line_time(message, now)[0]
+        unit = record.get("_SYSTEMD_UNIT") or record.get("SYSLOG_IDENTIFIER") or "kernel"
+        entries.append({"text": message[:MAX_LINE], "time": stamp, "subject": subject,
+                        "origin": "journal:%s" % str(unit)[:64]})
+    return entries
+
+
+def read_journal(runner, units, since, max_lines, max_bytes, subject, kernel=True):
+    """(entries, read rows) from journald: the units' lines of the last ``since`` seconds (and the kernel's,
+    for conntrack), at most ``max_lines`` per query and ``max_bytes`` of output."""
+    tool = Tool(runner, "journalctl", required=False, opt_dirs=("/usr/bin", "/bin"))
+    if not tool.available:
+        raise ReadError("journalctl is not installed on this host: set source: files (node_log_files) to read log "
+                        "files instead")
+    queries = [("units", [a for unit in units for a in ("-u", unit)])]
+    if kernel:
+        queries.append(("kernel", ["-k"]))
+    entries, rows = [], []
+    for label, selection in queries:
+        args = ["-o", "json", "--no-pager", "-q", "--since", "-%ds" % int(since), "-n", str(int(max_lines))] + selection
+        _rc, out, _err = tool.run(args)
+        size = len(out)
+        cut = out[-max_bytes:] if size > max_bytes else out
+        if size > max_bytes:
+            cut = cut.split("\n", 1)[1] if "\n" in cut else ""
+        found = parse_journal(cut, subject)
+        entries.extend(found)
+        rows.append({"origin": "journal:%s" % (",".join(units) if label == "units" else "kernel"), "status": "read",
+                     "lines": len(found), "bytes": min(size, max_bytes), "truncated": size > max_bytes})
+    return entries, rows
+
+
+def _open_log(path):
+    """An open file object for ``path``, after checking that it resolves inside /var/log to a regular file."""
+    real = os.path.realpath(path)
+    if real != LOG_ROOT and not real.startswith(LOG_ROOT + "/"):
+        raise InputError("%s resolves to %s, outside %s: log files are read only under %s (give the real file's "
+                         "path under %s, or leave it out of node_log_files)" % (path, real, LOG_ROOT, LOG_ROOT, LOG_ROOT))
+    try:
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None, None  # a dangling symlink inside /var/log: nothing to read
+    except OSError as exc:
+        raise ReadError("cannot open %s: %s (run as root)" % (path, exc.strerror))
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise InputError("%s is not a regular file: only log files are read (leave it out of node_log_files)" % path)
+    return os.fdopen(fd, "rb"), info
+
+
+def read_file_tail(path, max_bytes, max_lines):
+    """(lines, size, truncated): the last ``max_lines`` complete lines within the last ``max_bytes`` of a log file."""
+    handle, info = _open_log(path)
+    if handle is None:
+        return None, 0, False
+    with handle:
+        size = info.st_size
+        start = max(0, size - max_bytes)
+        handle.seek(start)
+        data = handle.read(max_bytes)
+    text = data.decode("utf-8", "replace")
+    lines = text.splitlines()
+    if start > 0 and lines:
+        lines = lines[1:]  # the first one is cut
+    truncated = start > 0 or len(lines) > max_lines
+    return lines[-max_lines:], size, truncated
+
+
+def read_files(paths, since, max_bytes, max_lines, subject, now=None):
+    """(entries, read rows) from the log files that exist; lines older than ``since`` seconds are dropped
+    (lines without a known timestamp are kept: they are within the size bound)."""
+    now = time.time() if now is None else now
+    entries, rows = [], []
+    for path in paths:
+        if not os.path.lexists(path):
+            rows.append({"origin": path, "status": "missing", "lines": 0, "bytes": 0, "truncated": False})
+            continue
+        lines, size, truncated = read_file_tail(path, max_bytes, max_lines)
+        if lines is None:
+            rows.append({"origin": path, "status": "missing", "lines": 0, "bytes": 0, "truncated": False})
+            continue
+        kept = 0
+        for text in lines:
+            stamp, epoch = line_time(text, now)
+            if epoch is not None and epoch < now - since:
+                continue
+            kept += 1
+            entries.append({"text": text[:MAX_LINE], "time": stamp, "subject": subject, "origin": path})
+        rows.append({"origin": path, "status": "read", "lines": kept, "bytes": min(size, max_bytes),
+                     "truncated": truncated})
+    return entries, rows
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+_UNIT = re.compile(r"^[A-Za-z0-9:_.@\\-]{1,200}$")
+
+
+def _log_path(option, value):
+    rules.absolute_path(option, value)
+    if not value.startswith(LOG_ROOT + "/"):
+        raise InputError("%s=%r is invalid: log files are read only under %s/ (give a path like /var/log/syslog)"
+                         % (option, value[:80], LOG_ROOT), option=option)
+    return value
+
+
+def _unit(option, value):
+    rules.text(option, value, max_len=200)
+    if not _UNIT.match(value) or value.startswith("-"):
+        raise InputError("%s=%r is invalid: give a systemd unit name like kubelet or containerd.service"
+                         % (option, value[:80]), option=option)
+    return value
+
+
+# The options of the log check (module node_logs, node_triage's logs option), documented by the doc
+# fragment k8snet.triage.logs.
+CHECK_SPEC = dict(
+    node_log_files=dict(type="list", elements="path", default=list(DEFAULT_FILES)),
+    units=dict(type="list", elements="str", default=list(DEFAULT_UNITS)),
+    kernel=dict(type="bool", default=True),
+    source=dict(type="str", choices=list(SOURCES), default="auto"),
+    since=dict(type="int", default=3600),
+    max_bytes=dict(type="int", default=1048576),
+    max_lines=dict(type="int", default=5000),
+)
+
+
+RULES = dict(
+    node_name=rules.node_name,
+    node_log_files=rules.each(_log_path, max_items=32),
+    units=rules.each(_unit, max_items=32),
+    source=rules.choice(*SOURCES),
+    since=rules.count(1, 7 * 86400, "seconds"),
+    max_bytes=rules.count(1024, 64 * 1024 * 1024, "bytes"),
+    max_lines=rules.count(1, 1000000, "lines"),
+)
+
+
+def node_check(params, runner, now=None, journald=None):
+    """The whole node_logs run on this node: kubelet's and the runtime's recent lines (the journal when
+    journald runs, else the log files that exist), matched against the signature table.
+
+    ``{"data": {"source", "read", "matches"}, "findings": [...]}``: one finding per signature matched (its
+    lines as evidence), or ``log.no_signature`` (info) naming what was read, or ``log.nothing_read``."""
+    import socket
+
+    checked = rules.validate(params, RULES)
+    node = checked.get("node_name") or socket.gethostname()
+    since = checked.get("since", 3600)
+    max_bytes = checked.get("max_bytes", 1048576)
+    max_lines = checked.get("max_lines", 5000)
+    source = checked.get("source", "auto")
+    files = checked.get("node_log_files")
+    files = list(DEFAULT_FILES) if files is None else files
+    units = checked.get("units") or list(DEFAULT_UNITS)
+    if journald is None:
+        journald = journald_present()
+    if source == "auto" and journald and not Tool(runner, "journalctl", required=False,
+                                                  opt_dirs=("/usr/bin", "/bin")).available:
+        journald = False  # journald runs but its reader is not installed: the files are read instead
+    if source == "journal" or (source == "auto" and journald):
+        if not journald and source == "journal":
+            raise ReadError("journald is not running on this host (no %s): set source: files" % JOURNAL_SOCKET)
+        entries, rows = read_journal(runner, units, since, max_lines, max_bytes, node,
+                                     kernel=params.get("kernel", True) is not False)
+        used = "journal"
+    else:
+        entries, rows = read_files(files, since, max_bytes, max_lines, node, now)
+        used = "files"
+    groups = match(entries)
+    found = findings(groups)
+    read = sum(row["lines"] for row in rows)
+    origins = [row["origin"] for row in rows if row["status"] == "read"]
+    if not found and read:
+        found.append(finding(
+            "log.no_signature", "info", "control-plane", node,
+            "%d log lines of the last %ds read (%s): none matches a known network signature" % (
+                read, since, ", ".join(origins)),
+            {"read": rows}, ""))
+    elif not found:
+        found.append(finding(
+            "log.nothing_read", "info", "control-plane", node,
+            "no log line was read on %s: %s" % (node, "the journal had no line of %s in the last %ds" % (
+                ", ".join(units), since) if used == "journal" else "none of %s exists or has recent lines"
+                % ", ".join(files) if files else "node_log_files is empty"),
+            {"read": rows, "source": used},
+            "set node_log_files to kubelet's and the runtime's log files on this host (under /var/log)"))
+    return {"data": {"source": used, "read": rows, "matches": [group_data(g) for g in groups]},
+            "findings": sort_findings(found)}

@@ -1,0 +1,354 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The CNI <-> admission webhook deadlock (controller side, through the Kubernetes API).
+
+The cycle: the CNI agent (calico-node) needs the API server to clear its node's NetworkUnavailable
+condition (a PATCH of nodes/status) and the API server needs to create the agent's pod; an admission
+webhook with ``failurePolicy: Fail`` on those requests needs its backend; the backend's pods need a
+pod network on their node, which the CNI agent cannot bring up.  Nothing recovers by itself.
+
+A webhook can close the cycle when its failurePolicy is Fail (the v1 default), its rules match pods or
+nodes / nodes/status, its namespaceSelector / objectSelector do not exclude the CNI's namespace and
+pods, and its backing Service has no ready endpoint, or only endpoints on nodes that are
+NetworkUnavailable or NotReady.  ``check`` joins that with the nodes without network whose CNI agent
+pod is not running and ready: each cycle is one ``webhook.cni_deadlock`` finding naming every link.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.k8snet.triage.plugins.module_utils import node_network
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import SERVICE_NAME_LABEL, check_name, condition, meta
+
+# resources as admission rules name them: "*" is every resource (no subresource), "x/*" every subresource of x
+POD_RESOURCES = ("pods", "*", "*/*")
+NODE_STATUS_RESOURCES = ("nodes/status", "nodes/*", "*/*")
+METADATA_NAME = "kubernetes.io/metadata.name"
+
+
+# ------------------------------------------------------------------ pure helpers
+def selector_matches(selector, labels):
+    """Whether a metav1.LabelSelector (matchLabels, matchExpressions) selects ``labels``; an empty or
+    missing selector selects everything (the admission semantics)."""
+    selector = selector or {}
+    labels = labels or {}
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for expr in selector.get("matchExpressions") or []:
+        key, operator, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _rule_matches(rule, resources, operations):
+    groups = rule.get("apiGroups") or []
+    if "" not in groups and "*" not in groups:
+        return False
+    ops = rule.get("operations") or []
+    if "*" not in ops and not any(op in ops for op in operations):
+        return False
+    return any(r in resources for r in rule.get("resources") or [])
+
+
+def intercepts(webhook):
+    """What of the cycle a webhook intercepts: {"pods": bool, "nodes": bool}."""
+    found = {"pods": False, "nodes": False}
+    for rule in webhook.get("rules") or []:
+        if _rule_matches(rule, POD_RESOURCES, ("CREATE",)):
+            found["pods"] = True
+        if _rule_matches(rule, NODE_STATUS_RESOURCES, ("UPDATE",)):
+            found["nodes"] = True
+    return found
+
+
+def namespace_labels(namespace):
+    """A namespace's labels as the API server matches them (it always sets kubernetes.io/metadata.name)."""
+    labels = dict(meta(namespace, "labels") or {})
+    labels[METADATA_NAME] = meta(namespace, "name")
+    return labels
+
+
+def node_down(node):
+    """(True, why) for a node without pod network: NetworkUnavailable True or Ready not True."""
+    nu = condition(node, "NetworkUnavailable")
+    ready = condition(node, "Ready")
+    why = []
+    if nu and nu.get("status") == "True":
+        why.append("NetworkUnavailable (%s)" % (nu.get("reason") or "no reason"))
+    if not ready or ready.get("status") != "True":
+        why.append("NotReady")
+    return bool(why), ", ".join(why)
+
+
+def pod_running(pod):
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and (condition(pod, "Ready") or {}).get("status") == "True"
+
+
+def backends(service, slices, pods):
+    """(ready endpoints [(pod name, node)], backend pods [pod]) of a Service from its EndpointSlices, and its
+    selector's pods when the slices name none (a Pending pod has no endpoint)."""
+    ready, names = [], set()
+    for item in slices:
+        for endpoint in item.get("endpoints") or []:
+            ref = endpoint.get("targetRef") or {}
+            if ref.get("name"):
+                names.add(ref["name"])
+            if (endpoint.get("conditions") or {}).get("ready") is not False:
+                ready.append((ref.get("name"), endpoint.get("nodeName")))
+    selector = (service.get("spec") or {}).get("selector") or {}
+    chosen = [p for p in pods if meta(p, "name") in names]
+    if not chosen and selector:
+        chosen = [p for p in pods if selector_matches({"matchLabels": selector}, meta(p, "labels"))]
+    return ready, chosen
+
+
+def check(configurations, namespaces, services, slices, pods, nodes, cni_pods, cni_namespaces):
+    """Findings (and the compact model of each webhook looked at) from the objects read."""
+    found, model = [], []
+    ns_labels = dict((meta(ns, "name"), namespace_labels(ns)) for ns in namespaces)
+    nodes_by_name = dict((meta(n, "name"), n) for n in nodes)
+    down = dict((name, node_down(n)[1]) for name, n in nodes_by_name.items() if node_down(n)[0])
+    cni_by_node = {}
+    for pod in cni_pods:
+        cni_by_node.setdefault((pod.get("spec") or {}).get("nodeName"), []).append(pod)
+    # the nodes without network whose CNI agent is not running and ready: the other end of the cycle
+    stuck = dict((name, [p for p in cni_by_node.get(name, []) if not pod_running(p)]) for name in down)
+    stuck = dict((name, agents) for name, agents in stuck.items() if agents or not cni_by_node.get(name))
+    for kind, configuration in configurations:
+        for webhook in configuration.get("webhooks") or []:
+            ref = "%s/%s" % (meta(configuration, "name"), webhook.get("name"))
+            row = {"configuration": meta(configuration, "name"), "kind": kind, "webhook": webhook.get("name"),
+                   "failure_policy": webhook.get("failurePolicy") or "Fail", "closes_cycle": False, "why_not": ""}
+            model.append(row)
+            what = intercepts(webhook)
+            service_ref = (webhook.get("clientConfig") or {}).get("service")
+            if row["failure_policy"] != "Fail":
+                row["why_not"] = "failurePolicy %s: the API server admits the request when the webhook fails" % (
+                    row["failure_policy"])
+                continue
+            if not (what["pods"] or what["nodes"]):
+                row["why_not"] = "its rules match neither pods nor nodes/status"
+                continue
+            if not service_ref:
+                row["why_not"] = "its backend is a URL outside the cluster, not a pod that needs the pod network"
+                continue
+            selected = [ns for ns in cni_namespaces if ns in ns_labels
+                        and selector_matches(webhook.get("namespaceSelector"), ns_labels[ns])]
+            agent_pods = [p for p in cni_pods if meta(p, "namespace") in selected
+                          and selector_matches(webhook.get("objectSelector"), meta(p, "labels"))]
+            pods_caught = what["pods"] and bool(agent_pods or (selected and not cni_pods))
+            # nodes are cluster-scoped: the namespaceSelector does not apply to them, the objectSelector does
+            nodes_caught = what["nodes"] and (not stuck or any(
+                selector_matches(webhook.get("objectSelector"), meta(nodes_by_name[n], "labels")) for n in stuck))
+            if not (pods_caught or nodes_caught):
+                row["why_not"] = "its selectors exclude the CNI's namespaces (%s) and pods" % ", ".join(cni_namespaces)
+                continue
+            svc_ns, svc_name = service_ref.get("namespace"), service_ref.get("name")
+            service = next((s for s in services if meta(s, "namespace") == svc_ns and meta(s, "name") == svc_name), None)
+            svc_slices = [s for s in slices if meta(s, "namespace") == svc_ns
+                          and (meta(s, "labels") or {}).get(SERVICE_NAME_LABEL) == svc_name]
+            svc_pods = [p for p in pods if meta(p, "namespace") == svc_ns]
+            ready, backend_pods = backends(service or {}, svc_slices, svc_pods)
+            healthy = [(name, node) for name, node in ready if node not in down]
+            if healthy:
+                row["why_not"] = "its Service %s/%s has ready endpoints on nodes with network (%s)" % (
+                    svc_ns, svc_name, ", ".join(sorted(set(str(n) for _p, n in healthy))))
+                continue
+            backend_nodes = sorted(set((p.get("spec") or {}).get("nodeName") for p in backend_pods
+                                       if (p.get("spec") or {}).get("nodeName")) | set(n for _p, n in ready if n))
+            cycle_nodes = [n for n in backend_nodes if n in stuck] or sorted(stuck)
+            pod_text = ", ".join("%s (%s on %s)" % (
+                meta(p, "name"), (p.get("status") or {}).get("phase"), (p.get("spec") or {}).get("nodeName") or "no node")
+                for p in backend_pods[:5])
+            if not stuck:
+                row["why_not"] = "no node is without network with its CNI agent down: the cycle is not closed now"
+                continue
+            row["closes_cycle"] = True
+            agents = ["%s/%s" % (meta(p, "namespace"), meta(p, "name")) for n in cycle_nodes for p in stuck[n]]
+            links = [
+                "webhook %s %s (failurePolicy Fail, intercepts %s)" % (
+                    kind, ref, " and ".join(k for k in ("pods", "nodes/status") if what["pods" if k == "pods" else "nodes"])),
+                "Service %s/%s (%s)" % (svc_ns, svc_name, "no ready endpoint" if not ready else
+                                        "ready endpoints only on nodes without network"),
+                "pods %s" % (pod_text or "none (no pod selected)"),
+                "nodes %s" % ", ".join("%s (%s)" % (n, down[n]) for n in cycle_nodes),
+                "CNI pod %s" % (", ".join(agents) or "missing on %s" % ", ".join(cycle_nodes)),
+            ]
+            plural = "validatingwebhookconfiguration" if kind == "ValidatingWebhookConfiguration" else \
+                "mutatingwebhookconfiguration"
+            index = (configuration.get("webhooks") or []).index(webhook)
+            found.append(finding(
+                "webhook.cni_deadlock", "critical", "control-plane", "webhook:%s" % ref,
+                "admission webhook %s closes a cycle with the CNI: %s" % (ref, " -> ".join(links)),
+                {"links": links, "webhook": ref, "kind": kind, "service": "%s/%s" % (svc_ns, svc_name),
+                 "backend_pods": sample(meta(p, "name") for p in backend_pods),
+                 "nodes": cycle_nodes, "cni_pods": sample(agents), "intercepts": what},
+                "break the cycle: let the API server admit requests while the webhook is down, "
+                "kubectl patch %s %s --type=json -p '[{\"op\":\"replace\",\"path\":\"/webhooks/%d/failurePolicy\","
+                "\"value\":\"Ignore\"}]' (security trade-off: until it is set back to Fail, requests the webhook "
+                "would have rejected are admitted unchecked); once the CNI agent and the webhook's pods are up, set "
+                "failurePolicy back to Fail. Durable fix: exclude the CNI's namespace with a namespaceSelector "
+                "(kubernetes.io/metadata.name NotIn [%s]) and do not intercept nodes/status"
+                % (plural, meta(configuration, "name"), index, ", ".join(cni_namespaces))))
+    return model, found
+
+
+# ----------------------------------------------------------------- the check (one shape)
+RULES = dict(
+    rules.KUBE_AUTH_RULES,
+    cni_daemonsets=rules.each(rules.short_text),
+    cni_namespaces=rules.each(rules.k8s_name),
+)
+
+
+def api_check(params, kube_factory):
+    """The whole webhook_deadlock run: reads the webhook configurations, namespaces, the webhooks' Services,
+    EndpointSlices and pods, the nodes and the CNI pods; ``{"data": {"webhooks": [...]}, "findings": [...]}``."""
+    checked = rules.validate(params, RULES)
+    daemonsets = checked.get("cni_daemonsets") or list(node_network.DEFAULT_CNI_DAEMONSETS)
+    cni_namespaces = checked.get("cni_namespaces") or list(node_network.DEFAULT_CNI_NAMESPACES)
+    kube = kube_factory(params)
+    validating, mutating = kube.webhook_configurations()
+    configurations = [("ValidatingWebhookConfiguration", c) for c in validating] + \
+        [("MutatingWebhookConfiguration", c) for c in mutating]
+    namespaces = kube.namespaces()
+    nodes = kube.nodes()
+    cni_pods = []
+    for namespace in cni_namespaces:
+        cni_pods.extend(p for p in kube.pods(namespace) if node_network.owner_daemonset(p) in daemonsets)
+    wanted = set()
+    for _kind, configuration in configurations:
+        for webhook in configuration.get("webhooks") or []:
+            service = (webhook.get("clientConfig") or {}).get("service") or {}
+            if service.get("namespace") and (webhook.get("failurePolicy") or "Fail") == "Fail":
+                wanted.add(service["namespace"])
+    services, slices, pods = [], [], []
+    for namespace in sorted(wanted):
+        services.extend(kube.services(namespace))
+        slices.extend(kube.endpoint_slices(namespace))
+        pods.extend(kube.pods(namespace))
+    model, found = check(configurations, namespaces, services, slices, pods, nodes, cni_pods, cni_namespaces)
+    if not found:
+        closing = [m for m in model if m["failure_policy"] == "Fail"]
+        found.append(finding(
+            "webhook.no_cni_deadlock", "ok" if model else "info", "control-plane", "cluster",
+            "%d admission webhooks read, %d with failurePolicy Fail: none closes a cycle with the CNI now" % (
+                len(model), len(closing)) if model else "no admission webhook is configured",
+            {"webhooks": len(model), "fail": len(closing)}, ""))
+    return {"data": {"webhooks": model}, "findings": sort_findings(found)}
+
+
+# ----------------------------------------------------------------- the opt-in repair (one webhook, named)
+RESTORE_ANNOTATION = "k8snet.triage/failure-policy-restore"
+KINDS = {"validating": ("validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
+         "mutating": ("mutatingwebhookconfigurations", "MutatingWebhookConfiguration")}
+STATES = ("relaxed", "restored")
+
+
+def _object_name(option, value):
+    rules.text(option, value, max_len=253)
+    check_name(value, option)
+    return value
+
+
+REPAIR_RULES = dict(
+    rules.KUBE_AUTH_RULES,
+    configuration=_object_name,
+    webhook=_object_name,
+    kind=rules.choice(*KINDS),
+    state=rules.choice(*STATES),
+)
+
+
+def _record(obj, label):
+    import json
+
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+
+    text = (meta(obj, "annotations") or {}).get(RESTORE_ANNOTATION)
+    if not text:
+        return {}
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or not all(v in ("Fail", "Ignore") for v in record.values()):
+        raise ReadError("the annotation %s of %s is not the record this module writes (a JSON object of webhook "
+                        "name -> Fail/Ignore): %r; fix or remove it by hand" % (RESTORE_ANNOTATION, label, text[:200]))
+    return record
+
+
+def set_failure_policy(params, kube_factory, check_mode=False):
+    """``state: relaxed`` sets failurePolicy Ignore on one named webhook and records its previous value in the
+    configuration's annotation; ``state: restored`` puts the recorded value back and removes the record.
+    Nothing else changes: the patch carries the other webhooks as read and the resourceVersion read (409 if the
+    object changed meanwhile).  Returns ``{"changed", "diff", "failure_policy", "previous", "msg"}``."""
+    import copy
+    import json
+
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError
+
+    checked = rules.validate(params, REPAIR_RULES)
+    for option in ("configuration", "webhook", "state"):
+        if not checked.get(option):
+            raise InputError("%s is required: name the one webhook to change" % option)
+    plural, kind = KINDS[checked.get("kind") or "validating"]
+    name, hook_name, state = checked["configuration"], checked["webhook"], checked["state"]
+    label = "%s %s" % (kind, name)
+    kube = kube_factory(params)
+    obj = kube.get(plural, name)  # read right before acting
+    if obj is None:
+        raise InputError("there is no %s named %s: give the name from kubectl get %s" % (kind, name, plural))
+    hooks = obj.get("webhooks") or []
+    names = [h.get("name") for h in hooks]
+    if hook_name not in names:
+        raise InputError("%s has no webhook %s (it has: %s)" % (label, hook_name, ", ".join(map(str, names)) or "none"))
+    index = names.index(hook_name)
+    current = hooks[index].get("failurePolicy") or "Fail"
+    record = _record(obj, label)
+    before = {"failurePolicy": current, "recorded": record.get(hook_name)}
+    if state == "relaxed":
+        if current == "Ignore":
+            return {"changed": False, "diff": {}, "failure_policy": current, "previous": record.get(hook_name),
+                    "msg": "%s/%s already has failurePolicy Ignore%s" % (
+                        name, hook_name, "" if hook_name in record else " (no previous value recorded by this module)")}
+        target = "Ignore"
+        record = dict(record, **{hook_name: current})
+    else:
+        if hook_name not in record:
+            return {"changed": False, "diff": {}, "failure_policy": current, "previous": None,
+                    "msg": "nothing to restore: no previous failurePolicy of %s/%s is recorded in %s" % (
+                        name, hook_name, RESTORE_ANNOTATION)}
+        record = dict(record)
+        target = record.pop(hook_name)
+    after = {"failurePolicy": target, "recorded": record.get(hook_name)}
+    diff = {"before": "%s/%s: %s\n" % (name, hook_name, json.dumps(before, sort_keys=True)),
+            "after": "%s/%s: %s\n" % (name, hook_name, json.dumps(after, sort_keys=True)),
+            "before_header": "%s %s" % (plural, name), "after_header": "%s %s" % (plural, name)}
+    result = {"changed": True, "diff": diff, "failure_policy": target, "previous": current,
+              "msg": "%s/%s: failurePolicy %s -> %s%s" % (name, hook_name, current, target,
+                                                          " (check mode: nothing changed)" if check_mode else "")}
+    if check_mode:
+        return result
+    new_hooks = copy.deepcopy(hooks)
+    new_hooks[index]["failurePolicy"] = target
+    patch = {"metadata": {"annotations": {RESTORE_ANNOTATION: json.dumps(record, sort_keys=True) if record else None}},
+             "webhooks": new_hooks}
+    stored = kube.merge_patch(plural, name, None, patch, resource_version=meta(obj, "resourceVersion"))
+    got = [h.get("failurePolicy") for h in stored.get("webhooks") or [] if h.get("name") == hook_name]
+    if got != [target]:
+        raise ChangeError("the API server stored failurePolicy %s for %s/%s, not %s" % (got, name, hook_name, target),
+                          changed=True)
+    return result

@@ -1,0 +1,95 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: webhook_deadlock
+short_description: Find admission webhooks that close a cycle with the CNI (NetworkUnavailable that never clears)
+version_added: 0.3.0
+description:
+  - Reads the ValidatingWebhookConfigurations and MutatingWebhookConfigurations, the namespaces, the nodes, the CNI
+    agent pods (pods of O(cni_daemonsets) in O(cni_namespaces)) and, for each webhook with C(failurePolicy=Fail),
+    its backing Service's EndpointSlices and pods.
+  - A webhook closes the cycle when its C(failurePolicy) is C(Fail) (the v1 default), its rules match pod creation
+    or C(nodes/status) updates (what the CNI agent needs to start and to clear C(NetworkUnavailable)), its
+    C(namespaceSelector) / C(objectSelector) do not exclude the CNI's namespaces and pods, its Service has no ready
+    endpoint or only endpoints on nodes that are C(NetworkUnavailable) / C(NotReady), and a node without network
+    has its CNI agent pod not running and ready.
+  - Finding C(webhook.cni_deadlock) (critical) per webhook in a cycle, naming each link (webhook, Service, pods,
+    nodes, CNI pod); its remediation gives the exact C(kubectl patch) that sets C(failurePolicy=Ignore) on that one
+    webhook and its security trade-off. C(webhook.no_cni_deadlock) when none closes a cycle. Read-only; runs on
+    the controller.
+author:
+  - k8snet.triage contributors (!UNKNOWN)
+extends_documentation_fragment:
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.api_read
+  - k8snet.triage.kube_auth
+options:
+  cni_daemonsets:
+    description: Names of the DaemonSets whose pods are the CNI agent (at most 1024 names).
+    type: list
+    elements: str
+    default: [calico-node, cilium, anetd]
+  cni_namespaces:
+    description: Namespaces where those DaemonSets run (Kubernetes names).
+    type: list
+    elements: str
+    default: [kube-system, calico-system]
+"""
+
+EXAMPLES = r"""
+- name: Is an admission webhook holding the CNI hostage?
+  k8snet.triage.webhook_deadlock:
+    kubeconfig: /etc/kubernetes/admin.conf
+  delegate_to: localhost
+  run_once: true
+  register: deadlock
+"""
+
+RETURN = r"""
+webhooks:
+  description:
+    - Every webhook read (C(configuration), C(kind), C(webhook), C(failure_policy)), whether it C(closes_cycle),
+      and C(why_not) when it does not.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {configuration: policy-guard, kind: ValidatingWebhookConfiguration, webhook: validate.policy-guard.example.com,
+       failure_policy: Fail, closes_cycle: true, why_not: ""}
+findings:
+  description: Findings (see the collection's findings contract).
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.k8snet.triage.plugins.module_utils import node_network, webhooks
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
+from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+
+
+def main():
+    argument_spec = dict(AUTH_ARG_SPEC)
+    argument_spec.update(
+        cni_daemonsets=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_DAEMONSETS)),
+        cni_namespaces=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_NAMESPACES)),
+    )
+    module = checks.new_module(AnsibleModule, webhooks.RULES, argument_spec=argument_spec, supports_check_mode=True)
+    require_kubernetes(module)
+    try:
+        result = webhooks.api_check(module.params, Kube)
+    except TriageError as exc:
+        fail_from(module, exc)
+    module.exit_json(changed=False, findings=result["findings"], **result["data"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""Logs and events as evidence: node_logs over real SSH on log files written into lab nodes (the lab
+nodes run no journald, so the file path is the one exercised here; the journal reader is unit-tested on
+journalctl's JSON), kube_logs against the API stand-in serving container logs and events, and the
+logs role.  Independent readers: the file as an SSH session sees it, and kubectl (logs --previous,
+get events) against the stand-in."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.kube_api import FIXTURES, StandIn, load_yaml
+from tests.kube_api.helpers import KUBECTL, checks, kubectl
+from tests.kube_api.store import load_logs, shift_to_now
+from tests.lab.faults import kube as kube_faults
+from tests.lab.faults import logs as log_faults
+
+LOGS = Path(__file__).resolve().parents[1] / "kube_api" / "logs" / "ibm_cycle.yaml"
+HOST_VAR_LOG = sorted(os.listdir("/var/log"))
+
+
+def stamp(seconds_ago):
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(time.time() - seconds_ago))
+
+
+def klog(seconds_ago):
+    return time.strftime("%m%d %H:%M:%S.000000", time.gmtime(time.time() - seconds_ago))
+
+
+@pytest.fixture(scope="module")
+def api(lab):
+    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "cni.yaml", "events.yaml")]))
+    logs = load_logs([LOGS], objects)
+    objects, logs = shift_to_now(objects, logs)
+    tokens = {"k8snet-lab-token": {"user": "lab-admin"},
+              "no-logs-token": {"user": "events-only", "deny": ["get pods/log"]}}
+    server = StandIn(objects, lab.workdir / "kube-api-logs", lab.controller_ip, tokens=tokens, logs=logs).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture()
+def node_files(lab):
+    yield
+    for node in lab.nodes:
+        log_faults.clear_node_logs(lab, node.name)
+    assert sorted(os.listdir("/var/log")) == HOST_VAR_LOG  # the host's /var/log was never written
+
+
+def test_node_logs_reads_the_tail_of_the_files_over_ssh(lab, ansible, node_files):
+    old, new = 7200, 20
+    new_stamp = klog(new)
+    lines = ["I%s   2150 kubelet.go:1960] filler line %d" % (klog(old), i) for i in range(3000)]
+    lines += [
+        'E%s   2150 kubelet.go:2373] "Container runtime network not ready" networkReady="NetworkReady=false '
+        'reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"' % klog(old),
+        'E%s   2150 kubelet.go:2373] "Container runtime network not ready" networkReady="NetworkReady=false '
+        'reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"' % new_stamp,
+        'E%s   2150 kubelet_node_status.go:549] "Error updating node status, will retry" err="error getting node '
+        '\\"node2\\": Get \\"https://%s:6443/api/v1/nodes/node2?timeout=10s\\": net/http: TLS handshake timeout" '
+        'Authorization="Bearer s3cr3t-token-value"' % (klog(new - 5), lab.vip(0)),
+    ]
+    log_faults.node_log_file(lab, "node2", "/var/log/kubelet.log", lines)
+    log_faults.empty_node_logs(lab, "node1")
+    # independent readers: what an SSH session on the node sees, and that no journald runs there
+    assert lab.ssh("node2", "grep -c NetworkPluginNotReady /var/log/kubelet.log").stdout.strip() == "2"
+    assert lab.ssh("node2", "wc -l < /var/log/kubelet.log").stdout.strip() == "3003"
+    assert lab.ssh("node2", "test -S /run/systemd/journal/socket", check=False).returncode != 0
+    assert lab.ssh("node1", "ls -A /var/log").stdout.strip() == ""
+
+    results = ansible.module("node1:node2", "node_logs", {"since": 600, "max_bytes": 65536,
+                                                          "node_name": "{{ inventory_hostname }}"})
+    two, one = results["node2"], results["node1"]
+    assert not two["failed"] and two["source"] == "files"
+    row = [r for r in two["read"] if r["origin"] == "/var/log/kubelet.log"][0]
+    assert row["truncated"] and row["bytes"] == 65536  # only the tail, within the size bound
+    assert row["lines"] == 2  # the lines of the last 600 s (the old filler and the old match are outside)
+    assert checks(two["findings"]) == [("log.apiserver_tls_handshake_timeout", "node2"),
+                                       ("log.cni_not_initialized", "node2")]
+    cni = [f for f in two["findings"] if f["check"] == "log.cni_not_initialized"][0]
+    assert cni["evidence"]["count"] == 1 and cni["evidence"]["lines"][0]["time"] == new_stamp
+    assert cni["evidence"]["lines"][0]["origin"] == "/var/log/kubelet.log"
+    tls = [f for f in two["findings"] if f["check"] == "log.apiserver_tls_handshake_timeout"][0]
+    assert tls["evidence"]["targets"] == ["%s:6443" % lab.vip(0)] and tls["layer"] == "control-plane"
+    assert "s3cr3t-token-value" not in str(two) and "Bearer ***" in tls["evidence"]["lines"][0]["text"]
+    assert [r["status"] for r in two["read"]] == ["read", "missing", "missing"]
+    assert checks(one["findings"]) == [("log.nothing_read", "node1")]
+
+
+def test_symlinks_out_of_var_log_and_bad_paths_are_refused(lab, ansible, node_files):
+    log_faults.node_log_file(lab, "node3", "/var/log/syslog", symlink_to="/etc/passwd")
+    assert lab.ssh("node3", "readlink /var/log/syslog").stdout.strip() == "/etc/passwd"
+    result = ansible.module("node3", "node_logs", {"source": "files"})["node3"]
+    assert result["failed"]
+    assert result["msg"].startswith("/var/log/syslog resolves to /etc/passwd, outside /var/log")
+    assert "root:" not in str(result)
+    result = ansible.module("node3", "node_logs", {"node_log_files": ["/var/log/../../etc/shadow"]})["node3"]
+    assert result["failed"] and "'..' segments are not allowed" in result["msg"]
+
+
+def test_kube_logs_reads_previous_logs_and_events_through_the_api(lab, ansible, api):
+    kubeconfig = api.kubeconfig()
+    # independent reader: kubectl against the stand-in
+    assert KUBECTL
+    previous = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), "-n", "kube-system", "logs", "--previous",
+                               "calico-node-m4q8z", "-c", "calico-node", "--timestamps"],
+                              capture_output=True, text=True, timeout=60, check=True).stdout
+    assert previous.count("Failed to set NetworkUnavailable") == 2 and "Client.Timeout exceeded" in previous
+    events = kubectl(kubeconfig, "get", "events", "-n", "kube-system", "--field-selector",
+                     "involvedObject.name=coredns-5d78c9869d-p8k4n")["items"]
+    assert [e["reason"] for e in events] == ["FailedCreatePodSandBox"]
+
+    before = len(api.requests)
+    result = ansible.module("localhost", "kube_logs", {"kubeconfig": str(kubeconfig), "nodes": ["node2", "node3"]})
+    result = result["localhost"]
+    assert not result["failed"], result
+    assert checks(result["findings"]) == [
+        ("log.calico_network_unavailable_update_failed", "node2/calico-node-m4q8z"),
+        ("log.cni_not_initialized", "node3"),
+        ("log.coredns_upstream_timeout", "node1/coredns-5d78c9869d-h2x7q"),
+        ("log.pod_sandbox_failed", "node3/coredns-5d78c9869d-p8k4n"),
+    ]
+    calico = result["findings"][0]
+    assert calico["severity"] == "critical" and calico["layer"] == "control-plane"
+    assert calico["evidence"]["count"] == 3 and "node.network_unavailable" in calico["evidence"]["explains"]
+    assert calico["evidence"]["origins"] == ["kube-system/calico-node-m4q8z calico-node previous"]
+    assert all(line["time"].endswith("Z") for line in calico["evidence"]["lines"])
+    assert "eyJhbGci" not in str(result) and "token=***" in str(calico["evidence"]["lines"])
+    # what was asked of the API: the previous container only where one terminated, bounded by the API server
+    logs = [r for r in api.requests[before:] if r["path"].endswith("/log")]
+    asked = sorted((r["parts"][5], r["query"]["previous"]) for r in logs)
+    assert asked == [("calico-node-m4q8z", "true"), ("coredns-5d78c9869d-h2x7q", "false")]
+    assert all(r["query"]["tailLines"] == "200" and r["query"]["sinceSeconds"] == "3600"
+               and r["query"]["limitBytes"] == "262144" and r["query"]["timestamps"] == "true" for r in logs)
+    # node1's calico-node is not on a node asked for; its event (BGP) is not read
+    assert not any("calico-node-7xk2p" in r["path"] for r in logs)
+    assert result["events_count"] == 3
+
+
+def test_kube_logs_without_rbac_on_pods_log_says_so(lab, ansible, api):
+    kubeconfig = api.kubeconfig(lab.workdir / "kubeconfig-no-logs", token="no-logs-token")
+    result = ansible.module("localhost", "kube_logs", {"kubeconfig": str(kubeconfig), "nodes": ["node2"],
+                                                       "events": False})["localhost"]
+    assert not result["failed"]
+    assert checks(result["findings"]) == [("log.no_signature", "cluster"), ("log.not_readable", "cluster")]
+    error = [f for f in result["findings"] if f["check"] == "log.not_readable"][0]["evidence"]["errors"][0]
+    assert 'cannot get resource "pods/log"' in error and "403" in error
+
+
+def test_logs_role_gives_each_node_its_findings(lab, ansible, api, node_files):
+    log_faults.node_log_file(lab, "node3", "/var/log/syslog", [
+        "%s node3 kernel: nf_conntrack: table full, dropping packet" % time.strftime("%b %e %H:%M:%S", time.gmtime())])
+    run = ansible.playbook("k8snet.triage.logs",
+                           extra_vars={"logs_kubeconfig": str(api.kubeconfig()), "logs_since": 900})
+    assert run.rc == 0, run
+    assert len(run.results(action="kube_logs")) == 1  # once, on the controller
+    facts = {r["host"]: r["result"]["ansible_facts"] for r in run.results(action="set_fact")}
+    assert ("log.calico_network_unavailable_update_failed", "node2/calico-node-m4q8z") in checks(facts["node2"]["logs_findings"])
+    assert checks(facts["node3"]["logs_findings"]) == [
+        ("log.cni_not_initialized", "node3"), ("log.conntrack_table_full", "node3"),
+        ("log.pod_sandbox_failed", "node3/coredns-5d78c9869d-p8k4n")]
+    assert [m["check"] for m in facts["node2"]["logs_matches"]] == ["log.calico_network_unavailable_update_failed"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["logs", "--previous", "calico-node-7xk2p"], 'previous terminated container "calico-node" in pod '
+                                                  '"calico-node-7xk2p" not found'),
+    (["logs", "calico-node-z9t5r"], 'container "calico-node" in pod "calico-node-z9t5r" is waiting to start'),
+    (["logs", "calico-node-7xk2p", "-c", "cilium-agent"], "container cilium-agent is not valid for pod calico-node-7xk2p"),
+    (["logs", "nope-1"], 'pods "nope-1" not found'),
+])
+def test_the_stand_in_refuses_logs_as_the_api_server_does(api, args, message):
+    proc = subprocess.run([KUBECTL, "--kubeconfig", str(api.kubeconfig()), "-n", "kube-system", *args],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+
+
+def test_the_stand_in_applies_tail_and_byte_bounds(api):
+    def logs(*extra):
+        return subprocess.run([KUBECTL, "--kubeconfig", str(api.kubeconfig()), "-n", "kube-system", "logs",
+                               "coredns-5d78c9869d-h2x7q", *extra], capture_output=True, text=True, timeout=60,
+                              check=True).stdout
+    assert len(logs().splitlines()) == 3
+    assert logs("--tail", "1").startswith("[ERROR] plugin/errors: 2 example.com. AAAA")
+    assert logs("--limit-bytes", "10") == "[INFO] plu"
+
+
+def test_node_triage_runs_the_logs_check_in_the_one_pass(lab, ansible, node_files):
+    line = ('E%s   2150 kubelet.go:2373] "Container runtime network not ready" networkReady="NetworkReady=false '
+            'reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"' % klog(30))
+    log_faults.node_log_file(lab, "node2", "/var/log/kubelet.log", [line])
+    args = {"node_name": "worker-2", "scenarios": ["logs"], "logs": {"since": 600}}
+    one_pass = ansible.module("node2", "node_triage", args)["node2"]
+    alone = ansible.module("node2", "node_logs", {"node_name": "worker-2", "since": 600})["node2"]
+    assert one_pass["scenarios"]["logs"]["status"] == "ran"
+    assert one_pass["findings"] == alone["findings"]
+    assert checks(one_pass["findings"]) == [("log.cni_not_initialized", "worker-2")]
+    assert one_pass["scenarios"]["logs"]["data"]["source"] == "files"
