@@ -12,7 +12,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils import interfaces
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
 CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "neigh_capture.json").read_text())
-KEYS = ["ifindex", "ifname", "mac", "operstate", "up", "kind"]
+KEYS = ["ifindex", "ifname", "mac", "operstate", "up", "kind", "mtu"]
 
 
 class Msg(dict):
