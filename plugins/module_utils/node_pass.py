@@ -103,7 +103,7 @@ ARGUMENT_SPEC = dict(
     )),
     dns=dict(type="dict", default={}, options=dict(
         names=dict(type="list", elements="str", default=["kubernetes.default.svc.cluster.local"]),
-        servers=dict(type="list", elements="dict", default=[], options=dns.SERVER_SPEC),
+        servers=dict(type="list", elements="raw", default=[]),
         protocols=dict(type="list", elements="str", choices=["udp", "tcp"], default=["udp", "tcp"]),
         record_type=dict(type="str", choices=["A", "AAAA"], default="A"),
         port=dict(type="int", default=53),

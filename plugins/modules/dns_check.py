@@ -35,8 +35,10 @@ options:
     description:
       - The DNS servers to ask. Filled by the role from the Kubernetes API (the kube-dns Service and
         the coredns endpoints) or given.
+      - Each item is a plain address, as after C(dig @) (V(10.96.0.10)), or a dict with the keys below
+        (labels, the node a pod runs on, the role). Both forms can be mixed.
     type: list
-    elements: dict
+    elements: raw
     default: []
     suboptions:
       address:
@@ -133,6 +135,11 @@ EXAMPLES = r"""
     expect:
       kubernetes.default.svc.cluster.local: 10.96.0.1
 
+- name: Plain addresses, as after dig @
+  k8snet.triage.dns_check:
+    names: [kubernetes.default.svc.cluster.local]
+    servers: [10.96.0.10, 10.244.1.3]
+
 - name: Test the host network's upstream resolvers only
   k8snet.triage.dns_check:
     names: [www.example.com]
@@ -191,7 +198,7 @@ def main():
         AnsibleModule, dns.RULES,
         argument_spec=dict(
             names=dict(type="list", elements="str", required=True),
-            servers=dict(type="list", elements="dict", default=[], options=dns.SERVER_SPEC),
+            servers=dict(type="list", elements="raw", default=[]),
             protocols=dict(type="list", elements="str", choices=["udp", "tcp"], default=["udp", "tcp"]),
             record_type=dict(type="str", choices=["A", "AAAA"], default="A"),
             port=dict(type="int", default=53),

@@ -268,9 +268,11 @@ options:
         elements: str
         default: [kubernetes.default.svc.cluster.local]
       servers:
-        description: The kube-dns Service and coredns pods to ask.
+        description:
+          - The kube-dns Service and coredns pods to ask; a plain address (V(10.96.0.10)) or a dict with
+            the keys below, as in M(k8snet.triage.dns_check).
         type: list
-        elements: dict
+        elements: raw
         default: []
         suboptions:
           address:
