@@ -27,6 +27,7 @@ window (the DNS-from-a-pod check reuses it for ``insert_failed``).
 
 from __future__ import annotations
 
+import ipaddress
 import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params
@@ -111,8 +112,24 @@ def top_pairs(entries, top):
         protos[proto] = protos.get(proto, 0) + 1
     ranked = sorted(pairs.items(), key=lambda item: (-item[1], item[0]))[:top]
     return {"entries": len(entries),
-            "pairs": [{"src": src, "dst": dst, "count": count} for (src, dst), count in ranked],
+            "pairs": [{"src": _short(src), "dst": _short(dst), "count": count} for (src, dst), count in ranked],
             "protos": protos}
+
+
+def _short(address):
+    """/proc/net/nf_conntrack prints IPv6 addresses unabbreviated (0000:...:0001): the usual form."""
+    if ":" not in address:
+        return address
+    try:
+        return str(ipaddress.ip_address(address))
+    except ValueError:
+        return address
+
+
+def is_full(usage):
+    """The table is full: at the limit, or within 0.1% (at least 64 entries) of it.  When full, the kernel
+    evicts unreplied entries to make room (early_drop), so the count hovers just below the limit."""
+    return usage["count"] >= usage["max"] - max(64, usage["max"] // 1000)
 
 
 # ------------------------------------------------------------------ readers
@@ -240,8 +257,9 @@ def check(usage, stats, delta, pairs, subject, warn_ratio=0.75, critical_ratio=0
     if pairs and pairs["pairs"]:
         first = pairs["pairs"][0]
         top = "; the commonest pair %s -> %s holds %d entries" % (first["src"], first["dst"], first["count"])
-    if usage["count"] >= usage["max"] or grew:
-        cause = ("the table is full, " if usage["count"] >= usage["max"] else "the table holds ") + percent
+    full = is_full(usage)
+    if full or grew:
+        cause = ("the table is full, " if full else "the table holds ") + percent
         lost = (": new flows were dropped or evicted in the %gs window (%s)" % (
             window, ", ".join("%s +%d" % item for item in sorted(grew.items()))) if grew else
             ": new flows are dropped (the kernel logs 'nf_conntrack: table full, dropping packet')")
