@@ -19,6 +19,7 @@ description:
   - C(pod_network.peers) from C(pod_network_peers), else the hosts of C(pod_network_nodes_group) that
     have C(k8s_pod_cidr), named and addressed by the same contract.
   - C(connectivity.targets) from C(connectivity_peers) over C(connectivity_group).
+  - C(pmtu.targets) from C(pmtu_targets), else C(connectivity_peers) over C(pmtu_group) (at most C(pmtu_max_peers)).
   - C(dns.servers) from O(kube) (C(dns_servers) of kube_network_facts) when a kubeconfig was given,
     else C(dns_servers); C(cilium_maps.live_frontends) likewise from C(service_frontends), else
     C(cilium_maps_live_frontends).
@@ -74,7 +75,8 @@ from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import 
 from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, inventory_nodes
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
-NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "dns"]
+NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "dns", "conntrack",
+                  "pmtu"]
 # scenario -> (node_triage option, role variable); a role variable that is unset keeps the
 # module's default, which is the role's default
 ROLE_VARIABLES = {
@@ -96,6 +98,10 @@ ROLE_VARIABLES = {
             ("host_resolvers", "dns_host_resolvers"), ("resolv_conf", "dns_resolv_conf")),
     "stale_arp": (("interface", "stale_arp_interface"), ("probe", "stale_arp_probe"),
                   ("probe_timeout", "stale_arp_probe_timeout")),
+    "conntrack": (("warn_ratio", "conntrack_warn_ratio"), ("critical_ratio", "conntrack_critical_ratio"),
+                  ("interval", "conntrack_interval"), ("top", "conntrack_top"), ("top_pairs", "conntrack_top_pairs"),
+                  ("reader", "conntrack_reader")),
+    "pmtu": (("min_size", "pmtu_min_size"), ("max_size", "pmtu_max_size"), ("timeout", "pmtu_timeout")),
 }
 
 
@@ -191,6 +197,11 @@ def node_pass_params(variables, host, hostvars, groups, owners=None, kube=None):
             variables.get("connectivity_max_peers") or 8, hostvars)
     if "dns" in scenarios:
         params["dns"]["servers"] = dns_servers
+    if "pmtu" in scenarios:
+        # explicit targets (pod addresses too), else the same inventory-node contract as connectivity's peers
+        ring = _group(groups, variables.get("pmtu_group") or "k8s_nodes")
+        params["pmtu"]["targets"] = list(variables.get("pmtu_targets") or []) or (connectivity_peers(
+            ring, host, variables.get("pmtu_max_peers") or 8, hostvars) if host in ring else [])
     if "stale_arp" in scenarios:
         params["stale_arp"].update(addresses=list(variables["stale_arp_vips"]), expected=owners.get("expected") or {})
     return params

@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_lb, cni_files, dns, iptables
 from ansible_collections.k8snet.triage.plugins.module_utils import neighbors, reachability, routes
+from ansible_collections.k8snet.triage.plugins.module_utils import conntrack, pmtu
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 # The checks import these inside their functions. Imported here, before any thread starts: two
 # threads importing one module at once can see it half-initialised (ImportError: cannot import
@@ -48,10 +49,12 @@ CHECKS = (
     ("calico", bird.node_check),
     ("cilium_maps", cilium_lb.node_check),
     ("pod_network", routes.node_check),
+    ("conntrack", conntrack.node_check),
+    ("pmtu", pmtu.node_check),
 )
 SCENARIOS = tuple(name for name, _check in CHECKS)
 # the scenarios whose check names the node in its findings
-NODE_NAMED = ("cni", "firewall_drops", "pod_network")
+NODE_NAMED = ("cni", "firewall_drops", "pod_network", "conntrack", "pmtu")
 
 # The argument spec of the node_triage module.  The defaults are the triage's (the scenario
 # roles' defaults), not the scenario modules' own: this is the triage's entry point.
@@ -123,6 +126,21 @@ ARGUMENT_SPEC = dict(
         probe_timeout=dict(type="float", default=0.5),
         reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
     )),
+    conntrack=dict(type="dict", default={}, options=dict(
+        warn_ratio=dict(type="float", default=0.75),
+        critical_ratio=dict(type="float", default=0.9),
+        interval=dict(type="float", default=5.0),
+        top=dict(type="int", default=10),
+        top_pairs=dict(type="str", choices=["pressure", "always", "never"], default="pressure"),
+        reader=dict(type="str", choices=list(conntrack.READERS), default="auto"),
+    )),
+    pmtu=dict(type="dict", default={}, options=dict(
+        targets=dict(type="list", elements="dict", default=[], options=pmtu.TARGET_SPEC),
+        min_size=dict(type="int", default=pmtu.MIN_SIZE),
+        max_size=dict(type="int"),
+        timeout=dict(type="float", default=0.5),
+        reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
+    )),
 )
 
 # The option rules of node_triage: each scenario's own rules, from its domain file.  An empty list of
@@ -141,6 +159,8 @@ RULES = dict(
     connectivity=checks.fields(**_CONNECTIVITY_RULES),
     dns=checks.fields(**dns.RULES),
     stale_arp=checks.fields(**neighbors.RULES),
+    conntrack=checks.fields(**conntrack.RULES),
+    pmtu=checks.fields(**pmtu.PASS_RULES),
 )
 
 
@@ -152,6 +172,8 @@ def skip_reason(name, params):
         return "no DNS server to ask (dns.servers is empty and host_resolvers is false)"
     if name == "stale_arp" and not params.get("addresses"):
         return "no VIP to check (stale_arp.addresses is empty)"
+    if name == "pmtu" and not params.get("targets"):
+        return "no peers to measure (pmtu.targets is empty)"
     return None
 
 

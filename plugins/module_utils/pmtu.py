@@ -307,3 +307,5 @@ RULES = dict(
     timeout=params.seconds(0, 5),
     node_name=params.node_name,
 )
+# node_triage: no targets is not an error there, the scenario is skipped and says why
+PASS_RULES = dict(RULES, targets=params.each(TARGET_RULE, max_items=MAX_PEERS))

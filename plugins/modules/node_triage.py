@@ -52,8 +52,8 @@ options:
     description: The scenarios to run; the others are returned as C(skipped).
     type: list
     elements: str
-    choices: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network]
-    default: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network]
+    choices: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, conntrack, pmtu]
+    default: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, conntrack, pmtu]
   cni:
     description: Options of the CNI files check (as M(k8snet.triage.cni_config_check)).
     type: dict
@@ -362,6 +362,71 @@ options:
         default: 0.5
       reader:
         description: How to read the neighbor table.
+        type: str
+        choices: [auto, pyroute2, iproute2]
+        default: auto
+  conntrack:
+    description: Options of the conntrack table pressure check (as M(k8snet.triage.conntrack_check)).
+    type: dict
+    default: {}
+    suboptions:
+      warn_ratio:
+        description: Fill ratio from which C(conntrack.pressure) is a warning (more than 0, at most 1).
+        type: float
+        default: 0.75
+      critical_ratio:
+        description: Fill ratio from which it is critical (at least O(conntrack.warn_ratio), at most 1).
+        type: float
+        default: 0.9
+      interval:
+        description: Seconds between the two reads of the drop counters (0 to 60); overlaps the other windows.
+        type: float
+        default: 5.0
+      top:
+        description: Source/destination pairs to name when the table is under pressure (0 to 50).
+        type: int
+        default: 10
+      top_pairs:
+        description: When to read the entries for the top pairs.
+        type: str
+        choices: [pressure, always, never]
+        default: pressure
+      reader:
+        description: How the entries are read (C(/proc/net/nf_conntrack), else the C(conntrack) tool).
+        type: str
+        choices: [auto, proc, pyroute2, conntrack]
+        default: auto
+  pmtu:
+    description: Options of the path-MTU black hole check (as M(k8snet.triage.pmtu_check)).
+    type: dict
+    default: {}
+    suboptions:
+      targets:
+        description: The peers to measure the path to; empty skips the scenario.
+        type: list
+        elements: dict
+        default: []
+        suboptions:
+          address:
+            description: IPv4 address of the peer.
+            type: str
+            required: true
+          name:
+            description: A label for reports (a node name).
+            type: str
+      min_size:
+        description: Smallest total IP size probed (68 to 9000).
+        type: int
+        default: 576
+      max_size:
+        description: Largest total IP size probed; by default the MTU of the route's interface.
+        type: int
+      timeout:
+        description: Seconds to wait for the answer to one size (more than 0, at most 5).
+        type: float
+        default: 0.5
+      reader:
+        description: How routes and links are read.
         type: str
         choices: [auto, pyroute2, iproute2]
         default: auto

@@ -25,8 +25,12 @@ def test_fleet_inputs_come_from_the_inventory_contract():
                               "n2", HOSTVARS, GROUPS)
     assert params["node_name"] == "worker-2"
     # no DNS server and no VIP: dns and stale_arp are not asked
-    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity"]
+    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity",
+                                   "conntrack", "pmtu"]
     assert params["firewall_drops"] == {"interval": 2}
+    # the path-MTU peers follow the same inventory-node contract as the connectivity peers
+    assert params["pmtu"] == {"targets": connectivity_peers(GROUPS["k8s_nodes"], "n2", 8, HOSTVARS)}
+    assert params["conntrack"] == {}
     # triage_cni auto: a node without BIRD or without Cilium is "not a ... node", not critical
     assert params["calico"] == {"expected_peers": ["198.18.96.11", "198.18.96.12", "198.18.100.13"],
                                 "when_not_calico": "skip"}
@@ -45,7 +49,7 @@ def test_cni_choice_dns_servers_and_vip_clients():
                  "stale_arp_vips": ["198.18.96.200"], "cilium_maps_live_frontends": [], "dns_host_resolvers": False}
     params = node_pass_params(variables, "n3", HOSTVARS, GROUPS, owners)
     assert "calico" not in params["scenarios"] and "cilium_maps" in params["scenarios"]
-    assert params["scenarios"][-2:] == ["dns", "stale_arp"]
+    assert params["scenarios"][-4:] == ["dns", "conntrack", "pmtu", "stale_arp"]
     assert params["dns"] == {"servers": variables["dns_servers"], "host_resolvers": False}
     assert params["stale_arp"] == {"addresses": ["198.18.96.200"], "expected": owners["expected"]}
     # [] means "Kubernetes has no services"; triage_cni cilium reads the maps whatever the node shows
@@ -103,3 +107,13 @@ def test_fleet_publishes_the_api_reads_once_and_a_failed_read_as_a_finding():
     assert fleet["kube"]["status"] == "failed" and fleet["kube"]["reason"] == "the API answered 403 Forbidden"
     assert [(f["check"], f["subject"]) for f in fleet["kube"]["findings"]] == [("triage.check_failed", "the Kubernetes API")]
     assert "dns" not in fleet
+
+
+def test_pmtu_targets_and_conntrack_ratios_from_the_role_variables():
+    variables = {"pmtu_targets": [{"address": "198.19.97.5", "name": "web-0"}], "pmtu_timeout": 1.0,
+                 "conntrack_warn_ratio": 0.5, "conntrack_interval": 0, "pmtu_max_size": ""}
+    params = node_pass_params(variables, "n1", HOSTVARS, GROUPS)
+    assert params["pmtu"] == {"targets": [{"address": "198.19.97.5", "name": "web-0"}], "timeout": 1.0}
+    assert params["conntrack"] == {"warn_ratio": 0.5, "interval": 0}
+    params = node_pass_params({"pmtu_group": "control_plane", "pmtu_max_peers": 1}, "n3", HOSTVARS, GROUPS)
+    assert params["pmtu"]["targets"] == []  # n3 is not in control_plane's ring: nothing to measure, skipped on the node
