@@ -89,3 +89,27 @@ def _inside(address):
     import ipaddress
 
     return ipaddress.ip_address(address) in LAB_SUPERNET
+
+
+# one datagram to each of ``ports`` ports, again and again for ``seconds``: new flows without end
+_STREAM = """
+import socket, sys, time
+dst, end = sys.argv[1], time.time() + float(sys.argv[2])
+while time.time() < end:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for port in range(1, 20001):
+        s.sendto(b"k8t", (dst, port))
+    s.close()
+"""
+
+
+def fill_start(lab, node, dst, seconds=5):
+    """Keep opening new UDP flows from ``node`` to ``dst`` for ``seconds`` in the background (bounded);
+    returns the Popen."""
+    import subprocess
+
+    node = lab.node(node)
+    if not _inside(dst):
+        raise ValueError(f"{dst} is outside {LAB_SUPERNET}: the lab sends traffic nowhere else")
+    return subprocess.Popen(["ip", "netns", "exec", node.ns, sys.executable, "-c", _STREAM, dst, str(float(seconds))],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
