@@ -130,8 +130,8 @@ def check(rows, interfaces, subject):
         verdict = judge(row)
         if verdict:
             name, severity, summary = verdict
-            evidence = dict((k, row[k]) for k in ("address", "dev", "probed_min", "probed_max", "largest",
-                                                   "frag_needed", "probes", "seconds"))
+            keys = ("address", "dev", "probed_min", "probed_max", "largest", "frag_needed", "probes", "seconds")
+            evidence = dict((k, row[k]) for k in keys)
             evidence["interfaces"] = interfaces
             out.append(finding(name, severity, "L3", row["name"], summary, evidence,
                                "k8snet.triage.reachability to this peer first" if name == "net.pmtu_unchecked"
@@ -308,4 +308,5 @@ RULES = dict(
     node_name=params.node_name,
 )
 # node_triage: no targets is not an error there, the scenario is skipped and says why
-PASS_RULES = dict(RULES, targets=params.each(TARGET_RULE, max_items=MAX_PEERS))
+PASS_RULES = dict(RULES)
+PASS_RULES["targets"] = params.each(TARGET_RULE, max_items=MAX_PEERS)
