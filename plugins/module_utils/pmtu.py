@@ -173,6 +173,7 @@ class Prober(object):
         self.seq = 0
         self.sent = 0
         self.frag_needed = None
+        self.frag_now = None
         self.local_error = None
 
     def close(self):
@@ -193,6 +194,7 @@ class Prober(object):
                 if err["origin"] == SO_EE_ORIGIN_ICMP and err["type"] == ICMP_DEST_UNREACH and err["code"] == ICMP_FRAG_NEEDED:
                     offender = socket.inet_ntoa(data[20:24]) if len(data) >= 24 else (addr[0] if addr else None)
                     self.frag_needed = {"mtu": err["info"], "from": offender}
+                    self.frag_now = err["info"]
                 elif err["origin"] == SO_EE_ORIGIN_LOCAL and err["errno"] == errno.EMSGSIZE:
                     self.local_error = {"mtu": err["info"]}
 
@@ -221,8 +223,11 @@ class Prober(object):
                 return False
             try:
                 data = self.sock.recv(MAX_SIZE)
-            except OSError:  # the pending error of an ICMP about our probe: read it, keep waiting
+            except OSError:  # the pending error of an ICMP about our probe: read it
+                self.frag_now = None
                 self._drain_errors()
+                if self.frag_now is not None and self.frag_now < size:
+                    return False  # a router said this size does not fit: no need to wait for the timeout
                 continue
             reply = parse_echo_reply(data, self.raw)
             if reply and reply[1] in seqs and (not self.raw or reply[0] == self.ident):

@@ -126,3 +126,10 @@ def test_node_check_refuses_inverted_ratios():
 def test_rules_refuse_out_of_bounds(option, value):
     with pytest.raises(InputError, match=option):
         ct.RULES[option](option, value)
+
+
+def test_conntrack_tool_extended_output_reads_the_same():
+    # `conntrack -L -o extended` (conntrack-tools 1.4.7) prints IPv6 abbreviated, unlike /proc
+    entries = ct.parse_entries(fixture("conntrack_L_extended.txt"))
+    assert entries == [("127.0.0.1", "127.0.0.1", "udp"), ("::1", "::1", "icmpv6"), ("127.0.0.1", "127.0.0.1", "icmp")]
+    assert ct.top_pairs(entries, 1)["pairs"] == [{"src": "127.0.0.1", "dst": "127.0.0.1", "count": 2}]
