@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
-from ansible_collections.k8snet.triage.plugins.module_utils.reachability import echo_request, parse_echo_reply
+from ansible_collections.k8snet.triage.plugins.module_utils.reachability import echo_request, enter_netns, parse_echo_reply
 
 # include/uapi/linux/in.h, errqueue.h
 IP_MTU_DISCOVER = 10
@@ -272,6 +272,10 @@ def node_check(params, runner):
     if ceiling is not None and ceiling < low:
         raise InputError("max_size %d is below min_size %d; give max_size of at least min_size or leave it out "
                          "(the route's interface MTU)" % (ceiling, low))
+    netns_pid = params.get("netns_pid")
+    if netns_pid is not None:
+        # a pod's view: only for a process that runs nothing else (module pmtu_check); the one pass never passes it
+        enter_netns(netns_pid)
     netlink = Netlink(runner, params.get("reader") or "auto")
     try:
         links = netlink.links()
@@ -294,6 +298,8 @@ def node_check(params, runner):
                          "probed_max": None, "largest": None, "frag_needed": None, "probes": 0, "seconds": 0.0})
     interfaces = path_interfaces(links, set(r["dev"] for r in rows if r["dev"]))
     subject = params.get("node_name") or "this node"
+    if netns_pid is not None:
+        subject = "%s (netns of pid %d)" % (subject, netns_pid)
     return {"data": {"peers": rows, "interfaces": interfaces}, "findings": check(rows, interfaces, subject)}
 
 
@@ -311,7 +317,9 @@ RULES = dict(
     max_size=params.count(68, MAX_SIZE, "bytes"),
     timeout=params.seconds(0, 5),
     node_name=params.node_name,
+    netns_pid=params.count(1, 4194304),
 )
 # node_triage: no targets is not an error there, the scenario is skipped and says why
 PASS_RULES = dict(RULES)
+del PASS_RULES["netns_pid"]
 PASS_RULES["targets"] = params.each(TARGET_RULE, max_items=MAX_PEERS)

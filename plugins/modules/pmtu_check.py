@@ -53,6 +53,11 @@ options:
   node_name:
     description: The node named in the findings; defaults to "this node".
     type: str
+  netns_pid:
+    description:
+      - Probe from the network namespace of this process (a pod's container process), as C(nsenter -t PID -n)
+        would; the path then starts at the pod's C(eth0), and the interfaces in evidence are the pod's.
+    type: int
   reader:
     description: How routes and links are read (see the collection's netlink readers).
     type: str
@@ -90,6 +95,12 @@ EXAMPLES = r"""
   k8snet.triage.pmtu_check:
     targets: [{address: 198.19.65.7, name: web-0}]
     timeout: 1
+  become: true
+
+- name: From a pod (its container's pid on this node) to a pod on another node
+  k8snet.triage.pmtu_check:
+    targets: [{address: 198.19.64.9, name: api-0}]
+    netns_pid: 4242
   become: true
 """
 
@@ -133,6 +144,7 @@ def main():
             max_size=dict(type="int"),
             timeout=dict(type="float", default=0.5),
             node_name=dict(type="str"),
+            netns_pid=dict(type="int"),
             reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
         ),
         supports_check_mode=True,

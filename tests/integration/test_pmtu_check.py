@@ -116,3 +116,28 @@ def test_playbook_and_one_pass_report_the_blackhole(lab, ansible, inject):
     skipped = ansible.module("node1", "node_triage", {"node_name": "node1", "scenarios": ["pmtu"]})["node1"]
     assert skipped["scenarios"]["pmtu"] == {"status": "skipped", "reason": "no peers to measure (pmtu.targets is empty)",
                                             "findings": [], "data": {}, "seconds": 0.0}
+
+
+def test_from_a_pod_across_an_overlay_lowered_on_one_side(lab, ansible, inject):
+    """The issue's case: the overlay's MTU lowered on one side only (node2's end), ICMP fragmentation-needed
+    dropped by nft on node2; seen from a pod on node2, whose own eth0 still says 1500."""
+    inject(mtu.overlay, a="node1", b="node2", mtu=1450)
+    web = pods.pod(lab, "node2", "web2")
+    inject(mtu.lower_mtu, node="node2", device=mtu.VXLAN, mtu=1400)
+    inject(mtu.drop_frag_needed, node="node2")
+    pid = mtu.pod_process(lab, web)
+    target = mtu.overlay_address(lab.node("node1"))
+    result = run_pmtu(ansible, "node2", [{"address": target, "name": "node1-overlay"}], netns_pid=pid)
+    [f] = result["findings"]
+    assert (f["check"], f["severity"], f["subject"]) == ("net.pmtu_blackhole", "critical", "node1-overlay")
+    # the pod's side: its eth0 (1500) is the interface of the route; node2's end of the overlay takes 1400
+    assert f["evidence"]["dev"] == "eth0" and f["evidence"]["probed_max"] == 1500
+    pod_mtu = lab.run(["ip", "-n", web["ns"], "-d", "-j", "link", "show", "dev", "eth0"]).stdout
+    assert '"mtu":1500' in pod_mtu.replace(" ", "")
+    assert f["evidence"]["largest"] == mtu.link_mtu(lab, "node2", mtu.VXLAN) == 1400
+    assert mtu.link_mtu(lab, "node1", mtu.VXLAN) == 1450
+    assert f["evidence"]["frag_needed"] is None and mtu.frag_needed_dropped(lab, "node2") > 0
+    # node2's own view is unaffected: its vxlan end says 1400 and it sends no more than that
+    own = run_pmtu(ansible, "node2", [{"address": target, "name": "node1-overlay"}])
+    assert [f["check"] for f in own["findings"]] == ["net.pmtu"]
+    assert own["peers"][0]["probed_max"] == 1400

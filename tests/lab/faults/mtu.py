@@ -98,3 +98,17 @@ def tx_dropped(lab, namespace, device):
     """TX drops of ``device`` in ``namespace`` (``ip -s -j link``): frames too big for the peer veth."""
     out = lab.run(["ip", "-n", namespace, "-s", "-j", "link", "show", "dev", device]).stdout
     return json.loads(out)[0]["stats64"]["tx"]["dropped"]
+
+
+def pod_process(lab, pod):
+    """The pid of a process living in ``pod``'s network namespace (started once, a sleep that the lab's
+    teardown kills with the namespace), as a container's process is on a real node."""
+    import subprocess
+
+    procs = lab.extra.setdefault("pod_processes", {})
+    if pod["name"] not in procs:
+        proc = subprocess.Popen(["ip", "netns", "exec", pod["ns"], "sleep", "3600"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs[pod["name"]] = proc.pid
+        lab.remember("pod_processes", procs)
+    return procs[pod["name"]]
