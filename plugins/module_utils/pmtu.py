@@ -41,7 +41,6 @@ from ansible_collections.k8snet.triage.plugins.module_utils.reachability import 
 IP_MTU_DISCOVER = 10
 IP_PMTUDISC_PROBE = 3
 IP_RECVERR = 11
-SO_EE_ORIGIN_LOCAL = 1
 SO_EE_ORIGIN_ICMP = 2
 ICMP_DEST_UNREACH = 3
 ICMP_FRAG_NEEDED = 4
@@ -174,12 +173,12 @@ class Prober(object):
         self.sent = 0
         self.frag_needed = None
         self.frag_now = None
-        self.local_error = None
 
     def close(self):
         self.sock.close()
 
-    def _drain_errors(self):
+    def drain_errors(self):
+        """Read the socket's error queue: a "fragmentation needed" about our probes, with its next-hop MTU."""
         while True:
             try:
                 _data, ancdata, _flags, addr = self.sock.recvmsg(2048, 512, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT)
@@ -195,8 +194,6 @@ class Prober(object):
                     offender = socket.inet_ntoa(data[20:24]) if len(data) >= 24 else (addr[0] if addr else None)
                     self.frag_needed = {"mtu": err["info"], "from": offender}
                     self.frag_now = err["info"]
-                elif err["origin"] == SO_EE_ORIGIN_LOCAL and err["errno"] == errno.EMSGSIZE:
-                    self.local_error = {"mtu": err["info"]}
 
     def __call__(self, size):
         payload = b"k8snet-pmtu" * ((size - IP_HEADER - ICMP_HEADER - 8) // 11 + 1)
@@ -208,7 +205,7 @@ class Prober(object):
                 self.sock.send(echo_request(self.ident, self.seq, struct.pack("!d", time.time()) + payload))
             except OSError as exc:
                 if exc.errno == errno.EMSGSIZE:
-                    self._drain_errors()
+                    self.drain_errors()
                     return False
                 raise
             self.sent += 1
@@ -225,7 +222,7 @@ class Prober(object):
                 data = self.sock.recv(MAX_SIZE)
             except OSError:  # the pending error of an ICMP about our probe: read it
                 self.frag_now = None
-                self._drain_errors()
+                self.drain_errors()
                 if self.frag_now is not None and self.frag_now < size:
                     return False  # a router said this size does not fit: no need to wait for the timeout
                 continue
@@ -239,7 +236,7 @@ def probe_peer(target, high, low, timeout):
     prober = Prober(target["address"], timeout)
     try:
         largest = search(prober, low, high)
-        prober._drain_errors()  # pylint: disable=protected-access
+        prober.drain_errors()
     finally:
         prober.close()
     return {"address": target["address"], "name": target["name"], "dev": target["dev"], "probed_min": low,
