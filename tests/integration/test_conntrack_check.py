@@ -42,9 +42,9 @@ def test_table_past_the_warning_ratio_then_full(lab, ansible, inject):
     assert (f["check"], f["severity"]) == ("conntrack.pressure", "ok")
     assert before["top_pairs"] is None  # not read below the warning ratio
 
-    inject(conntrack.track, node="node2")
+    inject(conntrack.conntrack_track, node="node2")
     limit = conntrack.read(lab, node2)["max"]
-    inject(conntrack.fill, node="node2", dst=node3.ip, entries=int(limit * 0.8))
+    inject(conntrack.conntrack_fill, node="node2", dst=node3.ip, entries=int(limit * 0.8))
     kernel = conntrack.read(lab, node2)
     assert kernel["count"] >= limit * 0.8
     result = check(ansible, "node2", interval=1)
@@ -61,7 +61,7 @@ def test_table_past_the_warning_ratio_then_full(lab, ansible, inject):
     assert "%s -> %s" % (node2.ip, node3.ip) in f["summary"] and "nf_conntrack_max" in f["remediation"]
 
     # full: the kernel evicts unreplied flows to make room (early_drop) and keeps the count just below max
-    inject(conntrack.fill, node="node2", dst=node3.ip, entries=limit + 1)
+    inject(conntrack.conntrack_fill, node="node2", dst=node3.ip, entries=limit + 1)
     kernel = conntrack.read(lab, node2)
     assert kernel["count"] >= limit - max(64, limit // 1000) and kernel["stats"]["early_drop"] > 0
     result = check(ansible, "node2", interval=0)
@@ -77,9 +77,9 @@ def test_table_past_the_warning_ratio_then_full(lab, ansible, inject):
 
 def test_drops_growing_in_the_window_are_table_full(lab, ansible, inject):
     node1, node3 = lab.node("node1"), lab.node("node3")
-    inject(conntrack.track, node="node1")
+    inject(conntrack.conntrack_track, node="node1")
     limit = conntrack.read(lab, node1)["max"]
-    inject(conntrack.fill, node="node1", dst=node3.ip, entries=limit + 1)
+    inject(conntrack.conntrack_fill, node="node1", dst=node3.ip, entries=limit + 1)
     # new flows keep coming while the module samples its window: the kernel evicts to admit them
     proc = conntrack.fill_start(lab, "node1", node3.ip, seconds=6)
     try:
@@ -96,9 +96,9 @@ def test_drops_growing_in_the_window_are_table_full(lab, ansible, inject):
 
 def test_playbook_and_one_pass(lab, ansible, inject):
     node1, node3 = lab.node("node1"), lab.node("node3")
-    inject(conntrack.track, node="node1")
+    inject(conntrack.conntrack_track, node="node1")
     limit = conntrack.read(lab, node1)["max"]
-    inject(conntrack.fill, node="node1", dst=node3.ip, entries=int(limit * 0.92))
+    inject(conntrack.conntrack_fill, node="node1", dst=node3.ip, entries=int(limit * 0.92))
     run = ansible.playbook("k8snet.triage.conntrack", {"conntrack_interval": 0})
     assert run.rc == 0, run
     facts = dict((r["host"], r["result"]["ansible_facts"]) for r in run.results(task="Keep the findings of this host"))

@@ -65,7 +65,7 @@ def test_underlay_mtu_lowered_on_one_side_is_a_blackhole(lab, ansible, inject):
 
 
 def test_overlay_to_a_narrower_pod_veth_with_frag_needed_dropped(lab, ansible, inject):
-    inject(mtu.overlay, a="node1", b="node2", mtu=1450)
+    inject(mtu.vxlan_overlay, a="node1", b="node2", mtu=1450)
     web = pods.pod(lab, "node2", "web")
     inject(mtu.lower_mtu, node="node2", device=web["device"], mtu=1400)
     inject(mtu.drop_frag_needed, node="node2")
@@ -121,7 +121,7 @@ def test_playbook_and_one_pass_report_the_blackhole(lab, ansible, inject):
 def test_from_a_pod_across_an_overlay_lowered_on_one_side(lab, ansible, inject):
     """The issue's case: the overlay's MTU lowered on one side only (node2's end), ICMP fragmentation-needed
     dropped by nft on node2; seen from a pod on node2, whose own eth0 still says 1500."""
-    inject(mtu.overlay, a="node1", b="node2", mtu=1450)
+    inject(mtu.vxlan_overlay, a="node1", b="node2", mtu=1450)
     web = pods.pod(lab, "node2", "web2")
     inject(mtu.lower_mtu, node="node2", device=mtu.VXLAN, mtu=1400)
     inject(mtu.drop_frag_needed, node="node2")

@@ -2,10 +2,10 @@
 
 The entry count is kept per network namespace while ``nf_conntrack_max`` is the kernel's (it cannot be
 lowered inside a child namespace), so the table of a lab node is driven past a ratio by filling it:
-``track`` makes conntrack active in the node's namespace (an nft rule that matches on ``ct state``, as
-kube-proxy's rules do), ``fill`` sends short-lived UDP flows (one datagram each, to many ports of a peer
+``conntrack_track`` makes conntrack active in the node's namespace (an nft rule that matches on ``ct state``, as
+kube-proxy's rules do), ``conntrack_fill`` sends short-lived UDP flows (one datagram each, to many ports of a peer
 node) until the count reaches its target.  Unreplied UDP entries live ``nf_conntrack_udp_timeout`` seconds:
-``fill`` raises it in that namespace (its own sysctl) so a test can read the table before it drains, and
+``conntrack_fill`` raises it in that namespace (its own sysctl) so a test can read the table before it drains, and
 returns the undo.
 """
 
@@ -62,7 +62,7 @@ def read(lab, node):
 
 
 @fault
-def track(lab, node):
+def conntrack_track(lab, node):
     """Make conntrack track the flows of ``node`` (an nft rule matching ct state, with a counter)."""
     node = lab.node(node)
     script = "\n".join([f"table inet {NFT_TABLE} {{",
@@ -73,7 +73,7 @@ def track(lab, node):
 
 
 @fault
-def fill(lab, node, dst, entries, udp_timeout=300):
+def conntrack_fill(lab, node, dst, entries, udp_timeout=300):
     """Send short-lived UDP flows from ``node`` to ``dst`` until its table holds ``entries`` entries."""
     node = lab.node(node)
     if not _inside(dst):

@@ -1,7 +1,7 @@
 """Path-MTU faults: an overlay between two nodes, an MTU lowered on one side of a link only, and
 ICMP "fragmentation needed" dropped by nft.
 
-``overlay`` builds a point-to-point VXLAN (``vxlan.k8t``, VNI 42, UDP 8472 as flannel uses) between two
+``vxlan_overlay`` builds a point-to-point VXLAN (``vxlan.k8t``, VNI 42, UDP 8472 as flannel uses) between two
 nodes over their ``eth0``, gives each end the first address of its node's pod CIDR and routes the peer's
 pod CIDR through it, as an overlay CNI does.  ``lower_mtu`` lowers the MTU of one device of one node (the
 other end of the link keeps its own).  ``drop_frag_needed`` drops ICMP type 3 code 4 leaving a node (its
@@ -36,7 +36,7 @@ def link_mtu(lab, node, device):
 
 
 @fault
-def overlay(lab, a, b, mtu=1450):
+def vxlan_overlay(lab, a, b, mtu=1450):
     """A VXLAN overlay between nodes ``a`` and ``b`` carrying each one's pod CIDR; returns one undo per node."""
     a, b = lab.node(a), lab.node(b)
     infos = []
