@@ -133,3 +133,19 @@ def test_conntrack_tool_extended_output_reads_the_same():
     entries = ct.parse_entries(fixture("conntrack_L_extended.txt"))
     assert entries == [("127.0.0.1", "127.0.0.1", "udp"), ("::1", "::1", "icmpv6"), ("127.0.0.1", "127.0.0.1", "icmp")]
     assert ct.top_pairs(entries, 1)["pairs"] == [{"src": "127.0.0.1", "dst": "127.0.0.1", "count": 2}]
+
+
+def test_pairs_that_cannot_be_read_leave_the_fill_and_say_why(monkeypatch):
+    def unreadable(runner, reader="auto", table_path=ct.TABLE_PATH):
+        raise ReadError("the conntrack entries cannot be read: /proc/net/nf_conntrack is not readable")
+
+    monkeypatch.setattr(ct, "read_entries", unreadable)
+    monkeypatch.setattr(ct, "read_usage", lambda sysctl_dir=ct.SYSCTL_DIR: usage(250000))
+    monkeypatch.setattr(ct, "read_stat", lambda path=ct.STAT_PATH: {"drop": 0, "early_drop": 0})
+    out = ct.node_check({"interval": 0, "node_name": "node1"}, None)
+    [f] = out["findings"]
+    assert (f["check"], f["severity"], f["subject"]) == ("conntrack.pressure", "critical", "node1")
+    assert "not readable" in f["evidence"]["top_pairs_error"]
+    # asked by name, the reader's failure is the module's failure
+    with pytest.raises(ReadError, match="not readable"):
+        ct.node_check({"interval": 0, "reader": "proc"}, None)
