@@ -199,6 +199,8 @@ def node_pass_params(variables, host, hostvars, groups, owners=None, kube=None):
         params["dns"]["servers"] = dns_servers
     if "pmtu" in scenarios:
         # explicit targets (pod addresses too), else the same inventory-node contract as connectivity's peers
+        if not params["pmtu"].get("max_size"):
+            params["pmtu"].pop("max_size", None)  # the role's 0: the interface MTU
         ring = _group(groups, variables.get("pmtu_group") or "k8s_nodes")
         params["pmtu"]["targets"] = list(variables.get("pmtu_targets") or []) or (connectivity_peers(
             ring, host, variables.get("pmtu_max_peers") or 8, hostvars) if host in ring else [])

@@ -111,7 +111,7 @@ def test_fleet_publishes_the_api_reads_once_and_a_failed_read_as_a_finding():
 
 def test_pmtu_targets_and_conntrack_ratios_from_the_role_variables():
     variables = {"pmtu_targets": [{"address": "198.19.97.5", "name": "web-0"}], "pmtu_timeout": 1.0,
-                 "conntrack_warn_ratio": 0.5, "conntrack_interval": 0, "pmtu_max_size": ""}
+                 "conntrack_warn_ratio": 0.5, "conntrack_interval": 0, "pmtu_max_size": 0}
     params = node_pass_params(variables, "n1", HOSTVARS, GROUPS)
     assert params["pmtu"] == {"targets": [{"address": "198.19.97.5", "name": "web-0"}], "timeout": 1.0}
     assert params["conntrack"] == {"warn_ratio": 0.5, "interval": 0}
