@@ -25,8 +25,10 @@ options:
     description:
       - The DNS servers to ask. Filled by the role from the Kubernetes API (the kube-dns Service and
         the coredns endpoints) or given.
+      - Each item is a plain address, as after C(dig @) (V(10.96.0.10)), or a dict with the keys below
+        (labels, the node a pod runs on, the role). Both forms can be mixed.
     type: list
-    elements: dict
+    elements: raw
     default: []
     suboptions:
       address:

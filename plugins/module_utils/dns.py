@@ -233,11 +233,34 @@ class Resolver(object):
 # ------------------------------------------------------------------ input (pure)
 
 
+SERVER_KEYS = ("address", "name", "node", "role")
+SERVER_ROLES = ("service", "pod", "upstream")
+
+
+def server_item(option, item):
+    """One server as users write it: a plain address (``10.96.0.10``, as after ``dig @``) or a dict
+    {address, name, node, role} -> the dict, with the address normalised (pure; InputError otherwise)."""
+    if isinstance(item, str):
+        return {"address": params.address()(option, item)}
+    if not isinstance(item, dict):
+        raise InputError("%s=%r is invalid: give an address such as 10.96.0.10, or a dict {address, name, node, role}"
+                         % (option, item), option=option)
+    unknown = sorted(str(k) for k in item if k not in SERVER_KEYS)
+    if unknown:
+        raise InputError("%s has unknown keys %s: give address, name, node and role only" % (option, ", ".join(unknown)),
+                         option=option)
+    if item.get("address") is None:
+        raise InputError("%s has no address: give {address: 10.96.0.10} or the plain address" % option, option=option)
+    out = params.fields(address=params.address(), name=params.short_text, node=params.node_name,
+                        role=params.choice(*SERVER_ROLES))(option, item)
+    return out
+
+
 def validate_servers(servers):
     out = []
     for index, item in enumerate(servers or []):
-        address = params.address()("servers[%d].address" % index, item.get("address"))
-        out.append({"address": address, "name": item.get("name") or address, "node": item.get("node"),
+        item = server_item("servers[%d]" % index, item)
+        out.append({"address": item["address"], "name": item.get("name") or item["address"], "node": item.get("node"),
                     "role": item.get("role") or "pod"})
     return out
 
@@ -294,6 +317,37 @@ def _server_view(server, rows):
             "errors": sample(sorted(set(r["error"] for r in rows if r["error"])), 3)}
 
 
+def _nodes(servers):
+    return sorted(set(s["node"] for s in servers if s["node"]))
+
+
+def _where(silent):
+    """Where the silent servers run, as far as known: never '(on ?)' nor 'its node'."""
+    nodes, unknown = _nodes(silent), [s["name"] for s in silent if not s["node"]]
+    if nodes and not unknown:
+        return " (on %s): an in-cluster connectivity problem between this node and %s" % (
+            ", ".join(nodes), ", ".join(nodes))
+    if nodes:
+        return (" (on %s; the node of %s is not known): an in-cluster connectivity problem between this node and "
+                "those servers" % (", ".join(nodes), ", ".join(unknown)))
+    return (": a connectivity problem between this node and %s (the node %s on is not known; give the servers' "
+            "node to narrow it down)" % ("that server" if len(silent) == 1 else "those servers",
+                                         "it runs" if len(silent) == 1 else "they run"))
+
+
+def _silent_where(silent):
+    nodes = _nodes(silent)
+    return "the servers on %s" % ", ".join(nodes) if nodes and all(s["node"] for s in silent) else \
+        ", ".join(s["name"] for s in silent)
+
+
+def _toward(silent):
+    nodes = _nodes(silent)
+    if nodes and all(s["node"] for s in silent):
+        return "those nodes" if len(nodes) > 1 else nodes[0]
+    return "those servers" if len(silent) > 1 else "that server"
+
+
 def check_matrix(servers, rows, cluster_domain="cluster.local", subject="resolver"):
     """Findings from the in-cluster matrix: all / some servers fail, upstream broken."""
     out = []
@@ -327,10 +381,7 @@ def check_matrix(servers, rows, cluster_domain="cluster.local", subject="resolve
         answering = [s for s in failing if s not in silent]
         parts = []
         if silent:
-            parts.append("%s did not answer from here (%s): an in-cluster connectivity problem between this node "
-                         "and %s" % (", ".join(s["name"] for s in silent), "on " + ", ".join(
-                             sorted(set(s["node"] or "?" for s in silent))), ", ".join(
-                             sorted(set(s["node"] or "its node" for s in silent)))))
+            parts.append("%s did not answer from here%s" % (", ".join(s["name"] for s in silent), _where(silent)))
         if answering:
             parts.append("%s answered with errors (%s)" % (", ".join(s["name"] for s in answering), ", ".join(
                 sorted(set(r["status"] for s in answering for r in by_server[s["address"]] if r["status"] in FAILED)))))
@@ -342,9 +393,9 @@ def check_matrix(servers, rows, cluster_domain="cluster.local", subject="resolve
             {"failing": sample(_server_view(s, by_server[s["address"]]) for s in failing),
              "working": sample(s["name"] for s in working),
              "failing_nodes": sorted(set(s["node"] for s in pods if s["node"]))},
-            ("no answer from pods on %s: check pod routes and drops between this node and those nodes "
-             "(role k8snet.triage.connectivity, k8snet.triage.route_check, k8snet.triage.iptables_drops); " % ", ".join(
-                 sorted(set(s["node"] or "?" for s in silent))) if silent else "")
+            ("no answer from %s: check pod routes and drops between this node and %s (role "
+             "k8snet.triage.connectivity, k8snet.triage.route_check, k8snet.triage.iptables_drops); " % (
+                 _silent_where(silent), _toward(silent)) if silent else "")
             + ("REFUSED/SERVFAIL/wrong answers: check that pod's Corefile and logs, or delete the pod so it is "
                "recreated" if answering else "")))
     # upstream: servers that resolve cluster names but not external ones
@@ -430,7 +481,8 @@ def node_check(params, runner=None):
     return {"data": data, "findings": findings}
 
 
-# The argument spec of one server (dns_check's servers, the one-pass dns servers).
+# The argument spec of one server in its dict form (the servers option takes ``raw`` items: a plain
+# address or such a dict, checked by ``server_item``).
 SERVER_SPEC = dict(
     address=dict(type="str", required=True),
     name=dict(type="str"),
@@ -442,7 +494,7 @@ SERVER_SPEC = dict(
 # Paired one-to-one with the doc fragment k8snet.triage.dns.
 CHECK_SPEC = dict(
     names=dict(type="list", elements="str", required=True),
-    servers=dict(type="list", elements="dict", default=[], options=SERVER_SPEC),
+    servers=dict(type="list", elements="raw", default=[]),
     protocols=dict(type="list", elements="str", choices=["udp", "tcp"], default=["udp", "tcp"]),
     record_type=dict(type="str", choices=["A", "AAAA"], default="A"),
     port=dict(type="int", default=53),
@@ -460,8 +512,7 @@ CHECK_SPEC = dict(
 RULES = dict(
     names=params.each(params.dns_name, max_items=64, non_empty=True,
                       what="give at least one name to resolve, e.g. kubernetes.default.svc.cluster.local"),
-    servers=params.each(params.fields(address=params.address(), name=params.short_text, node=params.node_name),
-                        max_items=64),
+    servers=params.each(server_item, max_items=64),
     port=params.port,
     timeout=params.seconds(0, 30),
     retries=params.count(0, 5, "retries"),

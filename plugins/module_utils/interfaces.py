@@ -4,7 +4,7 @@
 
 """Interface listing: the link model, its readers, and the lookups every domain needs (stdlib only).
 
-link  {"ifindex", "ifname", "mac", "operstate", "up", "kind"}
+link  {"ifindex", "ifname", "mac", "operstate", "up", "kind", "mtu"}
 
 Three readers fill the same model: ``parse_links`` (``ip -json -details link show``),
 ``from_pyroute2_link`` (a pyroute2 RTM_NEWLINK message), both used by netlink.Netlink, and
@@ -35,6 +35,7 @@ def parse_links(text):
             "operstate": item.get("operstate", "UNKNOWN"),
             "up": "UP" in flags,
             "kind": (item.get("linkinfo") or {}).get("info_kind"),
+            "mtu": item.get("mtu"),
         })
     return out
 
@@ -49,6 +50,7 @@ def from_pyroute2_link(msg):
         "operstate": msg.get_attr("IFLA_OPERSTATE") or "UNKNOWN",
         "up": bool(msg["flags"] & IFF_UP),
         "kind": info.get_attr("IFLA_INFO_KIND") if info else None,
+        "mtu": msg.get_attr("IFLA_MTU"),
     }
 
 
@@ -74,8 +76,10 @@ def read_sysfs_links(sysfs=SYSFS_NET):
             up = bool(int(flags, 16) & IFF_UP)
         except (TypeError, ValueError):
             up = False
+        mtu = _read(os.path.join(base, "mtu"))
         out.append({"ifindex": ifindex, "ifname": name, "mac": _read(os.path.join(base, "address")),
-                    "operstate": (_read(os.path.join(base, "operstate")) or "unknown").upper(), "up": up, "kind": None})
+                    "operstate": (_read(os.path.join(base, "operstate")) or "unknown").upper(), "up": up, "kind": None,
+                    "mtu": int(mtu) if mtu and mtu.isdigit() else None})
     return out
 
 

@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_lb, cni_files, dns, iptables
 from ansible_collections.k8snet.triage.plugins.module_utils import neighbors, reachability, routes
-from ansible_collections.k8snet.triage.plugins.module_utils import logs
+from ansible_collections.k8snet.triage.plugins.module_utils import conntrack, logs, pmtu
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 from ansible_collections.k8snet.triage.plugins.module_utils import scenario
 # The checks import these inside their functions. Imported here, before any thread starts: two
@@ -52,10 +52,12 @@ CHECKS = (
     ("cilium_maps", cilium_lb.node_check),
     ("pod_network", routes.node_check),
     ("logs", logs.node_check),
+    ("conntrack", conntrack.node_check),
+    ("pmtu", pmtu.node_check),
 )
 SCENARIOS = tuple(name for name, _check in CHECKS)
 # the scenarios whose check names the node in its findings
-NODE_NAMED = ("cni", "firewall_drops", "pod_network", "logs")
+NODE_NAMED = ("cni", "firewall_drops", "pod_network", "logs", "conntrack", "pmtu")
 
 # The argument spec of the node_triage module: one dict option per scenario, whose suboptions are
 # that scenario's CHECK_SPEC (shared with its module, documented by the domain's doc fragment, variant
@@ -75,6 +77,8 @@ ARGUMENT_SPEC = dict(
     dns=scenario.options(dns.CHECK_SPEC, names=["kubernetes.default.svc.cluster.local"], host_resolvers=True),
     stale_arp=scenario.options(neighbors.CHECK_SPEC, addresses=[], probe=True),
     logs=scenario.options(logs.CHECK_SPEC),
+    conntrack=scenario.options(conntrack.CHECK_SPEC),
+    pmtu=scenario.options(pmtu.CHECK_SPEC, targets=[]),
 )
 
 # The option rules of node_triage: each scenario's own rules, from its domain file.  An empty list of
@@ -94,6 +98,8 @@ RULES = dict(
     dns=checks.fields(**dns.RULES),
     stale_arp=checks.fields(**neighbors.RULES),
     logs=checks.fields(**logs.RULES),
+    conntrack=checks.fields(**conntrack.RULES),
+    pmtu=checks.fields(**pmtu.PASS_RULES),
 )
 
 
@@ -105,6 +111,8 @@ def skip_reason(name, params):
         return "no DNS server to ask (dns.servers is empty and host_resolvers is false)"
     if name == "stale_arp" and not params.get("addresses"):
         return "no VIP to check (stale_arp.addresses is empty)"
+    if name == "pmtu" and not params.get("targets"):
+        return "no peers to measure (pmtu.targets is empty)"
     return None
 
 

@@ -44,6 +44,11 @@ EXAMPLES = r"""
     expect:
       kubernetes.default.svc.cluster.local: 10.96.0.1
 
+- name: Plain addresses, as after dig @
+  k8snet.triage.dns_check:
+    names: [kubernetes.default.svc.cluster.local]
+    servers: [10.96.0.10, 10.244.1.3]
+
 - name: Test the host network's upstream resolvers only
   k8snet.triage.dns_check:
     names: [www.example.com]

@@ -14,8 +14,9 @@ description:
     C(cni) (as M(k8snet.triage.cni_config_check)), C(calico) (M(k8snet.triage.calico_bgp_status)),
     C(cilium_maps) (M(k8snet.triage.bpf_map_usage), read-only), C(pod_network)
     (M(k8snet.triage.route_check)), C(firewall_drops) (M(k8snet.triage.iptables_drops)),
-    C(connectivity) (M(k8snet.triage.reachability)), C(dns) (M(k8snet.triage.dns_check)) and
-    C(stale_arp) (M(k8snet.triage.arp_check), read-only). Each check is the same function the
+    C(connectivity) (M(k8snet.triage.reachability)), C(dns) (M(k8snet.triage.dns_check)),
+    C(stale_arp) (M(k8snet.triage.arp_check), read-only), C(logs) (M(k8snet.triage.node_logs)),
+    C(conntrack) (M(k8snet.triage.conntrack_check)) and C(pmtu) (M(k8snet.triage.pmtu_check)). Each check is the same function the
     scenario module runs, so the findings are the same as the scenario module's on the same
     host in the same state.
   - The checks run concurrently, one thread each. The waits (the firewall counters' two snapshots
@@ -51,6 +52,8 @@ extends_documentation_fragment:
   - k8snet.triage.dns.node_triage
   - k8snet.triage.neighbors.node_triage
   - k8snet.triage.logs.node_triage
+  - k8snet.triage.conntrack.node_triage
+  - k8snet.triage.pmtu.node_triage
 options:
   node_name:
     description:
@@ -62,8 +65,8 @@ options:
     description: The scenarios to run; the others are returned as C(skipped).
     type: list
     elements: str
-    choices: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs]
-    default: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs]
+    choices: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs, conntrack, pmtu]
+    default: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs, conntrack, pmtu]
   cni:
     description: Options of the CNI files check (as M(k8snet.triage.cni_config_check)).
     type: dict
@@ -98,6 +101,14 @@ options:
     default: {}
   logs:
     description: Options of kubelet's and the runtime's log check (as M(k8snet.triage.node_logs), read-only).
+    type: dict
+    default: {}
+  conntrack:
+    description: Options of the conntrack table check (as M(k8snet.triage.conntrack_check)).
+    type: dict
+    default: {}
+  pmtu:
+    description: Options of the path-MTU probes to the peers (as M(k8snet.triage.pmtu_check)).
     type: dict
     default: {}
 requirements:

@@ -66,7 +66,8 @@ def record(result, asked, skipped=None):
     return _guarded("this node_triage result", _record, result, asked, skipped)
 
 
-NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "dns", "logs"]
+NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "dns", "logs",
+                  "conntrack", "pmtu"]
 # scenario -> (node_triage option, role variable); a role variable that is unset keeps the
 # module's default, which is the role's default
 ROLE_VARIABLES = {
@@ -92,13 +93,18 @@ ROLE_VARIABLES = {
     "logs": (("node_log_files", "logs_node_log_files"), ("node_log_files", "node_log_files"),
              ("units", "logs_units"), ("source", "logs_source"), ("since", "logs_since"),
              ("max_bytes", "logs_max_bytes")),
+    "conntrack": (("warn_ratio", "conntrack_warn_ratio"), ("critical_ratio", "conntrack_critical_ratio"),
+                  ("interval", "conntrack_interval"), ("top", "conntrack_top"), ("top_pairs", "conntrack_top_pairs"),
+                  ("reader", "conntrack_reader")),
+    "pmtu": (("min_size", "pmtu_min_size"), ("max_size", "pmtu_max_size"), ("timeout", "pmtu_timeout")),
 }
 
 
 # every variable a host's parameters are computed from: the scenario roles' options above, and these
 FLEET_VARIABLES = ("triage_scenarios", "triage_cni", "triage_nodes_group", "stale_arp_vips", "stale_arp_clients_group",
                    "dns_servers", "cilium_maps_live_frontends", "calico_expected_nodes", "calico_nodes_group",
-                   "pod_network_peers", "pod_network_nodes_group", "connectivity_group", "connectivity_max_peers")
+                   "pod_network_peers", "pod_network_nodes_group", "connectivity_group", "connectivity_max_peers",
+                   "pmtu_targets", "pmtu_group", "pmtu_max_peers")
 VARIABLES = FLEET_VARIABLES + tuple(name for pairs in ROLE_VARIABLES.values() for _option, name in pairs)
 
 
@@ -219,6 +225,13 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None):
             variables.get("connectivity_max_peers") or 8, hostvars)
     if "dns" in scenarios:
         out["dns"]["servers"] = dns_servers
+    if "pmtu" in scenarios:
+        # explicit targets (pod addresses too), else the same inventory-node contract as connectivity's peers
+        if not out["pmtu"].get("max_size"):
+            out["pmtu"].pop("max_size", None)  # the role's 0: the interface MTU
+        ring = _group(groups, variables.get("pmtu_group") or "k8s_nodes")
+        out["pmtu"]["targets"] = list(variables.get("pmtu_targets") or []) or (connectivity_peers(
+            ring, host, variables.get("pmtu_max_peers") or 8, hostvars) if host in ring else [])
     if "stale_arp" in scenarios:
         out["stale_arp"].update(addresses=list(variables["stale_arp_vips"]), expected=owners.get("expected") or {})
     return out

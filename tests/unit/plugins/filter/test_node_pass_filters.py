@@ -26,8 +26,12 @@ def test_fleet_inputs_come_from_the_inventory_contract():
                               "n2", HOSTVARS, GROUPS)
     assert params["node_name"] == "worker-2"
     # no DNS server and no VIP: dns and stale_arp are not asked
-    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "logs"]
+    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity",
+                                   "logs", "conntrack", "pmtu"]
     assert params["firewall_drops"] == {"interval": 2}
+    # the path-MTU peers follow the same inventory-node contract as the connectivity peers
+    assert params["pmtu"] == {"targets": connectivity_peers(GROUPS["k8s_nodes"], "n2", 8, HOSTVARS)}
+    assert params["conntrack"] == {}
     # triage_cni auto: a node without BIRD or without Cilium is "not a ... node", not critical
     assert params["calico"] == {"expected_peers": ["198.18.96.11", "198.18.96.12", "198.18.100.13"],
                                 "when_not_calico": "skip"}
@@ -46,7 +50,7 @@ def test_cni_choice_dns_servers_and_vip_clients():
                  "stale_arp_vips": ["198.18.96.200"], "cilium_maps_live_frontends": [], "dns_host_resolvers": False}
     params = node_pass_params(variables, "n3", HOSTVARS, GROUPS, owners)
     assert "calico" not in params["scenarios"] and "cilium_maps" in params["scenarios"]
-    assert params["scenarios"][-3:] == ["dns", "logs", "stale_arp"]
+    assert params["scenarios"][-5:] == ["dns", "logs", "conntrack", "pmtu", "stale_arp"]
     assert params["dns"] == {"servers": variables["dns_servers"], "host_resolvers": False}
     assert params["stale_arp"] == {"addresses": ["198.18.96.200"], "expected": owners["expected"]}
     # [] means "Kubernetes has no services"; triage_cni cilium reads the maps whatever the node shows
@@ -237,3 +241,13 @@ def test_a_hosts_own_log_lines_go_under_its_findings():
     recorded = node_pass_record(result, ["cni", "logs"])["results"]
     assert "Client.Timeout" in recorded["cni"]["findings"][0]["evidence"]["logs"][0]["lines"][0]["text"]
     assert recorded["logs"]["findings"] == []
+
+
+def test_pmtu_targets_and_conntrack_ratios_from_the_role_variables():
+    variables = {"pmtu_targets": [{"address": "198.19.97.5", "name": "web-0"}], "pmtu_timeout": 1.0,
+                 "conntrack_warn_ratio": 0.5, "conntrack_interval": 0, "pmtu_max_size": 0}
+    params = node_pass_params(variables, "n1", HOSTVARS, GROUPS)
+    assert params["pmtu"] == {"targets": [{"address": "198.19.97.5", "name": "web-0"}], "timeout": 1.0}
+    assert params["conntrack"] == {"warn_ratio": 0.5, "interval": 0}
+    params = node_pass_params({"pmtu_group": "control_plane", "pmtu_max_peers": 1}, "n3", HOSTVARS, GROUPS)
+    assert params["pmtu"]["targets"] == []  # n3 is not in control_plane's ring: nothing to measure, skipped on the node

@@ -168,3 +168,52 @@ def test_host_resolver_cluster_domain_expected_to_fail():
     assert (f["check"], f["severity"]) == ("dns.host_resolver", "critical")
     [f] = d.check_host_resolvers({}, [])
     assert f["severity"] == "warning"
+
+
+# ------------------------------------------------------------------ issue 13: servers as users write them
+
+
+def test_plain_addresses_are_servers_beside_the_dict_form():
+    servers = d.validate_servers(["10.96.0.10", {"address": "198.19.160.2", "name": "coredns-a", "node": "node1"},
+                                  " 2001:db8::53"])
+    assert servers == [
+        {"address": "10.96.0.10", "name": "10.96.0.10", "node": None, "role": "pod"},
+        {"address": "198.19.160.2", "name": "coredns-a", "node": "node1", "role": "pod"},
+        {"address": "2001:db8::53", "name": "2001:db8::53", "node": None, "role": "pod"}]
+    # the module's rule accepts both forms too (it is what node_triage and dns_check enforce)
+    assert d.RULES["servers"]("servers", ["10.96.0.10", {"address": "10.96.0.11"}]) == [
+        {"address": "10.96.0.10"}, {"address": "10.96.0.11"}]
+
+
+@pytest.mark.parametrize("item, message", [
+    ("kube-dns", r"servers\[0\]='kube-dns' is invalid: give an IPv4 or IPv6 address"),
+    (5, r"servers\[0\]=5 is invalid: give an address such as 10.96.0.10, or a dict"),
+    ({"adress": "10.96.0.10"}, r"servers\[0\] has unknown keys adress"),
+    ({"name": "kube-dns"}, r"servers\[0\] has no address"),
+    ({"address": "10.96.0.10", "role": "cache"}, r"servers\[0\].role='cache' is invalid: give one of service"),
+])
+def test_a_server_that_is_neither_form_is_refused_by_name(item, message):
+    with pytest.raises(InputError, match=message):
+        d.validate_servers([item])
+    with pytest.raises(InputError, match=message):
+        d.RULES["servers"]("servers", [item])
+
+
+def test_silent_servers_of_unknown_node_say_what_is_known():
+    servers = d.validate_servers(["198.18.176.10", "198.19.161.2", {"address": "198.19.162.2", "name": "coredns-c"}])
+    st = {("198.18.176.10", CLUSTER): "ok", ("198.19.161.2", CLUSTER): "timeout", ("198.19.162.2", CLUSTER): "timeout"}
+    [f] = d.check_matrix(servers, rows(st))
+    text = f["summary"] + " " + f["remediation"]
+    assert "(on ?)" not in text and "its node" not in text and "?" not in text
+    assert "198.19.161.2, coredns-c did not answer from here: a connectivity problem between this node and those " \
+           "servers (the node they run on is not known" in f["summary"]
+    assert "between this node and those servers" in f["remediation"]
+    # one known, one unknown: the known node is named, the unknown one said to be unknown
+    mixed = d.validate_servers(["198.18.176.10", {"address": "198.19.161.2", "name": "coredns-b", "node": "node2"},
+                                {"address": "198.19.162.2", "name": "coredns-c"}])
+    [f] = d.check_matrix(mixed, rows(st))
+    assert "(on node2; the node of coredns-c is not known)" in f["summary"]
+    assert "?" not in f["summary"] + f["remediation"] and "its node" not in f["summary"] + f["remediation"]
+    # one server of unknown node
+    [f] = d.check_matrix(servers[:2], rows({k: v for k, v in st.items() if k[0] != "198.19.162.2"}))
+    assert "between this node and that server (the node it runs on is not known" in f["summary"]

@@ -12,7 +12,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils import interfaces
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
 CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "neigh_capture.json").read_text())
-KEYS = ["ifindex", "ifname", "mac", "operstate", "up", "kind"]
+KEYS = ["ifindex", "ifname", "mac", "operstate", "up", "kind", "mtu"]
 
 
 class Msg(dict):
@@ -61,9 +61,10 @@ def test_sysfs_reader_fills_the_same_model(tmp_path):
 
 def test_sysfs_and_ip_json_agree_on_this_machine():
     text = subprocess.run(["ip", "-json", "-details", "link", "show"], capture_output=True, text=True, check=True).stdout
-    from_ip = {l["ifindex"]: (l["ifname"], l["mac"], l["up"]) for l in interfaces.parse_links(text)}
-    from_sys = {l["ifindex"]: (l["ifname"], l["mac"], l["up"]) for l in interfaces.read_sysfs_links()}
+    from_ip = {l["ifindex"]: (l["ifname"], l["mac"], l["up"], l["mtu"]) for l in interfaces.parse_links(text)}
+    from_sys = {l["ifindex"]: (l["ifname"], l["mac"], l["up"], l["mtu"]) for l in interfaces.read_sysfs_links()}
     assert from_ip == from_sys
+    assert all(isinstance(mtu, int) and mtu >= 68 for _n, _m, _u, mtu in from_ip.values())
 
 
 def test_lookups():

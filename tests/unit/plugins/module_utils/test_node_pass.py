@@ -8,10 +8,13 @@ import stat
 import time
 from pathlib import Path
 
+import pytest
+
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cni_files, iptables, node_pass
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils import params, pmtu
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
 
 IPT_FIX = Path(__file__).parent / "fixtures" / "iptables"
@@ -240,3 +243,25 @@ def test_every_module_a_check_imports_lazily_is_imported_before_the_threads_star
                         lazy.add(inner.module.rsplit(".", 1)[1])
     assert "netlink" in lazy and "arp_probe" in lazy  # the test sees the lazy imports
     assert lazy - {"findings"} <= top, "imported lazily by a check but not by node_pass: %s" % (lazy - top)
+
+
+def test_pmtu_without_peers_is_skipped_and_conntrack_is_named_after_the_node():
+    seen = {}
+
+    def check(name):
+        def run(params, runner):
+            seen[name] = params
+            return {"data": {}, "findings": []}
+        return run
+
+    checks = [(name, check(name)) for name in node_pass.SCENARIOS]
+    out = node_pass.run({"node_name": "node-a", "scenarios": ["pmtu", "conntrack"], "pmtu": {"targets": []}},
+                        None, checks=checks)
+    assert (out["scenarios"]["pmtu"]["status"], out["scenarios"]["pmtu"]["reason"]) == (
+        "skipped", "no peers to measure (pmtu.targets is empty)")
+    assert out["scenarios"]["conntrack"]["status"] == "ran" and seen["conntrack"]["node_name"] == "node-a"
+    assert "pmtu" not in seen
+    # the pass accepts no peers (the scenario is skipped); the module refuses them, by name
+    assert node_pass.RULES["pmtu"]("pmtu", {"targets": []}) == {"targets": []}
+    with pytest.raises(InputError, match="targets=.* the list is empty"):
+        params.validate({"targets": []}, pmtu.RULES)

@@ -1,0 +1,332 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Path-MTU black holes: the largest packet that crosses to each peer, and whether the path says so.
+
+For each peer, ICMP echo requests with DF set (``IP_MTU_DISCOVER = IP_PMTUDISC_PROBE``: DF on,
+the path-MTU cache ignored, so every size is really sent) of a given total IP size; a binary
+search between ``min_size`` (576, the size every IPv4 host must accept) and the MTU of the
+interface the route to the peer uses finds the largest size that is answered.  The socket is
+connected to the peer with ``IP_RECVERR`` on, so an ICMP "fragmentation needed" about these
+probes lands on its error queue, with the next-hop MTU it announced.
+
+* the largest size answered equals the interface MTU: the path carries full-size packets;
+* smaller, and a "fragmentation needed" came back: path-MTU discovery works (TCP adapts), the
+  interface MTU is only larger than the path's;
+* smaller, and nothing came back: a black hole.  Small packets pass, large ones vanish, TCP
+  connections hang after the handshake.
+
+The MTU of every interface that matters (the route's device, the tunnels, the pod veths) is
+read from netlink (``netlink.Netlink``, pyroute2 or ``ip -json``).  ``search`` and ``judge``
+are pure; the probe is the only part that touches the network.
+"""
+
+from __future__ import annotations
+
+import errno
+import random
+import select
+import socket
+import struct
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.reachability import echo_request, enter_netns, parse_echo_reply
+
+# include/uapi/linux/in.h, errqueue.h
+IP_MTU_DISCOVER = 10
+IP_PMTUDISC_PROBE = 3
+IP_RECVERR = 11
+SO_EE_ORIGIN_ICMP = 2
+ICMP_DEST_UNREACH = 3
+ICMP_FRAG_NEEDED = 4
+IP_HEADER = 20
+ICMP_HEADER = 8
+MIN_SIZE = 576
+MAX_SIZE = 65535
+MAX_PEERS = 64
+MAX_WORKERS = 16
+TUNNEL_KINDS = ("vxlan", "ipip", "geneve", "wireguard", "gre", "gretap", "ip6tnl", "sit", "ip6gre")
+POD_VETH_PREFIXES = ("lxc", "cali", "veth", "cni", "gke", "azv", "eni", "vxlan")
+
+REMEDIATION = (
+    "find the hop with the smaller MTU (the interfaces in evidence: uplink, tunnel, pod veths; switch ports and "
+    "routers between the nodes) and make the MTUs agree: the overlay's MTU must be the underlay's minus its "
+    "overhead (VXLAN 50 bytes, IPIP 20, WireGuard 80, Geneve 50+), set in the CNI's configuration (Calico "
+    "veth_mtu / FELIX_*MTU, Cilium --mtu, flannel's network config) so new pod veths get it. Until then let "
+    "ICMP type 3 code 4 (fragmentation needed) through every firewall on the path, so TCP can discover the "
+    "path MTU; MSS clamping (--clamp-mss-to-pmtu) only helps TCP.")
+
+
+# ------------------------------------------------------------------ pure
+
+
+def search(probe, low, high):
+    """The largest size in [low, high] for which ``probe(size)`` is true, assuming sizes below pass
+    when a size passes (None when ``low`` itself fails).  Binary search, about log2(high-low) probes."""
+    if not probe(low):
+        return None
+    if high <= low or probe(high):
+        return max(low, high)
+    good, bad = low, high
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        if probe(middle):
+            good = middle
+        else:
+            bad = middle
+    return good
+
+
+def parse_extended_err(data):
+    """A ``struct sock_extended_err`` (IP_RECVERR control message) -> {errno, origin, type, code, info} (pure)."""
+    ee_errno, origin, icmp_type, code, _pad, info, _data = struct.unpack("=IBBBBII", data[:16])
+    return {"errno": ee_errno, "origin": origin, "type": icmp_type, "code": code, "info": info}
+
+
+def judge(row):
+    """(check, severity, summary) of one peer's search (pure)."""
+    name, high, largest = row["name"], row["probed_max"], row["largest"]
+    if largest is None:
+        return ("net.pmtu_unchecked", "info", "%s answered no %d-byte probe with DF set, so its path MTU was not "
+                "measured (reachability is the connectivity check's)" % (name, row["probed_min"]))
+    if largest >= high:
+        return None
+    frag = row.get("frag_needed")
+    if frag:
+        return ("net.pmtu_reduced", "info", "packets to %s above %d bytes do not pass (the interface %s allows %d), "
+                "but the path answers with ICMP fragmentation needed (next-hop MTU %s from %s): path-MTU discovery "
+                "works" % (name, largest, row["dev"], high, frag.get("mtu"), frag.get("from")))
+    return ("net.pmtu_blackhole", "critical", "packets to %s above %d bytes vanish although the interface %s allows "
+            "%d, and no ICMP fragmentation needed came back: a path-MTU black hole (small packets pass, TCP "
+            "transfers hang)" % (name, largest, row["dev"], high))
+
+
+def path_interfaces(links, devices, tunnel_kinds=TUNNEL_KINDS, veth_prefixes=POD_VETH_PREFIXES):
+    """The MTUs that matter on this node (pure): the route devices, the tunnels, the pod veths."""
+    by_name = dict((link["ifname"], link) for link in links)
+
+    def row(link):
+        return {"ifname": link["ifname"], "kind": link.get("kind"), "mtu": link.get("mtu"), "up": link.get("up")}
+
+    veths = [link for link in links if link.get("kind") in ("veth", None) and link["ifname"].startswith(veth_prefixes)
+             and link["ifname"] not in devices]
+    mtus = {}
+    for link in veths:
+        mtus[str(link.get("mtu"))] = mtus.get(str(link.get("mtu")), 0) + 1
+    return {"route_devices": [row(by_name[d]) for d in sorted(devices) if d in by_name],
+            "tunnels": [row(link) for link in links if link.get("kind") in tunnel_kinds],
+            "pod_veths": {"count": len(veths), "mtus": mtus, "sample": sample(row(link) for link in veths)}}
+
+
+def check(rows, interfaces, subject):
+    out = []
+    for row in rows:
+        verdict = judge(row)
+        if verdict:
+            name, severity, summary = verdict
+            keys = ("address", "dev", "probed_min", "probed_max", "largest", "frag_needed", "probes", "seconds")
+            evidence = dict((k, row[k]) for k in keys)
+            evidence["interfaces"] = interfaces
+            out.append(finding(name, severity, "L3", row["name"], summary, evidence,
+                               "k8snet.triage.reachability to this peer first" if name == "net.pmtu_unchecked"
+                               else REMEDIATION))
+    measured = [r for r in rows if r["largest"] is not None and r["largest"] >= r["probed_max"]]
+    if measured and len(measured) == len(rows):
+        out.append(finding("net.pmtu", "ok", "L3", subject,
+                           "full-size packets (%s bytes) with DF set reach all %d peers" % (
+                               ", ".join(sorted(set(str(r["probed_max"]) for r in rows))), len(rows)),
+                           {"peers": sample(r["name"] for r in rows), "interfaces": interfaces}))
+    return out
+
+
+# ------------------------------------------------------------------ probes
+
+
+def _socket(address):
+    try:
+        sock, raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP), True
+    except PermissionError:
+        try:
+            sock, raw = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP), False
+        except OSError:
+            raise PrivilegeError("path-MTU probes need CAP_NET_RAW (or net.ipv4.ping_group_range covering this user); "
+                                 "run the task with become: true")
+    sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_PROBE)
+    sock.setsockopt(socket.IPPROTO_IP, IP_RECVERR, 1)
+    sock.connect((address, 0))
+    return sock, raw
+
+
+class Prober(object):
+    """Echo requests of one total IP size at a time to one peer, DF set, ``copies`` per size."""
+
+    def __init__(self, address, timeout, copies=2):
+        self.address, self.timeout, self.copies = address, timeout, copies
+        self.sock, self.raw = _socket(address)
+        self.ident = random.randint(1, 0xFFFF)
+        self.seq = 0
+        self.sent = 0
+        self.frag_needed = None
+        self.frag_now = None
+
+    def close(self):
+        self.sock.close()
+
+    def drain_errors(self):
+        """Read the socket's error queue: a "fragmentation needed" about our probes, with its next-hop MTU."""
+        while True:
+            try:
+                _data, ancdata, _flags, addr = self.sock.recvmsg(2048, 512, socket.MSG_ERRQUEUE | socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
+            for level, kind, data in ancdata:
+                if level != socket.IPPROTO_IP or kind != IP_RECVERR or len(data) < 16:
+                    continue
+                err = parse_extended_err(data)
+                if err["origin"] == SO_EE_ORIGIN_ICMP and err["type"] == ICMP_DEST_UNREACH and err["code"] == ICMP_FRAG_NEEDED:
+                    offender = socket.inet_ntoa(data[20:24]) if len(data) >= 24 else (addr[0] if addr else None)
+                    self.frag_needed = {"mtu": err["info"], "from": offender}
+                    self.frag_now = err["info"]
+
+    def __call__(self, size):
+        payload = b"k8snet-pmtu" * ((size - IP_HEADER - ICMP_HEADER - 8) // 11 + 1)
+        payload = payload[:size - IP_HEADER - ICMP_HEADER - 8]
+        seqs = []
+        for dummy in range(self.copies):
+            self.seq = (self.seq + 1) & 0xFFFF
+            try:
+                self.sock.send(echo_request(self.ident, self.seq, struct.pack("!d", time.time()) + payload))
+            except OSError as exc:
+                if exc.errno == errno.EMSGSIZE:
+                    self.drain_errors()
+                    return False
+                raise
+            self.sent += 1
+            seqs.append(self.seq)
+        deadline = time.time() + self.timeout
+        while True:
+            left = deadline - time.time()
+            if left <= 0:
+                return False
+            ready = select.select([self.sock], [], [], left)[0]
+            if not ready:
+                return False
+            try:
+                data = self.sock.recv(MAX_SIZE)
+            except OSError:  # the pending error of an ICMP about our probe: read it
+                self.frag_now = None
+                self.drain_errors()
+                if self.frag_now is not None and self.frag_now < size:
+                    return False  # a router said this size does not fit: no need to wait for the timeout
+                continue
+            reply = parse_echo_reply(data, self.raw)
+            if reply and reply[1] in seqs and (not self.raw or reply[0] == self.ident):
+                return True
+
+
+def probe_peer(target, high, low, timeout):
+    started = time.time()
+    prober = Prober(target["address"], timeout)
+    try:
+        largest = search(prober, low, high)
+        prober.drain_errors()
+    finally:
+        prober.close()
+    return {"address": target["address"], "name": target["name"], "dev": target["dev"], "probed_min": low,
+            "probed_max": high, "largest": largest, "frag_needed": prober.frag_needed, "probes": prober.sent,
+            "seconds": round(time.time() - started, 3)}
+
+
+# ----------------------------------------------------------------- the node check (one shape)
+
+
+def validate_targets(targets):
+    if not targets:
+        raise InputError("targets is empty, so no path would be measured: give at least one peer address")
+    out = []
+    for index, item in enumerate(targets):
+        address = params.address(4)("targets[%d].address" % index, item.get("address"))
+        out.append({"address": address, "name": item.get("name") or address})
+    return out
+
+
+def node_check(params, runner):
+    """The path-MTU search from this node to each target, in parallel: ``params`` (pmtu_check's options)
+    in, ``{"data": {peers, interfaces}, "findings": [...]}`` out.  ``runner`` runs ``ip`` when pyroute2
+    is missing."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+
+    targets = validate_targets(params.get("targets") or [])
+    low, ceiling = params.get("min_size", MIN_SIZE), params.get("max_size")
+    timeout = params.get("timeout", 0.5)
+    if ceiling is not None and ceiling < low:
+        raise InputError("max_size %d is below min_size %d; give max_size of at least min_size or leave it out "
+                         "(the route's interface MTU)" % (ceiling, low))
+    netns_pid = params.get("netns_pid")
+    if netns_pid is not None:
+        # a pod's view: only for a process that runs nothing else (module pmtu_check); the one pass never passes it
+        enter_netns(netns_pid)
+    netlink = Netlink(runner, params.get("reader") or "auto")
+    try:
+        links = netlink.links()
+        mtus = dict((link["ifname"], link.get("mtu")) for link in links)
+        for target in targets:
+            route = netlink.route_get(target["address"])
+            target["dev"] = route.get("dev")
+            mtu = mtus.get(route.get("dev")) or 1500
+            target["high"] = min(mtu, ceiling) if ceiling else mtu
+    finally:
+        netlink.close()
+    jobs = [t for t in targets if t["dev"]]
+    rows = []
+    with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, max(1, len(jobs)))) as pool:
+        futures = [pool.submit(probe_peer, t, max(low, t["high"]), low, timeout) for t in jobs]
+        rows = [f.result() for f in futures]
+    for target in targets:
+        if not target["dev"]:
+            rows.append({"address": target["address"], "name": target["name"], "dev": None, "probed_min": low,
+                         "probed_max": None, "largest": None, "frag_needed": None, "probes": 0, "seconds": 0.0})
+    interfaces = path_interfaces(links, set(r["dev"] for r in rows if r["dev"]))
+    subject = params.get("node_name") or "this node"
+    if netns_pid is not None:
+        subject = "%s (netns of pid %d)" % (subject, netns_pid)
+    return {"data": {"peers": rows, "interfaces": interfaces}, "findings": check(rows, interfaces, subject)}
+
+
+# The argument spec of one target (pmtu_check's targets, the one-pass pmtu targets).
+TARGET_SPEC = dict(
+    address=dict(type="str", required=True),
+    name=dict(type="str"),
+)
+
+# The options of the path-MTU check: pmtu_check's (with node_name and netns_pid), and node_triage's
+# pmtu (targets default to none there). Paired one-to-one with the doc fragment k8snet.triage.pmtu.
+CHECK_SPEC = dict(
+    targets=dict(type="list", elements="dict", required=True, options=TARGET_SPEC),
+    min_size=dict(type="int", default=MIN_SIZE),
+    max_size=dict(type="int"),
+    timeout=dict(type="float", default=0.5),
+    reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
+)
+
+# The option rules (bounds, shapes) of the pmtu options, used by module pmtu_check and by node_triage.
+TARGET_RULE = params.fields(address=params.address(4), name=params.short_text)
+RULES = dict(
+    targets=params.each(TARGET_RULE, max_items=MAX_PEERS, non_empty=True, what="give at least one peer address"),
+    min_size=params.count(68, 9000, "bytes"),
+    max_size=params.count(68, MAX_SIZE, "bytes"),
+    timeout=params.seconds(0, 5),
+    node_name=params.node_name,
+    netns_pid=params.count(1, 4194304),
+)
+# node_triage: no targets is not an error there, the scenario is skipped and says why
+PASS_RULES = dict(RULES)
+del PASS_RULES["netns_pid"]
+PASS_RULES["targets"] = params.each(TARGET_RULE, max_items=MAX_PEERS)
