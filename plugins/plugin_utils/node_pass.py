@@ -31,6 +31,7 @@ import re
 
 from ansible.errors import AnsibleError
 
+from ansible_collections.k8snet.triage.plugins.filter.as_list import as_list
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
 from ansible_collections.k8snet.triage.plugins.filter.log_evidence import log_evidence
 from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes, pod_cidr_peers
@@ -106,6 +107,25 @@ FLEET_VARIABLES = ("triage_scenarios", "triage_cni", "triage_nodes_group", "stal
                    "pod_network_peers", "pod_network_nodes_group", "connectivity_group", "connectivity_max_peers",
                    "pmtu_targets", "pmtu_group", "pmtu_max_peers")
 VARIABLES = FLEET_VARIABLES + tuple(name for pairs in ROLE_VARIABLES.values() for _option, name in pairs)
+
+
+# the variables that hold lists: a survey (AWX) gives them as newline- or comma-separated text
+LIST_VARIABLES = ("triage_scenarios", "stale_arp_vips", "dns_servers", "cilium_maps_live_frontends")
+
+
+def _list_options():
+    """{role variable: True} for the role variables whose node_triage option is a list."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import ARGUMENT_SPEC
+
+    return dict((name, True) for scenario, pairs in ROLE_VARIABLES.items() for option, name in pairs
+                if ARGUMENT_SPEC[scenario]["options"][option].get("type") == "list")
+
+
+def _lists(variables):
+    """The variables with the list ones that came as text split as as_list does."""
+    lists = _list_options()
+    return dict((name, as_list(value, name) if isinstance(value, str) and (name in LIST_VARIABLES or name in lists)
+                 else value) for name, value in variables.items())
 
 
 def _set(variables, pairs):
@@ -196,6 +216,7 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None):
         if value is not None and not isinstance(value, dict):
             raise ParamsError("node_pass: %s must be a dict, not %s" % (what, type(value).__name__))
     owners, kube = owners or {}, kube or {}
+    variables = _lists(variables)
     api, api_reason = _api(kube)
     dns_servers = (kube.get("dns_servers") or []) if api else (variables.get("dns_servers") or [])
     scenarios, skipped = _scenarios(variables, host, groups, dns_servers, "" if api else api_reason)

@@ -76,11 +76,18 @@ def awx_answer(item):
 
 
 def playbook_text(name):
-    return (ROOT / "playbooks" / ("%s.yml" % name)).read_text()
+    """The playbook, the task files it imports, and the variables the node_pass action reads for them."""
+    text = (ROOT / "playbooks" / ("%s.yml" % name)).read_text()
+    for tasks in sorted(set(re.findall(r"tasks/(\w+)\.yml", text))):
+        text += (ROOT / "playbooks" / "tasks" / ("%s.yml" % tasks)).read_text()
+    if "k8snet.triage.node_pass:" in text:
+        from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import VARIABLES
+        text += "\n".join(VARIABLES)
+    return text
 
 
 def roles_of(name):
-    if name == "triage":  # triage.yml runs the scenario roles through tasks/triage_scenario.yml, then the report
+    if name == "triage":  # triage.yml reads the scenario roles' variables (node_pass) and runs the API roles, then the report
         return ALL_ROLES
     return sorted(set(re.findall(r"k8snet\.triage\.(\w+)", playbook_text(name))) & set(ALL_ROLES))
 

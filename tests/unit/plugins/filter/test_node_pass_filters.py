@@ -251,3 +251,13 @@ def test_pmtu_targets_and_conntrack_ratios_from_the_role_variables():
     assert params["conntrack"] == {"warn_ratio": 0.5, "interval": 0}
     params = node_pass_params({"pmtu_group": "control_plane", "pmtu_max_peers": 1}, "n3", HOSTVARS, GROUPS)
     assert params["pmtu"]["targets"] == []  # n3 is not in control_plane's ring: nothing to measure, skipped on the node
+
+
+def test_list_variables_given_as_survey_text_are_split():
+    """AWX surveys give lists as newline- or comma-separated text (a multiselect, a textarea)."""
+    params = node_pass_params({"triage_scenarios": "cni\nfirewall_drops\nstale_arp\n", "stale_arp_vips": "198.18.96.200, 198.18.96.201",
+                               "firewall_drops_backends": "legacy", "dns_names": "a.example\nb.example"},
+                              "n3", HOSTVARS, GROUPS)
+    assert params["scenarios"] == ["cni", "firewall_drops", "stale_arp"]
+    assert params["stale_arp"]["addresses"] == ["198.18.96.200", "198.18.96.201"]
+    assert params["firewall_drops"] == {"backends": ["legacy"]}
