@@ -82,7 +82,8 @@ def _api_entry(name, result, hosts):
 
 
 def _api_entries(name, results, hosts):
-    """One scenario's entry from its API reads (one registered result, or a list of them)."""
+    """One scenario's entry from its API reads (one registered result, or a list of them); the hosts
+    it concerns are the nodes its reads name (node_network_status), else the pass's hosts."""
     results = [r for r in (results if isinstance(results, list) else [results])
                if isinstance(r, dict) and r and not r.get("skipped")]
     entries = [_api_entry(name, result, hosts) for result in results]
@@ -92,8 +93,9 @@ def _api_entries(name, results, hosts):
     if not ran:
         return entries[0]
     failed = [e for e in ran if e["status"] == "failed"]
+    named = [n["name"] for r in results for n in (r.get("nodes") or []) if isinstance(n, dict) and n.get("name")]
     return _entry("failed" if failed else "ran", "; ".join(e["reason"] for e in failed),
-                  [f for e in ran for f in e["findings"]], [h for e in ran for h in e["hosts"]])
+                  [f for e in ran for f in e["findings"]], named or hosts)
 
 
 def node_pass_fleet(hostvars, hosts, owners=None, api=None):
