@@ -121,6 +121,25 @@ def require_kubernetes(module):
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
 
 
+def api_module_main(module_class, check, rules, argument_spec):
+    """The whole ``main()`` of a read-only API module: the auth options beside ``argument_spec``,
+    checked against ``rules``; ``check(params, Kube)`` run; its findings and data returned, a domain
+    error failing the module once."""
+    # imported here: the node-side modules never load this file's API half
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+    from ansible_collections.k8snet.triage.plugins.module_utils.params import new_module
+
+    spec = dict(AUTH_ARG_SPEC)
+    spec.update(argument_spec)
+    module = new_module(module_class, rules, argument_spec=spec, supports_check_mode=True)
+    require_kubernetes(module)
+    try:
+        result = check(module.params, Kube)
+    except TriageError as exc:
+        fail_from(module, exc)
+    module.exit_json(changed=False, findings=result["findings"], **result["data"])
+
+
 def auth_params(params):
     """The API-access subset of a module's parameters."""
     return dict((name, params.get(name)) for name in AUTH_OPTIONS)

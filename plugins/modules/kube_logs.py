@@ -129,14 +129,11 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import kube_logs
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import api_module_main
 
 
 def main():
-    argument_spec = dict(AUTH_ARG_SPEC)
-    argument_spec.update(
+    api_module_main(AnsibleModule, kube_logs.api_check, kube_logs.RULES, dict(
         targets=dict(type="list", elements="dict", options=kube_logs.TARGET_SPEC),
         nodes=dict(type="list", elements="str", default=[]),
         events=dict(type="bool", default=True),
@@ -144,14 +141,7 @@ def main():
         since_seconds=dict(type="int", default=3600),
         limit_bytes=dict(type="int", default=262144),
         max_pods=dict(type="int", default=20),
-    )
-    module = checks.new_module(AnsibleModule, kube_logs.RULES, argument_spec=argument_spec, supports_check_mode=True)
-    require_kubernetes(module)
-    try:
-        result = kube_logs.api_check(module.params, Kube)
-    except TriageError as exc:
-        fail_from(module, exc)
-    module.exit_json(changed=False, findings=result["findings"], **result["data"])
+    ))
 
 
 if __name__ == "__main__":

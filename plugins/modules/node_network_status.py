@@ -79,8 +79,7 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_network
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import api_module_main
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 
 RULES = dict(
@@ -94,21 +93,13 @@ RULES = dict(
 
 
 def main():
-    argument_spec = dict(AUTH_ARG_SPEC)
-    argument_spec.update(
+    api_module_main(AnsibleModule, node_network.api_check, RULES, dict(
         node_selector=dict(type="str"),
         cni_daemonsets=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_DAEMONSETS)),
         cni_namespaces=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_NAMESPACES)),
         stuck_after=dict(type="int", default=300),
         restart_threshold=dict(type="int", default=5),
-    )
-    module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
-    require_kubernetes(module)
-    try:
-        result = node_network.api_check(module.params, Kube)
-    except TriageError as exc:
-        fail_from(module, exc)
-    module.exit_json(changed=False, findings=result["findings"], **result["data"])
+    ))
 
 
 if __name__ == "__main__":
