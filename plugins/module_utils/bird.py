@@ -520,9 +520,13 @@ def check_peers(peers, expected, own, now, stuck_after, mesh=True):
                  and ipaddress.ip_address(p["address"]).version in families]
     stale_names = {p["name"] for p in stale}
     found = check_sessions([p for p in peers if p["name"] not in stale_names], now, stuck_after)
+    for peer in peers:
+        # data as data: the fleet's stale-node list reads these flags, not the findings' evidence
+        peer["stale"] = peer["name"] in stale_names
     for peer in stale:
         established = peer["bgp_state"] == "Established"
         cause = cause_of(peer)[0]
+        peer["stale_cause"] = cause
         found.append(finding(
             "bgp.stale_peer", "warning" if established else "critical", "control-plane",
             "%s (%s)" % (peer["address"], peer["name"]),
@@ -629,11 +633,12 @@ def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, t
         try:
             text = client(actual, timeout=timeout).query("show protocols all")
         except BirdDown as exc:
-            sockets_read.append({"path": actual, "status": exc.reason, "version": None})
-            if required or exc.reason != "absent":
+            down = required or exc.reason != "absent"
+            sockets_read.append({"path": actual, "status": exc.reason, "version": None, "down": down})
+            if down:
                 found.append(bird_down_finding(exc))
             continue
-        sockets_read.append({"path": actual, "status": "ok", "version": bird_version(text)})
+        sockets_read.append({"path": actual, "status": "ok", "version": bird_version(text), "down": False})
         peers.extend(bgp_peers(parse_protocols(text), actual))
     read_any = any(s["status"] == "ok" for s in sockets_read)
     if when_not_calico == "skip" and all(s["status"] == "absent" for s in sockets_read) and not calico_config():

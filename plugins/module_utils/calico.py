@@ -59,11 +59,10 @@ def fleet_rows(statuses, nodes=(), resources=()):
             rows.append({"node": host, "peer": "-", "peer_node": "-", "type": "-", "state": "no data",
                          "bgp_state": "-", "since": "-", "cause": "host failed or unreachable"})
             continue
-        for item in status.get("findings", []):
-            if item.get("check") == "bgp.bird_down":
-                evidence = item.get("evidence", {})
+        for socket in status.get("sockets", []):
+            if socket.get("down"):
                 rows.append({"node": host, "peer": "-", "peer_node": "-", "type": "-", "state": "BIRD down",
-                             "bgp_state": "-", "since": "-", "cause": "%s %s" % (evidence.get("socket"), evidence.get("reason"))})
+                             "bgp_state": "-", "since": "-", "cause": "%s %s" % (socket.get("path"), socket.get("status"))})
         for peer in status.get("peers", []):
             address = peer.get("address") or "?"
             rows.append({
@@ -89,20 +88,20 @@ def fleet_table(statuses, nodes=(), resources=()):
 
 
 def stale_nodes(statuses, resources=()):
-    """The Node resources to decommission: every ``bgp.stale_peer`` address across the fleet,
+    """The Node resources to decommission: every stale mesh peer (``stale`` in the peers' data, the
+    peers ``bgp.stale_peer`` names) across the fleet,
     with the nodes that see it, their BGP states and causes, and the resource name when known."""
     names = _names_by_address(resources)
     stale = {}
     for host in sorted(statuses):
-        for item in (statuses[host] or {}).get("findings", []):
-            if item.get("check") != "bgp.stale_peer":
+        for peer in (statuses[host] or {}).get("peers", []):
+            if not peer.get("stale"):
                 continue
-            evidence = item.get("evidence", {})
-            address = evidence.get("address")
+            address = peer.get("address")
             entry = stale.setdefault(address, {"address": address, "name": names.get(address),
                                                "seen_by": [], "bgp_states": [], "causes": []})
             entry["seen_by"].append(host)
-            for key, value in (("bgp_states", evidence.get("bgp_state")), ("causes", evidence.get("cause"))):
+            for key, value in (("bgp_states", peer.get("bgp_state")), ("causes", peer.get("stale_cause"))):
                 if value and value not in entry[key]:
                     entry[key].append(value)
     result = []

@@ -125,17 +125,29 @@ peers:
     socket:
       description: The socket this protocol was read from.
       type: str
+    stale:
+      description:
+        - A mesh peer whose address belongs to no expected node (the peer a C(bgp.stale_peer) finding names).
+        - Always false without O(expected_peers) (nothing to compare with).
+      type: bool
+    stale_cause:
+      description: For a stale peer, the cause in short words.
+      type: str
+      returned: for a stale peer
 established:
   description: Number of BGP sessions Established.
   returned: always
   type: int
   sample: 2
 sockets:
-  description: The sockets tried, with C(status) C(ok), C(absent), C(refused) or C(not a socket), and the BIRD version.
+  description:
+    - The sockets tried, with C(status) C(ok), C(absent), C(refused) or C(not a socket), and the BIRD version.
+    - C(down) is true for a socket the check reports as BIRD down (a C(bgp.bird_down) finding); an optional
+      socket that is absent (C(bird6.ctl)) is not down.
   returned: always
   type: list
   elements: dict
-  sample: [{"path": "/var/run/calico/bird.ctl", "status": "ok", "version": "1.6.8"}]
+  sample: [{"path": "/var/run/calico/bird.ctl", "status": "ok", "version": "1.6.8", "down": false}]
 findings:
   description:
     - Findings (the collection's findings contract) C(bgp.not_established), C(bgp.stale_peer), C(bgp.missing_peer),

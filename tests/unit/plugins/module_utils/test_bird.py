@@ -373,10 +373,14 @@ def test_read_status_default_sockets_fall_back_and_bird6_is_optional(sockdir, mo
         (fallback / "bird.ctl").unlink()
         calico.rmdir()
         fallback.rmdir()
-    assert result["sockets"] == [{"path": str(fallback / "bird.ctl"), "status": "ok", "version": "2.0.12"},
-                                 {"path": str(calico / "bird6.ctl"), "status": "absent", "version": None}]
+    # bird6 is optional: absent, and not down (no finding)
+    assert result["sockets"] == [{"path": str(fallback / "bird.ctl"), "status": "ok", "version": "2.0.12", "down": False},
+                                 {"path": str(calico / "bird6.ctl"), "status": "absent", "version": None, "down": False}]
     assert result["established"] == 2
     assert sorted(f["check"] for f in result["findings"]) == ["bgp.not_established", "bgp.stale_peer"]
+    # the stale peer is flagged in the data too, as the finding names it
+    stale = [f["evidence"]["address"] for f in result["findings"] if f["check"] == "bgp.stale_peer"]
+    assert [p["address"] for p in result["peers"] if p["stale"]] == stale
 
 
 def test_read_status_bird_down_is_a_finding(sockdir):
@@ -384,6 +388,7 @@ def test_read_status_bird_down_is_a_finding(sockdir):
     assert result["peers"] == [] and result["established"] == 0
     assert [(f["check"], f["severity"], f["evidence"]["reason"]) for f in result["findings"]] == [
         ("bgp.bird_down", "critical", "absent")]
+    assert result["sockets"] == [{"path": str(sockdir / "bird.ctl"), "status": "absent", "version": None, "down": True}]
 
 
 def test_read_status_all_established_gives_one_ok_finding(sockdir):

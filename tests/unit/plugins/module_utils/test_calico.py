@@ -19,7 +19,8 @@ def _peer(address, bgp_state="Established", state="up", cause=""):
 
 
 def _stale(address, bgp_state="Connect", cause="no route to host"):
-    return {"check": "bgp.stale_peer", "evidence": {"address": address, "bgp_state": bgp_state, "cause": cause}}
+    """A mesh peer read_status flagged as stale (no expected node has its address)."""
+    return dict(_peer(address, bgp_state, "start"), stale=True, stale_cause=cause)
 
 
 def test_normalise_nodes():
@@ -33,7 +34,8 @@ def test_normalise_nodes():
 def test_fleet_table_rows_names_and_missing_hosts():
     statuses = {
         "node2": _status([_peer("198.18.96.11"), _peer("198.18.96.10", "Connect", "start", "no route to host")]),
-        "node1": _status([], [{"check": "bgp.bird_down", "evidence": {"socket": "/var/run/calico/bird.ctl", "reason": "absent"}}]),
+        "node1": dict(_status([]), sockets=[{"path": "/var/run/calico/bird.ctl", "status": "absent", "version": None,
+                                             "down": True}]),
         "node3": None,
     }
     lines = calico.fleet_table(statuses, NODES, [{"name": "old-node", "address": "198.18.96.10"}])
@@ -50,8 +52,9 @@ def test_fleet_table_rows_names_and_missing_hosts():
 
 def test_stale_nodes_are_collected_across_the_fleet():
     statuses = {
-        "node1": _status([], [_stale("198.18.96.10"), _stale("198.18.96.9", "Passive", "passive, waiting for the peer")]),
-        "node2": _status([], [_stale("198.18.96.10", "Active")]),
+        "node1": _status([_stale("198.18.96.10"), _stale("198.18.96.9", "Passive", "passive, waiting for the peer"),
+                          _peer("198.18.96.12")]),
+        "node2": _status([_stale("198.18.96.10", "Active")]),
         "node3": None,
     }
     stale = calico.stale_nodes(statuses, [{"name": "old-node", "address": "198.18.96.10"}])
