@@ -20,7 +20,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False
-    _VALID_ARGS = frozenset(("owners", "kube"))
+    _VALID_ARGS = frozenset(("owners", "kube", "inventory"))
 
     def _variables(self, task_vars):
         """The triage's and the scenario roles' variables as this host sees them, templated."""
@@ -44,13 +44,17 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         host = task_vars["inventory_hostname"]
         args = self._task.args
-        for name, what in (("owners", "the vip_owners result"), ("kube", "the registered kube_network_info result")):
+        for name, what in (("owners", "the vip_owners result"), ("kube", "the registered kube_network_info result"),
+                           ("inventory", "the inventory contract of every host (host: its k8s_node_name, k8s_node_ip, "
+                                         "ansible_host, k8s_pod_cidr)")):
             if args.get(name) is not None and not isinstance(args.get(name), dict):
                 result.update(failed=True, msg="node_pass: %s must be %s (a dict), not %s; leave it out when there is none"
                               % (name, what, type(args[name]).__name__))
                 return result
         try:
-            params = node_pass.params(self._variables(task_vars), host, task_vars["hostvars"], task_vars["groups"],
+            # the contract read once for the fleet when given (else every host's variables, n x n)
+            hostvars = args.get("inventory") or task_vars["hostvars"]
+            params = node_pass.params(self._variables(task_vars), host, hostvars, task_vars["groups"],
                                       args.get("owners") or {}, args.get("kube") or {})
         except (node_pass.ParamsError, AnsibleError) as exc:
             # the inventory cannot give this host's parameters: recorded as a failed host (a

@@ -63,6 +63,14 @@ options:
       - Left out, skipped, without credentials or failed, the API's inputs are not used and the
         variables are; the reason is given where a scenario is skipped for want of them.
     type: dict
+  inventory:
+    description:
+      - The inventory-node contract of every host, read once for the fleet - host name to its
+        C(k8s_node_name), C(k8s_node_ip), C(ansible_host) and C(k8s_pod_cidr) (C(tasks/node_pass.yml)
+        builds it in one C(run_once) step).
+      - Left out, each host reads every other host's variables itself, which costs n x n templating on
+        the controller for n hosts.
+    type: dict
 seealso:
   - module: k8snet.triage.node_triage
 notes:

@@ -175,6 +175,14 @@ def test_hostile_variables_and_inputs_give_a_clear_error_or_parameters_the_modul
                 assert str(exc)
                 continue
             assert isinstance(out["scenarios"], list) and isinstance(out["skipped"], dict)
+    # the inventory contract handed in by the action (one host's entry, or a whole entry, hostile)
+    for inventory in ({"n1": value}, dict(HOSTVARS, n2={"k8s_node_ip": value}), dict(HOSTVARS, n3={"k8s_pod_cidr": value})):
+        try:
+            out = node_pass_params({}, "n1", inventory, GROUPS)
+        except ParamsError as exc:
+            assert str(exc)
+            continue
+        assert isinstance(out["scenarios"], list)
     for junk in (value, {"scenarios": value}, {"unreachable": value, "msg": value}, {"failed": True, "rc": value}):
         if not isinstance(junk, dict):
             with pytest.raises(ParamsError):
