@@ -12,7 +12,7 @@ the play recap), the findings, and for triage.yml the module's own time and CPU 
 (returned by node_triage through the node_pass action, read from the run's records).
 
 usage: python bench/fleet_triage.py [--nodes 50] [--slot 7] [--before f25] [--after f25]
-                                    [--mitogen DIR]
+                                    [--mitogen DIR] [--scenarios cni,calico,...]
 """
 
 from __future__ import annotations
@@ -106,6 +106,9 @@ def main():
     parser.add_argument("--before", default="f25", help="settings of the scenario-roles path, e.g. f25,f50 ('' = none)")
     parser.add_argument("--after", default="f25", help="settings of triage.yml (the one pass) ('' = none)")
     parser.add_argument("--mitogen", help="a directory holding the mitogen package: also run triage.yml with it")
+    parser.add_argument("--scenarios", default="",
+                        help="triage_scenarios for every path, comma-separated (default: each path's own default; "
+                             "the roles path has no logs, conntrack or pmtu)")
     opts = parser.parse_args()
     started = time.perf_counter()
     lab = Lab(slot=opts.slot, nodes=opts.nodes).up()
@@ -115,6 +118,8 @@ def main():
 
         arp.bind_vip(lab, "node1", lab.vip(0))
         extra = {"stale_arp_vips": [lab.vip(0)]}
+        if opts.scenarios:
+            extra["triage_scenarios"] = opts.scenarios.split(",")
         print("lab: %d nodes up in %.1f s (namespaces, sshd each, SSH reachable); load average %s; %d CPUs" % (
             opts.nodes, up, " ".join("%.2f" % x for x in os.getloadavg()), os.cpu_count()))
         manual = manual_loop(lab)

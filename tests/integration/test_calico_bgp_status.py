@@ -76,7 +76,7 @@ def test_sessions_on_every_node_match_birdc(lab, ansible, mesh):
             if info.startswith("Established"):
                 assert (peers[name]["state"], peers[name]["bgp_state"]) == ("up", "Established"), (node.name, name)
         assert result["established"] == sum(1 for row in birdc.values() if row[1].startswith("Established"))
-        assert result["sockets"][0] == {"path": bgp.SOCKET, "status": "ok", "version": "2.0.12"}
+        assert result["sockets"][0] == {"path": bgp.SOCKET, "status": "ok", "version": "2.0.12", "down": False}
         stale = [f for f in result["findings"] if f["check"] == "bgp.stale_peer"]
         assert [(f["severity"], f["evidence"]["address"], f["evidence"]["cause"]) for f in stale] == [
             ("critical", stale_ip, "no route to host")]
