@@ -58,7 +58,7 @@ _value:
   type: dict
 """
 
-from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import NO_CREDENTIALS, with_log_evidence
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import api_read, with_log_evidence
 from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import failed_finding
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import matrix
 from ansible.errors import AnsibleFilterError
@@ -72,10 +72,11 @@ def _entry(status, reason, findings, hosts, details=None):
 
 
 def _api_entry(name, result, hosts):
-    if "credential_source" in result and result["credential_source"] is None:
-        return _entry("skipped", NO_CREDENTIALS, [], [])
-    if result.get("failed") or "findings" not in result:
-        reason = str(result.get("msg") or "the read returned no findings")
+    status, message = api_read(result)
+    if status == "skipped":
+        return _entry("skipped", message, [], [])
+    if status == "failed":
+        reason = message or "the read returned no findings"
         return _entry("failed", reason, [failed_finding(name, "the Kubernetes API", reason)], hosts)
     named = [n["name"] for n in result.get("nodes") or [] if isinstance(n, dict) and n.get("name")]
     return _entry("ran", "", list(result["findings"]), named or hosts)

@@ -164,16 +164,23 @@ NO_CREDENTIALS = ("no Kubernetes credentials (triage_kubeconfig, module_defaults
                   "K8S_AUTH_*, an in-cluster service account or ~/.kube/config)")
 
 
+def api_read(result):
+    """``(status, message)`` of a registered API read: ``ran``; ``skipped`` (not run, or no credentials at
+    all: the message says so); ``failed`` with the module's message (registered with failed_when: false,
+    a read that failed keeps failed false but has no findings)."""
+    if not result or result.get("skipped") or ("credential_source" in result and result["credential_source"] is None):
+        return "skipped", NO_CREDENTIALS
+    if result.get("failed") or "findings" not in result:
+        return "failed", str(result.get("msg") or "")
+    return "ran", ""
+
+
 def _api(kube):
-    """(usable, reason) of the API read handed in: usable when it returned its facts (a registered
-    result with failed_when: false keeps failed false: a read that failed has no findings)."""
-    if not kube or kube.get("skipped"):
-        return False, NO_CREDENTIALS
-    if "credential_source" in kube and kube["credential_source"] is None:
-        return False, NO_CREDENTIALS
-    if kube.get("failed") or "findings" not in kube:
-        return False, "the Kubernetes API could not be read: %s" % str(kube.get("msg") or "no result")[:300]
-    return True, ""
+    """(usable, reason) of the API read handed in: usable when it returned its facts."""
+    status, message = api_read(kube)
+    if status == "failed":
+        return False, "the Kubernetes API could not be read: %s" % (message or "no result")[:300]
+    return status == "ran", message
 
 
 def _scenarios(variables, host, groups, dns_servers, api_reason):
