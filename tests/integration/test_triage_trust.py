@@ -376,3 +376,21 @@ def test_credentials_that_cannot_be_used_are_said_plainly(fleet, ansible, tmp_pa
         assert api[name]["reason"].startswith("the Kubernetes credentials cannot be used: "), api[name]
     assert api["kube"]["status"] == "failed" and api["kube"]["worst"] == "warning", api["kube"]
     assert report["hosts"]["node1"]["scenarios"]["cni"]["status"] == "ran"
+
+
+def test_triage_kubeconfig_reaches_the_api_roles(fleet, ansible, tmp_path):
+    """triage_kubeconfig alone (no K8S_AUTH_*, no ~/.kube/config): the f5 and lb_health roles, whose
+    own kubeconfig variables are empty, run against that cluster (the requests reach the stand-in)."""
+    server = start(fleet, "cluster.yaml", "cni.yaml", label="kube-api-kubeconfig")
+    try:
+        run = ansible.playbook(ROOT / "playbooks" / "triage.yml", limit="localhost:node1:node2:node3", extra_vars={
+            "report_output_dir": str(tmp_path), "report_fail_on_critical": False,
+            "triage_kubeconfig": str(server.kubeconfig()), "triage_scenarios": ["cni"]})
+        requests = list(server.requests)
+    finally:
+        server.stop()
+    assert run.rc == 0, run
+    api = json.loads((tmp_path / "triage-report.json").read_text())["hosts"]["localhost"]["scenarios"]
+    assert api["f5"]["status"] == "ran" and api["lb_health"]["status"] == "ran", api
+    assert api["cni"]["status"] == "ran", api
+    assert requests
