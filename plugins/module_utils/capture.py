@@ -50,7 +50,8 @@ CAP_NET_RAW = 13
 MAX_DURATION = 300
 MAX_PACKETS = 100000
 SNAPLEN = 128
-PCAP_NAME, STOP_NAME = "capture.pcap", "stop"
+PCAP_NAME, STOP_NAME, READY_NAME = "capture.pcap", "stop", "listening"
+PCAP_HEADER = 24  # tcpdump writes the pcap header once its filter is in place
 _STATS = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel)", re.M)
 TCP_FLAGS = ((0x02, "S"), (0x01, "F"), (0x08, "P"), (0x04, "R"), (0x10, "."))  # tcpdump's order
 
@@ -120,7 +121,7 @@ def private_dir(work_dir=None):
 
     Without ``work_dir``, a new one from ``tempfile.mkdtemp`` (0700, unpredictable name).  A given
     ``work_dir`` must be a real directory (not a symlink), owned by this user, with no access for
-    group or others, and must not hold a pcap or a stop file yet.
+    group or others, and must not hold a pcap, a stop or a listening file yet.
     """
     if not work_dir:
         return tempfile.mkdtemp(prefix="k8snet-capture-"), True
@@ -141,7 +142,7 @@ def private_dir(work_dir=None):
     if problem:
         raise InputError("work_dir %s %s; give a private directory (mode 0700, owned by the user running the capture), "
                          "e.g. made by ansible.builtin.tempfile with state: directory" % (work_dir, problem))
-    for name in (PCAP_NAME, STOP_NAME):
+    for name in (PCAP_NAME, STOP_NAME, READY_NAME):
         if os.path.lexists(os.path.join(work_dir, name)):
             raise InputError("work_dir %s already holds %s (from an earlier run?); give a fresh directory, since "
                              "an old stop file would end the capture at once" % (work_dir, name))
@@ -313,21 +314,36 @@ def descendants(root, proc="/proc"):
 
 
 class StopWatcher(threading.Thread):
-    """Ends this module's own tcpdump (SIGINT, so it flushes the pcap) once ``stop_file`` exists.
+    """Says when this module's own tcpdump listens, and ends it (SIGINT, so it flushes the pcap) once
+    ``stop_file`` exists.
 
-    Only a regular file counts (read with lstat, never followed); the caller has made sure it did
-    not exist before the capture started.
+    tcpdump writes the pcap's header only after its socket is open and its filter attached; the
+    watcher then creates ``ready_file``, the sign a play waits for before it sends probes (the pcap
+    itself exists from the start, so waiting for it loses the first packets).  Only a regular stop
+    file counts (read with lstat, never followed); the caller has made sure neither file existed
+    before the capture started.
     """
 
-    def __init__(self, stop_file, interval=0.1):
+    def __init__(self, stop_file, pcap=None, ready_file=None, interval=0.05):
         super(StopWatcher, self).__init__()
         self.daemon = True
-        self.stop_file, self.interval = stop_file, interval
+        self.stop_file, self.pcap, self.ready_file, self.interval = stop_file, pcap, ready_file, interval
         self.done = threading.Event()
         self.stopped_early = False
+        self.listening = False
+
+    def _mark_listening(self):
+        try:
+            if os.lstat(self.pcap).st_size >= PCAP_HEADER:
+                create_private_file(self.ready_file)
+                self.listening = True
+        except (OSError, InputError):
+            pass
 
     def run(self):
         while not self.done.is_set():
+            if self.ready_file and not self.listening:
+                self._mark_listening()
             if _is_regular(self.stop_file):
                 for pid, comm in descendants(os.getpid()).items():
                     if comm == "tcpdump":
@@ -396,7 +412,8 @@ class Capture(object):
             argv += ["-Z", "root"]  # keep root so tcpdump can write into a root-only directory
         if bpf:
             argv.append(bpf)
-        watcher = StopWatcher(stop_file)
+        ready_file = os.path.join(directory, READY_NAME)
+        watcher = StopWatcher(stop_file, target, ready_file)
         try:
             create_private_file(target)
             watcher.start()
@@ -417,7 +434,7 @@ class Capture(object):
             if made_here:
                 shutil.rmtree(directory, ignore_errors=True)
             elif remove_files:
-                for path in (target, stop_file):
+                for path in (target, stop_file, ready_file):
                     if _is_regular(path):
                         os.unlink(path)
         stats = tcpdump_stats(err)

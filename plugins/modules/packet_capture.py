@@ -19,8 +19,9 @@ description:
   - One tcpdump captures on C(any), so every interface is seen at once with its direction; this
     needs libpcap 1.10 or later for the interface names (older libpcap reports them as C(any)).
   - Run it with C(async) on several hosts at once to follow a packet hop by hop (role
-    C(k8snet.triage.ingress_path) does); with O(work_dir) the file C(capture.pcap) appears in it as soon
-    as the capture listens, so a play can wait for it before sending probes, and fetch it afterwards.
+    C(k8snet.triage.ingress_path) does); with O(work_dir) the file C(listening) appears in it once
+    tcpdump has its filter in place, so a play waits for it before sending probes (not for
+    C(capture.pcap), which exists from the start), and fetches the pcap afterwards.
   - The pcap is never written where others could reach it. It lives in a private directory (mode
     0700, unpredictable name), either one the module makes with C(tempfile.mkdtemp) and removes, or O(work_dir).
     It is created exclusively, never through a symlink, with mode 0600.
@@ -77,8 +78,8 @@ options:
     description:
       - A private directory for the capture's files, made by the play with C(ansible.builtin.tempfile)
         (O(ansible.builtin.tempfile#module:state=directory)). It must be a real directory (not a symlink), owned by the user running
-        the module, with no access for group or others (mode 0700), and must not hold C(capture.pcap) or
-        C(stop) yet. Anything else fails the module.
+        the module, with no access for group or others (mode 0700), and must not hold C(capture.pcap),
+        C(stop) or C(listening) yet. Anything else fails the module.
       - The pcap is written to C(capture.pcap) in it. Creating a file named C(stop) in it ends the capture
         early (before O(duration)); a play touches it on every hop once its probes are sent. Only this
         module's own tcpdump is stopped.
@@ -87,8 +88,9 @@ options:
     type: path
   remove_files:
     description:
-      - Remove C(capture.pcap) and C(stop) from O(work_dir) once the capture is read (a play that waited for
-        the pcap and touched the stop file then only removes the directory). Leave it off to fetch the pcap.
+      - Remove C(capture.pcap), C(stop) and C(listening) from O(work_dir) once the capture is read (a play
+        that waited for C(listening) and touched the stop file then only removes the directory). Leave it off
+        to fetch the pcap.
     type: bool
     default: false
 attributes:

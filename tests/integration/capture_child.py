@@ -29,11 +29,12 @@ from ansible_collections.k8snet.triage.plugins.modules import packet_capture  # 
 
 
 def traffic(work_dir, count, stop):
-    pcap = os.path.join(work_dir, "capture.pcap") if work_dir else None
+    listening = os.path.join(work_dir, "listening") if work_dir else None
     deadline = time.time() + 10
-    while pcap and not os.path.exists(pcap) and time.time() < deadline:
+    while listening and not os.path.exists(listening) and time.time() < deadline:
         time.sleep(0.05)
-    time.sleep(0.3)  # tcpdump has created the file; let it start listening
+    if not listening:
+        time.sleep(0.5)  # no sign to wait for without a work_dir
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     for i in range(count):
         sock.sendto(b"k8snet-capture-test %06d " % i + b"x" * 100, ("127.0.0.1", 9999))

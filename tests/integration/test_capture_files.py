@@ -73,6 +73,16 @@ def test_capture_in_a_private_directory_stops_on_its_stop_file(private):
     lines = subprocess.run(["tcpdump", "-Z", "root", "-r", str(pcap), "-nn"], capture_output=True, text=True, check=True).stdout
     assert len(lines.splitlines()) == res["total"] >= 20
     assert res["findings"][0]["check"] == "capture.packets"
+    assert stat.S_IMODE(os.lstat(private / "listening").st_mode) == 0o600
+
+
+@pytest.mark.parametrize("name", ["stop", "listening"])
+def test_a_pre_created_marker_is_refused(private, name):
+    """An old `stop` would end the capture at once; an old `listening` would send probes before tcpdump listens."""
+    (private / name).touch()
+    res = capture({"args": dict(BASE, work_dir=str(private)), "udp": 5})
+    assert res["failed"] and "already holds %s" % name in res["msg"], res
+    assert "findings" not in res and not (private / "capture.pcap").exists()
 
 
 def test_without_work_dir_the_module_makes_and_removes_its_own_directory():
@@ -81,14 +91,6 @@ def test_without_work_dir_the_module_makes_and_removes_its_own_directory():
     assert not res.get("failed"), res.get("msg")
     assert res["pcap_path"] is None and res["files_removed"] is True
     assert not [n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("k8snet-capture-")]
-
-
-def test_a_pre_created_stop_file_cannot_end_the_capture(private):
-    """Before: a `.stop` planted in /var/tmp ended the capture at once with a false capture.no_packets."""
-    (private / "stop").touch()
-    res = capture({"args": dict(BASE, work_dir=str(private)), "udp": 5})
-    assert res["failed"] and "already holds stop" in res["msg"], res
-    assert "findings" not in res and not (private / "capture.pcap").exists()
 
 
 def test_a_planted_pcap_symlink_is_never_followed(private, sentinel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -98,32 +99,34 @@ def test_bisection_finds_the_broken_hop(lab, ansible, lb, name, vanished, check)
 
 
 def test_packet_capture_on_python39_node_matches_tcpdump(lab, ansible, lb):
+    """Probes sent as soon as `listening` appears are all captured (the pcap itself exists earlier)."""
     private = lab.workdir / "pcaps" / "node3"
     private.mkdir(mode=0o700)
-    pcap, stop = private / "capture.pcap", private / "stop"
-    out = {}
-    worker = threading.Thread(target=lambda: out.update(ansible.module("node3", "packet_capture", {
-        "interfaces": ["eth0"], "hosts": [lab.node("node1").ip], "protocol": "icmp", "duration": 30,
-        "work_dir": str(private)})))
-    worker.start()
-    deadline = time.time() + 30
-    while not pcap.exists() and time.time() < deadline:
-        time.sleep(0.1)
-    assert pcap.exists(), "the capture never started listening"
-    assert lab.ping("node1", lab.node("node3").ip, count=3).returncode == 0
-    stop.touch()
-    worker.join(60)
-    res = out["node3"]
-    assert res["stopped_by_file"] is True and res["linktype"] == 276 and res["pcap_path"] == str(pcap)
-    assert oct(os.stat(pcap).st_mode & 0o777) == oct(0o600)
-    assert res["filter"] == "icmp and (host %s)" % lab.node("node1").ip
-    assert res["interfaces"] == {"eth0": {"in": 3, "out": 3}}
-    lines = subprocess.run(["tcpdump", "-r", str(pcap), "-nn"], capture_output=True, text=True, check=True).stdout.splitlines()
-    assert len(lines) == res["total"] == 6
-    assert sum(1 for line in lines if "echo request" in line) == 3
-    pcap.unlink()
-    stop.unlink()
-    private.rmdir()
+    try:
+        pcap, stop, listening = private / "capture.pcap", private / "stop", private / "listening"
+        out = {}
+        worker = threading.Thread(target=lambda: out.update(ansible.module("node3", "packet_capture", {
+            "interfaces": ["eth0"], "hosts": [lab.node("node1").ip], "protocol": "icmp", "duration": 30,
+            "work_dir": str(private)})))
+        worker.start()
+        deadline = time.time() + 30
+        while not listening.exists() and time.time() < deadline:
+            time.sleep(0.02)
+        assert listening.exists(), "the capture never said it listens"
+        assert lab.ping("node1", lab.node("node3").ip, count=3).returncode == 0
+        stop.touch()
+        worker.join(60)
+        res = out["node3"]
+        assert res["stopped_by_file"] is True and res["linktype"] == 276 and res["pcap_path"] == str(pcap)
+        assert oct(os.stat(pcap).st_mode & 0o777) == oct(0o600)
+        assert res["filter"] == "icmp and (host %s)" % lab.node("node1").ip
+        assert res["interfaces"] == {"eth0": {"in": 3, "out": 3}}
+        lines = subprocess.run(["tcpdump", "-r", str(pcap), "-nn"], capture_output=True, text=True,
+                               check=True).stdout.splitlines()
+        assert len(lines) == res["total"] == 6
+        assert sum(1 for line in lines if "echo request" in line) == 3
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
 
 
 @pytest.mark.parametrize("bad, message", [
