@@ -73,3 +73,19 @@ attributes:
     platforms: posix
     details: Linux nodes, Python 3.9 or later (standard library).
 """
+
+    # An action that writes the run's own output files on the controller (the report).
+    CONTROLLER_OUTPUT = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details: In check mode nothing is written; the files that would be written are returned and reported as changed.
+  diff_mode:
+    support: none
+    details: The files are the run's new output (each carries the time it was generated), not a change to diff.
+  platform:
+    support: full
+    platforms: posix
+    details: Runs on the controller only; never uses the connection to the host.
+"""

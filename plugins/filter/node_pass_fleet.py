@@ -63,6 +63,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import fai
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import matrix
 from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import host_facts
 
 
 def _entry(status, reason, findings, hosts, details=None):
@@ -100,6 +101,10 @@ def _api_entries(name, results, hosts):
 
 
 def node_pass_fleet(hostvars, hosts, owners=None, api=None):
+    if not hasattr(hostvars, "raw_get") and not isinstance(hostvars, dict):
+        raise AnsibleFilterError("node_pass_fleet: the input must be hostvars, not %s" % type(hostvars).__name__)
+    if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
+        raise AnsibleFilterError("node_pass_fleet: hosts must be the list of the play's host names (ansible_play_hosts_all)")
     for value, what in ((owners, "owners (the vip_owners result)"), (api, "api (the API scenarios' results)")):
         if value is not None and not isinstance(value, dict):
             raise AnsibleFilterError("node_pass_fleet: %s must be a dict, not %s" % (what, type(value).__name__))
@@ -119,7 +124,7 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
                                   [h["node"] for held in owners.get("owners", {}).values() for h in held])
     probed = {}
     for host in hosts:
-        entry = ((hostvars[host].get("triage_results") or {}).get("connectivity") or {})
+        entry = ((host_facts(hostvars, host).get("triage_results") or {}).get("connectivity") or {})
         if entry.get("status") == "ran":
             probed[host] = entry["data"]
     if probed:

@@ -35,31 +35,8 @@ _value:
   type: str
 """
 
-import json
-
-from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
-
-ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-
-
-def _plain(value):
-    """Ansible's lazy containers and tagged strings as plain JSON types."""
-    if isinstance(value, dict):
-        return dict((str(k), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    return str(value)
-
-
-def triage_html_json(data):
-    try:
-        text = json.dumps(_plain(data), sort_keys=True, ensure_ascii=False, allow_nan=False)
-    except ValueError as exc:
-        raise AnsibleFilterError("triage_html_json: the data cannot be written as JSON: %s" % exc)
-    return "".join(ESCAPES.get(char, char) for char in text)
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import triage_html_json
 
 
 class FilterModule(object):

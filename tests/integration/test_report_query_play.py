@@ -52,7 +52,7 @@ def run_report(tmp_path, facts, extra):
     assert records, proc.stdout + proc.stderr
     failed = [(r["task"].split(" : ")[-1], r["result"].get("msg")) for r in records if r["status"] == "failed"]
     stats = [r["result"]["ansible_stats"]["data"]["k8snet_triage"] for r in records
-             if r["action"].endswith("set_stats") and r["status"] == "ok"]
+             if "ansible_stats" in r["result"] and r["status"] == "ok"]
     return proc.returncode, failed, stats[-1] if stats else None
 
 

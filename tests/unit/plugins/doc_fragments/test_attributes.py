@@ -29,7 +29,7 @@ def test_every_module_takes_its_attributes_from_the_fragment():
     assert sorted(docs) == MODULES
     for name, doc in docs.items():
         source = (ROOT / "plugins" / "modules" / (name + ".py")).read_text()
-        assert len(re.findall(r"^  - k8snet\.triage\.attributes\.(node_check|api_read|state_change)$", source, re.M)) == 1, name
+        assert len(re.findall(r"^  - k8snet\.triage\.attributes\.(node_check|api_read|state_change|controller_output)$", source, re.M)) == 1, name
         # a module's own block only refines `details`: description, support and platforms are the fragment's
         own = re.search(r"^attributes:\n((?:  .*\n)*)", source, re.M)
         if own:

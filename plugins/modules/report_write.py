@@ -1,0 +1,106 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: report_write
+short_description: the fleet report in one task - gathered, written as JSON and HTML, published to AWX
+version_added: 0.2.0
+description:
+  - Gathers the report from every host's records, as the P(k8snet.triage.triage_report#filter) filter
+    does (each host's C(triage_host) and C(triage_results), or one scenario role's facts with O(scenario)),
+    and leaves it as the fact C(report_data).
+  - With O(output_dir), writes C(triage-report.json) and the self-contained C(triage-report.html)
+    there, each atomically (a new file renamed over the old one; a symlink in their place is
+    replaced, never followed; a directory or other special file in their place is refused).
+  - With O(set_stats), publishes the summary as AWX / Automation Controller job artifacts (key
+    C(k8snet_triage), not per host) - what C(ansible.builtin.set_stats) would publish.
+  - An action plugin that runs on the controller only - one task instead of a fact, a copy, a
+    template and a set_stats, and no module shipped to any host.
+author:
+  - k8snet.triage contributors (@k8snet)
+extends_documentation_fragment:
+  - k8snet.triage.attributes
+  - k8snet.triage.attributes.controller_output
+  - ansible.builtin.action_common_attributes.facts
+  - ansible.builtin.action_common_attributes.flow
+attributes:
+  action:
+    support: full
+    details: Everything runs on the controller.
+  async:
+    support: none
+  bypass_host_loop:
+    support: none
+  facts:
+    support: full
+    details: Sets C(report_data), the gathered report.
+options:
+  hosts:
+    description: The hosts whose records are gathered (usually every inventory host and the controller); a host with no record is listed as not checked.
+    type: list
+    elements: str
+    required: true
+  scenario:
+    description:
+      - For the report of one scenario playbook, the scenario whose role facts (C(<scenario>_findings),
+        C(<scenario>_fleet_findings)) stand in for C(triage_results) on hosts without them.
+    type: str
+  output_dir:
+    description:
+      - The directory on the controller for C(triage-report.json) and C(triage-report.html). It must exist.
+      - Left out, no file is written.
+    type: path
+  template:
+    description: The HTML template, looked up like M(ansible.builtin.template) looks up its source (the role's C(templates/)).
+    type: str
+    default: triage-report.html.j2
+  set_stats:
+    description: Publish the summary as job artifacts (key C(k8snet_triage), C(per_host=false)).
+    type: bool
+    default: false
+  artifact_findings:
+    description: How many findings that are not ok (most severe first) the artifacts carry.
+    type: int
+    default: 50
+  select:
+    description:
+      - A JMESPath expression over the findings (each with C(groups), its host's groups) that selects the
+        ones the artifacts carry, as P(k8snet.triage.report_select#filter) does. Empty, all of them.
+    type: str
+    default: ""
+seealso:
+  - plugin: k8snet.triage.triage_report
+    plugin_type: filter
+notes:
+  - The role C(k8snet.triage.report) runs it once, with C(check_mode=false), so the report is written in
+    check mode too.
+"""
+
+EXAMPLES = r"""
+- name: The fleet report, written beside the playbook and published to AWX
+  k8snet.triage.report_write:
+    hosts: "{{ groups['all'] + ['localhost'] }}"
+    output_dir: "{{ playbook_dir }}"
+    set_stats: true
+  run_once: true
+"""
+
+RETURN = r"""
+files:
+  description: The files written (or, in check mode, that would be written), by name.
+  returned: always
+  type: dict
+  sample: {"triage-report.json": "/srv/triage/triage-report.json", "triage-report.html": "/srv/triage/triage-report.html"}
+ansible_facts:
+  description: The gathered report.
+  returned: success
+  type: complex
+  contains:
+    report_data:
+      description: C(findings), C(counts), C(hosts), C(coverage), C(details) and C(worst), as the P(k8snet.triage.triage_report#filter) filter returns them.
+      type: dict
+"""
