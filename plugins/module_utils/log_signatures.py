@@ -138,6 +138,21 @@ SIGNATURES = (
                     "{remote}:{port} - {>id} \"{type} {class} {name} {proto} {size} {>do} {>bufsize}\" {rcode} ...)"],
     },
     {
+        "check": "log.f5_as3_post_failed",
+        "severity": "warning",
+        "layer": "control-plane",
+        "pattern": r"(?:\[AS3\] post resulted in FAILURE|Raw response from Big-IP: map\[code:[45]\d\d)",
+        "meaning": "the F5 controller (CIS) could not push its AS3 declaration to the BIG-IP: the virtual servers and "
+                   "pools keep the last configuration that was accepted, so new or moved pods are not pool members",
+        "remediation": "read the BIG-IP's answer in the controller's log (the Raw response line; CIS logs it at DEBUG "
+                       "or AS3DEBUG level): a 422 names the object the declaration refers to, a 401 the bigip-login "
+                       "secret, a 503/409 a busy or outdated AS3 on the BIG-IP; then the f5 scenario for the ConfigMaps",
+        "explains": ["f5.controller_not_running", "f5.invalid_configmap", "f5.vip_mismatch", "f5.port_mismatch"],
+        "sources": ["https://github.com/F5Networks/k8s-bigip-ctlr/issues/3595",
+                    "https://github.com/F5Networks/k8s-bigip-ctlr/issues/3492",
+                    "https://github.com/F5Networks/k8s-bigip-ctlr/issues/3500"],
+    },
+    {
         "check": "log.metallb_withdrawn",
         "severity": "warning",
         "layer": "L2",
