@@ -172,7 +172,6 @@ def triage_report(hostvars, hosts, scenario=None):
     }
 
 
-
 ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _ESCAPE_TABLE = str.maketrans(ESCAPES)
 
@@ -194,8 +193,6 @@ def triage_html_json(data):
     except ValueError as exc:
         raise AnsibleFilterError("triage_html_json: the data cannot be written as JSON: %s" % exc)
     return text.translate(_ESCAPE_TABLE)
-
-
 
 
 def report_json(data):
