@@ -320,12 +320,11 @@ def vip_announcer(vip, client_read, node_reads, declared=None):
                 vip, (client_read or {}).get("msg") or "no result"), evidence,
             "Run the role with become: true on the client (ARP probes need CAP_NET_RAW)."))
     elif not answering:
+        who = "%s should (%s)" % (", ".join(expected), expected_from) if expected else "no node holds it"
         findings.append(finding(
-            "ingress.vip_unannounced", "critical", "L2", vip,
-            "no node answers ARP for %s; %s" % (vip, "%s should (%s)" % (", ".join(expected), expected_from)
-                                                 if expected else "no node holds it"), evidence,
+            "ingress.vip_unannounced", "critical", "L2", vip, "no node answers ARP for %s; %s" % (vip, who), evidence,
             "On %s: check the announcer (MetalLB speaker logs and its memberlist, keepalived / kube-vip), that the "
-            "VIP is in an L2Advertisement's pool and the interface is selected; `arping -I <if> %s` from the "
+            "VIP is in an L2Advertisement's pool and the interface is selected; `arping -c 3 %s` from the "
             "client shows when it answers again." % (", ".join(expected) or "the LB nodes", vip)))
     elif len(answering) > 1:
         findings.append(finding(

@@ -35,7 +35,7 @@ KINDS = {
 PLURALS = {spec[0]: kind for kind, spec in KINDS.items()}
 CRDS = Path(__file__).resolve().parent / "crds"
 # kind -> the upstream CRD file that defines it
-CRD_FILES = {"ServiceL2Status": "metallb.io_servicel2statuses.yaml"}
+CRD_FILES = {"ServiceL2Status": "metallb.io_servicel2statuses.crd"}
 
 
 class FixtureError(ValueError):
