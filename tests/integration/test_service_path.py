@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 
 import pytest
@@ -158,3 +159,38 @@ def test_two_nodes_answering_is_an_announcer_mismatch(lab, ansible, lb, api):
     assert owners == {lab.node(lb["lb"]).mac.lower(): [lb["lb"]], lab.node(other).mac.lower(): [other]}
     assert mismatch["evidence"]["holders"] == sorted([lb["lb"], other])
     assert all("announcer" in f["evidence"] for f in findings if f["check"].startswith("ingress."))
+
+
+def test_module_falls_back_to_events_without_the_crd_and_takes_k8s_auth_env(lab, ansible, lb, api):
+    """A cluster without MetalLB's CRD: the speaker's nodeAssigned event names the announcer.  The credentials
+    come from K8S_AUTH_KUBECONFIG (what AWX's Kubernetes credential sets), not from an option."""
+    api.crds_absent.add("metallb.io/v1beta1")
+    os.environ["K8S_AUTH_KUBECONFIG"] = str(api.kubeconfig())
+    try:
+        kc = api.kubeconfig()
+        proc = lab.run(["kubectl", "--kubeconfig", str(kc), "get", "servicel2statuses.metallb.io", "-A"], check=False)
+        assert proc.returncode != 0  # kubectl: the server doesn't have a resource type
+        [event] = kubectl(kc, "get", "events", "-n", "default", "--field-selector", "reason=nodeAssigned")["items"]
+        res = ansible.module("localhost", "service_path_info", {"service": "default/web", "port": "http"})["localhost"]
+    finally:
+        api.crds_absent.discard("metallb.io/v1beta1")
+        del os.environ["K8S_AUTH_KUBECONFIG"]
+    assert not res["failed"], res
+    assert res["announcer"]["source"] == "events" and res["announcer"]["nodes"] == ["node1"]
+    assert 'node "node1"' in event["message"]
+    assert res["service"]["vip"] == lb["vip"] and res["service"]["port"] == lb["vip_port"]
+    # without inventory no host is named, and no node is reported missing
+    assert [(e["ip"], e["node"], e["host"]) for e in res["endpoints"]] == [(lb["pod_ip"], lb["worker"], None)]
+    assert res["findings"] == []
+
+
+def test_a_backend_node_outside_the_inventory_is_named(lab, ansible, lb, api):
+    """The backend's node is no inventory host: named in a service.node_not_in_inventory finding, not skipped."""
+    kc = api.kubeconfig()
+    inventory = {"client": {}, "node1": {}, "node3": {}}
+    res = ansible.module("localhost", "service_path_info", {"service": "default/web", "kubeconfig": str(kc),
+                                                            "inventory": inventory})["localhost"]
+    [finding] = res["findings"]
+    assert (finding["check"], finding["subject"]) == ("service.node_not_in_inventory", lb["worker"])
+    [eps] = kubectl(kc, "get", "endpointslices", "-n", "default", "-l", "kubernetes.io/service-name=web")["items"]
+    assert eps["endpoints"][0]["nodeName"] == lb["worker"]
