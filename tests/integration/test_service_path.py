@@ -194,3 +194,63 @@ def test_a_backend_node_outside_the_inventory_is_named(lab, ansible, lb, api):
     assert (finding["check"], finding["subject"]) == ("service.node_not_in_inventory", lb["worker"])
     [eps] = kubectl(kc, "get", "endpointslices", "-n", "default", "-l", "kubernetes.io/service-name=web")["items"]
     assert eps["endpoints"][0]["nodeName"] == lb["worker"]
+
+
+# ------------------------------------------------------------------ every backend
+@pytest.fixture(scope="module")
+def balanced(lab, lb):
+    """Two backends (web on node2, web2 on node3) balanced round-robin by native nft on the LB node, and a
+    stand-in whose EndpointSlice lists both."""
+    setup = lab_path.two_backends(lab)
+    objects = lab_service_objects(lab, lb)
+    for obj in objects:
+        if obj["kind"] == "EndpointSlice":
+            second = copy.deepcopy(obj["endpoints"][0])
+            b2 = setup["backends"][1]
+            second["addresses"], second["nodeName"] = [b2["ip"]], b2["node"]
+            second["targetRef"] = dict(second["targetRef"], name="web-5d8f7-fghij")
+            obj["endpoints"].append(second)
+    server = StandIn(objects, lab.workdir / "kube-api-svcpath2", lab.controller_ip).start()
+    yield dict(setup, api=server)
+    server.stop()
+    lab_path.one_backend(lab)
+    lab_path.path_repair(lab)
+
+
+def http_log_hits(lab, name):
+    return (lab.workdir / f"http-{name}.log").read_text().count('"GET /')
+
+
+def test_every_backend_is_captured_and_each_probe_attributed(lab, ansible, lb, balanced):
+    # independently: the nft DNAT balances (each pod's own HTTP server logs one of two GETs)
+    before = {n: http_log_hits(lab, n) for n in ("web", "web2")}
+    assert [curl(lab, lb), curl(lab, lb)] == ["200", "200"]
+    assert {n: http_log_hits(lab, n) - before[n] for n in before} == {"web": 1, "web2": 1}
+    run = run_role(ansible, lb, balanced["api"])
+    [finding] = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    assert finding["check"] == "ingress.ok" and "2 backends" in finding["summary"], finding
+    rows = dict((r["ip"], r) for r in finding["evidence"]["backends"])
+    assert set(rows) == {b["ip"] for b in balanced["backends"]}
+    assert all(r["verdict"] == "ok" and r["translated"] > 0 for r in rows.values()), rows
+    captured = sorted(r["host"] for r in run.results(task=ROLE + "Collect the captures") if "flows" in r["result"])
+    assert captured == ["client", "node1", "node2", "node3"]
+
+
+def test_broken_route_on_one_worker_is_that_backend_not_nat(lab, ansible, lb, balanced):
+    b2 = balanced["backends"][1]
+    lab_path.break_backend_route(lab, "web2")
+    try:
+        # independently: node3 has no route to web2 any more, and one of two requests fails
+        assert lab.ns_run(b2["node"], ["ip", "-j", "route", "get", b2["ip"]], check=False).returncode != 0
+        assert sorted([curl(lab, lb), curl(lab, lb)]) != ["200", "200"]
+        run = run_role(ansible, lb, balanced["api"])
+    finally:
+        lab_path.path_repair(lab)
+    findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    assert [f["check"] for f in findings] == ["ingress.pod_forwarding"], findings
+    finding = findings[0]
+    assert (finding["evidence"]["backend"]["pod"], finding["evidence"]["backend"]["host"]) == ("web-5d8f7-fghij", "node3")
+    assert "node3 has no route to %s" % b2["ip"] in finding["summary"]
+    verdicts = dict((r["ip"], r["verdict"]) for r in finding["evidence"]["backends"])
+    assert verdicts == {lb["pod_ip"]: "ok", b2["ip"]: "vanished"}
+    assert finding["evidence"]["announcer"] == lb["lb"]
