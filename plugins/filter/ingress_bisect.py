@@ -48,9 +48,10 @@ options:
     type: str
   backends:
     description:
-      - Every ready backend, C([{ip, port, pod, node, host}]) (M(k8snet.triage.service_path_info)'s C(endpoints)).
+      - >-
+        Every ready backend, C([{ip, port, pod, node, host}]) (M(k8snet.triage.service_path_info)'s C(endpoints)).
         With it the input also holds C(workers), C({host: result}) of every backend's node, O(pod_ip) and
-        O(pod_port) are not used, and each probe is attributed to the backend the LB node translated it to: the
+        O(pod_port) are not used, and each probe is attributed to the backend the LB node translated it to; the
         finding names the backend (pod, node) where its probes vanished, and a probe that went to another
         backend is never C(ingress.nat).
     type: list

@@ -254,6 +254,7 @@ def ingress_bisect_backends(captures, vip, port, backends, probe=None):
     return {"hops": hops, "vanished_at": vanished, "backend": evidence.get("backend"),
             "findings": [finding(check, "critical", layer, subject, summary, evidence, step)]}
 
+
 def egress_snat(capture, node_ip, pod_ip, target):
     """Source addresses of pod traffic to ``target`` leaving the node (capture on the external interface)."""
     sources = {}
