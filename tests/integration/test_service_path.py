@@ -196,6 +196,23 @@ def test_a_backend_node_outside_the_inventory_is_named(lab, ansible, lb, api):
     assert eps["endpoints"][0]["nodeName"] == lb["worker"]
 
 
+@pytest.mark.parametrize("service, message", [
+    ("default/nope", "Service default/nope not found"),
+    ("default/../web", "service name='../web' is invalid"),
+])
+def test_a_wrong_service_fails_clearly_before_any_capture(lab, ansible, lb, api, service, message):
+    run = ansible.playbook("k8snet.triage.ingress_path", inventory=lb["inventory"], extra_vars={
+        "ingress_path_service": service, "ingress_path_kubeconfig": str(api.kubeconfig())})
+    assert run.rc != 0
+    failed = run.result(ROLE + "Read the Service's VIP, port, ready backends and announcer from the Kubernetes API",
+                        "client")
+    assert message in failed["msg"], failed["msg"]
+    assert not run.results(task=ROLE + "Start the capture on this hop")
+    # the stand-in saw no request for a name that is not a Kubernetes name
+    if ".." in service:
+        assert not [r for r in api.requests if ".." in r["path"]]
+
+
 # ------------------------------------------------------------------ every backend
 @pytest.fixture(scope="module")
 def balanced(lab, lb):
