@@ -46,6 +46,16 @@ options:
   pod_interface:
     description: The pod's host-side veth; by default the one the worker's capture resolved from O(pod_ip).
     type: str
+  backends:
+    description:
+      - >-
+        Every ready backend, C([{ip, port, pod, node, host}]) (M(k8snet.triage.service_path_info)'s C(endpoints)).
+        With it the input also holds C(workers), C({host: result}) of every backend's node, O(pod_ip) and
+        O(pod_port) are not used, and each probe is attributed to the backend the LB node translated it to; the
+        finding names the backend (pod, node) where its probes vanished, and a probe that went to another
+        backend is never C(ingress.nat).
+    type: list
+    elements: dict
 """
 
 EXAMPLES = """
@@ -65,10 +75,11 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import ingress_bisect as _bisect
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import ingress_bisect_backends as _bisect_backends
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
-def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None):
+def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None, backends=None):
     if not isinstance(captures, dict):
         raise AnsibleFilterError("ingress_bisect expects a dict {client, lb, worker} of capture results, got %s"
                                  % type(captures).__name__)
@@ -77,8 +88,17 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
         port, pod_port = params.port("port", _int(port)), params.port("pod_port", _int(pod_port))
         if pod_interface is not None:
             params.interface("pod_interface", pod_interface)
+        if backends is not None:
+            backends = params.each(params.fields(ip=params.address(), port=lambda o, v: params.port(o, _int(v)),
+                                                 pod=params.short_text, node=params.node_name, host=params.node_name),
+                                   max_items=1024)("backends", backends)
+            for index, backend in enumerate(backends):
+                if not backend.get("ip") or not backend.get("port"):
+                    raise InputError("backends[%d] needs ip and port" % index)
     except InputError as exc:
         raise AnsibleFilterError("ingress_bisect: %s" % exc.message)
+    if backends:
+        return _bisect_backends(_normalize(captures), vip, port, backends, probe)
     return _bisect(_normalize(captures), vip, port, pod_ip, pod_port, probe, pod_interface)
 
 
@@ -102,6 +122,9 @@ def _normalize(captures):
     if isinstance(lbs, dict):
         lbs = [dict(result, host=host) for host, result in sorted(lbs.items()) if isinstance(result, dict)]
     out["lb"] = lbs
+    workers = captures.get("workers") or {}
+    out["workers"] = dict((host, dict(result, host=host)) for host, result in workers.items()
+                          if isinstance(result, dict)) if isinstance(workers, dict) else {}
     return out
 
 

@@ -551,6 +551,28 @@ class Kube(object):
             label_selector = ",".join(filter(None, [label_selector, "%s=%s" % (SERVICE_NAME_LABEL, check_name(service))]))
         return self.list("endpointslices", namespace, label_selector=label_selector)
 
+    def custom_objects(self, group, version, plural, label_selector=None, page_size=PAGE_SIZE):
+        """Every object of a namespaced custom resource in all namespaces (``metallb.io``/``v1beta1``/
+        ``servicel2statuses``), following ``continue`` tokens; None when the API server does not serve the
+        resource (its CRD is not installed: 404)."""
+        for value, what in ((group, "API group"), (plural, "resource")):
+            check_name(value, what)
+        action = "list %s.%s/%s (all namespaces)" % (plural, group, version)
+        items, token = [], None
+        while True:
+            try:
+                page = self.call(action, "CustomObjectsApi", "list_custom_object_for_all_namespaces", group,
+                                 check_name(version, "API version"), plural, label_selector=label_selector or None,
+                                 limit=int(page_size), _continue=token)
+            except ReadError as exc:
+                if exc.details.get("status") == 404:
+                    return None
+                raise
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return items
+
     def config_maps(self, namespace=None, label_selector=None):
         return self.list("configmaps", namespace, label_selector=label_selector)
 

@@ -135,6 +135,126 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
     return {"hops": hops, "vanished_at": vanished, "findings": findings}
 
 
+def _backend_walk(worker, backend, lb_hosts):
+    """The worker's hops of one backend: (hops, the hop where its probes vanished or None)."""
+    ip, port = backend["ip"], backend["port"]
+    interface = (worker.get("routed") or {}).get(ip)
+    hops, vanished = [], None
+
+    def hop(name, packets):
+        hops.append({"hop": name, "host": backend.get("host"), "packets": packets, "backend": backend.get("pod") or ip})
+        return packets
+
+    if backend.get("host") not in lb_hosts and not hop("worker_in", seen(
+            worker, exclude_interface=interface, direction="in", proto="tcp", dst=ip, dport=port)):
+        vanished = "between_nodes"
+    elif not hop("pod_veth", seen(worker, interface=interface, direction="out", proto="tcp", dst=ip, dport=port)
+                 if interface else 0):
+        vanished = "pod"
+    elif not hop("pod_reply", seen(worker, interface=interface, direction="in", proto="tcp", src=ip, sport=port)):
+        vanished = "backend"
+    return hops, vanished, interface
+
+
+def ingress_bisect_backends(captures, vip, port, backends, probe=None):
+    """The bisection over every ready backend.  ``backends``: [{ip, port, pod, node, host}]; ``captures``:
+    {"client": result, "lb": [results], "workers": {host: result}} (results carry ``host``).
+
+    Each probe is attributed to the backend the LB node translated it to (its packets out to that backend's
+    ip:port), so a probe that went to another backend is never a NAT failure: ``ingress.nat`` only when the
+    LB node translated nothing to any backend.  The first backend whose probes vanish is named (pod, node) in
+    the finding; ``backends`` in the evidence gives each one's translated packets and verdict."""
+    client = captures.get("client")
+    lbs = [r for r in captures.get("lb") or [] if r]
+    workers = captures.get("workers") or {}
+    hops, vanished, culprit = [], None, None
+
+    def hop(name, host, packets):
+        hops.append({"hop": name, "host": host, "packets": packets})
+        return packets
+
+    arp_requests = arp_replies = 0
+    if client:
+        arp_requests = seen(client, direction="out", proto="arp", arp_op="request", dst=vip)
+        arp_replies = seen(client, direction="in", proto="arp", arp_op="reply", src=vip)
+        if not hop("client_out", client.get("host"), seen(client, direction="out", proto="tcp", dst=vip, dport=port)):
+            vanished = "arp" if arp_requests and not arp_replies else "client"
+    rows = []
+    lb_hosts = set(r.get("host") for r in lbs)
+    translated = dict((b["ip"], sum(seen(r, direction="out", proto="tcp", dst=b["ip"], dport=b["port"]) for r in lbs))
+                      for b in backends)
+    if vanished is None and lbs:
+        names = ",".join(r.get("host") or "?" for r in lbs)
+        if not hop("lb_in", names, sum(seen(r, direction="in", proto="tcp", dst=vip, dport=port) for r in lbs)):
+            vanished = "arp"
+        elif not hop("lb_translated", names, sum(translated.values())):
+            vanished = "nat"
+    if vanished is None:
+        for backend in backends:
+            row = {"pod": backend.get("pod"), "ip": backend["ip"], "port": backend["port"], "node": backend.get("node"),
+                   "host": backend.get("host"), "translated": translated.get(backend["ip"], 0) if lbs else None,
+                   "vanished_at": None}
+            worker = workers.get(backend.get("host")) if backend.get("host") else None
+            if lbs and not row["translated"]:
+                row["verdict"] = "not hit"
+            elif worker is None:
+                row["verdict"] = "not captured (node not in the inventory or not reached)"
+            else:
+                backend_hops, row["vanished_at"], row["pod_interface"] = _backend_walk(worker, backend, lb_hosts)
+                hops.extend(backend_hops)
+                row["verdict"] = "ok" if row["vanished_at"] is None else "vanished"
+                if row["vanished_at"] and culprit is None:
+                    culprit, vanished = row, row["vanished_at"]
+            rows.append(row)
+    probe_ok = _probe_ok(probe)
+    if vanished is None and probe_ok is False and any(r["verdict"] == "ok" for r in rows):
+        vanished = "return"
+    evidence = {"hops": hops, "vip": "%s:%s" % (vip, port), "backends": rows, "probe_ok": probe_ok}
+    if client:
+        evidence["client_arp"] = {"requests": arp_requests, "replies": arp_replies}
+    subject = "%s:%s" % (vip, port)
+    if not hops:
+        return {"hops": hops, "vanished_at": None, "backend": None, "findings": [finding(
+            "ingress.not_checked", "warning", "L4", subject,
+            "no hop's capture result was given (client, LB nodes and workers all missing): nothing was checked",
+            evidence, "run the captures on the client, the LB nodes and the backends' nodes (role "
+                      "k8snet.triage.ingress_path)")]}
+    if vanished is None and not any(r["verdict"] == "ok" for r in rows) and backends:
+        return {"hops": hops, "vanished_at": None, "backend": None, "findings": [finding(
+            "ingress.not_checked", "warning", "L4", subject,
+            "the probes were translated only to backends whose node was not captured: the path beyond the LB node "
+            "was not checked", evidence,
+            "add the backends' nodes to the inventory (k8s_node_name) and run the play on them")]}
+    if vanished is None:
+        hit = [r for r in rows if r["verdict"] == "ok"]
+        return {"hops": hops, "vanished_at": None, "backend": None, "findings": [finding(
+            "ingress.ok", "ok", "L4", subject, "the probes crossed every hop to %d backend%s (%s) and back" % (
+                len(hit), "" if len(hit) == 1 else "s", ", ".join(r["pod"] or r["ip"] for r in hit)), evidence)]}
+    check, layer, step = STEPS[vanished]
+    if culprit:
+        others = [r["pod"] or r["ip"] for r in rows if r["verdict"] == "ok"]
+        where = {"between_nodes": "between the LB node and %s" % culprit["host"],
+                 "pod": "on %s, before the pod's veth" % culprit["host"],
+                 "backend": "in the pod (no reply)"}[vanished]
+        summary = "packets to %s translated to backend %s (%s on node %s) vanish %s%s" % (
+            subject, culprit["pod"] or culprit["ip"], culprit["ip"], culprit["node"] or culprit["host"], where,
+            "; the probes to %s got through" % ", ".join(others) if others else "")
+        if vanished == "pod" and culprit.get("pod_interface") is None:
+            summary += " (%s has no route to %s)" % (culprit["host"], culprit["ip"])
+        evidence["backend"] = dict((k, culprit.get(k)) for k in ("pod", "ip", "port", "node", "host"))
+    else:
+        where = {"client": "on the client", "arp": "between the client and the LB node",
+                 "nat": "on the LB node (translated to no backend)",
+                 "return": "on the way back to the client"}[vanished]
+        last = [h for h in hops if h["packets"]]
+        summary = "packets to %s vanish %s; last seen at %s" % (
+            subject, where, last[-1]["hop"] + " on " + str(last[-1]["host"]) if last else "no hop")
+        if vanished == "arp" and client and arp_requests and not arp_replies:
+            summary += " (the client's %d ARP requests for %s got no reply)" % (arp_requests, vip)
+    return {"hops": hops, "vanished_at": vanished, "backend": evidence.get("backend"),
+            "findings": [finding(check, "critical", layer, subject, summary, evidence, step)]}
+
+
 def egress_snat(capture, node_ip, pod_ip, target):
     """Source addresses of pod traffic to ``target`` leaving the node (capture on the external interface)."""
     sources = {}

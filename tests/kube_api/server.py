@@ -14,6 +14,10 @@ percent-decoded after the path is split on "/" (so an escaped "/" stays inside i
 ``requests`` keeps the raw path as sent.  Everything it answers is a real Kubernetes JSON shape
 (lists, Status objects).
 
+MetalLB's ``ServiceL2Status`` (``metallb.io/v1beta1``, a custom resource) is validated against the upstream
+CRD's openAPIV3Schema (``crds/``); ``StandIn.crds_absent`` takes its group/version out, as a cluster without
+that CRD answers (not discovered, 404).
+
 Events (core v1, validated with the client's ``CoreV1Event`` model) are listed like the other kinds, with
 the API server's event field selectors (``involvedObject.kind``, ``involvedObject.name`` ...).  Container
 logs (``GET /api/v1/namespaces/{ns}/pods/{name}/log``) are served as text/plain from ``StandIn.logs``
@@ -42,7 +46,7 @@ from .store import KINDS, PLURALS, FixtureError, Store, merge_patch, pod_log_par
 GIT_VERSION = "v1.31.4"
 SHORT_NAMES = {"nodes": ["no"], "namespaces": ["ns"], "pods": ["po"], "services": ["svc"],
                "configmaps": ["cm"], "endpointslices": [], "events": ["ev"],
-               "validatingwebhookconfigurations": [], "mutatingwebhookconfigurations": []}
+               "validatingwebhookconfigurations": [], "mutatingwebhookconfigurations": [], "servicel2statuses": []}
 # what a merge patch may change (the collection's repairs): Services, admission webhook configurations
 PATCHABLE = ("services", "validatingwebhookconfigurations", "mutatingwebhookconfigurations")
 # the API groups served besides the core group, in discovery order
@@ -119,6 +123,10 @@ class Handler(BaseHTTPRequestHandler):
                           % (what, policy.get("user", "lab-user"), verb, plural, group, scope), details)
         return None
 
+    def _served(self):
+        """The API groups served: a custom resource group whose CRD is "not installed" is absent (404)."""
+        return [gv for gv in GROUP_VERSIONS if gv not in self.server.crds_absent]
+
     def _route(self, method):
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -133,17 +141,17 @@ class Handler(BaseHTTPRequestHandler):
                     {"clientCIDR": "0.0.0.0/0", "serverAddress": "%s:%d" % self.server.server_address[:2]}]}
             if parts == ["apis"]:
                 groups = []
-                for group_version in GROUP_VERSIONS:
+                for group_version in self._served():
                     gv = {"groupVersion": group_version, "version": group_version.split("/")[1]}
                     groups.append({"name": group_version.split("/")[0], "versions": [gv], "preferredVersion": gv})
                 return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
             if parts == ["api", "v1"]:
                 return 200, resource_list("v1")
-            if len(parts) == 3 and parts[0] == "apis" and "/".join(parts[1:]) in GROUP_VERSIONS:
+            if len(parts) == 3 and parts[0] == "apis" and "/".join(parts[1:]) in self._served():
                 return 200, resource_list("/".join(parts[1:]))
         if parts[:2] == ["api", "v1"]:
             rest, group_version = parts[2:], "v1"
-        elif len(parts) >= 3 and parts[0] == "apis" and "/".join(parts[1:3]) in GROUP_VERSIONS:
+        elif len(parts) >= 3 and parts[0] == "apis" and "/".join(parts[1:3]) in self._served():
             rest, group_version = parts[3:], "/".join(parts[1:3])
         else:
             return status(404, "NotFound", "the server could not find the requested resource")
@@ -292,6 +300,8 @@ class StandIn(object):
         self.certs = None
         # (plural, namespace, name) rewritten by "another client" right after each GET of it
         self.concurrent_writes = set()
+        # group/versions of custom resources whose CRD is not installed: not discovered, 404 on every path
+        self.crds_absent = set()
 
     @property
     def url(self):
@@ -310,6 +320,7 @@ class StandIn(object):
         httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
         httpd.store, httpd.tokens, httpd.requests = self.store, self.tokens, []
         httpd.concurrent_writes = self.concurrent_writes
+        httpd.crds_absent = self.crds_absent
         httpd.logs = self.logs
         self.httpd = httpd
         self.thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)

@@ -29,8 +29,13 @@ KINDS = {
                                        "V1ValidatingWebhookConfiguration"),
     "MutatingWebhookConfiguration": ("mutatingwebhookconfigurations", "admissionregistration.k8s.io/v1", False,
                                      "V1MutatingWebhookConfiguration"),
+    # custom resources: no client model; validated against the upstream CRD's openAPIV3Schema (crds/)
+    "ServiceL2Status": ("servicel2statuses", "metallb.io/v1beta1", True, None),
 }
 PLURALS = {spec[0]: kind for kind, spec in KINDS.items()}
+CRDS = Path(__file__).resolve().parent / "crds"
+# kind -> the upstream CRD file that defines it
+CRD_FILES = {"ServiceL2Status": "metallb.io_servicel2statuses.crd"}
 
 
 class FixtureError(ValueError):
@@ -47,6 +52,9 @@ def validate(obj, source="fixture"):
     expected = KINDS[kind][1]
     if obj.get("apiVersion") != expected:
         raise FixtureError("%s: %s needs apiVersion %s, not %r" % (source, kind, expected, obj.get("apiVersion")))
+    if KINDS[kind][3] is None:
+        _validate_custom(obj, kind, source)
+        return obj
     model = getattr(models, KINDS[kind][3])
     try:
         model.model_validate(obj)
@@ -56,6 +64,43 @@ def validate(obj, source="fixture"):
     if not (obj.get("metadata") or {}).get("name"):
         raise FixtureError("%s: %s without metadata.name" % (source, kind))
     return obj
+
+
+def crd_schema(kind):
+    """The openAPIV3Schema of ``kind``'s served version in its upstream CRD, made strict: every object schema
+    that lists its properties refuses others (the API server would prune them: a fixture holding one is wrong)."""
+    doc = yaml.safe_load((CRDS / CRD_FILES[kind]).read_text())
+    version = KINDS[kind][1].split("/")[1]
+    [served] = [v for v in doc["spec"]["versions"] if v["name"] == version and v.get("served")]
+    if doc["spec"]["names"]["kind"] != kind or doc["spec"]["group"] != KINDS[kind][1].split("/")[0]:
+        raise FixtureError("%s does not define %s" % (CRD_FILES[kind], KINDS[kind][1]))
+
+    def strict(schema):
+        schema = dict(schema)
+        if "properties" in schema:
+            schema["properties"] = dict((k, strict(v)) for k, v in schema["properties"].items())
+            schema.setdefault("additionalProperties", False)
+        if "items" in schema:
+            schema["items"] = strict(schema["items"])
+        return schema
+
+    return strict(served["schema"]["openAPIV3Schema"])
+
+
+def _validate_custom(obj, kind, source):
+    """A custom resource: its schema (jsonschema, the CRD's structural schema) and its metadata (the client's
+    V1ObjectMeta model, as for every object)."""
+    import jsonschema
+    from kubernetes.client import models
+
+    name = (obj.get("metadata") or {}).get("name")
+    try:
+        jsonschema.validate(obj, crd_schema(kind))
+        models.V1ObjectMeta.model_validate(obj.get("metadata") or {})
+    except Exception as exc:  # jsonschema.ValidationError, pydantic.ValidationError
+        raise FixtureError("%s: %s %s is not valid: %s" % (source, kind, name, str(exc).splitlines()[0])) from None
+    if not name:
+        raise FixtureError("%s: %s without metadata.name" % (source, kind))
 
 
 def load_yaml(paths):

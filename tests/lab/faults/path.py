@@ -11,6 +11,8 @@
   ARP for the VIP), ``break_dnat`` (the DNAT rule removed), ``break_between_nodes`` (the lab switch
   drops traffic to the pod CIDR), ``break_pod_route`` (the worker loses the pod's /32 route),
   ``break_masquerade`` (no SNAT on the worker).
+* ``two_backends``: a second web pod on node3, the LB node balancing between both in native nft;
+  ``break_backend_route`` takes one backend's /32 route away; ``one_backend`` undoes the balancing.
 """
 
 from __future__ import annotations
@@ -209,6 +211,48 @@ def break_masquerade(lab, node="node2"):
     return {"break": "masquerade", "node": n.name}
 
 
+LB_TABLE = "k8t-path-lb"
+
+
+@fault
+def two_backends(lab, node="node3", name="web2"):
+    """A second web pod behind ``node``; the LB node balances VIP:80 between both backends round-robin in native
+    nft (``numgen inc``, as kube-proxy's nftables mode does), before the iptables-nft DNAT, and masquerades
+    toward both.  ``one_backend`` removes the balancing again."""
+    info = _lb(lab)
+    second = web_pod(lab, node, name)
+    backends = [info["pod_ip"], second["ip"]]
+    supernet = str(lab.pod_supernet)
+    rules = (f"table ip {LB_TABLE} {{\n"
+             f" chain pre {{ type nat hook prerouting priority dstnat - 10; policy accept;\n"
+             f"  ip daddr {info['vip']} tcp dport {VIP_PORT} counter dnat ip to numgen inc mod 2 map "
+             f"{{ 0 : {backends[0]} . {HTTP_PORT}, 1 : {backends[1]} . {HTTP_PORT} }}\n }}\n"
+             f" chain post {{ type nat hook postrouting priority srcnat - 10; policy accept;\n"
+             f"  ip daddr {{ {backends[0]}, {backends[1]} }} tcp dport {HTTP_PORT} ip saddr != {supernet} masquerade\n"
+             f" }}\n}}\n")
+    one_backend(lab)
+    lab.ns_run(info["lb"], ["nft", "-f", "-"], input=rules)
+    return {"backends": [{"pod": "web", "ip": backends[0], "node": info["worker"]},
+                         {"pod": name, "ip": second["ip"], "node": second["node"], "ns": second["ns"],
+                          "device": second["device"]}]}
+
+
+@fault
+def one_backend(lab):
+    """Undo ``two_backends``'s balancing (the second pod stays, unused)."""
+    info = _lb(lab)
+    lab.ns_run(info["lb"], ["nft", "delete", "table", "ip", LB_TABLE], check=False)
+    return {"balanced": False}
+
+
+@fault
+def break_backend_route(lab, name="web2"):
+    """The node of pod ``name`` loses its /32 route to it (the CNI did not program it)."""
+    pod_info = lab.extra["pods"][name]
+    lab.ns_run(pod_info["node"], ["ip", "route", "del", f"{pod_info['ip']}/32"], check=False)
+    return {"break": "pod_route", "node": pod_info["node"], "pod": pod_info["ip"]}
+
+
 @fault
 def path_repair(lab):
     """Undo every path break: ARP answered, DNAT back, switch open, pod route back, masquerade back."""
@@ -221,5 +265,8 @@ def path_repair(lab):
         _ipt(lab, info["lb"], ["-t", "nat", "-A", *dnat])
     lab.run(["ip", "netns", "exec", lab.switch_ns, "nft", "delete", "table", "bridge", NAT_COMMENT], check=False)
     lab.ns_run(info["worker"], ["ip", "route", "replace", f"{info['pod_ip']}/32", "dev", info["pod_device"]])
+    for pod_info in lab.extra.get("pods", {}).values():  # every web pod's /32 route (break_backend_route)
+        if "pid" in pod_info:
+            lab.ns_run(pod_info["node"], ["ip", "route", "replace", f"{pod_info['ip']}/32", "dev", pod_info["device"]])
     masquerade(lab)
     return {"repaired": True}

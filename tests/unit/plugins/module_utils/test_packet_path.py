@@ -105,3 +105,86 @@ def test_no_capture_from_any_hop_is_not_ok():
     result = pp.ingress_bisect({"client": None, "lb": [], "worker": None}, "198.18.160.200", 80, "198.19.161.3", 8080)
     [item] = result["findings"]
     assert item["check"] == "ingress.not_checked" and item["severity"] == "warning"
+
+
+# ------------------------------------------------------------------ every backend
+VIP, CLIENT, LB_IP = "198.18.0.2", "198.18.0.100", "198.18.0.11"
+B1 = {"ip": "198.19.1.5", "port": 8080, "pod": "web-a", "node": "node2", "host": "node2"}
+B2 = {"ip": "198.19.2.5", "port": 8080, "pod": "web-b", "node": "node3", "host": "node3"}
+
+
+def flow(interface, direction, src, dst, sport, dport, packets=2):
+    return {"interface": interface, "direction": direction, "proto": "tcp", "src": src, "dst": dst, "sport": sport,
+            "dport": dport, "arp_op": None, "flags": "S", "packets": packets}
+
+
+def backend_captures(hit=(B1, B2), routed=(B1, B2), reply=(B1, B2), translated=True):
+    """Captures as packet_capture returns them: the LB node translates each probe to one backend of ``hit``."""
+    client = {"host": "client", "flows": [flow("eth0", "out", CLIENT, VIP, 40000, 80, 2 * len(hit))]}
+    lb = {"host": "node1", "flows": [flow("eth0", "in", CLIENT, VIP, 40000, 80, 2 * len(hit))]}
+    workers = {}
+    for b in (B1, B2):
+        veth = "lxc" + b["pod"]
+        workers[b["host"]] = {"host": b["host"], "flows": [], "routed": {b["ip"]: veth} if b in routed else {}}
+    for b in hit:
+        if translated:
+            lb["flows"].append(flow("eth0", "out", LB_IP, b["ip"], 40000, b["port"]))
+        w = workers[b["host"]]["flows"]
+        w.append(flow("eth0", "in", LB_IP, b["ip"], 40000, b["port"]))
+        if b in routed:
+            w.append(flow("lxc" + b["pod"], "out", LB_IP, b["ip"], 40000, b["port"]))
+            if b in reply:
+                w.append(flow("lxc" + b["pod"], "in", b["ip"], LB_IP, b["port"], 40000))
+    return {"client": client, "lb": [lb], "workers": workers}
+
+
+def probe(ok):
+    return {"targets": [{"name": "vip #1", "tcp": {"status": "open" if ok else "timeout"}}]}
+
+
+def test_every_backend_hit_and_answering_is_ok():
+    out = pp.ingress_bisect_backends(backend_captures(), VIP, 80, [B1, B2], probe(True))
+    [f] = out["findings"]
+    assert f["check"] == "ingress.ok" and "2 backends (web-a, web-b)" in f["summary"]
+    assert [r["verdict"] for r in f["evidence"]["backends"]] == ["ok", "ok"]
+
+
+def test_a_backend_without_its_route_is_named_and_the_other_is_not_nat():
+    out = pp.ingress_bisect_backends(backend_captures(routed=(B1,)), VIP, 80, [B1, B2], probe(True))
+    [f] = out["findings"]
+    assert (f["check"], out["vanished_at"]) == ("ingress.pod_forwarding", "pod")
+    assert out["backend"] == {"pod": "web-b", "ip": "198.19.2.5", "port": 8080, "node": "node3", "host": "node3"}
+    assert "backend web-b (198.19.2.5 on node node3)" in f["summary"] and "the probes to web-a got through" in f["summary"]
+    assert "node3 has no route to 198.19.2.5" in f["summary"]
+
+
+def test_probes_to_one_backend_only_are_not_nat_and_the_unhit_one_is_said():
+    out = pp.ingress_bisect_backends(backend_captures(hit=(B1,)), VIP, 80, [B1, B2], probe(True))
+    [f] = out["findings"]
+    assert f["check"] == "ingress.ok"
+    assert [(r["pod"], r["verdict"]) for r in f["evidence"]["backends"]] == [("web-a", "ok"), ("web-b", "not hit")]
+    # the old single-backend walk, told only of web-b, blames NAT for probes that went to web-a
+    old = pp.ingress_bisect(dict(backend_captures(hit=(B1,)), worker=backend_captures()["workers"]["node3"]),
+                            VIP, 80, B2["ip"], 8080, probe(True))
+    assert old["findings"][0]["check"] == "ingress.nat"
+
+
+def test_nothing_translated_is_nat_and_a_backend_not_answering_is_named():
+    out = pp.ingress_bisect_backends(backend_captures(translated=False), VIP, 80, [B1, B2], probe(False))
+    assert out["findings"][0]["check"] == "ingress.nat" and "translated to no backend" in out["findings"][0]["summary"]
+    out = pp.ingress_bisect_backends(backend_captures(reply=(B2,)), VIP, 80, [B1, B2], probe(True))
+    assert (out["findings"][0]["check"], out["backend"]["pod"]) == ("ingress.backend", "web-a")
+
+
+def test_only_uncaptured_backends_hit_is_not_checked_never_ok():
+    caps = backend_captures(hit=(B2,))
+    del caps["workers"]["node3"]
+    out = pp.ingress_bisect_backends(caps, VIP, 80, [B1, B2], probe(True))
+    assert out["findings"][0]["check"] == "ingress.not_checked"
+
+
+def test_filter_takes_backends_and_workers():
+    caps = backend_captures(routed=(B1,))
+    caps["workers"] = dict((h, dict(r)) for h, r in caps["workers"].items())
+    out = bisect_filter(caps, VIP, "80", B1["ip"], 8080, probe(True), backends=[dict(B1, port="8080"), B2])
+    assert out["findings"][0]["check"] == "ingress.pod_forwarding" and out["backend"]["pod"] == "web-b"

@@ -1,0 +1,352 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The packet path of one Service, from the Kubernetes API, and who announces its VIP.
+
+Pure functions over the plain dicts ``kube.Kube`` returns (the API's own field names), and over
+``arp_check`` results; ``api_check`` is the only reader:
+
+* ``service_view``: the VIP (``status.loadBalancer.ingress``, ``spec.loadBalancerIP``,
+  ``spec.externalIPs``), the chosen port with its nodePort and targetPort, and
+  ``externalTrafficPolicy``;
+* ``ready_endpoints``: every ready endpoint of the EndpointSlices, with its pod, node and IP and the
+  port the pod listens on for the chosen Service port;
+* ``declared_announcer``: the node MetalLB says announces the VIP, from its ``ServiceL2Status``
+  objects (``metallb.io/v1beta1``) when the CRD is served, else from the speaker's ``nodeAssigned``
+  events on the Service;
+* ``host_of``: Kubernetes node names to inventory hosts (``k8s_node_name``, else the inventory name);
+* ``vip_announcer``: who answers ARP for the VIP (the client's probe), each MAC mapped to the node
+  that owns it (the nodes' own ``arp_check`` ``local`` data), compared with the declared announcer
+  or the node holding the VIP on an interface.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address, split_ref
+
+METALLB_GROUP = "metallb.io"
+METALLB_VERSION = "v1beta1"
+L2_STATUS_PLURAL = "servicel2statuses"
+# the speaker's event (speaker/main.go): announcing from node "node1" with protocol "layer2"
+_ASSIGNED = re.compile(r'announcing from node "([^"]+)"')
+_PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$")
+# the most endpoints returned (a Deployment of thousands is summarised by the count)
+MAX_ENDPOINTS = 64
+
+
+def port_ref(option, value):
+    """A Service port: its number (1..65535) or its name (an IANA service name, 1..15 characters)."""
+    if isinstance(value, bool):
+        rules.port(option, value)
+    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+        return rules.port(option, int(value))
+    rules.text(option, value, max_len=16)
+    if not _PORT_NAME.match(value):
+        raise InputError("%s=%r is invalid: give the Service port's number (1..65535) or its name (1..15 lowercase "
+                         "letters, digits or '-', as in spec.ports[].name)" % (option, value))
+    return value
+
+
+def _inventory_entry(option, value):
+    return rules.fields(k8s_node_name=rules.node_name)(option, value if value is not None else {})
+
+
+RULES = dict(
+    rules.KUBE_AUTH_RULES,
+    service=rules.namespaced_name,
+    port=port_ref,
+    inventory=rules.mapping(rules.node_name, _inventory_entry, max_items=10000),
+)
+
+
+# ------------------------------------------------------------------ the Service
+def _ip_or_none(value):
+    from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
+    try:
+        return host_address(value) if value else None
+    except ValueError:
+        return None
+
+
+def service_view(service, port=None):
+    """The Service's addresses and the chosen port; InputError when ``port`` names no port of it."""
+    spec = service.get("spec") or {}
+    status = service.get("status") or {}
+    ingress = (status.get("loadBalancer") or {}).get("ingress") or []
+    vips, sources = [], {}
+    for source, values in (("status.loadBalancer.ingress", [i.get("ip") for i in ingress]),
+                           ("spec.loadBalancerIP", [spec.get("loadBalancerIP")]),
+                           ("spec.externalIPs", spec.get("externalIPs") or [])):
+        for value in values:
+            ip = _ip_or_none(value)
+            if ip and ip not in vips:
+                vips.append(ip)
+                sources[ip] = source
+    ports = spec.get("ports") or []
+    if port is None:
+        chosen = ports[0] if ports else None
+    else:
+        chosen = next((p for p in ports if p.get("name") == port or p.get("port") == port), None)
+        if chosen is None:
+            raise InputError("Service %s has no port %s; its ports are %s: give one of them as port" % (
+                "%s/%s" % (meta(service, "namespace"), meta(service, "name")), port,
+                ", ".join("%s%s" % (p.get("port"), " (%s)" % p["name"] if p.get("name") else "") for p in ports)
+                or "none"))
+    chosen = chosen or {}
+    target = chosen.get("targetPort", chosen.get("port"))
+    return {
+        "namespace": meta(service, "namespace"),
+        "name": meta(service, "name"),
+        "type": spec.get("type") or "ClusterIP",
+        "cluster_ip": spec.get("clusterIP"),
+        "vip": vips[0] if vips else None,
+        "vips": vips,
+        "vip_source": sources.get(vips[0]) if vips else None,
+        "hostnames": [i["hostname"] for i in ingress if i.get("hostname")],
+        "port": chosen.get("port"),
+        "port_name": chosen.get("name"),
+        "protocol": chosen.get("protocol") or "TCP",
+        "node_port": chosen.get("nodePort"),
+        "target_port": target,
+        "external_traffic_policy": spec.get("externalTrafficPolicy"),
+        "health_check_node_port": spec.get("healthCheckNodePort"),
+        "load_balancer_class": spec.get("loadBalancerClass"),
+    }
+
+
+def _slice_port(slice_ports, view):
+    """The port number a slice gives for the Service port of ``view`` (slices name ports as the Service does)."""
+    for item in slice_ports or []:
+        if (item.get("name") or None) == (view["port_name"] or None) and (item.get("protocol") or "TCP") == view["protocol"]:
+            return item.get("port")
+    return view["target_port"] if isinstance(view["target_port"], int) else None
+
+
+def ready_endpoints(slices, view):
+    """Every ready, not terminating endpoint: ``[{ip, port, pod, namespace, node}]`` sorted by node and IP.
+
+    A missing ``ready`` condition means ready (the EndpointSlice API's own rule)."""
+    out, seen = [], set()
+    for item in slices:
+        if item.get("addressType") not in ("IPv4", "IPv6"):
+            continue
+        port = _slice_port(item.get("ports"), view)
+        for endpoint in item.get("endpoints") or []:
+            conditions = endpoint.get("conditions") or {}
+            if conditions.get("ready") is False or conditions.get("terminating") is True:
+                continue
+            target = endpoint.get("targetRef") or {}
+            for address in (endpoint.get("addresses") or [])[:1]:
+                ip = _ip_or_none(address)
+                if not ip or ip in seen:
+                    continue
+                seen.add(ip)
+                out.append({"ip": ip, "port": port,
+                            "pod": target.get("name") if target.get("kind", "Pod") == "Pod" else None,
+                            "namespace": target.get("namespace") or meta(item, "namespace"),
+                            "node": endpoint.get("nodeName")})
+    return sorted(out, key=lambda e: (e["node"] or "", e["ip"]))
+
+
+def _event_time(event):
+    return (event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
+            or meta(event, "creationTimestamp") or "")
+
+
+def declared_announcer(namespace, name, l2_statuses, events):
+    """``{source, nodes, interfaces}``: MetalLB's ServiceL2Status objects of the Service when the CRD is served
+    (``l2_statuses`` is not None), else the newest ``nodeAssigned`` event's node; ``source`` None when neither
+    says anything (not MetalLB, or BGP mode)."""
+    if l2_statuses is not None:
+        mine = [s for s in l2_statuses if (s.get("status") or {}).get("serviceName") == name
+                and (s.get("status") or {}).get("serviceNamespace") == namespace and (s.get("status") or {}).get("node")]
+        if mine:
+            return {"source": "servicel2status",
+                    "nodes": sorted(set(s["status"]["node"] for s in mine)),
+                    "interfaces": sorted(set(i.get("name") for s in mine for i in s["status"].get("interfaces") or []
+                                             if i.get("name"))),
+                    "objects": sorted("%s/%s" % (meta(s, "namespace"), meta(s, "name")) for s in mine)}
+    assigned = [e for e in events or [] if e.get("reason") == "nodeAssigned"
+                and (e.get("involvedObject") or {}).get("kind") == "Service"
+                and (e.get("involvedObject") or {}).get("name") == name and _ASSIGNED.search(e.get("message") or "")]
+    if assigned:
+        newest = max(assigned, key=_event_time)
+        return {"source": "events", "nodes": [_ASSIGNED.search(newest["message"]).group(1)], "interfaces": [],
+                "objects": ["%s/%s" % (meta(newest, "namespace"), meta(newest, "name"))]}
+    return {"source": None, "nodes": [], "interfaces": [], "objects": []}
+
+
+# ------------------------------------------------------------------ the inventory
+def host_of(inventory):
+    """{Kubernetes node name: inventory host} by ``k8s_node_name``, falling back to the inventory name."""
+    out = {}
+    for host in sorted(inventory or {}):
+        variables = inventory[host] or {}
+        out.setdefault(str(variables.get("k8s_node_name") or host), str(host))
+    return out
+
+
+def path_model(service, slices, nodes, l2_statuses, events, inventory, port=None):
+    """``{data, findings}`` of one Service's path.  ``inventory`` ({host: {k8s_node_name}}) may be None: then
+    no host is named and no node is reported missing from it."""
+    view = service_view(service, port)
+    ref = "%s/%s" % (view["namespace"], view["name"])
+    endpoints = ready_endpoints(slices, view)
+    announcer = declared_announcer(view["namespace"], view["name"], l2_statuses, events)
+    hosts = host_of(inventory) if inventory is not None else None
+    ips = dict((meta(n, "name"), node_address(n)) for n in nodes)
+    for endpoint in endpoints:
+        endpoint["host"] = hosts.get(endpoint["node"]) if hosts is not None and endpoint["node"] else None
+    announcer["hosts"] = [hosts[n] for n in announcer["nodes"] if n in hosts] if hosts is not None else []
+    findings = []
+    subject = "%s:%s" % (ref, view["port"]) if view["port"] else ref
+    if not view["vip"]:
+        findings.append(finding(
+            "service.no_vip", "warning", "L4", subject,
+            "Service %s (type %s) has no load-balancer or external IP%s: there is no VIP to follow" % (
+                ref, view["type"], " (only the hostnames %s)" % ", ".join(view["hostnames"]) if view["hostnames"] else ""),
+            {"type": view["type"], "cluster_ip": view["cluster_ip"], "node_port": view["node_port"],
+             "hostnames": view["hostnames"]},
+            "Check the load-balancer controller (MetalLB's controller logs, the cloud provider) for why no IP was "
+            "assigned, or give the VIP by hand (ingress_path_vip)."))
+    if not endpoints:
+        findings.append(finding(
+            "service.no_ready_endpoints", "critical", "L4", subject,
+            "Service %s has no ready endpoint in its EndpointSlices: every connection to it fails before any hop "
+            "of the network" % ref,
+            {"endpoint_slices": [meta(s, "name") for s in slices]},
+            "kubectl -n %s get pods -l <the Service's selector>: make its pods ready (readiness probe, "
+            "crash loop), or fix the selector." % view["namespace"]))
+    if hosts is not None:
+        wanted = [(e["node"], "backend %s (%s)" % (e["pod"] or e["ip"], e["ip"])) for e in endpoints if e["node"]]
+        wanted += [(n, "the announcer of the VIP (%s)" % announcer["source"]) for n in announcer["nodes"]]
+        missing = {}
+        for node, role in wanted:
+            if node not in hosts:
+                missing.setdefault(node, []).append(role)
+        for node in sorted(missing):
+            findings.append(finding(
+                "service.node_not_in_inventory", "warning", "L3", node,
+                "node %s, on the path of Service %s, is no host of the inventory: its hop cannot be captured" % (
+                    node, ref),
+                {"service": ref, "roles": sample(missing[node]), "node_ip": ips.get(node)},
+                "Add node %s to the inventory (or set k8s_node_name: %s on its host) so the path can be "
+                "captured there." % (node, node)))
+    if view["vip"] and announcer["source"] is None:
+        findings.append(finding(
+            "service.announcer_unknown", "info", "L2", subject,
+            "no load-balancer status names the node announcing %s (no MetalLB ServiceL2Status nor nodeAssigned "
+            "event): the announcer is found from the ARP answers alone" % view["vip"],
+            {"servicel2status_served": l2_statuses is not None},
+            ""))
+    relevant = set(e["node"] for e in endpoints if e["node"]) | set(announcer["nodes"]) | set(hosts or {})
+    node_rows = [{"name": name, "host": hosts.get(name) if hosts is not None else None, "internal_ip": ips[name]}
+                 for name in sorted(ips) if name in relevant]
+    data = {"service": view, "endpoints": endpoints[:MAX_ENDPOINTS], "endpoints_count": len(endpoints),
+            "announcer": announcer, "nodes": node_rows}
+    return {"data": data, "findings": sort_findings(findings)}
+
+
+def api_check(params, kube_factory):
+    """The whole service_path_info run: the Service, its EndpointSlices, the Nodes, MetalLB's ServiceL2Status
+    objects (or the Service's events when the CRD is not served)."""
+    checked = rules.validate(params, RULES)
+    namespace, name = split_ref(checked["service"])
+    kube = kube_factory(params)
+    service = kube.get("services", name, namespace)
+    if service is None:
+        raise ReadError("Service %s/%s not found on %s: check the namespace and the name (kubectl get svc -A)"
+                        % (namespace, name, kube.server))
+    slices = kube.endpoint_slices(namespace, service=name)
+    nodes = kube.nodes()
+    statuses = kube.custom_objects(METALLB_GROUP, METALLB_VERSION, L2_STATUS_PLURAL)
+    events = []
+    if statuses is None or not any((s.get("status") or {}).get("serviceName") == name for s in statuses):
+        events = kube.events(namespace, field_selector="involvedObject.kind=Service,involvedObject.name=%s,"
+                                                       "reason=nodeAssigned" % name)
+    inventory = params.get("inventory")
+    return path_model(service, slices, nodes, statuses, events, inventory, checked.get("port"))
+
+
+# ------------------------------------------------------------------ who answers ARP for the VIP
+def _arp_owners(node_reads):
+    """({mac: [hosts]}, [hosts holding the VIP], [hosts not read]) from arp_check results per host."""
+    owners, unread = {}, []
+    for host in sorted(node_reads):
+        result = node_reads[host] or {}
+        if result.get("unreachable") or result.get("failed") or result.get("skipped") or "local" not in result:
+            unread.append(host)
+            continue
+        for bound in result.get("local") or []:
+            hosts = owners.setdefault(str(bound.get("mac") or "").lower(), [])
+            if host not in hosts:
+                hosts.append(host)
+    return owners, unread
+
+
+def vip_announcer(vip, client_read, node_reads, declared=None):
+    """Who answers ARP for ``vip`` and whether that is who should.
+
+    ``client_read``: the client's arp_check result (``probes``: {vip: [{mac}]}); ``node_reads``: {host:
+    arp_check result} on the nodes, asked about the VIP and their own address, whose ``local`` gives each
+    node's interface MACs; ``declared``: the hosts the load balancer names (MetalLB), else the hosts holding
+    the VIP on an interface are expected.  Returns ``{announcer, answering, expected, expected_from, holders,
+    findings}``; ``announcer`` is the one inventory host answering, else None."""
+    owners, unread = _arp_owners(node_reads)
+    holders = sorted(host for host in node_reads if any(
+        b.get("address") == vip for b in (node_reads[host] or {}).get("local") or []))
+    expected, expected_from = (sorted(declared), "load balancer status") if declared else (holders, "VIP on an interface")
+    answering = []
+    probes = (client_read or {}).get("probes")
+    checked = isinstance(probes, dict) and vip in probes
+    for item in (probes[vip] or []) if checked else []:
+        mac = str(item.get("mac") if isinstance(item, dict) else item).lower()
+        answering.append({"mac": mac, "hosts": owners.get(mac, [])})
+    hosts = sorted(set(h for a in answering for h in a["hosts"]))
+    announcer = hosts[0] if len(answering) == 1 and len(hosts) == 1 else None
+    evidence = {"vip": vip, "answering": answering, "expected": expected, "expected_from": expected_from,
+                "holders": holders, "not_read": unread}
+    findings = []
+    if not checked:
+        findings.append(finding(
+            "ingress.announcer_not_checked", "warning", "L2", vip,
+            "the client's ARP probe for %s gave no answer list (%s): who announces the VIP is unknown" % (
+                vip, (client_read or {}).get("msg") or "no result"), evidence,
+            "Run the role with become: true on the client (ARP probes need CAP_NET_RAW)."))
+    elif not answering:
+        who = "%s should (%s)" % (", ".join(expected), expected_from) if expected else "no node holds it"
+        findings.append(finding(
+            "ingress.vip_unannounced", "critical", "L2", vip, "no node answers ARP for %s; %s" % (vip, who), evidence,
+            "On %s: check the announcer (MetalLB speaker logs and its memberlist, keepalived / kube-vip), that the "
+            "VIP is in an L2Advertisement's pool and the interface is selected; `arping -c 3 %s` from the "
+            "client shows when it answers again." % (", ".join(expected) or "the LB nodes", vip)))
+    elif len(answering) > 1:
+        findings.append(finding(
+            "ingress.announcer_mismatch", "critical", "L2", vip,
+            "%d MACs answer ARP for %s (%s): the clients' caches flip between them" % (
+                len(answering), vip, ", ".join("%s=%s" % (a["mac"], "/".join(a["hosts"]) or "unknown")
+                                               for a in answering)), evidence,
+            "Keep the VIP on one node: remove it from the others (`ip addr del %s/32 dev <if>`), or fix the "
+            "split-brain of the announcers (MetalLB memberlist, keepalived priorities)." % vip))
+    elif expected and hosts != expected:
+        findings.append(finding(
+            "ingress.announcer_mismatch", "critical", "L2", vip,
+            "%s answers ARP for %s, but %s should (%s)" % (
+                "/".join(hosts) or "a MAC of no inventory node (%s)" % answering[0]["mac"], vip,
+                ", ".join(expected), expected_from), evidence,
+            "Find who holds %s on %s and remove it there; restart the announcer the load balancer names if it "
+            "does not answer." % (vip, "/".join(hosts) or answering[0]["mac"])))
+    elif not hosts:
+        findings.append(finding(
+            "ingress.announcer_unknown", "warning", "L2", vip,
+            "%s answers ARP for %s, a MAC of no node that was read" % (answering[0]["mac"], vip), evidence,
+            "Look the MAC up on the LB nodes (`ip -br link`) or the switch's MAC table; add that node to the "
+            "inventory so its hop can be captured."))
+    return {"announcer": announcer, "answering": answering, "expected": expected, "expected_from": expected_from,
+            "holders": holders, "findings": findings}

@@ -1,0 +1,273 @@
+"""ingress_path from a Service: the role gets only ingress_path_service, the stand-in API's kubeconfig and
+the client (group ingress_clients); the VIP, port, backend, worker and LB node come from the API and from who
+answers ARP for the VIP.
+
+The lab path of test_ingress_path (VIP on node1, DNAT to the web pod behind node2) is described to the
+stand-in API as Service default/web with its EndpointSlice, the lab's Nodes, and MetalLB's ServiceL2Status
+naming node1.  Every expectation is checked independently: kubectl reads the stand-in's objects, `ip -j addr`
+shows who holds the VIP, arping from the client shows which MACs answer, curl shows whether the Service works."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+
+import pytest
+
+from tests.kube_api import FIXTURES, StandIn, load_yaml
+from tests.kube_api.helpers import kubectl
+from tests.lab.faults import kube as kube_faults
+from tests.lab.faults import path as lab_path
+
+ROLE = "k8snet.triage.ingress_path : "
+RECORD = ROLE + "Record the findings of this host"
+
+
+@pytest.fixture(scope="module")
+def lb(lab):
+    info = lab_path.loadbalancer(lab)
+    info["inventory"] = lab_path.path_inventory(lab)["inventory"]
+    yield info
+    lab_path.path_repair(lab)
+
+
+def lab_service_objects(lab, lb):
+    """service_path.yaml and metallb.yaml with the lab's VIP and its one backend (the web pod on the worker)."""
+    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "service_path.yaml",
+                                                                             "metallb.yaml")]))
+    out = []
+    for obj in objects:
+        obj = copy.deepcopy(obj)
+        if obj["kind"] == "Service" and obj["metadata"]["name"] == "web":
+            obj["status"]["loadBalancer"]["ingress"] = [{"ip": lb["vip"], "ipMode": "VIP"}]
+            obj["spec"]["ports"][0]["port"] = lb["vip_port"]
+        if obj["kind"] == "EndpointSlice":
+            if obj["metadata"]["name"] != "web-x7k2p":
+                continue
+            endpoint = obj["endpoints"][0]
+            endpoint["addresses"], endpoint["nodeName"] = [lb["pod_ip"]], lb["worker"]
+            obj["endpoints"] = [endpoint]
+            obj["ports"][0]["port"] = lb["pod_port"]
+        if obj["kind"] == "ServiceL2Status":
+            obj["status"]["node"] = obj["metadata"]["labels"]["metallb.io/node"] = lb["lb"]
+        out.append(obj)
+    return out
+
+
+@pytest.fixture(scope="module")
+def api(lab, lb):
+    server = StandIn(lab_service_objects(lab, lb), lab.workdir / "kube-api-svcpath", lab.controller_ip).start()
+    yield server
+    server.stop()
+
+
+def arping_macs(lab, lb):
+    """The MACs answering ARP for the VIP, seen by arping from the client (not our code)."""
+    # Thomas Habets' arping: -0 probes from 0.0.0.0 (no cache learns from it), -r prints each reply's MAC
+    out = lab.run(["ip", "netns", "exec", lb["client_ns"], "arping", "-0", "-r", "-c", "3", "-w", "3", "-i", "eth0",
+                   lb["vip"]], check=False).stdout
+    return sorted(set(m.lower() for m in re.findall(r"\b([0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5})\b", out)))
+
+
+def holds_vip(lab, node, vip):
+    addrs = json.loads(lab.ns_run(node, ["ip", "-j", "addr", "show", "dev", "eth0"]).stdout)
+    return any(a.get("local") == vip for link in addrs for a in link.get("addr_info", []))
+
+
+def curl(lab, lb):
+    return lab.run(["ip", "netns", "exec", lb["client_ns"], "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                    "--connect-timeout", "1", "-m", "2", f"http://{lb['vip']}:{lb['vip_port']}/"], check=False).stdout
+
+
+def run_role(ansible, lb, api):
+    run = ansible.playbook("k8snet.triage.ingress_path", inventory=lb["inventory"], extra_vars={
+        "ingress_path_service": "default/web", "ingress_path_kubeconfig": str(api.kubeconfig())})
+    assert run.rc == 0, run
+    return run
+
+
+def test_the_stand_in_serves_the_path_as_kubectl_sees_it(lab, lb, api):
+    kc = api.kubeconfig()
+    svc = kubectl(kc, "get", "svc", "-n", "default", "web")
+    assert svc["status"]["loadBalancer"]["ingress"][0]["ip"] == lb["vip"]
+    [eps] = kubectl(kc, "get", "endpointslices", "-n", "default", "-l", "kubernetes.io/service-name=web")["items"]
+    assert [(e["addresses"], e["nodeName"]) for e in eps["endpoints"]] == [([lb["pod_ip"]], lb["worker"])]
+    [status] = kubectl(kc, "get", "servicel2statuses.metallb.io", "-A")["items"]
+    assert status["status"]["node"] == lb["lb"]
+
+
+def test_healthy_path_names_the_announcer(lab, ansible, lb, api):
+    assert holds_vip(lab, lb["lb"], lb["vip"]) and curl(lab, lb) == "200"
+    assert arping_macs(lab, lb) == [lab.node(lb["lb"]).mac.lower()]
+    run = run_role(ansible, lb, api)
+    api_read = run.result(ROLE + "Read the Service's VIP, port, ready backends and announcer from the Kubernetes API",
+                          "client")
+    assert api_read["service"]["vip"] == lb["vip"] and api_read["announcer"]["hosts"] == [lb["lb"]]
+    assert [(e["ip"], e["host"], e["port"]) for e in api_read["endpoints"]] == [(lb["pod_ip"], lb["worker"], lb["pod_port"])]
+    # the API was read with the stand-in's kubeconfig, once: the Service, its slices, nodes, ServiceL2Status
+    paths = [r["path"] for r in api.requests]
+    assert "/api/v1/namespaces/default/services/web" in paths and "/apis/metallb.io/v1beta1/servicel2statuses" in paths
+    facts = run.result(RECORD, "client")["ansible_facts"]
+    [finding] = facts["ingress_path_findings"]
+    assert finding["check"] == "ingress.ok"
+    assert finding["evidence"]["announcer"] == lb["lb"] and finding["evidence"]["lb_nodes"] == [lb["lb"]]
+    assert facts["ingress_path_details"]["announcer"] == lb["lb"]
+    # the captures ran on the announcer and the backend's node, and nowhere else
+    captured = sorted(r["host"] for r in run.results(task=ROLE + "Collect the captures") if "flows" in r["result"])
+    assert captured == sorted(["client", lb["lb"], lb["worker"]])
+    bisect = run.result(ROLE + "Find the first hop where the probes vanished", "client")["ansible_facts"]["__ingress_path_bisect"]
+    assert [h["hop"] for h in bisect["hops"]][:3] == ["client_out", "lb_in", "lb_translated"]
+
+
+def test_vip_removed_from_its_node_is_unannounced(lab, ansible, lb, api):
+    lab.ns_run(lb["lb"], ["ip", "addr", "del", f"{lb['vip']}/32", "dev", "eth0"])
+    lab.run(["ip", "-n", lb["client_ns"], "neigh", "flush", "to", lb["vip"]], check=False)
+    try:
+        assert not any(holds_vip(lab, n.name, lb["vip"]) for n in lab.nodes)
+        assert arping_macs(lab, lb) == [] and curl(lab, lb) != "200"
+        run = run_role(ansible, lb, api)
+    finally:
+        lab_path.path_repair(lab)
+    findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    by_check = dict((f["check"], f) for f in findings)
+    assert sorted(by_check) == ["ingress.arp", "ingress.vip_unannounced"], findings
+    unannounced = by_check["ingress.vip_unannounced"]
+    assert unannounced["severity"] == "critical" and unannounced["subject"] == lb["vip"]
+    assert unannounced["evidence"]["expected"] == [lb["lb"]]
+    assert unannounced["evidence"]["expected_from"] == "load balancer status"
+    # no node answers: the announcer is none, and the capture fell back to the node MetalLB names
+    assert all(f["evidence"]["announcer"] is None and f["evidence"]["lb_nodes"] == [lb["lb"]] for f in findings)
+
+
+def test_two_nodes_answering_is_an_announcer_mismatch(lab, ansible, lb, api):
+    other = next(n.name for n in lab.nodes if n.name not in (lb["lb"], lb["worker"]))
+    lab.ns_run(other, ["ip", "addr", "replace", f"{lb['vip']}/32", "dev", "eth0"])
+    lab.run(["ip", "-n", lb["client_ns"], "neigh", "flush", "to", lb["vip"]], check=False)
+    try:
+        assert holds_vip(lab, other, lb["vip"]) and holds_vip(lab, lb["lb"], lb["vip"])
+        assert arping_macs(lab, lb) == sorted([lab.node(lb["lb"]).mac.lower(), lab.node(other).mac.lower()])
+        run = run_role(ansible, lb, api)
+    finally:
+        lab.ns_run(other, ["ip", "addr", "del", f"{lb['vip']}/32", "dev", "eth0"], check=False)
+        lab_path.path_repair(lab)
+    findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    [mismatch] = [f for f in findings if f["check"] == "ingress.announcer_mismatch"]
+    assert mismatch["severity"] == "critical" and "2 MACs answer" in mismatch["summary"]
+    owners = dict((a["mac"], a["hosts"]) for a in mismatch["evidence"]["answering"])
+    assert owners == {lab.node(lb["lb"]).mac.lower(): [lb["lb"]], lab.node(other).mac.lower(): [other]}
+    assert mismatch["evidence"]["holders"] == sorted([lb["lb"], other])
+    assert all("announcer" in f["evidence"] for f in findings if f["check"].startswith("ingress."))
+
+
+def test_module_falls_back_to_events_without_the_crd_and_takes_k8s_auth_env(lab, ansible, lb, api):
+    """A cluster without MetalLB's CRD: the speaker's nodeAssigned event names the announcer.  The credentials
+    come from K8S_AUTH_KUBECONFIG (what AWX's Kubernetes credential sets), not from an option."""
+    api.crds_absent.add("metallb.io/v1beta1")
+    os.environ["K8S_AUTH_KUBECONFIG"] = str(api.kubeconfig())
+    try:
+        kc = api.kubeconfig()
+        proc = lab.run(["kubectl", "--kubeconfig", str(kc), "get", "servicel2statuses.metallb.io", "-A"], check=False)
+        assert proc.returncode != 0  # kubectl: the server doesn't have a resource type
+        [event] = kubectl(kc, "get", "events", "-n", "default", "--field-selector", "reason=nodeAssigned")["items"]
+        res = ansible.module("localhost", "service_path_info", {"service": "default/web", "port": "http"})["localhost"]
+    finally:
+        api.crds_absent.discard("metallb.io/v1beta1")
+        del os.environ["K8S_AUTH_KUBECONFIG"]
+    assert not res["failed"], res
+    assert res["announcer"]["source"] == "events" and res["announcer"]["nodes"] == ["node1"]
+    assert 'node "node1"' in event["message"]
+    assert res["service"]["vip"] == lb["vip"] and res["service"]["port"] == lb["vip_port"]
+    # without inventory no host is named, and no node is reported missing
+    assert [(e["ip"], e["node"], e["host"]) for e in res["endpoints"]] == [(lb["pod_ip"], lb["worker"], None)]
+    assert res["findings"] == []
+
+
+def test_a_backend_node_outside_the_inventory_is_named(lab, ansible, lb, api):
+    """The backend's node is no inventory host: named in a service.node_not_in_inventory finding, not skipped."""
+    kc = api.kubeconfig()
+    inventory = {"client": {}, "node1": {}, "node3": {}}
+    res = ansible.module("localhost", "service_path_info", {"service": "default/web", "kubeconfig": str(kc),
+                                                            "inventory": inventory})["localhost"]
+    [finding] = res["findings"]
+    assert (finding["check"], finding["subject"]) == ("service.node_not_in_inventory", lb["worker"])
+    [eps] = kubectl(kc, "get", "endpointslices", "-n", "default", "-l", "kubernetes.io/service-name=web")["items"]
+    assert eps["endpoints"][0]["nodeName"] == lb["worker"]
+
+
+@pytest.mark.parametrize("service, message", [
+    ("default/nope", "Service default/nope not found"),
+    ("default/../web", "service name='../web' is invalid"),
+])
+def test_a_wrong_service_fails_clearly_before_any_capture(lab, ansible, lb, api, service, message):
+    run = ansible.playbook("k8snet.triage.ingress_path", inventory=lb["inventory"], extra_vars={
+        "ingress_path_service": service, "ingress_path_kubeconfig": str(api.kubeconfig())})
+    assert run.rc != 0
+    failed = run.result(ROLE + "Read the Service's VIP, port, ready backends and announcer from the Kubernetes API",
+                        "client")
+    assert message in failed["msg"], failed["msg"]
+    assert not run.results(task=ROLE + "Start the capture on this hop")
+    # the stand-in saw no request for a name that is not a Kubernetes name
+    if ".." in service:
+        assert not [r for r in api.requests if ".." in r["path"]]
+
+
+# ------------------------------------------------------------------ every backend
+@pytest.fixture(scope="module")
+def balanced(lab, lb):
+    """Two backends (web on node2, web2 on node3) balanced round-robin by native nft on the LB node, and a
+    stand-in whose EndpointSlice lists both."""
+    setup = lab_path.two_backends(lab)
+    objects = lab_service_objects(lab, lb)
+    for obj in objects:
+        if obj["kind"] == "EndpointSlice":
+            second = copy.deepcopy(obj["endpoints"][0])
+            b2 = setup["backends"][1]
+            second["addresses"], second["nodeName"] = [b2["ip"]], b2["node"]
+            second["targetRef"] = dict(second["targetRef"], name="web-5d8f7-fghij")
+            obj["endpoints"].append(second)
+    server = StandIn(objects, lab.workdir / "kube-api-svcpath2", lab.controller_ip).start()
+    yield dict(setup, api=server)
+    server.stop()
+    lab_path.one_backend(lab)
+    lab_path.path_repair(lab)
+
+
+def http_log_hits(lab, name):
+    return (lab.workdir / f"http-{name}.log").read_text().count('"GET /')
+
+
+def test_every_backend_is_captured_and_each_probe_attributed(lab, ansible, lb, balanced):
+    # independently: the nft DNAT balances (each pod's own HTTP server logs one of two GETs)
+    before = {n: http_log_hits(lab, n) for n in ("web", "web2")}
+    assert [curl(lab, lb), curl(lab, lb)] == ["200", "200"]
+    assert {n: http_log_hits(lab, n) - before[n] for n in before} == {"web": 1, "web2": 1}
+    run = run_role(ansible, lb, balanced["api"])
+    [finding] = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    assert finding["check"] == "ingress.ok" and "2 backends" in finding["summary"], finding
+    rows = dict((r["ip"], r) for r in finding["evidence"]["backends"])
+    assert set(rows) == {b["ip"] for b in balanced["backends"]}
+    assert all(r["verdict"] == "ok" and r["translated"] > 0 for r in rows.values()), rows
+    captured = sorted(r["host"] for r in run.results(task=ROLE + "Collect the captures") if "flows" in r["result"])
+    assert captured == ["client", "node1", "node2", "node3"]
+
+
+def test_broken_route_on_one_worker_is_that_backend_not_nat(lab, ansible, lb, balanced):
+    b2 = balanced["backends"][1]
+    lab_path.break_backend_route(lab, "web2")
+    try:
+        # independently: node3 has no route to web2 any more, and one of two requests fails
+        assert lab.ns_run(b2["node"], ["ip", "-j", "route", "get", b2["ip"]], check=False).returncode != 0
+        assert sorted([curl(lab, lb), curl(lab, lb)]) != ["200", "200"]
+        run = run_role(ansible, lb, balanced["api"])
+    finally:
+        lab_path.path_repair(lab)
+    findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    assert [f["check"] for f in findings] == ["ingress.pod_forwarding"], findings
+    finding = findings[0]
+    assert (finding["evidence"]["backend"]["pod"], finding["evidence"]["backend"]["host"]) == ("web-5d8f7-fghij", "node3")
+    assert "node3 has no route to %s" % b2["ip"] in finding["summary"]
+    verdicts = dict((r["ip"], r["verdict"]) for r in finding["evidence"]["backends"])
+    assert verdicts == {lb["pod_ip"]: "ok", b2["ip"]: "vanished"}
+    assert finding["evidence"]["announcer"] == lb["lb"]
