@@ -26,7 +26,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils.findings import find
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address, split_ref
 
-GATHER = ("nodes", "service_frontends", "dns_servers", "pod")
+GATHER = ("nodes", "service_frontends", "dns_servers")  # the default: what the node-side roles need
+GATHER_CHOICES = GATHER + ("pod",)  # and one pod, when asked for by name
 CALICO_IPV4_ANNOTATION = "projectcalico.org/IPv4Address"
 CALICO_ASN_ANNOTATION = "projectcalico.org/ASNumber"
 DNS_NAMESPACE = "kube-system"

@@ -140,7 +140,7 @@ pod:
     costs: [{name: web, queries: 4, queries_a_aaaa: 8, candidates: [web.default.svc.cluster.local,
              web.svc.cluster.local, web.cluster.local, web]}]
 repeat:
-  description: With O(repeat) and no O(pod_ip), the repeated queries from this node (as RV(pod.repeat)), else null.
+  description: With O(repeat) and no O(pod_ip), the repeated queries from this node (as C(repeat) of RV(pod)), else null.
   returned: always
   type: dict
   sample: {count: 200, timeouts: 3, timeout_rate: 0.015, p50_ms: 1, p99_ms: 4, max_ms: 9, server: 10.96.0.10}

@@ -211,7 +211,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.kube import (
 
 RULES = dict(
     checks.KUBE_AUTH_RULES,
-    gather=checks.each(checks.choice(*kube_facts.GATHER), max_items=len(kube_facts.GATHER)),
+    gather=checks.each(checks.choice(*kube_facts.GATHER_CHOICES), max_items=len(kube_facts.GATHER_CHOICES)),
     dns_namespace=checks.k8s_name,
     dns_service=checks.k8s_name,
     dns_pod_selector=checks.label_selector,
@@ -222,7 +222,7 @@ RULES = dict(
 def main():
     argument_spec = dict(AUTH_ARG_SPEC)
     argument_spec.update(
-        gather=dict(type="list", elements="str", choices=list(kube_facts.GATHER), default=list(kube_facts.GATHER)),
+        gather=dict(type="list", elements="str", choices=list(kube_facts.GATHER_CHOICES), default=list(kube_facts.GATHER)),
         dns_namespace=dict(type="str", default=kube_facts.DNS_NAMESPACE),
         dns_service=dict(type="str", default=kube_facts.DNS_SERVICE),
         dns_pod_selector=dict(type="str", default=kube_facts.DNS_POD_SELECTOR),

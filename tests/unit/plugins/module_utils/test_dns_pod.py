@@ -85,8 +85,9 @@ def test_walk_stops_at_the_answer():
     ask, calls = _ask({("ns1", "web.cluster.local"): "ok"})
     out = d.walk(ask, ["ns1"], "web", c)
     assert out["result"] == "ok" and out["answered_as"] == "web.cluster.local" and out["queries"] == 3
-    assert out["failed_queries"] == 2 and calls == [("ns1", "web.default.svc.cluster.local"),
-                                                   ("ns1", "web.svc.cluster.local"), ("ns1", "web.cluster.local")]
+    assert out["failed_queries"] == 2
+    assert calls == [("ns1", "web.default.svc.cluster.local"), ("ns1", "web.svc.cluster.local"),
+                     ("ns1", "web.cluster.local")]
 
 
 def test_walk_next_server_after_a_timeout_and_stop_when_all_silent():
