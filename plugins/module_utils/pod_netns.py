@@ -143,14 +143,25 @@ def named_namespaces(dirs=NETNS_DIRS):
 
 
 def namespace_addresses(pid, proc=PROC):
-    """The local addresses of the network namespace ``pid`` is in, read without entering it."""
-    out = set()
+    """The local addresses of the network namespace ``pid`` is in, read without entering it
+    (None when the process is gone)."""
+    out, read = set(), False
     for name, parse in (("fib_trie", parse_fib_trie), ("if_inet6", parse_if_inet6)):
         try:
             out |= parse(_read("%s/%d/net/%s" % (proc, pid, name)))
+            read = True
         except (IOError, OSError):
             continue
-    return out
+    return out if read else None
+
+
+def _holds(pids, ip, proc):
+    """Whether the namespace of ``pids`` holds ``ip``, asking the next process when one is gone."""
+    for pid in pids:
+        found = namespace_addresses(pid, proc)
+        if found is not None:
+            return ip in found
+    return False
 
 
 def _crictl_candidates(runner, ip):
@@ -201,12 +212,12 @@ def find_by_ip(ip, runner=None, proc=PROC, netns_dirs=NETNS_DIRS):
     names = named_namespaces(netns_dirs)
     for sandbox in _crictl_candidates(runner, ip):
         inode = _inode("%s/%d/ns/net" % (proc, sandbox["pid"]))
-        if inode is not None and ip in namespace_addresses(sandbox["pid"], proc):
+        if inode is not None and _holds([sandbox["pid"]], ip, proc):
             return {"ip": ip, "inode": inode, "pids": by_inode.get(inode) or [sandbox["pid"]],
                     "netns_name": names.get(inode), "method": "crictl", "namespaces_scanned": 1}
     found = []
     for inode, pids in sorted(by_inode.items()):
-        if ip in namespace_addresses(pids[0], proc):
+        if _holds(pids, ip, proc):
             found.append({"inode": inode, "pids": pids, "netns_name": names.get(inode)})
     for inode, name in sorted(names.items()):
         if inode not in by_inode and ip in _named_addresses(runner, name):

@@ -124,3 +124,10 @@ def test_root_file_bounded_regular_and_loops(tmp_path):
 def test_pod_file_needs_a_process():
     with pytest.raises(InputError, match="no process runs in it"):
         p.pod_file({"pids": [], "netns_name": "cni-1", "ip": "198.19.0.5"}, "/etc/resolv.conf")
+
+
+def test_find_by_ip_asks_the_next_process_when_one_is_gone(tmp_path):
+    proc, netns, dummy = _fake_proc(tmp_path, [(700, "pod-a", ["198.19.0.5"]), (701, "pod-a", ["198.19.0.5"])])
+    for name in ("fib_trie",):
+        os.unlink(proc / "700" / "net" / name)  # pid 700 exited between the listing and the read
+    assert p.find_by_ip("198.19.0.5", proc=str(proc), netns_dirs=[str(netns)])["pids"] == [700, 701]
