@@ -842,32 +842,39 @@ def node_check(params, runner=None):
     servers = validate_servers(servers_in)
     expect = validate_names(names, params.get("expect") or {})
     resolver = Resolver(params.get("backend") or "auto", port, params.get("record_type") or "A", timeout, retries)
-    rows = resolver.matrix([s["address"] for s in servers], names, protocols, expect)
-    findings = check_matrix(servers, rows, cluster_domain, "cluster DNS") if servers else []
+    # a server is asked a name as it is: a name of one label means something only through a search
+    # list (the pod's view expands it), so the servers and host resolvers are asked the others
+    asked = [n for n in names if "." in n.rstrip(".")]
+    if not asked and (servers or host_resolvers) and not pod_ip:
+        raise InputError("names %s are single labels, which a server is asked as they are (no search list): give "
+                         "fully qualified names such as web.default.svc.cluster.local, or pod_ip to look them up "
+                         "through that pod's search list" % ", ".join(names))
+    rows = resolver.matrix([s["address"] for s in servers], asked, protocols, expect) if asked else []
+    findings = check_matrix(servers, rows, cluster_domain, "cluster DNS") if servers and asked else []
     pod = repeat_data = None
     if pod_ip:
         pod = pod_view(params, runner, resolver, servers, names, expect)
         findings += pod["findings"]
     elif repeat:
-        repeat_data = repeat_with_counters(resolver, servers[0]["address"], names[0], repeat,
+        repeat_data = repeat_with_counters(resolver, servers[0]["address"], asked[0], repeat,
                                            params.get("repeat_interval") or 0)
         findings += check_pod_view({"subject": "this node", "config": None, "nameservers": [], "pod": [], "node": [],
                                     "lookups": [], "repeat": repeat_data["stats"], "conntrack": repeat_data["conntrack"],
                                     "repeat_target": servers[0]["address"]})
     confs, host_rows = {}, []
-    if host_resolvers:
+    if host_resolvers and asked:
         confs = dict((k, v) for k, v in read_resolv_confs(params.get("resolv_conf") or list(RESOLV_CONFS)).items() if v)
         upstreams = []
         for found in confs.values():
             upstreams.extend(a for a in found if a not in upstreams)
-        host_rows = resolver.matrix(upstreams, names, protocols[:1], expect)
+        host_rows = resolver.matrix(upstreams, asked, protocols[:1], expect) if asked else []
         findings += check_host_resolvers(confs, host_rows, cluster_domain, "host resolvers")
     summary = {}
     for row in rows + host_rows:
         summary[row["status"]] = summary.get(row["status"], 0) + 1
     data = {"backend": resolver.backend, "matrix": rows, "host_matrix": host_rows, "resolv_conf": confs,
             "summary": summary, "pod": pod["data"] if pod else None,
-            "repeat": dict(repeat_data["stats"], server=servers[0]["address"], name=names[0]) if repeat_data else None}
+            "repeat": dict(repeat_data["stats"], server=servers[0]["address"], name=asked[0]) if repeat_data else None}
     return {"data": data, "findings": findings}
 
 

@@ -85,6 +85,19 @@ def test_the_pods_namespace_and_resolv_conf_are_found_by_ip(lab, ansible, world)
     assert rows[(world["local"]["address"], CLUSTER)]["result"] == "ok"
 
 
+def test_pod_view_with_dnspython_on_node1(lab, ansible, world):
+    """node1's Python has dnspython (node2's and node3's use the standard-library client): the same
+    view from a pod of node1, whose only nameserver is kube-dns."""
+    one = lab_pods.pod(lab, "node1", "dp-one")
+    one = lab_pods.pod_process(lab, "dp-one", "nameserver %s\n%s" % (world["dns"]["kube_dns"], SEARCH))
+    res = ansible.module("node1", "dns_check", {"names": [CLUSTER], "servers": servers(world), "pod_ip": one["ip"],
+                                                "timeout": 1.0, "retries": 0, "protocols": ["udp"]})["node1"]
+    assert res["backend"] == "dnspython" and res["pod"]["resolv_conf"]["nameservers"] == [world["dns"]["kube_dns"]]
+    lookup = res["pod"]["lookups"][0]
+    assert lookup["result"] == "ok" and lookup["answered_as"] == CLUSTER and lookup["queries"] == 4
+    assert independent(lab, one["ns"], world["dns"]["kube_dns"], CLUSTER) == "NOERROR"
+
+
 def test_short_name_costs_four_queries_counted_in_dnsmasq_log(lab, ansible, world):
     log, ip, short = world["local"]["log"], world["good"]["ip"], world["local"]["short_name"]
     before = len(lab_dns.logged_queries(log, ip))
@@ -217,7 +230,7 @@ def api(lab, world):
 
 def role_vars(world, api, pod, **extra):
     out = {"dns_kubeconfig": str(api.kubeconfig()), "dns_api": False, "dns_servers": servers(world),
-           "dns_pod": "default/" + pod, "dns_names": [world["local"]["short_name"]], "dns_timeout": 1.0,
+           "dns_pod": "default/" + pod, "dns_names": [world["local"]["short_name"], CLUSTER], "dns_timeout": 1.0,
            "dns_retries": 0, "dns_protocols": ["udp"], "dns_host_resolvers": False}
     out.update(extra)
     return out
@@ -233,8 +246,12 @@ def test_role_dns_pod_checks_on_the_pods_node_only(ansible, world, api):
         facts = run.result("Record the findings of this host", node)["ansible_facts"]
         checks = [f["check"] for f in facts["dns_findings"]]
         assert ("dns.search_amplification" in checks) == (node == NODE), (node, checks)
+        # the one-label name is looked up through the pod's search list only, never asked as it is
+        asked = {r["name"] for r in run.result("Ask every DNS server from this node", node)["matrix"]}
+        assert asked == {CLUSTER}
     done = run.result("Ask every DNS server from this node", NODE)
     assert done["pod"]["ip"] == world["good"]["ip"]
+    assert [c["queries"] for c in done["pod"]["costs"]] == [4, 4]
     assert run.result("Ask every DNS server from this node", "node1")["pod"] is None
 
 

@@ -174,3 +174,10 @@ def test_repeat_bound():
     with pytest.raises(d.InputError, match="longer than 600s"):
         d.validate_repeat(1000, 1.0, 2.0)
     d.validate_repeat(100, 0.05, 2.0)
+
+
+def test_single_label_names_need_a_search_list():
+    with pytest.raises(d.InputError, match="names web are single labels"):
+        d.node_check({"names": ["web"], "servers": ["127.0.0.1"], "timeout": 0.1, "retries": 0})
+    with pytest.raises(d.InputError, match="give pod_ip or servers"):
+        d.node_check({"names": ["web.example.test"], "host_resolvers": True, "repeat": 3, "timeout": 0.1})
