@@ -49,7 +49,7 @@ options:
     description:
       - The IP of a pod on this host whose view to add (an IPv4 or IPv6 address). Needs root
         (entering another network namespace needs CAP_SYS_ADMIN).
-      - The role M(k8snet.triage.dns) sets it from its C(dns_pod) option, on the pod's node only.
+      - The role C(k8snet.triage.dns) sets it from its C(dns_pod) option, on the pod's node only.
     type: str
   repeat:
     description:
