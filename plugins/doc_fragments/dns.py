@@ -18,6 +18,9 @@ options:
     description:
       - Names to resolve. Names under O(cluster_domain) are cluster names; the others are external
         names, resolved through the upstreams coredns forwards to.
+      - A server is asked a name as it is. A name of one label (V(web)) means something only through a
+        search list, so it is looked up only in M(k8snet.triage.dns_check)'s pod view (through the pod's
+        search list), and refused when there is none.
     type: list
     elements: str
     required: true

@@ -22,10 +22,11 @@ from __future__ import annotations
 import random
 import socket
 import struct
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils import conntrack, params, pod_netns
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 
@@ -275,14 +276,100 @@ def validate_names(names, expect):
     return dict((k, v if isinstance(v, list) else [v]) for k, v in (expect or {}).items())
 
 
-def parse_resolv_conf(text):
-    """nameserver lines of a resolv.conf (pure); comments and other keywords ignored."""
-    out = []
+# glibc's limits (resolv/resolv.h): the first MAXNS nameservers are used; ndots, timeout and attempts
+# are capped; with no nameserver line the resolver asks the loopback address.
+MAXNS = 3
+RES_MAXNDOTS, RES_MAXRETRANS, RES_MAXRETRY = 15, 30, 5
+RES_DEFAULTS = {"ndots": 1, "timeout": 5, "attempts": 2}
+
+
+def parse_resolver_config(text):
+    """A resolv.conf read as glibc reads it (pure): {"nameservers" (the first 3, what is used),
+    "all_nameservers", "search", "ndots", "timeout", "attempts", "rotate", "options", "default_nameserver"}.
+
+    ``search`` and ``domain`` replace each other (the last line wins); ``options`` values are
+    capped as glibc caps them (ndots 15, timeout 30, attempts 5); comments start with # or ;."""
+    nameservers, search, options = [], [], []
+    values = dict(RES_DEFAULTS)
+    rotate = False
     for line in text.splitlines():
         parts = line.split("#", 1)[0].split(";", 1)[0].split()
-        if len(parts) >= 2 and parts[0] == "nameserver" and parts[1] not in out:
-            out.append(parts[1])
-    return out
+        if len(parts) < 2:
+            continue
+        keyword, args = parts[0], parts[1:]
+        if keyword == "nameserver":
+            if args[0] not in nameservers:
+                nameservers.append(args[0])
+        elif keyword == "search":
+            search = [d.rstrip(".") or "." for d in args]
+        elif keyword == "domain":
+            search = [args[0].rstrip(".") or "."]
+        elif keyword == "options":
+            for option in args:
+                options.append(option)
+                name, sep, value = option.partition(":")
+                if sep and name in values:
+                    try:
+                        number = int(value)
+                    except ValueError:
+                        continue
+                    cap = {"ndots": RES_MAXNDOTS, "timeout": RES_MAXRETRANS, "attempts": RES_MAXRETRY}[name]
+                    values[name] = max(0 if name == "ndots" else 1, min(cap, number))
+                elif option == "rotate":
+                    rotate = True
+    return {"nameservers": nameservers[:MAXNS] or ["127.0.0.1"], "all_nameservers": nameservers,
+            "default_nameserver": not nameservers, "search": search, "ndots": values["ndots"],
+            "timeout": values["timeout"], "attempts": values["attempts"], "rotate": rotate, "options": options}
+
+
+def parse_resolv_conf(text):
+    """nameserver lines of a resolv.conf (pure), every one of them (the host resolvers)."""
+    return parse_resolver_config(text)["all_nameservers"]
+
+
+def expand_name(name, search, ndots):
+    """The names glibc's res_nsearch asks, in order, for ``name`` (pure).
+
+    An absolute name (trailing dot) is asked as it is, only.  A name with at least ``ndots`` dots
+    is asked as it is first, then with each search domain appended; a name with fewer dots gets the
+    search domains first and is asked as it is last.  A search domain "." stands for the name as it
+    is at that place.  getaddrinfo asks each of these names for A and for AAAA."""
+    if name.endswith(".") and name != ".":
+        return [name.rstrip(".")]
+    dots = name.count(".")
+    out = []
+    if dots >= ndots:
+        out.append(name)
+    for domain in search or []:
+        out.append(name if domain == "." else "%s.%s" % (name, domain))
+    if dots < ndots:
+        out.append(name)
+    unique = []
+    for candidate in out:
+        if candidate not in unique:
+            unique.append(candidate)
+    return unique
+
+
+def timeout_wait(timeout, attempts, nameservers):
+    """Seconds glibc's res_send waits for one name when no nameserver answers (pure): ``attempts``
+    rounds over the nameservers, the first round ``timeout`` each, round r ``(timeout << r) / count``."""
+    total = 0
+    for attempt in range(attempts):
+        for dummy in range(nameservers):
+            seconds = timeout << attempt
+            if attempt > 0:
+                seconds //= nameservers
+            total += max(1, seconds)
+    return total
+
+
+def lookup_cost(name, config):
+    """What one lookup of ``name`` costs a process with resolver ``config`` (pure)."""
+    candidates = expand_name(name, config["search"], config["ndots"])
+    return {"name": name, "candidates": candidates, "queries": len(candidates),
+            "queries_a_aaaa": 2 * len(candidates),
+            "wait_per_name_s": timeout_wait(config["timeout"], config["attempts"], len(config["nameservers"]))}
 
 
 def read_resolv_confs(paths):
@@ -442,6 +529,294 @@ def check_host_resolvers(confs, rows, cluster_domain="cluster.local", subject="h
                     "the host's resolvers answer external names%s" % note, evidence)]
 
 
+# ------------------------------------------------------------------ the pod's view
+
+WALK_NEXT = ("nxdomain", "nodata", "servfail")  # res_nsearch asks the next name after these
+SERVER_NEXT = ("timeout", "unreachable", "servfail", "refused")  # res_send asks the next nameserver after these
+AMPLIFICATION_MIN = 3  # queries of one lookup that fail before it ends: a warning from this many
+MAX_CANDIDATES = 16  # names of one lookup asked at most (a pathological search list is cut there)
+MAX_REPEAT = 1000
+MAX_REPEAT_SECONDS = 600  # repeat x (repeat_interval + timeout) is refused beyond this
+
+
+def walk(ask, nameservers, name, config, expect=None):
+    """One lookup of ``name`` as glibc makes it: the names of ``expand_name`` in order, each asked of
+    ``nameservers`` in order until one answers (res_send), the lookup ending at an answer, a timeout
+    or a refusal (res_nsearch).  ``ask(server, fqdn, expect)`` returns a ``Resolver.ask`` row.
+
+    Returns {"name", "result", "answered_as", "answers", "queries", "failed_queries", "steps",
+    "elapsed_ms"}; ``result`` is the status the lookup ends with."""
+    steps, got, result = [], [], None
+    started = time.time()
+    for fqdn in expand_name(name, config["search"], config["ndots"])[:MAX_CANDIDATES]:
+        row = None
+        for server in nameservers:
+            row = ask(server, fqdn, expect)
+            steps.append({"name": fqdn, "server": server, "status": row["status"], "ms": row["elapsed_ms"],
+                          "answers": row["answers"]})
+            if row["status"] not in SERVER_NEXT:
+                break
+        got.append(row["status"])
+        if row["status"] not in WALK_NEXT:
+            result = row["status"]
+            break
+    if result is None:
+        result = "nodata" if "nodata" in got else "servfail" if "servfail" in got else "nxdomain"
+    answered = steps[-1] if steps and result in ("ok", "wrong_answer") else None
+    return {"name": name, "result": result, "answered_as": answered["name"] if answered else None,
+            "answers": answered["answers"] if answered else [], "queries": len(steps),
+            "failed_queries": sum(1 for step in steps if step["status"] not in ("ok", "wrong_answer")),
+            "steps": steps, "elapsed_ms": int((time.time() - started) * 1000)}
+
+
+def walks(resolver, targets, names, config, expect):
+    """A glibc lookup of every name against every target alone, in parallel: [walk + "server"]."""
+    def ask(server, fqdn, wanted):
+        return resolver.ask(server, fqdn, "udp", wanted)
+
+    jobs = [(t, n) for t in targets for n in names]
+    with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, max(1, len(jobs)))) as pool:
+        futures = [pool.submit(walk, ask, [t], n, config, expect.get(n)) for t, n in jobs]
+        return [dict(f.result(), server=t) for (t, n), f in zip(jobs, futures)]
+
+
+def repeat_queries(resolver, server, name, count, interval, sleep=time.sleep):
+    """``count`` queries of ``name`` to ``server``, one at a time, ``interval`` seconds apart:
+    [(status, elapsed_ms)]."""
+    rows = []
+    for index in range(count):
+        row = resolver.ask(server, name, "udp")
+        rows.append((row["status"], row["elapsed_ms"]))
+        if interval and index < count - 1:
+            sleep(interval)
+    return rows
+
+
+def percentile(values, share):
+    """Nearest-rank percentile of a sorted list (pure); None when empty."""
+    if not values:
+        return None
+    rank = int(-(-share * len(values) // 1))  # ceil
+    return values[max(0, min(len(values), rank) - 1)]
+
+
+def repeat_stats(rows):
+    """Timeout share and latency distribution of ``repeat_queries`` rows (pure)."""
+    timeouts = sum(1 for status, dummy in rows if status in NO_ANSWER)
+    answered = sorted(ms for status, ms in rows if status not in NO_ANSWER)
+    return {"count": len(rows), "timeouts": timeouts,
+            "timeout_rate": round(float(timeouts) / len(rows), 4) if rows else None,
+            "statuses": _statuses({"status": status} for status, dummy in rows),
+            "p50_ms": percentile(answered, 0.5), "p99_ms": percentile(answered, 0.99),
+            "max_ms": answered[-1] if answered else None}
+
+
+def _lookup_view(row):
+    return {"name": row["name"], "result": row["result"], "answered_as": row["answered_as"],
+            "queries": row["queries"], "failed_queries": row["failed_queries"],
+            "steps": sample(({"name": s["name"], "server": s["server"], "status": s["status"]} for s in row["steps"]),
+                            MAX_CANDIDATES)}
+
+
+def check_pod_view(view):
+    """Findings of the pod's view (pure).  ``view``: {"subject", "config", "nameservers" (used),
+    "pod" and "node" (walk rows per server and name, from the pod's namespace and from the node),
+    "lookups" (the pod's glibc lookup of each name over its nameservers), "repeat" (repeat_stats or
+    None), "conntrack" (conntrack.sample_counters or None), "repeat_target"}."""
+    subject, config, out = view["subject"], view["config"], []
+    node_by = dict(((r["server"], r["name"]), r) for r in view["node"])
+    pod_by = {}
+    for row in view["pod"]:
+        pod_by.setdefault(row["server"], []).append(row)
+    used = view["nameservers"]
+    dead = [ns for ns in used if pod_by.get(ns) and all(s["status"] in NO_ANSWER for r in pod_by[ns] for s in r["steps"])]
+    if dead:
+        first = used[0] in dead
+        alive = [ns for ns in used if ns not in dead]
+        node_answers = [ns for ns in dead if any(node_by.get((ns, r["name"]), {}).get("queries") and any(
+            s["status"] not in NO_ANSWER for s in node_by[(ns, r["name"])]["steps"]) for r in pod_by[ns])]
+        wait = config["timeout"]
+        summary = "%s in the pod's resolv.conf never answer%s from the pod" % (
+            ", ".join("%s (nameserver %d of %d)" % (ns, used.index(ns) + 1, len(used)) for ns in dead),
+            "s" if len(dead) == 1 else "")
+        if not alive:
+            summary += ": no nameserver of the pod answers, every lookup fails"
+        elif first:
+            summary += (": every query waits %ds (its timeout:%d) for it before glibc asks %s, the 5-second DNS "
+                        "delays" % (wait, wait, alive[0]))
+        if node_answers:
+            summary += "; %s answer%s the node: the path from the pod is broken, not the server" % (
+                ", ".join(node_answers), "s" if len(node_answers) == 1 else "")
+        out.append(finding(
+            "dns.dead_nameserver", "critical" if not alive or first else "warning", "DNS", subject, summary,
+            {"dead": dead, "nameservers": used, "answer_the_node": node_answers, "timeout_s": wait,
+             "errors": sample(sorted(set(s["server"] + ": " + s["status"] for ns in dead for r in pod_by[ns]
+                                         for s in r["steps"])), 3)},
+            "fix or remove the dead entry: a NodeLocal DNS cache (node-local-dns DaemonSet) not running on this node, "
+            "or a dnsConfig/kubelet --cluster-dns naming an address nothing serves; kubectl -n kube-system get pods "
+            "-o wide -l k8s-app=node-local-dns"))
+    pod_only = []
+    for row in view["pod"]:
+        other = node_by.get((row["server"], row["name"]))
+        if other and other["result"] == "ok" and row["result"] != "ok":
+            pod_only.append({"server": row["server"], "name": row["name"], "pod": row["result"], "node": "ok"})
+    if pod_only:
+        out.append(finding(
+            "dns.pod_only_failure", "critical", "DNS", subject,
+            "%d lookup(s) fail from the pod and work from the node: %s" % (len(pod_only), "; ".join(
+                "%s via %s: %s" % (p["name"], p["server"], p["pod"]) for p in pod_only[:5])),
+            {"pairs": sample(pod_only), "count": len(pod_only)},
+            "the same names asked of the same servers answer the node: look at what differs for the pod, i.e. "
+            "NetworkPolicies (egress to kube-dns on 53/UDP and TCP), the pod's route and veth "
+            "(k8snet.triage.route_check), and drops of traffic from the pod CIDR (k8snet.triage.iptables_drops)"))
+    for lookup in view["lookups"]:
+        if lookup["failed_queries"] >= AMPLIFICATION_MIN:
+            statuses = _statuses(lookup["steps"])
+            failed = dict((k, v) for k, v in statuses.items() if k not in ("ok", "wrong_answer"))
+            out.append(finding(
+                "dns.search_amplification", "warning", "DNS", "%s: %s" % (subject, lookup["name"]),
+                "one lookup of %s from the pod costs %d queries (%d with AAAA), %d of them %s%s (search %s, ndots:%d)" % (
+                    lookup["name"], lookup["queries"], 2 * lookup["queries"], lookup["failed_queries"],
+                    ", ".join("%d %s" % (v, k) for k, v in sorted(failed.items())),
+                    " before %s answered" % lookup["answered_as"] if lookup["answered_as"] else ", and it failed",
+                    " ".join(config["search"]) or "(none)", config["ndots"]),
+                {"lookup": _lookup_view(lookup), "ndots": config["ndots"], "search": config["search"]},
+                "write the name fully qualified with a trailing dot (%s.), or lower ndots in the pod's dnsConfig "
+                "(options: [{name: ndots, value: \"2\"}]); coredns' autopath plugin answers the first query; "
+                "NodeLocal DNS caches the negative answers" % (lookup["answered_as"] or lookup["name"])))
+    stats = view.get("repeat")
+    if stats and 0 < stats["timeouts"] < stats["count"]:
+        out.append(finding(
+            "dns.intermittent_timeout", "warning", "DNS", subject,
+            "%d of %d queries to %s timed out (%.1f%%); the answered ones took p50 %s ms, p99 %s ms" % (
+                stats["timeouts"], stats["count"], view.get("repeat_target"), 100.0 * stats["timeout_rate"],
+                stats["p50_ms"], stats["p99_ms"]),
+            dict(stats, server=view.get("repeat_target")),
+            "timeouts on a fraction of UDP queries are the conntrack insert race (see conntrack.insert_failed), "
+            "packet loss or an overloaded DNS pod: NodeLocal DNS (no conntrack for the pod's queries), options "
+            "single-request-reopen or use-vc in the pod's dnsConfig, more coredns replicas"))
+    elif stats:
+        out.append(finding(
+            "dns.intermittent_timeout", "ok" if not stats["timeouts"] else "warning", "DNS", subject,
+            "%d of %d queries to %s timed out; the answered ones took p50 %s ms, p99 %s ms" % (
+                stats["timeouts"], stats["count"], view.get("repeat_target"), stats["p50_ms"], stats["p99_ms"]),
+            dict(stats, server=view.get("repeat_target")),
+            "" if not stats["timeouts"] else "every query timed out: the server does not answer (dns.dead_nameserver)"))
+    counters = view.get("conntrack")
+    if counters and "insert_failed" in counters["delta"] and counters["delta"]["insert_failed"] <= 0:
+        out.append(finding("conntrack.insert_failed", "ok", "L4", subject,
+                           "the node's conntrack insert_failed counter did not grow during the %ss of queries"
+                           % counters.get("seconds"), {"delta": counters["delta"], "seconds": counters.get("seconds")}))
+    elif counters and counters["delta"].get("insert_failed", 0) > 0:
+        delta = counters["delta"]
+        out.append(finding(
+            "conntrack.insert_failed", "warning", "L4", subject,
+            "the node's conntrack insert_failed counter grew by %d during the %ss of queries (drop +%d, early_drop +%d):"
+            " the UDP race that drops DNS queries and makes them wait for the 5 s retry" % (
+                delta["insert_failed"], counters.get("seconds"), delta.get("drop", 0), delta.get("early_drop", 0)),
+            {"delta": delta, "before": counters.get("before"), "after": counters.get("after"),
+             "seconds": counters.get("seconds")},
+            "run NodeLocal DNS (its queries skip conntrack), or set options single-request-reopen / use-vc in the "
+            "pods' dnsConfig; kernels from 5.0 fix most of the DNAT race"))
+    if view["pod"] and not [f for f in out if f["severity"] != "ok"]:
+        out.append(finding("dns.pod_ok", "ok", "DNS", subject,
+                           "from the pod, %d nameserver(s) of its resolv.conf and %d server(s) answered %d name(s) as "
+                           "from the node" % (len(used), len(pod_by) - len([n for n in used if n in pod_by]),
+                                              len(view["lookups"])),
+                           {"nameservers": used, "lookups": sample(_lookup_view(x) for x in view["lookups"])}))
+    return out
+
+
+def _in_netns(pid, work):
+    """``work()`` run in a thread moved into the network namespace of ``pid`` (threads it starts
+    are there too); the calling thread and the rest of the process stay in their namespace."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.reachability import enter_netns  # pylint: disable=import-outside-toplevel
+    box = {}
+
+    def run():
+        try:
+            enter_netns(pid)
+            box["result"] = work()
+        except Exception as exc:  # pylint: disable=broad-except  # handed back to the calling thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="netns-%d" % pid)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def _compact(rows, role_of):
+    return [{"server": r["server"], "role": role_of.get(r["server"]), "name": r["name"], "result": r["result"],
+             "answered_as": r["answered_as"], "queries": r["queries"]} for r in rows]
+
+
+def pod_view(params, runner, resolver, servers, names, expect):
+    """The pod's view: its namespace found by ``pod_ip``, its resolv.conf, every name looked up as its
+    glibc would from inside the namespace and from the node, optional repeated queries with the
+    node's conntrack counters around them.  Returns {"data", "findings"}."""
+    found = pod_netns.find_by_ip(params["pod_ip"], runner)
+    conf_file = pod_netns.pod_file(found, "/etc/resolv.conf")
+    config = parse_resolver_config(conf_file["text"])
+    pid, used = conf_file["pid"], config["nameservers"]
+    role_of = dict((s["address"], s["role"]) for s in servers)
+    role_of.update((ns, "resolv.conf") for ns in used)
+    targets = list(used) + [s["address"] for s in servers if s["address"] not in used]
+    pod_rows = _in_netns(pid, lambda: walks(resolver, targets, names, config, expect))
+    node_rows = walks(resolver, targets, names, config, expect)
+    lookups = []
+    for name in names:
+        first = next(r for r in pod_rows if r["server"] == used[0] and r["name"] == name)
+        if all(s["status"] not in SERVER_NEXT for s in first["steps"]) or len(used) == 1:
+            lookups.append(first)  # glibc never left the first nameserver: the same queries
+        else:
+            lookups.append(_in_netns(pid, lambda n=name: walk(
+                lambda server, fqdn, wanted: resolver.ask(server, fqdn, "udp", wanted), used, n, config, expect.get(n))))
+    subject = "pod %s" % found["ip"]
+    repeat = params.get("repeat") or 0
+    repeated = target = name = None
+    if repeat:
+        target, name = used[0], lookups[0]["answered_as"] or names[0]
+        repeated = repeat_with_counters(resolver, target, name, repeat, params.get("repeat_interval") or 0, pid)
+    stats, counters = (repeated["stats"], repeated["conntrack"]) if repeated else (None, None)
+    view = {"subject": subject, "config": config, "nameservers": used, "pod": pod_rows, "node": node_rows,
+            "lookups": lookups, "repeat": stats, "conntrack": counters, "repeat_target": target}
+    data = {"ip": found["ip"], "pid": pid, "netns_inode": found["inode"], "netns_name": found["netns_name"],
+            "found_by": found["method"], "namespaces_scanned": found["namespaces_scanned"],
+            "resolv_conf": dict([(k, config[k]) for k in ("nameservers", "search", "ndots", "timeout", "attempts",
+                                                          "options", "default_nameserver")],
+                                truncated=conf_file["truncated"]),
+            "costs": [lookup_cost(n, config) for n in names], "lookups": [_lookup_view(x) for x in lookups],
+            "pod_matrix": _compact(pod_rows, role_of), "node_matrix": _compact(node_rows, role_of),
+            "repeat": dict(stats, server=target, name=name) if stats else None,
+            "conntrack": counters if counters and counters.get("delta") else None}
+    return {"data": data, "findings": check_pod_view(view)}
+
+
+def repeat_with_counters(resolver, server, name, count, interval, netns_pid=None):
+    """``count`` queries (no retries), from the namespace of ``netns_pid`` when given, with this
+    node's conntrack counters read before and after them (this thread never leaves the node's
+    namespace): {"stats": repeat_stats, "conntrack": sample_counters or None when unreadable}."""
+    once = Resolver(resolver.backend, resolver.port, resolver.rdtype, resolver.timeout, 0)
+    box = {}
+
+    def queries(dummy_window):
+        def work():
+            return repeat_queries(once, server, name, count, interval)
+        box["rows"] = _in_netns(netns_pid, work) if netns_pid else work()
+
+    counters = conntrack.sample_counters(1, sleep=queries)
+    return {"stats": repeat_stats(box["rows"]), "conntrack": counters if counters.get("delta") else None}
+
+
+def validate_repeat(repeat, interval, timeout):
+    if repeat and repeat * (interval + timeout) > MAX_REPEAT_SECONDS:
+        raise InputError("repeat=%d x (repeat_interval=%s + timeout=%s) is longer than %ds: give fewer repeats or a "
+                         "shorter interval" % (repeat, interval, timeout, MAX_REPEAT_SECONDS))
+
+
 # ----------------------------------------------------------------- the node check (one shape)
 
 
@@ -454,30 +829,52 @@ def node_check(params, runner=None):
     timeout, retries, port = params.get("timeout", 2.0), params.get("retries", 1), params.get("port", 53)
     protocols = params.get("protocols") or ["udp", "tcp"]
     cluster_domain = params.get("cluster_domain") or "cluster.local"
-    if not servers_in and not host_resolvers:
-        raise InputError("nothing to ask: give servers (the kube-dns Service IP and coredns pod IPs) "
-                         "and/or host_resolvers: true")
+    pod_ip, repeat = params.get("pod_ip"), params.get("repeat") or 0
+    if not servers_in and not host_resolvers and not pod_ip:
+        raise InputError("nothing to ask: give servers (the kube-dns Service IP and coredns pod IPs), "
+                         "host_resolvers: true and/or pod_ip")
+    if repeat and not pod_ip and not servers_in:
+        raise InputError("repeat asks the pod's first nameserver, or else the first of servers: give pod_ip or servers")
     if timeout <= 0 or retries < 0 or not 0 < port < 65536:
         raise InputError("timeout must be > 0, retries >= 0 and port 1..65535 (got %s, %s, %s)"
                          % (timeout, retries, port))
+    validate_repeat(repeat, params.get("repeat_interval") or 0, timeout)
     servers = validate_servers(servers_in)
     expect = validate_names(names, params.get("expect") or {})
     resolver = Resolver(params.get("backend") or "auto", port, params.get("record_type") or "A", timeout, retries)
-    rows = resolver.matrix([s["address"] for s in servers], names, protocols, expect)
-    findings = check_matrix(servers, rows, cluster_domain, "cluster DNS") if servers else []
+    # a server is asked a name as it is: a name of one label means something only through a search
+    # list (the pod's view expands it), so the servers and host resolvers are asked the others
+    asked = [n for n in names if "." in n.rstrip(".")]
+    if not asked and (servers or host_resolvers) and not pod_ip:
+        raise InputError("names %s are single labels, which a server is asked as they are (no search list): give "
+                         "fully qualified names such as web.default.svc.cluster.local, or pod_ip to look them up "
+                         "through that pod's search list" % ", ".join(names))
+    rows = resolver.matrix([s["address"] for s in servers], asked, protocols, expect) if asked else []
+    findings = check_matrix(servers, rows, cluster_domain, "cluster DNS") if servers and asked else []
+    pod = repeat_data = None
+    if pod_ip:
+        pod = pod_view(params, runner, resolver, servers, names, expect)
+        findings += pod["findings"]
+    elif repeat:
+        repeat_data = repeat_with_counters(resolver, servers[0]["address"], asked[0], repeat,
+                                           params.get("repeat_interval") or 0)
+        findings += check_pod_view({"subject": "this node", "config": None, "nameservers": [], "pod": [], "node": [],
+                                    "lookups": [], "repeat": repeat_data["stats"], "conntrack": repeat_data["conntrack"],
+                                    "repeat_target": servers[0]["address"]})
     confs, host_rows = {}, []
-    if host_resolvers:
+    if host_resolvers and asked:
         confs = dict((k, v) for k, v in read_resolv_confs(params.get("resolv_conf") or list(RESOLV_CONFS)).items() if v)
         upstreams = []
         for found in confs.values():
             upstreams.extend(a for a in found if a not in upstreams)
-        host_rows = resolver.matrix(upstreams, names, protocols[:1], expect)
+        host_rows = resolver.matrix(upstreams, asked, protocols[:1], expect) if asked else []
         findings += check_host_resolvers(confs, host_rows, cluster_domain, "host resolvers")
     summary = {}
     for row in rows + host_rows:
         summary[row["status"]] = summary.get(row["status"], 0) + 1
     data = {"backend": resolver.backend, "matrix": rows, "host_matrix": host_rows, "resolv_conf": confs,
-            "summary": summary}
+            "summary": summary, "pod": pod["data"] if pod else None,
+            "repeat": dict(repeat_data["stats"], server=servers[0]["address"], name=asked[0]) if repeat_data else None}
     return {"data": data, "findings": findings}
 
 
@@ -508,6 +905,13 @@ CHECK_SPEC = dict(
 )
 
 
+# The options of dns_check only (the pod's view runs on the pod's node, one pod per run): not in node_triage.
+POD_SPEC = dict(
+    pod_ip=dict(type="str"),
+    repeat=dict(type="int", default=0),
+    repeat_interval=dict(type="float", default=0.05),
+)
+
 # The option rules (bounds, shapes) of the dns options, used by module dns_check and by node_triage.
 RULES = dict(
     names=params.each(params.dns_name, max_items=64, non_empty=True,
@@ -520,4 +924,11 @@ RULES = dict(
     cluster_domain=params.dns_name,
     resolv_conf=params.each(params.absolute_path, max_items=16),
     protocols=params.each(params.choice("udp", "tcp"), max_items=2, non_empty=True, what="give udp and/or tcp"),
+)
+# dns_check's rules: the above and the pod's view
+MODULE_RULES = dict(
+    RULES,
+    pod_ip=params.address(),
+    repeat=params.count(0, MAX_REPEAT, "queries"),
+    repeat_interval=lambda option, value: params.number(option, value, 0, 10, unit="seconds"),
 )

@@ -12,6 +12,7 @@ Pure functions over the plain dicts ``kube.Kube`` returns (the API's own field n
   HostPorts, in the format of bpf_map_usage's ``live_frontends`` (see ``live_forms``);
 * ``dns_servers``: the kube-dns Service ClusterIP and every coredns pod, in dns_check's
   ``servers`` format;
+* ``pod``: one pod's IP, node and phase (the pod whose view of DNS the ``dns`` role checks);
 * small findings about what is missing (``kube.node_without_pod_cidr`` ...).
 """
 
@@ -22,9 +23,11 @@ import ipaddress
 from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
 from ansible_collections.k8snet.triage.plugins.module_utils import frontends
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address, split_ref
 
-GATHER = ("nodes", "service_frontends", "dns_servers")
+GATHER = ("nodes", "service_frontends", "dns_servers")  # the default: what the node-side roles need
+GATHER_CHOICES = GATHER + ("pod",)  # and one pod, when asked for by name
 CALICO_IPV4_ANNOTATION = "projectcalico.org/IPv4Address"
 CALICO_ASN_ANNOTATION = "projectcalico.org/ASNumber"
 DNS_NAMESPACE = "kube-system"
@@ -241,10 +244,34 @@ def dns_findings(service, pods, namespace=DNS_NAMESPACE, name=DNS_SERVICE, selec
     return found
 
 
+# ------------------------------------------------------------------ one pod
+def pod_facts(pod, ref):
+    """{namespace, name, ip, ips, node, phase, host_network} of a running pod with an IP (pure);
+    InputError naming the fix for a pod that does not exist, does not run or has no IP yet."""
+    if pod is None:
+        raise InputError("pod %s does not exist (kubectl -n %s get pod %s): give the namespace/name of a running pod"
+                         % ((ref,) + tuple(ref.split("/", 1))))
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    phase, ip, node = status.get("phase"), status.get("podIP"), spec.get("nodeName")
+    if phase != "Running" or not ip or not node:
+        raise InputError("pod %s is not running (phase %s, IP %s, node %s): its network namespace exists only while "
+                         "it runs; give a running pod (kubectl -n %s get pods)" % (
+                             ref, phase or "unknown", ip or "none", node or "none", ref.split("/", 1)[0]))
+    ips = [item.get("ip") for item in status.get("podIPs") or [] if item.get("ip")] or [ip]
+    return {"namespace": meta(pod, "namespace"), "name": meta(pod, "name"), "ip": ip, "ips": ips, "node": node,
+            "phase": phase, "host_network": bool(spec.get("hostNetwork"))}
+
+
 # ------------------------------------------------------------------ one read of the API
-def gather(kube, what=GATHER, dns_namespace=DNS_NAMESPACE, dns_service=DNS_SERVICE, dns_pod_selector=DNS_POD_SELECTOR):
+def gather(kube, what=GATHER, dns_namespace=DNS_NAMESPACE, dns_service=DNS_SERVICE, dns_pod_selector=DNS_POD_SELECTOR,
+           pod=None):
     """Read what ``what`` names through ``kube`` (a kube.Kube), each list once; returns the result dict."""
     result, found = {}, []
+    if "pod" in what:
+        if not pod:
+            raise InputError("gather includes pod but no pod was given: give pod: namespace/name")
+        namespace, name = split_ref(pod, "pod")
+        result["pod"] = pod_facts(kube.get("pods", name, namespace), pod)
     nodes = None
     if "nodes" in what or "service_frontends" in what:
         nodes = nodes_facts(kube.nodes())

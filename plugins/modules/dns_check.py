@@ -23,6 +23,19 @@ description:
     Python running it has it, and otherwise a minimal DNS client built on the standard library
     (A/AAAA, UDP with TCP fallback on truncation, TCP), so nodes need nothing installed.
   - Read-only; queries run in parallel inside the module.
+  - With O(pod_ip), the pod's view as well (run it on the pod's node, as root) - the pod's network namespace
+    is found by that IP (no PID or container runtime needed; C(crictl) is only a fast path when installed),
+    its C(/etc/resolv.conf) is read through the pod's root, and every name of O(names) is looked up as the
+    pod's glibc would (search list, ndots, the order of the tries, the next nameserver after a timeout,
+    SERVFAIL or REFUSED) from inside that namespace - of each nameserver of the pod (a NodeLocal DNS
+    address included) and each server of O(servers) - and the same lookups from the node. Findings
+    C(dns.dead_nameserver) (a resolv.conf entry that never answers the pod), C(dns.pod_only_failure)
+    (fails from the pod, works from the node), C(dns.search_amplification) (one lookup costs 3 or more
+    queries that return NXDOMAIN, no data or time out) and C(dns.pod_ok).
+  - With O(repeat), that many queries (no retries) of the first name to the pod's first nameserver (without
+    O(pod_ip), to the first of O(servers) from the node), with the node's conntrack counters
+    (C(/proc/net/stat/nf_conntrack)) read before and after. Findings C(dns.intermittent_timeout) (a share
+    of the queries time out; rate, p50 and p99 latency) and C(conntrack.insert_failed) (the counter grew).
 requirements:
   - dnspython (optional; without it the built-in standard-library client is used)
 author:
@@ -31,6 +44,23 @@ extends_documentation_fragment:
   - k8snet.triage.attributes
   - k8snet.triage.attributes.node_check
   - k8snet.triage.dns
+options:
+  pod_ip:
+    description:
+      - The IP of a pod on this host whose view to add (an IPv4 or IPv6 address). Needs root
+        (entering another network namespace needs CAP_SYS_ADMIN).
+      - The role C(k8snet.triage.dns) sets it from its C(dns_pod) option, on the pod's node only.
+    type: str
+  repeat:
+    description:
+      - Number of repeated queries measuring the timeout share and latency (0 to 1000; 0 sends none).
+      - O(repeat) times (O(repeat_interval) + O(timeout)) may not exceed 600 seconds.
+    type: int
+    default: 0
+  repeat_interval:
+    description: Seconds between two repeated queries (0 to 10).
+    type: float
+    default: 0.05
 """
 
 EXAMPLES = r"""
@@ -48,6 +78,14 @@ EXAMPLES = r"""
   k8snet.triage.dns_check:
     names: [kubernetes.default.svc.cluster.local]
     servers: [10.96.0.10, 10.244.1.3]
+
+- name: The pod's view from its node, with 200 repeated queries
+  k8snet.triage.dns_check:
+    names: [web, kubernetes.default.svc.cluster.local]
+    servers: [{address: 10.96.0.10, name: kube-dns, role: service}]
+    pod_ip: 10.244.1.17
+    repeat: 200
+  become: true
 
 - name: Test the host network's upstream resolvers only
   k8snet.triage.dns_check:
@@ -83,10 +121,35 @@ summary:
   returned: always
   type: dict
   sample: {ok: 8, timeout: 4}
+pod:
+  description:
+    - The pod's view (with O(pod_ip)), else null. C(resolv_conf) as its glibc reads it, C(costs) (per name, the
+      names tried in order and the number of queries one lookup costs, twice that with AAAA, and the seconds
+      one name waits when no nameserver answers), C(lookups) (each name over the pod's nameservers, as its
+      glibc walks them), C(pod_matrix) and C(node_matrix) (each name of each server alone, from the pod and
+      from the node), C(repeat) and C(conntrack) (with O(repeat)), C(pid) (the process whose namespace and
+      root were used) and C(found_by).
+  returned: always
+  type: dict
+  sample:
+    ip: 198.19.0.5
+    pid: 4242
+    found_by: scan
+    resolv_conf: {nameservers: [198.18.0.61, 10.96.0.10], search: [default.svc.cluster.local, svc.cluster.local,
+                  cluster.local], ndots: 5, timeout: 1, attempts: 2}
+    costs: [{name: web, queries: 4, queries_a_aaaa: 8, candidates: [web.default.svc.cluster.local,
+             web.svc.cluster.local, web.cluster.local, web]}]
+repeat:
+  description: With O(repeat) and no O(pod_ip), the repeated queries from this node (as C(repeat) of RV(pod)), else null.
+  returned: always
+  type: dict
+  sample: {count: 200, timeouts: 3, timeout_rate: 0.015, p50_ms: 1, p99_ms: 4, max_ms: 9, server: 10.96.0.10}
 findings:
   description:
     - Findings (the collection's findings contract) with checks C(dns.all_servers_fail), C(dns.some_servers_fail),
-      C(dns.upstream), C(dns.host_resolver) and C(dns.ok).
+      C(dns.upstream), C(dns.host_resolver) and C(dns.ok); with O(pod_ip) C(dns.dead_nameserver),
+      C(dns.pod_only_failure), C(dns.search_amplification) and C(dns.pod_ok); with O(repeat)
+      C(dns.intermittent_timeout) and C(conntrack.insert_failed).
   returned: always
   type: list
   elements: dict
@@ -99,7 +162,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.scenario import modu
 
 
 def main():
-    module_main(AnsibleModule, dns.node_check, dns.RULES, dns.CHECK_SPEC)
+    module_main(AnsibleModule, dns.node_check, dns.MODULE_RULES, dict(dns.CHECK_SPEC, **dns.POD_SPEC))
 
 
 if __name__ == "__main__":

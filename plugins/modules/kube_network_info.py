@@ -44,10 +44,16 @@ options:
       - An empty list reads nothing and sends no request; the result then says only which credentials
         the API steps would use (RV(credential_source)), null when there are none (instead of failing),
         so a playbook can decide whether API steps are possible.
+      - V(pod) reads the one pod O(pod) names (not part of the default).
     type: list
     elements: str
-    choices: [nodes, service_frontends, dns_servers]
+    choices: [nodes, service_frontends, dns_servers, pod]
     default: [nodes, service_frontends, dns_servers]
+  pod:
+    description:
+      - C(namespace/name) of the pod V(pod) in O(gather) reads. The module fails, naming the fix, when that pod
+        does not exist, does not run or has no IP yet.
+    type: str
   dns_namespace:
     description: Namespace of the cluster DNS Service and pods (1 to 63 lowercase letters, digits or V(-)).
     type: str
@@ -81,6 +87,14 @@ EXAMPLES = r"""
   delegate_to: localhost
   register: kube_access
   # kube_access.credential_source is null when no kubeconfig, K8S_AUTH_* or service account is there
+
+- name: One pod's IP and node (the dns role's dns_pod)
+  k8snet.triage.kube_network_info:
+    gather: [pod]
+    pod: default/web-7d4b9c-x2k4q
+  run_once: true
+  delegate_to: localhost
+  register: target_pod
 
 - name: Only the Service frontends, for the eBPF map cross-check
   k8snet.triage.kube_network_info:
@@ -135,6 +149,35 @@ dns_servers:
   sample:
     - {address: 10.96.0.10, name: kube-dns, role: service}
     - {address: 198.19.0.2, name: coredns-5d78c9869d-8kq2x, node: node1, role: pod}
+pod:
+  description: The pod O(pod) names.
+  returned: when V(pod) is in O(gather)
+  type: dict
+  contains:
+    namespace:
+      description: Its namespace.
+      type: str
+    name:
+      description: Its name.
+      type: str
+    ip:
+      description: C(status.podIP).
+      type: str
+    ips:
+      description: Every address of C(status.podIPs).
+      type: list
+      elements: str
+    node:
+      description: C(spec.nodeName), the Kubernetes name of the node it runs on.
+      type: str
+    phase:
+      description: C(status.phase), always V(Running) here.
+      type: str
+    host_network:
+      description: Whether it uses the node's network namespace (C(spec.hostNetwork)).
+      type: bool
+  sample: {namespace: default, name: web-7d4b9c-x2k4q, ip: 198.19.1.3, ips: [198.19.1.3], node: node2,
+           phase: Running, host_network: false}
 credential_source:
   description:
     - Which credentials the API options resolve to, decided without a request. V(kubeconfig) (the O(kubeconfig)
@@ -168,20 +211,22 @@ from ansible_collections.k8snet.triage.plugins.module_utils.kube import (
 
 RULES = dict(
     checks.KUBE_AUTH_RULES,
-    gather=checks.each(checks.choice(*kube_facts.GATHER), max_items=len(kube_facts.GATHER)),
+    gather=checks.each(checks.choice(*kube_facts.GATHER_CHOICES), max_items=len(kube_facts.GATHER_CHOICES)),
     dns_namespace=checks.k8s_name,
     dns_service=checks.k8s_name,
     dns_pod_selector=checks.label_selector,
+    pod=checks.namespaced_name,
 )
 
 
 def main():
     argument_spec = dict(AUTH_ARG_SPEC)
     argument_spec.update(
-        gather=dict(type="list", elements="str", choices=list(kube_facts.GATHER), default=list(kube_facts.GATHER)),
+        gather=dict(type="list", elements="str", choices=list(kube_facts.GATHER_CHOICES), default=list(kube_facts.GATHER)),
         dns_namespace=dict(type="str", default=kube_facts.DNS_NAMESPACE),
         dns_service=dict(type="str", default=kube_facts.DNS_SERVICE),
         dns_pod_selector=dict(type="str", default=kube_facts.DNS_POD_SELECTOR),
+        pod=dict(type="str"),
     )
     module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
@@ -193,7 +238,8 @@ def main():
                 configuration(p)  # a kubeconfig that cannot be loaded fails here, still without a request
             result = {"findings": []}
         else:
-            result = kube_facts.gather(Kube(p), p["gather"], p["dns_namespace"], p["dns_service"], p["dns_pod_selector"])
+            result = kube_facts.gather(Kube(p), p["gather"], p["dns_namespace"], p["dns_service"], p["dns_pod_selector"],
+                                       p["pod"])
     except TriageError as exc:
         fail_from(module, exc, credential_source=source)
     result["findings"] = sort_findings(result["findings"])

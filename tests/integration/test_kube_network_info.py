@@ -149,7 +149,7 @@ def test_other_dns_names_give_findings_not_errors(ansible, api):
 
 @pytest.mark.parametrize("args,words", [
     ({"kubeconfig": "/nonexistent/kubeconfig"}, "kubeconfig /nonexistent/kubeconfig does not exist"),
-    ({"gather": ["pods"]}, "value of gather must be one or more of: nodes, service_frontends, dns_servers"),
+    ({"gather": ["pods"]}, "value of gather must be one or more of: nodes, service_frontends, dns_servers, pod"),
 ])
 def test_bad_input_fails_clearly(ansible, api, args, words):
     args = dict({"kubeconfig": str(api.kubeconfig())}, **args)

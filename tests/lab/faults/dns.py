@@ -137,3 +137,51 @@ def dns_repair(lab):
             _start_dns(lab, name, pod_info["ns"], pod_info["ip"], mode, info["upstream"])
             restarted.append(name)
     return {"restarted": restarted}
+
+
+# NodeLocal DNS listens on 169.254.20.10 on real nodes; the lab may only use 198.18.0.0/15, so its
+# stand-in listens on an address of the lab's service range that no Service uses, bound to the node's
+# loopback (NodeLocal DNS binds a dummy interface; this kernel has no dummy driver: the same local
+# address either way).  A second address there is a dead cache (nothing serves it).
+NODELOCAL_INDEX = 4090
+DEAD_CACHE_INDEX = 4089
+SHORT_NAME = "registry"  # answered by the NodeLocal stand-in only as it is (a host record of one label)
+SHORT_NAME_INDEX = 30
+
+
+@fault
+def nodelocal_dns(lab, node="node2"):
+    """A NodeLocal DNS stand-in on ``node``: dnsmasq on a local address of the node, logging every
+    query (``--log-queries``), cluster.local forwarded to the kube-dns ClusterIP, the rest to the upstream,
+    and a host record for the one-label name ``registry``."""
+    info = dns_cluster(lab)
+    node = lab.node(node)
+    key = f"nodelocal-{node.name}"
+    if key in lab.extra:
+        return lab.extra[key]
+    address = lab.service_ip(NODELOCAL_INDEX)
+    lab.run(["ip", "-n", node.ns, "addr", "replace", f"{address}/32", "dev", "lo"])
+    argv = _dnsmasq_argv(lab, address, "refused", None) + [
+        "--log-queries", f"--server=/{DOMAIN}/{info['kube_dns']}", f"--server={info['upstream']}",
+        f"--host-record={SHORT_NAME},{lab.service_ip(SHORT_NAME_INDEX)}"]
+    _kill(lab, f"dns-{key}")
+    _start(lab, node.ns, argv, f"dns-{key}")
+    wait_port(lab, node.ns, address, 53, proto="udp")
+    out = {"node": node.name, "address": address, "dead_cache": lab.service_ip(DEAD_CACHE_INDEX),
+           "log": str(lab.workdir / f"dns-{key}.log"), "short_name": SHORT_NAME,
+           "short_answer": lab.service_ip(SHORT_NAME_INDEX)}
+    lab.remember(key, out)
+    return out
+
+
+def logged_queries(path, source):
+    """The names dnsmasq logged as asked (``query[A] NAME from SOURCE``) by ``source``, in order."""
+    out = []
+    with open(path) as handle:
+        for line in handle:
+            parts = line.split()
+            if "from" in parts and parts[-1] == source:
+                index = parts.index("from")
+                if index >= 2 and parts[index - 2].startswith("query["):
+                    out.append((parts[index - 2][len("query["):-1], parts[index - 1]))
+    return out

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import time
 
+from ..core import LabError
 from . import fault
 
 
@@ -58,3 +60,33 @@ def pod_mesh(lab):
         added += len(lines)
     lab.remember("pod_mesh", True)
     return {"routes": added}
+
+
+@fault
+def pod_process(lab, name, resolv_conf):
+    """The pod's process: ``sleep`` in the pod's network namespace, in a private mount namespace
+    where the pod's own resolv.conf is bound over /etc/resolv.conf (so /proc/<pid>/root/etc/resolv.conf
+    is the pod's, not the node's).  ``resolv_conf`` is the file's text; the pod must exist (``pod``)."""
+    from .path import _start  # path imports this module
+
+    info = lab.extra["pods"][name]
+    conf = lab.workdir / "pods" / name / "resolv.conf"
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text(resolv_conf)
+    if info.get("pid"):
+        return info
+    pid = _start(lab, info["ns"], ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+                                   'mount --bind "$1" /etc/resolv.conf && exec sleep infinity', "pod", str(conf)],
+                 f"pod-{name}")
+    for dummy in range(100):
+        try:
+            if open(f"/proc/{pid}/root/etc/resolv.conf").read() == resolv_conf:
+                break
+        except OSError:
+            pass
+        time.sleep(0.05)
+    else:
+        raise LabError(f"pod {name}: its resolv.conf was not mounted; see {lab.workdir}/pod-{name}.log")
+    info.update(pid=pid, resolv_conf=str(conf))
+    lab.remember("pods", lab.extra["pods"])
+    return info
