@@ -63,6 +63,14 @@ options:
       - Left out, skipped, without credentials or failed, the API's inputs are not used and the
         variables are; the reason is given where a scenario is skipped for want of them.
     type: dict
+  pod:
+    description:
+      - The registered result of M(k8snet.triage.kube_network_info) with O(k8snet.triage.kube_network_info#module:gather=[pod])
+        for C(dns_pod), read once on the controller. The host whose node runs that pod (matched by
+        C(k8s_node_name), else its inventory name) adds the pod's view to its dns check (C(pod_ip)), and
+        C(dns_repeat) runs there only.
+      - Left out, or without C(dns_pod), no pod view is checked.
+    type: dict
   inventory:
     description:
       - The inventory-node contract of every host, read once for the fleet - host name to its

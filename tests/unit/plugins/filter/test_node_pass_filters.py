@@ -269,3 +269,61 @@ def test_list_variables_given_as_survey_text_are_split():
     assert params["scenarios"] == ["cni", "firewall_drops", "stale_arp"]
     assert params["stale_arp"]["addresses"] == ["198.18.96.200", "198.18.96.201"]
     assert params["firewall_drops"] == {"backends": ["legacy"]}
+
+
+POD_READ = {"changed": False, "credential_source": "kubeconfig", "findings": [],
+            "pod": {"namespace": "default", "name": "web", "ip": "198.19.97.7", "ips": ["198.19.97.7"],
+                    "node": "worker-2", "phase": "Running", "host_network": False}}
+
+
+def test_dns_pod_runs_the_pod_view_on_its_node_only():
+    variables = {"dns_pod": "default/web", "dns_repeat": 20, "dns_repeat_interval": 0.1}
+    # n2 is node worker-2 (k8s_node_name): the pod's view and the repeated queries run there, also
+    # without any DNS server given
+    params = node_pass_params(variables, "n2", HOSTVARS, GROUPS, pod=POD_READ)
+    assert "dns" in params["scenarios"]
+    assert params["dns"] == {"servers": [], "pod_ip": "198.19.97.7", "repeat": 20, "repeat_interval": 0.1}
+    other = node_pass_params(variables, "n1", HOSTVARS, GROUPS, pod=POD_READ)
+    assert "dns" not in other["scenarios"] and other["skipped"]["dns"].startswith("no DNS servers given")
+    with_servers = node_pass_params(dict(variables, dns_servers=["198.18.112.10"]), "n1", HOSTVARS, GROUPS, pod=POD_READ)
+    assert with_servers["dns"] == {"servers": ["198.18.112.10"]}  # no pod view, no repetition on other nodes
+    # without dns_pod, dns_repeat applies to every node that runs dns
+    plain = node_pass_params({"dns_servers": ["198.18.112.10"], "dns_repeat": 5}, "n1", HOSTVARS, GROUPS)
+    assert plain["dns"] == {"servers": ["198.18.112.10"], "repeat": 5}
+
+
+def _with_dns(host_result):
+    return {"n2": {"k8s_node_name": "worker-2", "triage_results": {"dns": host_result}}, "n1": {}}
+
+
+@pytest.mark.parametrize("case", ["checked", "no credentials", "not found", "node not in inventory", "dns failed there"])
+def test_the_fleet_says_why_a_pod_view_was_not_checked(case):
+    ran = {"status": "ran", "reason": "", "findings": [], "data": {"pod": {"subject": "pod 198.19.97.7"}}}
+    hostvars, result = _with_dns(ran), POD_READ
+    if case in ("no credentials", "not found"):
+        hostvars = _with_dns({"status": "skipped", "reason": "no DNS servers given", "findings": []})
+    if case == "no credentials":
+        result = {}
+    elif case == "not found":
+        result = {"failed": False, "credential_source": "kubeconfig",
+                  "msg": "pod default/web does not exist (kubectl -n default get pod web)"}
+    elif case == "node not in inventory":
+        hostvars = _with_dns({"status": "ran", "reason": "", "findings": [], "data": {"pod": None}})
+        result = dict(POD_READ, pod=dict(POD_READ["pod"], node="worker-9"))
+    elif case == "dns failed there":
+        hostvars = _with_dns({"status": "failed", "reason": "dns_check: no namespace holds 198.19.97.7", "findings": []})
+    fleet = node_pass_fleet(hostvars, ["n1", "n2"], {}, {"dns_pod": {"ref": "default/web", "result": result, "wanted": True}})
+    if case == "checked":
+        assert "dns" not in fleet  # n2's own dns result holds the pod's findings
+        return
+    entry = fleet["dns"]
+    if case == "no credentials":
+        assert entry["status"] == "skipped" and "no Kubernetes credentials" in entry["reason"], entry
+    elif case == "not found":
+        assert entry["status"] == "failed" and "does not exist" in entry["reason"]
+        assert [f["check"] for f in entry["findings"]] == ["triage.check_failed"]
+    else:
+        [found] = entry["findings"]
+        assert found["check"] == "dns.pod_view_not_checked" and found["severity"] == "warning"
+        assert ("worker-9, which is none of the triage's hosts" in found["summary"] if case == "node not in inventory"
+                else "did not run with it on n2 (failed: dns_check: no namespace" in found["summary"]), found["summary"]
