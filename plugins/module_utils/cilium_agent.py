@@ -42,8 +42,8 @@ import socket
 import stat
 import time
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils import cni_files, params
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError, TriageError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
 
 import http.client as http_client
@@ -584,9 +584,6 @@ def drop_findings(before, after, window, subject, top=10, warning_pps=1.0, criti
 
 def _not_cilium(params_):
     """The node shows no sign of Cilium besides the (absent) agent socket: (True, evidence)."""
-    from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
-    from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
-
     conf_dir = params_.get("cni_conf_dir") or "/etc/cni/net.d"
     try:
         configs = cni_files.read_dir(conf_dir, conf_dir)["configs"]
