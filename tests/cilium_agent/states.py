@@ -131,20 +131,20 @@ def ipam_exhausted(state):
     return state
 
 
-def node_unreachable(state, node, icmp="Connection timed out", http="Get \"http://198.18.0.12:4240/hello\": "
+def node_unreachable(state, peer, icmp="Connection timed out", http="Get \"http://198.18.0.12:4240/hello\": "
                      "dial tcp 198.18.0.12:4240: connect: no route to host"):
     state = copy.deepcopy(state)
     for entry in state["health"]["nodes"]:
-        if entry["name"].endswith("/" + node):
+        if entry["name"].endswith("/" + peer):
             path = entry["host"]["primary-address"]
             entry["host"]["primary-address"] = _path(path["ip"], icmp, http)
     return state
 
 
-def endpoint_unreachable(state, node, http="Get \"http://198.19.2.100:4240/hello\": context deadline exceeded"):
+def endpoint_unreachable(state, peer, http="Get \"http://198.19.2.100:4240/hello\": context deadline exceeded"):
     state = copy.deepcopy(state)
     for entry in state["health"]["nodes"]:
-        if entry["name"].endswith("/" + node):
+        if entry["name"].endswith("/" + peer):
             path = entry["health-endpoint"]["primary-address"]
             entry["health-endpoint"]["primary-address"] = _path(path["ip"], "", http)
     return state
