@@ -389,8 +389,9 @@ def agent_findings(healthz, subject, now=None):
         if IPAM_ERROR.search(text) or (not ranges and not ipam.get("allocations")):
             out.append(finding(
                 "cilium.agent_unhealthy", "critical", "control-plane", "%s cilium-agent ipam" % subject,
-                "the agent's IPAM %s" % (("reports: %s" % text[:300]) if IPAM_ERROR.search(text)
-                                          else "has no address range and no allocation: new pods get no address"),
+                "the agent's IPAM %s" % (
+                    ("reports: %s" % text[:300]) if IPAM_ERROR.search(text)
+                    else "has no address range and no allocation: new pods get no address"),
                 {"ranges": sample(ranges), "status": text[:300],
                  "allocations": len(ipam.get("allocations") or {})}, REMEDIATION["ipam"]))
     kpr = healthz.get("kube-proxy-replacement")

@@ -54,8 +54,8 @@ def healthz(node="node1", pod_cidr="198.19.1.0/24"):
         "routing": {"inter-host-routing-mode": "Native", "intra-host-routing-mode": "BPF"},
         "attach-mode": "tcx",
         "datapath-mode": "veth",
-        "hubble": {"state": "Ok", "msg": "", "observer": {"max-flows": 4095, "current-flows": 100, "seen-flows": 100,
-                                                           "uptime": "1h0m0s"}},
+        "hubble": {"state": "Ok", "msg": "",
+                   "observer": {"max-flows": 4095, "current-flows": 100, "seen-flows": 100, "uptime": "1h0m0s"}},
     }
 
 

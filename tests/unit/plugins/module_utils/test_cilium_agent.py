@@ -95,8 +95,8 @@ def test_a_healthy_agent_gives_only_ok():
     found = ca.agent_findings(states.healthz(), "node1")
     assert [(f["check"], f["severity"]) for f in found] == [("cilium.agent", "ok")]
     assert found[0]["evidence"]["controllers"] == len(states.CONTROLLERS)
-    [f] = ca.health_findings(states.health("node1", (("node1", "198.18.0.11", "198.19.1.100"),
-                                                    ("node2", "198.18.0.12", "198.19.2.100"))), "node1")
+    nodes = (("node1", "198.18.0.11", "198.19.1.100"), ("node2", "198.18.0.12", "198.19.2.100"))
+    [f] = ca.health_findings(states.health("node1", nodes), "node1")
     assert (f["check"], f["severity"], f["evidence"]["probes"]) == ("cilium.connectivity", "ok", 8)
 
 
