@@ -129,3 +129,20 @@ def test_the_one_pass_runs_it_where_it_applies(lab, ansible, node1_agent, tmp_pa
     hosts = json.loads((tmp_path / "triage-report.json").read_text())["hosts"]
     assert hosts["node1"]["scenarios"]["cilium_agent"] == {**hosts["node1"]["scenarios"]["cilium_agent"],
                                                            "status": "skipped", "reason": "triage_cni is calico"}
+
+
+def test_the_scenario_playbook_keeps_findings_and_skip_reasons_per_host(lab, ansible, node1_agent):
+    agent.cilium_agent_state(lab, "node1", "dropping")
+    try:
+        run_ = ansible.playbook("k8snet.triage.cilium_agent", extra_vars={"cilium_agent_interval": 1})
+    finally:
+        agent.cilium_agent_state(lab, "node1", "healthy")
+    assert run_.rc == 0, run_
+    facts = dict((host, run_.result("Keep the findings of this host", host)["ansible_facts"])
+                 for host in ("node1", "node2", "node3"))
+    assert facts["node1"]["cilium_agent_skip_reason"] == ""
+    assert ("cilium.drops", "critical") in [(f["check"], f["severity"]) for f in facts["node1"]["cilium_agent_findings"]]
+    assert facts["node1"]["cilium_agent_details"]["metrics"]["status"] == "ok"
+    for host in ("node2", "node3"):
+        assert facts[host]["cilium_agent_findings"] == [], host
+        assert facts[host]["cilium_agent_skip_reason"].startswith("not a Cilium node"), host
