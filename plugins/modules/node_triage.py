@@ -60,17 +60,17 @@ options:
   node_name:
     description:
       - This node's Kubernetes name (C(k8s_node_name), else the inventory name); names the node in
-        the findings of C(cni), C(firewall_drops), C(pod_network), C(logs) and C(cilium_agent) and recognises its own entry in
-        O(pod_network.peers). Defaults to the host name.
+        the findings of C(cni), C(firewall_drops), C(pod_network), C(logs) and C(cilium_agent) and recognises
+        its own entry in O(pod_network.peers). Defaults to the host name.
     type: str
   scenarios:
     description: The scenarios to run; the others are returned as C(skipped).
     type: list
     elements: str
-    choices: [firewall_drops, cilium_agent, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs, conntrack,
-              pmtu]
-    default: [firewall_drops, cilium_agent, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs, conntrack,
-              pmtu]
+    choices: [firewall_drops, cilium_agent, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs,
+              conntrack, pmtu]
+    default: [firewall_drops, cilium_agent, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs,
+              conntrack, pmtu]
   cni:
     description: Options of the CNI files check (as M(k8snet.triage.cni_config_check)).
     type: dict
