@@ -159,7 +159,7 @@ def _read_body(response, max_bytes, deadline, what):
     while True:
         if time.monotonic() > deadline:
             raise Unreachable("%s: the answer did not arrive in time" % what, "timeout")
-        chunk = response.read(65536)
+        chunk = response.read1(65536)  # what one recv gives: the deadline is checked between them
         if not chunk:
             return b"".join(chunks)
         size += len(chunk)

@@ -9,6 +9,7 @@ import json
 import os
 import socket
 import threading
+import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
@@ -355,6 +356,37 @@ def test_sockets_that_do_not_answer_and_metrics_not_served(tmp_path, stand_in):
 def test_an_answer_larger_than_the_cap_is_refused(stand_in):
     with pytest.raises(ca.Unreachable, match="larger than 100 bytes"):
         ca.get_json(stand_in.agent, ca.HEALTHZ_PATH, timeout=2, max_bytes=100)
+
+
+def test_an_answer_that_trickles_in_is_cut_at_the_deadline(tmp_path):
+    path = str(tmp_path / "slow.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen(1)
+    stop = threading.Event()
+
+    def trickle():
+        conn, _addr = server.accept()
+        conn.recv(4096)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+        while not stop.is_set():
+            try:
+                conn.sendall(b" ")
+            except OSError:
+                break
+            stop.wait(0.05)
+        conn.close()
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(ca.Unreachable, match="did not arrive in time"):
+            ca.get_json(path, ca.HEALTHZ_PATH, timeout=0.5)
+    finally:
+        stop.set()
+        server.close()
+    assert time.monotonic() - started < 2.0  # each byte came within the socket timeout; the deadline ended it
 
 
 def test_a_shape_the_spec_refuses_is_never_served(stand_in):
