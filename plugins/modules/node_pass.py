@@ -12,7 +12,7 @@ version_added: 0.2.0
 description:
   - The node side of C(triage.yml) as one task per host. On the controller, builds this host's
     M(k8snet.triage.node_triage) parameters from the triage's and the scenario roles' variables
-    (C(triage_*), C(cni_*), C(calico_*), C(cilium_maps_*), C(pod_network_*), C(firewall_drops_*),
+    (C(triage_*), C(cni_*), C(calico_*), C(cilium_maps_*), C(cilium_agent_*), C(pod_network_*), C(firewall_drops_*),
     C(connectivity_*), C(dns_*), C(stale_arp_*), with the roles' names and defaults) and from the
     inventory (the nodes' names and addresses, C(k8s_node_name), C(k8s_node_ip), C(k8s_pod_cidr)).
     Then runs node_triage on the host, in one SSH round trip, and records its result as the facts

@@ -67,8 +67,8 @@ def record(result, asked, skipped=None):
     return _guarded("this node_triage result", _record, result, asked, skipped)
 
 
-NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "dns", "logs",
-                  "conntrack", "pmtu"]
+NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "cilium_agent", "pod_network", "firewall_drops", "connectivity", "dns",
+                  "logs", "conntrack", "pmtu"]
 # scenario -> (node_triage option, role variable); a role variable that is unset keeps the
 # module's default, which is the role's default
 ROLE_VARIABLES = {
@@ -77,6 +77,11 @@ ROLE_VARIABLES = {
                ("stuck_after", "calico_stuck_after"), ("timeout", "calico_timeout")),
     "cilium_maps": (("bpffs", "cilium_maps_bpffs"), ("maps", "cilium_maps_maps"),
                     ("warn_ratio", "cilium_maps_warn_ratio"), ("critical_ratio", "cilium_maps_critical_ratio")),
+    "cilium_agent": (("agent_socket", "cilium_agent_socket"), ("health_socket", "cilium_agent_health_socket"),
+                     ("metrics_url", "cilium_agent_metrics_url"), ("interval", "cilium_agent_interval"),
+                     ("timeout", "cilium_agent_timeout"), ("top", "cilium_agent_top"),
+                     ("warning_pps", "cilium_agent_warning_pps"), ("critical_pps", "cilium_agent_critical_pps"),
+                     ("cni_conf_dir", "cni_conf_dir")),
     "pod_network": (("mode", "pod_network_mode"), ("tunnel_device", "pod_network_tunnel_device"),
                     ("local_pod_routes", "pod_network_local_pod_routes"),
                     ("destinations", "pod_network_destinations"), ("reader", "pod_network_reader")),
@@ -224,7 +229,7 @@ def _scenarios(variables, host, groups, dns_servers, api_reason, pod_ip=None):
             skipped[name] = "not in group %s" % nodes_group
         elif name == "calico" and cni not in ("auto", "calico"):
             skipped[name] = "triage_cni is %s" % cni
-        elif name == "cilium_maps" and cni not in ("auto", "cilium"):
+        elif name in ("cilium_maps", "cilium_agent") and cni not in ("auto", "cilium"):
             skipped[name] = "triage_cni is %s" % cni
         elif name == "dns" and not dns_servers and not pod_ip:
             skipped[name] = ("no DNS servers given (dns_servers) and %s" % api_reason if api_reason
@@ -274,6 +279,8 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None)
         live = kube.get("service_frontends") if api else variables.get("cilium_maps_live_frontends")
         if live is not None:
             out["cilium_maps"]["live_frontends"] = live
+    if "cilium_agent" in scenarios:
+        out["cilium_agent"]["when_not_cilium"] = "skip" if auto else "critical"
     if "connectivity" in scenarios:
         out["connectivity"]["targets"] = connectivity_peers(
             _group(groups, variables.get("connectivity_group") or "k8s_nodes"), host,

@@ -26,8 +26,8 @@ def test_fleet_inputs_come_from_the_inventory_contract():
                               "n2", HOSTVARS, GROUPS)
     assert params["node_name"] == "worker-2"
     # no DNS server and no VIP: dns and stale_arp are not asked
-    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity",
-                                   "logs", "conntrack", "pmtu"]
+    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "cilium_agent", "pod_network", "firewall_drops",
+                                   "connectivity", "logs", "conntrack", "pmtu"]
     assert params["firewall_drops"] == {"interval": 2}
     # the path-MTU peers follow the same inventory-node contract as the connectivity peers
     assert params["pmtu"] == {"targets": connectivity_peers(GROUPS["k8s_nodes"], "n2", 8, HOSTVARS)}
@@ -36,6 +36,7 @@ def test_fleet_inputs_come_from_the_inventory_contract():
     assert params["calico"] == {"expected_peers": ["198.18.96.11", "198.18.96.12", "198.18.100.13"],
                                 "when_not_calico": "skip"}
     assert params["cilium_maps"]["when_not_cilium"] == "skip"
+    assert params["cilium_agent"] == {"when_not_cilium": "skip"}
     # the hosts with a pod CIDR, named and addressed as calico_inventory_nodes does
     assert params["pod_network"] == {"peers": [
         {"node": "n1", "node_ip": "198.18.96.11", "pod_cidrs": ["198.19.96.0/24"]},
@@ -55,6 +56,13 @@ def test_cni_choice_dns_servers_and_vip_clients():
     assert params["stale_arp"] == {"addresses": ["198.18.96.200"], "expected": owners["expected"]}
     # [] means "Kubernetes has no services"; triage_cni cilium reads the maps whatever the node shows
     assert params["cilium_maps"] == {"live_frontends": [], "when_not_cilium": "check"}
+    # and an absent agent socket is the agent down, not "not a Cilium node"; the agent's variables and the
+    # CNI configuration directory reach its check
+    variables.update(cilium_agent_metrics_url="http://127.0.0.1:9090/metrics", cilium_agent_interval=2,
+                     cni_conf_dir="/etc/cni/custom")
+    assert node_pass_params(variables, "n3", HOSTVARS, GROUPS, owners)["cilium_agent"] == {
+        "metrics_url": "http://127.0.0.1:9090/metrics", "interval": 2, "cni_conf_dir": "/etc/cni/custom",
+        "when_not_cilium": "critical"}
     # a client that is not a node gets only stale_arp
     assert node_pass_params(variables, "client", HOSTVARS, GROUPS, owners)["scenarios"] == ["stale_arp"]
 
@@ -85,7 +93,8 @@ def test_without_a_usable_api_the_variables_are_used_and_skips_say_why():
     assert params["scenarios"] == ["stale_arp"]
     assert params["skipped"]["cni"] == "not in group k8s_nodes"
     params = node_pass_params({"triage_cni": "calico"}, "n1", HOSTVARS, GROUPS)
-    assert params["skipped"] == {"cilium_maps": "triage_cni is calico", "dns": params["skipped"]["dns"],
+    assert params["skipped"] == {"cilium_maps": "triage_cni is calico", "cilium_agent": "triage_cni is calico",
+                                 "dns": params["skipped"]["dns"],
                                  "stale_arp": "not a client of the VIPs (not in group admin_control_plane)"}
 
 
