@@ -133,10 +133,17 @@ def _lists(variables):
                  else value) for name, value in variables.items())
 
 
+# the options whose empty string means "none" (not "the default"), as in their module
+EMPTY_MEANS_NONE = ("metrics_url",)
+
+
 def _set(variables, pairs):
     out = {}
     for option, name in pairs:
         value = variables.get(name)
+        if value == "" and option in EMPTY_MEANS_NONE:
+            out[option] = value
+            continue
         if value is None or value == "" or (option == "sockets" and not value):
             continue  # unset, or the role's "empty means the default"
         out[option] = value

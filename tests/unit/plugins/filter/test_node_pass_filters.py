@@ -336,3 +336,10 @@ def test_the_fleet_says_why_a_pod_view_was_not_checked(case):
         assert found["check"] == "dns.pod_view_not_checked" and found["severity"] == "warning"
         assert ("worker-9, which is none of the triage's hosts" in found["summary"] if case == "node not in inventory"
                 else "did not run with it on n2 (failed: dns_check: no namespace" in found["summary"]), found["summary"]
+
+
+def test_an_empty_metrics_url_turns_the_agent_metrics_off_as_in_the_module():
+    params = node_pass_params({"triage_cni": "cilium", "cilium_agent_metrics_url": ""}, "n1", HOSTVARS, GROUPS)
+    assert params["cilium_agent"]["metrics_url"] == ""
+    params = node_pass_params({"triage_cni": "cilium"}, "n1", HOSTVARS, GROUPS)
+    assert "metrics_url" not in params["cilium_agent"]  # unset: the module's default URL
