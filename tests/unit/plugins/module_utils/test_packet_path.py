@@ -100,6 +100,17 @@ def test_egress_snat(sources, check, severity):
     assert (f["check"], f["severity"]) == (check, severity)
 
 
+def test_egress_snat_names_the_pod_the_node_and_the_source_seen():
+    [f] = pp.egress_snat(flows("198.19.161.3", "198.19.161.3"), "198.18.160.12", "198.19.161.3", "198.18.160.100",
+                         pod="default/web-5d8f7-abcde", node="node2")
+    assert f["check"] == "egress.no_snat" and f["subject"] == "default/web-5d8f7-abcde -> 198.18.160.100"
+    assert "pod default/web-5d8f7-abcde (198.19.161.3)" in f["summary"] and "leaves node2" in f["summary"]
+    assert (f["evidence"]["pod"], f["evidence"]["node"], f["evidence"]["source_seen"]) == (
+        "default/web-5d8f7-abcde", "node2", "198.19.161.3")
+    [f] = pp.egress_snat(flows("198.18.160.12"), "198.18.160.12", "198.19.161.3", "198.18.160.100")
+    assert "pod" not in f["evidence"] and f["evidence"]["source_seen"] == "198.18.160.12"
+
+
 def test_no_capture_from_any_hop_is_not_ok():
     """issue 11: no capture at all gave ingress.ok, 'the probes crossed every hop'."""
     result = pp.ingress_bisect({"client": None, "lb": [], "worker": None}, "198.18.160.200", 80, "198.19.161.3", 8080)
