@@ -255,6 +255,69 @@ def ingress_bisect_backends(captures, vip, port, backends, probe=None):
             "findings": [finding(check, "critical", layer, subject, summary, evidence, step)]}
 
 
+def _without(result, addresses):
+    """A copy of a capture result without the flows from or to one of ``addresses``."""
+    if not result or not addresses:
+        return result
+    kept = [f for f in result.get("flows") or [] if f.get("src") not in addresses and f.get("dst") not in addresses]
+    return dict(result, flows=kept)
+
+
+def _translated_sources(result, keys):
+    """The source addresses a node sent translated packets to the backends ``keys`` ({(ip, port)}) with: those
+    of its packets out to a backend that did not come in with that source (forwarded for another node)."""
+    outs, ins = set(), set()
+    for flow in (result or {}).get("flows") or []:
+        if (flow.get("dst"), flow.get("dport")) in keys:
+            (outs if flow.get("direction") == "out" else ins).add(flow.get("src"))
+    return outs - ins
+
+
+def nodeport_bisect(captures, entries, port, backends, probe=None):
+    """The bisection of a NodePort (or a ManualLB VIP outside the cluster, which forwards to the nodes):
+    every entry node's ``ip:port`` was probed from the client and captured on that node and on the backends'
+    nodes.  ``entries``: [{host, ip}]; ``captures`` as for ingress_bisect_backends, ``lb`` holding the entry
+    nodes' results.  Each entry node is walked on its own (ingress_bisect_backends with that node as the LB
+    node, its own probes): the packets another entry node translated (their source address after its SNAT)
+    are left out of its walk, so one broken entry node is not hidden by the others.  Without SNAT every
+    translated packet keeps the client's address and the entries cannot be told apart on the workers.
+
+    Returns {"entries": [{host, ip, vanished_at, backend}], "hops", "findings"}: every finding names its
+    entry node (``evidence.entry_node``)."""
+    client = captures.get("client")
+    lbs = dict((r.get("host"), r) for r in captures.get("lb") or [] if r)
+    workers = captures.get("workers") or {}
+    rows = (probe or {}).get("targets") or []
+    keys = set((b["ip"], b["port"]) for b in backends)
+    client_ip = set(f.get("src") for f in (client or {}).get("flows") or [] if f.get("direction") == "out")
+    sources = dict((e.get("host"), (_translated_sources(lbs.get(e.get("host")), keys) | set([e["ip"]])) - client_ip)
+                   for e in entries)
+    out = {"entries": [], "hops": [], "findings": []}
+    for entry in entries:
+        host, ip = entry.get("host"), entry["ip"]
+        others = set()
+        for other, addresses in sources.items():
+            if other != host:
+                others |= addresses
+        others -= sources[host]
+        lb = _without(lbs.get(host), others)
+        own = dict((name, _without(result, others)) for name, result in workers.items())
+        result = ingress_bisect_backends({"client": client, "lb": [lb] if lb else [], "workers": own}, ip, port,
+                                         backends, {"targets": [r for r in rows if r.get("address") == ip]} if probe else None)
+        for item in result["findings"]:
+            item["evidence"]["entry_node"] = host
+            item["summary"] = "via node %s: %s" % (host, item["summary"])
+        out["entries"].append({"host": host, "ip": ip, "vanished_at": result["vanished_at"], "backend": result["backend"]})
+        out["hops"].extend(dict(h, entry_node=host) for h in result["hops"])
+        out["findings"].extend(result["findings"])
+    if not entries:
+        out["findings"].append(finding(
+            "ingress.not_checked", "warning", "L4", "nodePort %s" % port,
+            "no entry node was given: no nodeIP:nodePort was probed", {"port": port},
+            "run the role on the nodes (ingress_path_entry_nodes, or the play's nodes)"))
+    return out
+
+
 def egress_snat(capture, node_ip, pod_ip, target, pod=None, node=None):
     """Source addresses of pod traffic to ``target`` leaving the node (capture on the external interface).
     ``pod`` (namespace/name) and ``node`` name the pod and its node in the finding."""

@@ -142,6 +142,11 @@ def test_vip_sources_in_order_and_no_vip():
     assert checks(model["findings"]) == [("service.no_ready_endpoints", "default/web:80"),
                                          ("service.no_vip", "default/web:80")]
     assert "lb.example.com" in model["findings"][1]["summary"]
+    # a NodePort Service has no VIP by design: no service.no_vip (its path goes through nodeIP:nodePort)
+    svc["spec"]["type"], svc["status"] = "NodePort", {}
+    model = service_path.path_model(svc, [], [], None, [], INVENTORY)
+    assert checks(model["findings"]) == [("service.no_ready_endpoints", "default/web:80")]
+    assert model["data"]["service"]["node_port"] == 30080
 
 
 def test_without_inventory_nothing_is_mapped_nor_reported_missing():
