@@ -54,8 +54,9 @@ def ssh(lab, address, command, **kwargs):
 
 
 def manual_walk(lab, lb, api, curls=1, window=3):
-    """The runbook by hand, ``curls`` requests from the client while each hop's tcpdump runs.  Returns (blame, steps): blame is None (every hop saw packets), "vip_unannounced",
-    or the first silent hop as "host dev"."""
+    """The runbook by hand, ``curls`` requests from the client while each hop's tcpdump runs.  Returns
+    (blame, steps): blame is None (every hop saw packets), "vip_unannounced", or the first silent hop as
+    "host dev"."""
     kc = api.kubeconfig()
     svc = kubectl(kc, "get", "svc", "-n", "default", "web")
     vip, port = svc["status"]["loadBalancer"]["ingress"][0]["ip"], svc["spec"]["ports"][0]["port"]
@@ -170,8 +171,8 @@ def main():
         for name, manual, ours_s, our_blame, our_right, checks in rows:
             for curls, (seconds, blame, right, steps) in zip((1, 3), manual):
                 print("%-14s %-40s %7.1f %-28s %s" % (name, "manual, %d curl(s) per hop" % curls, seconds, blame, right))
-            print("%-14s %-40s %7.1f %-28s %s" % (name, "ours: ingress_path_service=default/web", ours_s, our_blame,
-                                                   our_right))
+            print("%-14s %-40s %7.1f %-28s %s" % (
+                name, "ours: ingress_path_service=default/web", ours_s, our_blame, our_right))
         total = len(rows)
         for index, curls in enumerate((1, 3)):
             print("manual, %d curl(s) per hop: right %d/%d, mean %.1f s" % (

@@ -89,8 +89,11 @@ def test_nodeport_service_every_node_probed_and_captured(lab, ansible, lb, api):
     assert sorted(r["host"] for r in captures) == sorted(["client"] + [n.name for n in lab.nodes])
     assert all("port %d" % lab_path.NODE_PORT in r["result"]["filter"] for r in captures)
     # no announcer was looked for (a NodePort has no VIP), and the API made no service.no_vip finding
-    assert not [r for r in run.results(task=ROLE + "Ask from the client which MACs answer ARP for the VIP (RFC 5227 "
-                                             "probes, no cache touched)") if r["status"] == "ok" and "probes" in r["result"]]
+    arp = ROLE + "Ask from the client which MACs answer ARP for the VIP (RFC 5227 probes, no cache touched)"
+    assert not [r for r in run.results(task=arp) if r["status"] == "ok" and "probes" in r["result"]]
+    api_read = run.result(ROLE + "Read the Service's VIP, port, ready backends and announcer from the Kubernetes API",
+                          "client")
+    assert api_read["service"]["node_port"] == lab_path.NODE_PORT and api_read["findings"] == [], api_read["findings"]
 
 
 def test_one_node_without_its_nodeport_rule_is_that_node_nat(lab, ansible, lb, api):
