@@ -96,7 +96,7 @@ def manual_walk(lab, lb, api, curls=1, window=3):
                                  "root@" + address, "timeout %d tcpdump -i %s -nn -l -c 20 'tcp and host %s' 2>/dev/null"
                                  % (window, dev, watched)], stdout=subprocess.PIPE, text=True)
         time.sleep(1.0)  # the operator waits for "listening on ..." before sending
-        for _ in range(curls):
+        for dummy in range(curls):
             ssh(lab, probe_from, "curl -s -o /dev/null --connect-timeout 1 -m 1 http://%s:%d/" % (vip, port))
         lines = [line for line in dump.communicate()[0].splitlines() if line.strip()]
         steps.append(("tcpdump %s %s" % (host, dev), len(lines)))
@@ -149,7 +149,7 @@ def main():
         ]
         rows = []
         for name, inject, right_manual, right_ours in faults:
-            for _ in range(repeat):
+            for dummy in range(repeat):
                 inject()
                 try:
                     manual = []

@@ -13,7 +13,7 @@ version_added: 0.1.0
 description:
   - The client probed C(nodeIP:nodePort) of every entry node while C(k8snet.triage.packet_capture) ran on the
     client, the entry nodes and the backends' nodes. Each entry node is walked on its own, as
-    C(k8snet.triage.ingress_bisect) with O(ingress_bisect#filter:backends) walks a VIP (received, translated
+    C(k8snet.triage.ingress_bisect) with O(k8snet.triage.ingress_bisect#filter:backends) walks a VIP (received, translated
     to a backend, on the backend's node, the pod's veth, the pod's reply), with only its own probes and
     without the packets another entry node translated (told apart by the source address of its SNAT).
   - Returns C(entries) (per entry node the hop where its probes vanished and the backend), C(hops) and

@@ -34,7 +34,7 @@ def lb(lab):
 @pytest.fixture(scope="module")
 def api(lab, lb):
     objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "dns_pod.yaml")]))
-    template = next(o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == "dns-client-5f7d9c8b6-k2x9p")
+    [template] = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == "dns-client-5f7d9c8b6-k2x9p"]
     web = copy.deepcopy(template)
     web["metadata"].update(name=POD, labels={"app": "web"})
     web["spec"]["nodeName"] = lb["worker"]

@@ -35,13 +35,13 @@ def api(lab, lb):
     """Service default/web-np: the web Service as type NodePort (nodePort 30080, no VIP), its one backend the web pod."""
     objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "service_path.yaml")]))
     out = [o for o in objects if o["kind"] == "Node"]
-    svc = copy.deepcopy(next(o for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "web"))
+    [svc] = [copy.deepcopy(o) for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "web"]
     svc["metadata"] = {"name": "web-np", "namespace": "default"}
     svc["spec"]["type"] = "NodePort"
     svc["spec"]["clusterIP"] = svc["spec"]["clusterIPs"][0] = "198.18.16.81"
     svc["spec"]["ports"] = [dict(svc["spec"]["ports"][0], port=lb["vip_port"], nodePort=lab_path.NODE_PORT)]
     svc["status"] = {"loadBalancer": {}}
-    eps = copy.deepcopy(next(o for o in objects if o["kind"] == "EndpointSlice" and o["metadata"]["name"] == "web-x7k2p"))
+    [eps] = [copy.deepcopy(o) for o in objects if o["kind"] == "EndpointSlice" and o["metadata"]["name"] == "web-x7k2p"]
     eps["metadata"]["name"] = "web-np-4xk2p"
     eps["metadata"]["labels"]["kubernetes.io/service-name"] = "web-np"
     endpoint = eps["endpoints"][0]
