@@ -13,6 +13,7 @@ import pytest
 
 from tests.kube_api import FIXTURES, StandIn, load_yaml
 from tests.kube_api.helpers import kubectl
+from tests.integration.test_service_path import lab_service_objects
 from tests.lab.faults import kube as kube_faults
 from tests.lab.faults import path as lab_path
 
@@ -32,9 +33,9 @@ def lb(lab):
 
 @pytest.fixture(scope="module")
 def api(lab, lb):
-    """Service default/web-np: the web Service as type NodePort (nodePort 30080, no VIP), its one backend the web pod."""
+    """Service default/web-np: the web Service as type NodePort (nodePort 30080, no VIP), its one backend the web pod;
+    and default/web, the LoadBalancer Service of test_service_path (its VIP, nodePort 30080)."""
     objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "service_path.yaml")]))
-    out = [o for o in objects if o["kind"] == "Node"]
     [svc] = [copy.deepcopy(o) for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "web"]
     svc["metadata"] = {"name": "web-np", "namespace": "default"}
     svc["spec"]["type"] = "NodePort"
@@ -47,7 +48,8 @@ def api(lab, lb):
     endpoint = eps["endpoints"][0]
     endpoint["addresses"], endpoint["nodeName"] = [lb["pod_ip"]], lb["worker"]
     eps["endpoints"], eps["ports"] = [endpoint], [dict(eps["ports"][0], port=lb["pod_port"])]
-    server = StandIn(out + [svc, eps], lab.workdir / "kube-api-nodeport", lab.controller_ip).start()
+    server = StandIn(lab_service_objects(lab, lb) + [svc, eps], lab.workdir / "kube-api-nodeport",
+                     lab.controller_ip).start()
     yield server
     server.stop()
 
@@ -109,6 +111,23 @@ def test_one_node_without_its_nodeport_rule_is_that_node_nat(lab, ansible, lb, a
     assert {n: f["check"] for n, f in by_entry.items()} == {"node1": "ingress.ok", "node2": "ingress.ok",
                                                             "node3": "ingress.nat"}, findings
     assert by_entry["node3"]["summary"].startswith("via node node3: ")
+
+
+def test_manual_lb_a_vip_outside_the_cluster_goes_through_the_given_nodes(lab, ansible, lb, api):
+    """ManualLB: the LoadBalancer Service's VIP is on a load balancer outside the cluster that forwards to
+    nodeIP:nodePort; ingress_path_entry=nodeport probes the given entry nodes (a survey's comma-separated text)."""
+    svc = kubectl(api.kubeconfig(), "get", "svc", "-n", "default", "web")
+    assert svc["spec"]["type"] == "LoadBalancer" and svc["spec"]["ports"][0]["nodePort"] == lab_path.NODE_PORT
+    run = ansible.playbook("k8snet.triage.ingress_path", inventory=lb["inventory"], extra_vars={
+        "ingress_path_service": "default/web", "ingress_path_kubeconfig": str(api.kubeconfig()),
+        "ingress_path_entry": "nodeport", "ingress_path_entry_nodes": "node1, node2"})
+    assert run.rc == 0, run
+    by_entry, findings = findings_by_entry(run)
+    assert {n: f["check"] for n, f in by_entry.items()} == {"node1": "ingress.ok", "node2": "ingress.ok"}, findings
+    probe = run.result(ROLE + "Send TCP probes from the client to the VIP", "client")
+    assert sorted(set(t["address"] for t in probe["targets"])) == sorted([lab.node("node1").ip, lab.node("node2").ip])
+    # node3 is no entry node and holds no backend: it captured nothing
+    assert not [r for r in run.results(task=ROLE + "Collect the captures", host="node3") if "flows" in r["result"]]
 
 
 def test_a_play_without_the_backends_node_names_it_instead_of_a_finding(lab, ansible, lb, api):
