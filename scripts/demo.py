@@ -90,6 +90,10 @@ def main():
               "node2: a full backends map")
         faults["cilium_lb_maps"](lab, "node1", orphans=500)
         faults["full_map"](lab, "node2")
+        faults["cilium_agent_start"](lab, "node1")
+        faults["cilium_agent_start"](lab, "node2", "rate_limited")
+        print("  Cilium agent:", "node1's answers healthy; node2's API rate limiter refuses endpoint creation "
+              "(HTTP 429)")
         print("  CNI:         ", "node3 has no CNI configuration (node1, node2 do)")
         conflist = {"name": "k8s-pod-network", "cniVersion": "0.3.1", "plugins": [
             {"type": "calico", "ipam": {"type": "calico-ipam"}}, {"type": "bandwidth"}, {"type": "portmap"}]}
@@ -135,7 +139,7 @@ def main():
         playbook(lab, "triage", triage_vars, show=("Summary",))
         print("\n  What remains needs an operator, and the summary says what to run next for each: the blackhole"
               " route,\n  the dropping firewall rule, the Calico peer AS and the decommissioned node's peer, the full"
-              " map,\n  node3's CNI config, and the DNS pods.")
+              " map,\n  node2's rate-limited Cilium agent, node3's CNI config, and the DNS pods.")
 
         if "--ingress" not in sys.argv[1:]:
             print("\n  From what the operator sees, a Service whose VIP does not answer, one line follows the whole"

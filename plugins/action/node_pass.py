@@ -20,7 +20,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False
-    _VALID_ARGS = frozenset(("owners", "kube", "inventory"))
+    _VALID_ARGS = frozenset(("owners", "kube", "inventory", "pod"))
 
     def _variables(self, task_vars):
         """The triage's and the scenario roles' variables as this host sees them, templated."""
@@ -45,6 +45,7 @@ class ActionModule(ActionBase):
         host = task_vars["inventory_hostname"]
         args = self._task.args
         for name, what in (("owners", "the vip_owners result"), ("kube", "the registered kube_network_info result"),
+                           ("pod", "the registered kube_network_info result of dns_pod (gather: [pod])"),
                            ("inventory", "the inventory contract of every host (host: its k8s_node_name, k8s_node_ip, "
                                          "ansible_host, k8s_pod_cidr)")):
             if args.get(name) is not None and not isinstance(args.get(name), dict):
@@ -55,7 +56,7 @@ class ActionModule(ActionBase):
             # the contract read once for the fleet when given (else every host's variables, n x n)
             hostvars = args.get("inventory") or task_vars["hostvars"]
             params = node_pass.params(self._variables(task_vars), host, hostvars, task_vars["groups"],
-                                      args.get("owners") or {}, args.get("kube") or {})
+                                      args.get("owners") or {}, args.get("kube") or {}, args.get("pod") or {})
         except (node_pass.ParamsError, AnsibleError) as exc:
             # the inventory cannot give this host's parameters: recorded as a failed host (a
             # critical finding with the message), the other hosts go on

@@ -99,6 +99,26 @@ options:
     type: str
     choices: [auto, dnspython, stdlib]
     default: auto
+  pod_ip:
+    description:
+      - The IP of a pod on this host whose view to add (an IPv4 or IPv6 address). Its network namespace is
+        found by this IP (no PID needed), its own resolv.conf is read through its root, and each name is
+        looked up as its glibc would, from inside it and from the node. Needs root (entering another
+        network namespace needs CAP_SYS_ADMIN).
+      - The role C(k8snet.triage.dns) and the triage set it from C(dns_pod), on the pod's node only.
+    type: str
+  repeat:
+    description:
+      - Number of repeated queries measuring the timeout share and latency (0 to 1000; 0 sends none), to
+        the pod's first nameserver with O(pod_ip), else to the first of O(servers), with the kernel's
+        conntrack counters sampled before and after.
+      - O(repeat) times (O(repeat_interval) + O(timeout)) may not exceed 600 seconds.
+    type: int
+    default: 0
+  repeat_interval:
+    description: Seconds between two repeated queries (0 to 10).
+    type: float
+    default: 0.05
 """
 
 

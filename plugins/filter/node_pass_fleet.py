@@ -41,6 +41,10 @@ options:
         C(logs) (kube_logs, whose C(matches) put the agents' log lines under the fleet findings they explain). A skipped read is left out;
         one that found no credentials is C(skipped) with that reason; a failed one is C(failed) with
         its message and a C(triage.check_failed) finding.
+      - C(dns_pod) is not a read but C(ref) (the C(dns_pod) variable), C(result) (the registered
+        kube_network_info result of that pod) and C(wanted) (whether the dns scenario was asked for).
+        When no host checked that pod's view, C(dns) says why - skipped or failed read, or the finding
+        C(dns.pod_view_not_checked) (its node is none of the hosts, or the dns check did not run there).
     type: dict
     default: {}
 """
@@ -58,7 +62,8 @@ _value:
   type: dict
 """
 
-from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import api_read, with_log_evidence
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import api_read, pod_host, with_log_evidence
 from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import failed_finding
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import matrix
 from ansible.errors import AnsibleFilterError
@@ -81,6 +86,39 @@ def _api_entry(name, result, hosts):
         return _entry("failed", reason, [failed_finding(name, "the Kubernetes API", reason)], hosts)
     named = [n["name"] for n in result.get("nodes") or [] if isinstance(n, dict) and n.get("name")]
     return _entry("ran", "", list(result["findings"]), named or hosts)
+
+
+def _dns_pod_entry(spec, hostvars, hosts):
+    """The fleet's word on dns_pod when no host checked that pod's view (a host that did holds its
+    findings): the read was skipped or failed, its node is none of the triage's hosts, or the dns
+    check did not run there."""
+    ref = spec.get("ref") if isinstance(spec, dict) else None
+    if not ref or not spec.get("wanted"):
+        return None
+    facts = dict((host, host_facts(hostvars, host)) for host in hosts)
+    if any(((((facts[h].get("triage_results") or {}).get("dns") or {}).get("data") or {}).get("pod")) for h in hosts):
+        return None
+    result = spec.get("result") if isinstance(spec.get("result"), dict) else {}
+    status, message = api_read(result)
+    if status != "ran":
+        reason = "the view of DNS from pod %s (dns_pod) was not checked: %s" % (ref, message or "the read returned nothing")
+        if status == "skipped":
+            return _entry("skipped", reason, [], [])
+        return _entry("failed", reason, [failed_finding("dns", "pod %s" % ref, reason)], hosts)
+    pod = result.get("pod") if isinstance(result.get("pod"), dict) else {}
+    where = pod_host(pod, hosts, facts)
+    if where is None:
+        why = ("it runs on node %s, which is none of the triage's hosts (matched by k8s_node_name, else the "
+               "inventory name)" % pod.get("node"))
+        fix = "add node %s to the inventory (or set its k8s_node_name) and run again" % pod.get("node")
+    else:
+        dns = (facts[where].get("triage_results") or {}).get("dns") or {}
+        why = "the dns check did not run with it on %s (%s%s)" % (
+            where, dns.get("status") or "not run", ": %s" % dns["reason"] if dns.get("reason") else "")
+        fix = "make the dns scenario run on %s (in the nodes group, reachable) and run again" % where
+    return _entry("ran", "", [finding("dns.pod_view_not_checked", "warning", "DNS", "pod %s" % ref,
+                                      "the view of DNS from pod %s was not checked: %s" % (ref, why),
+                                      {"pod": pod, "host": where}, fix)], [where] if where else [])
 
 
 def _api_entries(name, results, hosts):
@@ -112,7 +150,9 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
         raise AnsibleFilterError("node_pass_fleet: owners must be the result of k8snet.triage.vip_owners "
                                  "(a dict with findings, owners and expected)")
     out, matches = {}, []
-    for name, results in sorted((api or {}).items()):
+    api = dict(api or {})
+    dns_pod = _dns_pod_entry(api.pop("dns_pod", None), hostvars, hosts)
+    for name, results in sorted(api.items()):
         entry = _api_entries(name, results, hosts)
         if entry is not None:
             out[name] = entry
@@ -131,6 +171,8 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
         found = matrix(probed)
         out["connectivity"] = _entry("ran", "", found.pop("findings"), probed,
                                      dict((k, v) for k, v in found.items() if k != "pairs"))
+    if dns_pod is not None:
+        out["dns"] = dns_pod
     if matches:
         with_log_evidence(out, matches)
     return out

@@ -902,15 +902,12 @@ CHECK_SPEC = dict(
     host_resolvers=dict(type="bool", default=False),
     resolv_conf=dict(type="list", elements="path", default=list(RESOLV_CONFS)),
     backend=dict(type="str", choices=list(BACKENDS), default="auto"),
-)
-
-
-# The options of dns_check only (the pod's view runs on the pod's node, one pod per run): not in node_triage.
-POD_SPEC = dict(
+    # the pod's view (the triage and the role set pod_ip on the pod's node only)
     pod_ip=dict(type="str"),
     repeat=dict(type="int", default=0),
     repeat_interval=dict(type="float", default=0.05),
 )
+
 
 # The option rules (bounds, shapes) of the dns options, used by module dns_check and by node_triage.
 RULES = dict(
@@ -924,10 +921,6 @@ RULES = dict(
     cluster_domain=params.dns_name,
     resolv_conf=params.each(params.absolute_path, max_items=16),
     protocols=params.each(params.choice("udp", "tcp"), max_items=2, non_empty=True, what="give udp and/or tcp"),
-)
-# dns_check's rules: the above and the pod's view
-MODULE_RULES = dict(
-    RULES,
     pod_ip=params.address(),
     repeat=params.count(0, MAX_REPEAT, "queries"),
     repeat_interval=lambda option, value: params.number(option, value, 0, 10, unit="seconds"),

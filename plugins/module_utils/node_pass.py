@@ -32,6 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_lb, cni_files, dns, iptables
 from ansible_collections.k8snet.triage.plugins.module_utils import neighbors, reachability, routes
 from ansible_collections.k8snet.triage.plugins.module_utils import conntrack, logs, pmtu
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 from ansible_collections.k8snet.triage.plugins.module_utils import scenario
 # The checks import these inside their functions. Imported here, before any thread starts: two
@@ -44,6 +45,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.findings import find
 # name -> the node check; the ones with a sampling window first, so their windows start first
 CHECKS = (
     ("firewall_drops", iptables.node_check),
+    ("cilium_agent", cilium_agent.node_check),
     ("connectivity", reachability.node_check),
     ("dns", dns.node_check),
     ("stale_arp", neighbors.node_check),
@@ -57,7 +59,7 @@ CHECKS = (
 )
 SCENARIOS = tuple(name for name, _check in CHECKS)
 # the scenarios whose check names the node in its findings
-NODE_NAMED = ("cni", "firewall_drops", "pod_network", "logs", "conntrack", "pmtu")
+NODE_NAMED = ("cni", "firewall_drops", "pod_network", "logs", "conntrack", "pmtu", "cilium_agent")
 
 # The argument spec of the node_triage module: one dict option per scenario, whose suboptions are
 # that scenario's CHECK_SPEC (shared with its module, documented by the domain's doc fragment, variant
@@ -79,6 +81,7 @@ ARGUMENT_SPEC = dict(
     logs=scenario.options(logs.CHECK_SPEC),
     conntrack=scenario.options(conntrack.CHECK_SPEC),
     pmtu=scenario.options(pmtu.CHECK_SPEC, targets=[]),
+    cilium_agent=scenario.options(cilium_agent.CHECK_SPEC),
 )
 
 # The option rules of node_triage: each scenario's own rules, from its domain file.  An empty list of
@@ -100,6 +103,7 @@ RULES = dict(
     logs=checks.fields(**logs.RULES),
     conntrack=checks.fields(**conntrack.RULES),
     pmtu=checks.fields(**pmtu.PASS_RULES),
+    cilium_agent=checks.fields(**cilium_agent.RULES),
 )
 
 

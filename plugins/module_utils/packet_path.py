@@ -60,6 +60,18 @@ def _probe_ok(probe):
     return any((row.get("tcp") or {}).get("status") == "open" for row in rows)
 
 
+def _client_hop(client, vip, port, hop):
+    """(ARP requests, ARP replies, vanished) at the client: its probes to vip:port leaving it (hop
+    ``client_out``); none leaving is ``arp`` when its ARP requests for the VIP got no reply, else ``client``."""
+    if not client:
+        return 0, 0, None
+    arp_requests = seen(client, direction="out", proto="arp", arp_op="request", dst=vip)
+    arp_replies = seen(client, direction="in", proto="arp", arp_op="reply", src=vip)
+    if not hop("client_out", client.get("host"), seen(client, direction="out", proto="tcp", dst=vip, dport=port)):
+        return arp_requests, arp_replies, "arp" if arp_requests and not arp_replies else "client"
+    return arp_requests, arp_replies, None
+
+
 def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None):
     """captures: {"client": result|None, "lb": [results], "worker": result}; results carry ``host``.
 
@@ -77,13 +89,7 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
         hops.append({"hop": name, "host": host, "packets": packets})
         return packets
 
-    vanished = None
-    arp_requests = arp_replies = 0
-    if client:
-        arp_requests = seen(client, direction="out", proto="arp", arp_op="request", dst=vip)
-        arp_replies = seen(client, direction="in", proto="arp", arp_op="reply", src=vip)
-        if not hop("client_out", client.get("host"), seen(client, direction="out", proto="tcp", dst=vip, dport=port)):
-            vanished = "arp" if arp_requests and not arp_replies else "client"
+    arp_requests, arp_replies, vanished = _client_hop(client, vip, port, hop)
     if vanished is None and lbs:
         lb_hosts = ",".join(r.get("host") or "?" for r in lbs)
         if not hop("lb_in", lb_hosts, sum(seen(r, direction="in", proto="tcp", dst=vip, dport=port) for r in lbs)):
@@ -167,18 +173,13 @@ def ingress_bisect_backends(captures, vip, port, backends, probe=None):
     client = captures.get("client")
     lbs = [r for r in captures.get("lb") or [] if r]
     workers = captures.get("workers") or {}
-    hops, vanished, culprit = [], None, None
+    hops, culprit = [], None
 
     def hop(name, host, packets):
         hops.append({"hop": name, "host": host, "packets": packets})
         return packets
 
-    arp_requests = arp_replies = 0
-    if client:
-        arp_requests = seen(client, direction="out", proto="arp", arp_op="request", dst=vip)
-        arp_replies = seen(client, direction="in", proto="arp", arp_op="reply", src=vip)
-        if not hop("client_out", client.get("host"), seen(client, direction="out", proto="tcp", dst=vip, dport=port)):
-            vanished = "arp" if arp_requests and not arp_replies else "client"
+    arp_requests, arp_replies, vanished = _client_hop(client, vip, port, hop)
     rows = []
     lb_hosts = set(r.get("host") for r in lbs)
     translated = dict((b["ip"], sum(seen(r, direction="out", proto="tcp", dst=b["ip"], dport=b["port"]) for r in lbs))

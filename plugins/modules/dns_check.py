@@ -44,23 +44,6 @@ extends_documentation_fragment:
   - k8snet.triage.attributes
   - k8snet.triage.attributes.node_check
   - k8snet.triage.dns
-options:
-  pod_ip:
-    description:
-      - The IP of a pod on this host whose view to add (an IPv4 or IPv6 address). Needs root
-        (entering another network namespace needs CAP_SYS_ADMIN).
-      - The role C(k8snet.triage.dns) sets it from its C(dns_pod) option, on the pod's node only.
-    type: str
-  repeat:
-    description:
-      - Number of repeated queries measuring the timeout share and latency (0 to 1000; 0 sends none).
-      - O(repeat) times (O(repeat_interval) + O(timeout)) may not exceed 600 seconds.
-    type: int
-    default: 0
-  repeat_interval:
-    description: Seconds between two repeated queries (0 to 10).
-    type: float
-    default: 0.05
 """
 
 EXAMPLES = r"""
@@ -162,7 +145,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.scenario import modu
 
 
 def main():
-    module_main(AnsibleModule, dns.node_check, dns.MODULE_RULES, dict(dns.CHECK_SPEC, **dns.POD_SPEC))
+    module_main(AnsibleModule, dns.node_check, dns.RULES, dns.CHECK_SPEC)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ version_added: 0.2.0
 description:
   - The node side of C(triage.yml) as one task per host. On the controller, builds this host's
     M(k8snet.triage.node_triage) parameters from the triage's and the scenario roles' variables
-    (C(triage_*), C(cni_*), C(calico_*), C(cilium_maps_*), C(pod_network_*), C(firewall_drops_*),
+    (C(triage_*), C(cni_*), C(calico_*), C(cilium_maps_*), C(cilium_agent_*), C(pod_network_*), C(firewall_drops_*),
     C(connectivity_*), C(dns_*), C(stale_arp_*), with the roles' names and defaults) and from the
     inventory (the nodes' names and addresses, C(k8s_node_name), C(k8s_node_ip), C(k8s_pod_cidr)).
     Then runs node_triage on the host, in one SSH round trip, and records its result as the facts
@@ -62,6 +62,14 @@ options:
         (C(nodes), C(service_frontends), C(dns_servers)).
       - Left out, skipped, without credentials or failed, the API's inputs are not used and the
         variables are; the reason is given where a scenario is skipped for want of them.
+    type: dict
+  pod:
+    description:
+      - The registered result of M(k8snet.triage.kube_network_info) with O(k8snet.triage.kube_network_info#module:gather=[pod])
+        for C(dns_pod), read once on the controller. The host whose node runs that pod (matched by
+        C(k8s_node_name), else its inventory name) adds the pod's view to its dns check (C(pod_ip)), and
+        C(dns_repeat) runs there only.
+      - Left out, or without C(dns_pod), no pod view is checked.
     type: dict
   inventory:
     description:

@@ -16,7 +16,8 @@ description:
     (M(k8snet.triage.route_check)), C(firewall_drops) (M(k8snet.triage.iptables_drops)),
     C(connectivity) (M(k8snet.triage.reachability)), C(dns) (M(k8snet.triage.dns_check)),
     C(stale_arp) (M(k8snet.triage.arp_check), read-only), C(logs) (M(k8snet.triage.node_logs)),
-    C(conntrack) (M(k8snet.triage.conntrack_check)) and C(pmtu) (M(k8snet.triage.pmtu_check)). Each check is the same function the
+    C(conntrack) (M(k8snet.triage.conntrack_check)), C(pmtu) (M(k8snet.triage.pmtu_check)) and C(cilium_agent)
+    (M(k8snet.triage.cilium_agent_status)). Each check is the same function the
     scenario module runs, so the findings are the same as the scenario module's on the same
     host in the same state.
   - The checks run concurrently, one thread each. The waits (the firewall counters' two snapshots
@@ -54,19 +55,22 @@ extends_documentation_fragment:
   - k8snet.triage.logs.node_triage
   - k8snet.triage.conntrack.node_triage
   - k8snet.triage.pmtu.node_triage
+  - k8snet.triage.cilium_agent.node_triage
 options:
   node_name:
     description:
       - This node's Kubernetes name (C(k8s_node_name), else the inventory name); names the node in
-        the findings of C(cni), C(firewall_drops), C(pod_network) and C(logs) and recognises its own entry in
-        O(pod_network.peers). Defaults to the host name.
+        the findings of C(cni), C(firewall_drops), C(pod_network), C(logs) and C(cilium_agent) and recognises
+        its own entry in O(pod_network.peers). Defaults to the host name.
     type: str
   scenarios:
     description: The scenarios to run; the others are returned as C(skipped).
     type: list
     elements: str
-    choices: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs, conntrack, pmtu]
-    default: [firewall_drops, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs, conntrack, pmtu]
+    choices: [firewall_drops, cilium_agent, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs,
+              conntrack, pmtu]
+    default: [firewall_drops, cilium_agent, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs,
+              conntrack, pmtu]
   cni:
     description: Options of the CNI files check (as M(k8snet.triage.cni_config_check)).
     type: dict
@@ -109,6 +113,10 @@ options:
     default: {}
   pmtu:
     description: Options of the path-MTU probes to the peers (as M(k8snet.triage.pmtu_check)).
+    type: dict
+    default: {}
+  cilium_agent:
+    description: Options of the Cilium agent's API and metrics check (as M(k8snet.triage.cilium_agent_status)).
     type: dict
     default: {}
 requirements:

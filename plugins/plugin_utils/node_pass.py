@@ -56,10 +56,10 @@ def _guarded(what, func, *args):
                           "variables it reads and what they hold" % (what, detail))
 
 
-def params(variables, host, hostvars, groups, owners=None, kube=None):
+def params(variables, host, hostvars, groups, owners=None, kube=None, pod=None):
     """The node_triage parameters of ``host`` (plus ``skipped``: {scenario: reason})."""
     return _guarded("the variables or the fleet inputs of host %s" % host, _params,
-                    variables, host, hostvars, groups, owners, kube)
+                    variables, host, hostvars, groups, owners, kube, pod)
 
 
 def record(result, asked, skipped=None):
@@ -67,8 +67,8 @@ def record(result, asked, skipped=None):
     return _guarded("this node_triage result", _record, result, asked, skipped)
 
 
-NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity", "dns", "logs",
-                  "conntrack", "pmtu"]
+NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "cilium_agent", "pod_network", "firewall_drops", "connectivity", "dns",
+                  "logs", "conntrack", "pmtu"]
 # scenario -> (node_triage option, role variable); a role variable that is unset keeps the
 # module's default, which is the role's default
 ROLE_VARIABLES = {
@@ -77,6 +77,11 @@ ROLE_VARIABLES = {
                ("stuck_after", "calico_stuck_after"), ("timeout", "calico_timeout")),
     "cilium_maps": (("bpffs", "cilium_maps_bpffs"), ("maps", "cilium_maps_maps"),
                     ("warn_ratio", "cilium_maps_warn_ratio"), ("critical_ratio", "cilium_maps_critical_ratio")),
+    "cilium_agent": (("agent_socket", "cilium_agent_socket"), ("health_socket", "cilium_agent_health_socket"),
+                     ("metrics_url", "cilium_agent_metrics_url"), ("interval", "cilium_agent_interval"),
+                     ("timeout", "cilium_agent_timeout"), ("top", "cilium_agent_top"),
+                     ("warning_pps", "cilium_agent_warning_pps"), ("critical_pps", "cilium_agent_critical_pps"),
+                     ("cni_conf_dir", "cni_conf_dir")),
     "pod_network": (("mode", "pod_network_mode"), ("tunnel_device", "pod_network_tunnel_device"),
                     ("local_pod_routes", "pod_network_local_pod_routes"),
                     ("destinations", "pod_network_destinations"), ("reader", "pod_network_reader")),
@@ -105,7 +110,7 @@ ROLE_VARIABLES = {
 FLEET_VARIABLES = ("triage_scenarios", "triage_cni", "triage_nodes_group", "stale_arp_vips", "stale_arp_clients_group",
                    "dns_servers", "cilium_maps_live_frontends", "calico_expected_nodes", "calico_nodes_group",
                    "pod_network_peers", "pod_network_nodes_group", "connectivity_group", "connectivity_max_peers",
-                   "pmtu_targets", "pmtu_group", "pmtu_max_peers")
+                   "pmtu_targets", "pmtu_group", "pmtu_max_peers", "dns_pod", "dns_repeat", "dns_repeat_interval")
 VARIABLES = FLEET_VARIABLES + tuple(name for pairs in ROLE_VARIABLES.values() for _option, name in pairs)
 
 
@@ -128,10 +133,17 @@ def _lists(variables):
                  else value) for name, value in variables.items())
 
 
+# the options whose empty string means "none" (not "the default"), as in their module
+EMPTY_MEANS_NONE = ("metrics_url",)
+
+
 def _set(variables, pairs):
     out = {}
     for option, name in pairs:
         value = variables.get(name)
+        if value == "" and option in EMPTY_MEANS_NONE:
+            out[option] = value
+            continue
         if value is None or value == "" or (option == "sockets" and not value):
             continue  # unset, or the role's "empty means the default"
         out[option] = value
@@ -183,7 +195,32 @@ def _api(kube):
     return status == "ran", message
 
 
-def _scenarios(variables, host, groups, dns_servers, api_reason):
+def pod_host(pod, hosts, hostvars):
+    """The inventory host of ``pod``'s node (a kube_network_info ``gather: [pod]`` result's ``pod``): the
+    first of ``hosts`` whose k8s_node_name, else whose inventory name, is that node; None if none is."""
+    node = (pod or {}).get("node") if isinstance(pod, dict) else None
+    for host in hosts if node else ():
+        facts = hostvars[host] if host in hostvars else None
+        if str((facts or {}).get("k8s_node_name") or host) == node:
+            return host
+    return None
+
+
+def _dns_pod(variables, host, hostvars, groups, pod):
+    """``(pod_ip or None, repeat)`` for this host's dns check: the pod view of ``dns_pod`` runs on its
+    node only (and the repeated queries with it); without dns_pod the repeated queries run on every node."""
+    repeat = variables.get("dns_repeat") or 0
+    if not variables.get("dns_pod"):
+        return None, repeat
+    status, _message = api_read(pod)
+    found = pod.get("pod") if status == "ran" and isinstance(pod.get("pod"), dict) else None
+    nodes = _group(groups, variables.get("triage_nodes_group") or "k8s_nodes")
+    if found and pod_host(found, nodes, hostvars) == host:
+        return str(found["ip"]), repeat
+    return None, 0
+
+
+def _scenarios(variables, host, groups, dns_servers, api_reason, pod_ip=None):
     """(scenarios to run, {scenario: reason} for the wanted ones that do not apply to this host)."""
     wanted = variables.get("triage_scenarios")
     wanted = NODE_SCENARIOS + ["stale_arp"] if wanted is None else list(wanted)
@@ -199,9 +236,9 @@ def _scenarios(variables, host, groups, dns_servers, api_reason):
             skipped[name] = "not in group %s" % nodes_group
         elif name == "calico" and cni not in ("auto", "calico"):
             skipped[name] = "triage_cni is %s" % cni
-        elif name == "cilium_maps" and cni not in ("auto", "cilium"):
+        elif name in ("cilium_maps", "cilium_agent") and cni not in ("auto", "cilium"):
             skipped[name] = "triage_cni is %s" % cni
-        elif name == "dns" and not dns_servers:
+        elif name == "dns" and not dns_servers and not pod_ip:
             skipped[name] = ("no DNS servers given (dns_servers) and %s" % api_reason if api_reason
                              else "the Kubernetes API lists no DNS Service and no DNS pod (see the kube findings)")
         else:
@@ -216,17 +253,19 @@ def _scenarios(variables, host, groups, dns_servers, api_reason):
     return out, skipped
 
 
-def _params(variables, host, hostvars, groups, owners=None, kube=None):
+def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None):
     if not isinstance(variables, dict):
         raise ParamsError("node_pass expects the play's variables as a dict")
-    for value, what in ((owners, "owners (the vip_owners result)"), (kube, "kube (the kube_network_info result)")):
+    for value, what in ((owners, "owners (the vip_owners result)"), (kube, "kube (the kube_network_info result)"),
+                        (pod, "pod (the kube_network_info result of dns_pod)")):
         if value is not None and not isinstance(value, dict):
             raise ParamsError("node_pass: %s must be a dict, not %s" % (what, type(value).__name__))
-    owners, kube = owners or {}, kube or {}
+    owners, kube, pod = owners or {}, kube or {}, pod or {}
     variables = _lists(variables)
     api, api_reason = _api(kube)
     dns_servers = (kube.get("dns_servers") or []) if api else (variables.get("dns_servers") or [])
-    scenarios, skipped = _scenarios(variables, host, groups, dns_servers, "" if api else api_reason)
+    pod_ip, repeat = _dns_pod(variables, host, hostvars, groups, pod)
+    scenarios, skipped = _scenarios(variables, host, groups, dns_servers, "" if api else api_reason, pod_ip)
     facts = hostvars[host]
     out = {"node_name": str(facts.get("k8s_node_name") or host), "scenarios": scenarios, "skipped": skipped}
     try:
@@ -247,12 +286,18 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None):
         live = kube.get("service_frontends") if api else variables.get("cilium_maps_live_frontends")
         if live is not None:
             out["cilium_maps"]["live_frontends"] = live
+    if "cilium_agent" in scenarios:
+        out["cilium_agent"]["when_not_cilium"] = "skip" if auto else "critical"
     if "connectivity" in scenarios:
         out["connectivity"]["targets"] = connectivity_peers(
             _group(groups, variables.get("connectivity_group") or "k8s_nodes"), host,
             variables.get("connectivity_max_peers") or 8, hostvars)
     if "dns" in scenarios:
         out["dns"]["servers"] = dns_servers
+        if pod_ip:
+            out["dns"]["pod_ip"] = pod_ip
+        if repeat:
+            out["dns"].update(repeat=repeat, **_set(variables, (("repeat_interval", "dns_repeat_interval"),)))
     if "pmtu" in scenarios:
         # explicit targets (pod addresses too), else the same inventory-node contract as connectivity's peers
         if not out["pmtu"].get("max_size"):

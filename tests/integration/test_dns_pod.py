@@ -282,3 +282,43 @@ def test_role_dns_pod_maps_k8s_node_name(lab, ansible, world, api, tmp_path):
     assert run.rc == 0, run
     with_pod = sorted(r["host"] for r in run.results(task="Ask every DNS server from this node") if r["result"].get("pod"))
     assert with_pod == ["node3"]
+
+
+def test_triage_adds_the_pods_view_on_its_node_in_the_one_pass(lab, ansible, world, tmp_path):
+    """triage.yml with dns_pod: the pod is read once from the API, its view runs in node2's one pass
+    (the dead cache named first in its own resolv.conf is found), no other node asks for it, and a pod
+    whose node is none of the hosts is said in the report instead of being left out."""
+    assert independent(lab, world["dead"]["ns"], world["local"]["dead_cache"], CLUSTER) == "timeout"
+    # the stand-in's pod is the one whose resolv.conf names the dead cache first
+    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "dns_pod.yaml")]))
+    for obj in objects:
+        if obj["kind"] == "Pod" and obj["metadata"]["name"] == "dns-client-5f7d9c8b6-k2x9p":
+            obj["status"].update(podIP=world["dead"]["ip"], podIPs=[{"ip": world["dead"]["ip"]}], hostIP=lab.node(NODE).ip)
+    api = StandIn(objects, lab.workdir / "kube-api-dns-pod-triage", lab.controller_ip).start()
+    try:
+        _triage_with_dns_pod(ansible, world, api, tmp_path)
+    finally:
+        api.stop()
+
+
+def _triage_with_dns_pod(ansible, world, api, tmp_path):
+    extra = {"triage_kubeconfig": str(api.kubeconfig()), "triage_scenarios": ["dns"], "triage_api_scenarios": [],
+             "dns_pod": "default/dns-client-5f7d9c8b6-k2x9p", "dns_names": [CLUSTER], "dns_timeout": 1.0,
+             "dns_retries": 0, "dns_protocols": ["udp"], "report_output_dir": str(tmp_path),
+             "report_fail_on_critical": False}
+    run = ansible.playbook("k8snet.triage.triage", extra_vars=extra)
+    assert run.rc == 0, run
+    report = json.loads((tmp_path / "triage-report.json").read_text())
+    mine = [f for f in report["findings"] if f["scenario"] == "dns"]
+    dead = [f for f in mine if f["check"] == "dns.dead_nameserver"]
+    assert [f["host"] for f in dead] == [NODE] and world["local"]["dead_cache"] in json.dumps(dead[0]), mine
+    assert report["hosts"][NODE]["scenarios"]["dns"]["status"] == "ran"
+    for node in ("node1", "node3"):  # no DNS server given and not the pod's node: said, not run
+        assert report["hosts"][node]["scenarios"]["dns"]["status"] == "skipped"
+    # a pod on a node that is none of the hosts: a warning in the report, not silence
+    extra["dns_pod"] = "default/dns-client-5f7d9c8b6-far9z"
+    run = ansible.playbook("k8snet.triage.triage", extra_vars=extra)
+    assert run.rc == 0, run
+    report = json.loads((tmp_path / "triage-report.json").read_text())
+    [gap] = [f for f in report["findings"] if f["check"] == "dns.pod_view_not_checked"]
+    assert "node9, which is none of the triage's hosts" in gap["summary"] and gap["scope"] == "fleet"

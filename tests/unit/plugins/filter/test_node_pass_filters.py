@@ -26,8 +26,8 @@ def test_fleet_inputs_come_from_the_inventory_contract():
                               "n2", HOSTVARS, GROUPS)
     assert params["node_name"] == "worker-2"
     # no DNS server and no VIP: dns and stale_arp are not asked
-    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "pod_network", "firewall_drops", "connectivity",
-                                   "logs", "conntrack", "pmtu"]
+    assert params["scenarios"] == ["cni", "calico", "cilium_maps", "cilium_agent", "pod_network", "firewall_drops",
+                                   "connectivity", "logs", "conntrack", "pmtu"]
     assert params["firewall_drops"] == {"interval": 2}
     # the path-MTU peers follow the same inventory-node contract as the connectivity peers
     assert params["pmtu"] == {"targets": connectivity_peers(GROUPS["k8s_nodes"], "n2", 8, HOSTVARS)}
@@ -36,6 +36,7 @@ def test_fleet_inputs_come_from_the_inventory_contract():
     assert params["calico"] == {"expected_peers": ["198.18.96.11", "198.18.96.12", "198.18.100.13"],
                                 "when_not_calico": "skip"}
     assert params["cilium_maps"]["when_not_cilium"] == "skip"
+    assert params["cilium_agent"] == {"when_not_cilium": "skip"}
     # the hosts with a pod CIDR, named and addressed as calico_inventory_nodes does
     assert params["pod_network"] == {"peers": [
         {"node": "n1", "node_ip": "198.18.96.11", "pod_cidrs": ["198.19.96.0/24"]},
@@ -55,6 +56,13 @@ def test_cni_choice_dns_servers_and_vip_clients():
     assert params["stale_arp"] == {"addresses": ["198.18.96.200"], "expected": owners["expected"]}
     # [] means "Kubernetes has no services"; triage_cni cilium reads the maps whatever the node shows
     assert params["cilium_maps"] == {"live_frontends": [], "when_not_cilium": "check"}
+    # and an absent agent socket is the agent down, not "not a Cilium node"; the agent's variables and the
+    # CNI configuration directory reach its check
+    variables.update(cilium_agent_metrics_url="http://127.0.0.1:9090/metrics", cilium_agent_interval=2,
+                     cni_conf_dir="/etc/cni/custom")
+    assert node_pass_params(variables, "n3", HOSTVARS, GROUPS, owners)["cilium_agent"] == {
+        "metrics_url": "http://127.0.0.1:9090/metrics", "interval": 2, "cni_conf_dir": "/etc/cni/custom",
+        "when_not_cilium": "critical"}
     # a client that is not a node gets only stale_arp
     assert node_pass_params(variables, "client", HOSTVARS, GROUPS, owners)["scenarios"] == ["stale_arp"]
 
@@ -85,7 +93,8 @@ def test_without_a_usable_api_the_variables_are_used_and_skips_say_why():
     assert params["scenarios"] == ["stale_arp"]
     assert params["skipped"]["cni"] == "not in group k8s_nodes"
     params = node_pass_params({"triage_cni": "calico"}, "n1", HOSTVARS, GROUPS)
-    assert params["skipped"] == {"cilium_maps": "triage_cni is calico", "dns": params["skipped"]["dns"],
+    assert params["skipped"] == {"cilium_maps": "triage_cni is calico", "cilium_agent": "triage_cni is calico",
+                                 "dns": params["skipped"]["dns"],
                                  "stale_arp": "not a client of the VIPs (not in group admin_control_plane)"}
 
 
@@ -269,3 +278,68 @@ def test_list_variables_given_as_survey_text_are_split():
     assert params["scenarios"] == ["cni", "firewall_drops", "stale_arp"]
     assert params["stale_arp"]["addresses"] == ["198.18.96.200", "198.18.96.201"]
     assert params["firewall_drops"] == {"backends": ["legacy"]}
+
+
+POD_READ = {"changed": False, "credential_source": "kubeconfig", "findings": [],
+            "pod": {"namespace": "default", "name": "web", "ip": "198.19.97.7", "ips": ["198.19.97.7"],
+                    "node": "worker-2", "phase": "Running", "host_network": False}}
+
+
+def test_dns_pod_runs_the_pod_view_on_its_node_only():
+    variables = {"dns_pod": "default/web", "dns_repeat": 20, "dns_repeat_interval": 0.1}
+    # n2 is node worker-2 (k8s_node_name): the pod's view and the repeated queries run there, also
+    # without any DNS server given
+    params = node_pass_params(variables, "n2", HOSTVARS, GROUPS, pod=POD_READ)
+    assert "dns" in params["scenarios"]
+    assert params["dns"] == {"servers": [], "pod_ip": "198.19.97.7", "repeat": 20, "repeat_interval": 0.1}
+    other = node_pass_params(variables, "n1", HOSTVARS, GROUPS, pod=POD_READ)
+    assert "dns" not in other["scenarios"] and other["skipped"]["dns"].startswith("no DNS servers given")
+    with_servers = node_pass_params(dict(variables, dns_servers=["198.18.112.10"]), "n1", HOSTVARS, GROUPS, pod=POD_READ)
+    assert with_servers["dns"] == {"servers": ["198.18.112.10"]}  # no pod view, no repetition on other nodes
+    # without dns_pod, dns_repeat applies to every node that runs dns
+    plain = node_pass_params({"dns_servers": ["198.18.112.10"], "dns_repeat": 5}, "n1", HOSTVARS, GROUPS)
+    assert plain["dns"] == {"servers": ["198.18.112.10"], "repeat": 5}
+
+
+def _with_dns(host_result):
+    return {"n2": {"k8s_node_name": "worker-2", "triage_results": {"dns": host_result}}, "n1": {}}
+
+
+@pytest.mark.parametrize("case", ["checked", "no credentials", "not found", "node not in inventory", "dns failed there"])
+def test_the_fleet_says_why_a_pod_view_was_not_checked(case):
+    ran = {"status": "ran", "reason": "", "findings": [], "data": {"pod": {"subject": "pod 198.19.97.7"}}}
+    hostvars, result = _with_dns(ran), POD_READ
+    if case in ("no credentials", "not found"):
+        hostvars = _with_dns({"status": "skipped", "reason": "no DNS servers given", "findings": []})
+    if case == "no credentials":
+        result = {}
+    elif case == "not found":
+        result = {"failed": False, "credential_source": "kubeconfig",
+                  "msg": "pod default/web does not exist (kubectl -n default get pod web)"}
+    elif case == "node not in inventory":
+        hostvars = _with_dns({"status": "ran", "reason": "", "findings": [], "data": {"pod": None}})
+        result = dict(POD_READ, pod=dict(POD_READ["pod"], node="worker-9"))
+    elif case == "dns failed there":
+        hostvars = _with_dns({"status": "failed", "reason": "dns_check: no namespace holds 198.19.97.7", "findings": []})
+    fleet = node_pass_fleet(hostvars, ["n1", "n2"], {}, {"dns_pod": {"ref": "default/web", "result": result, "wanted": True}})
+    if case == "checked":
+        assert "dns" not in fleet  # n2's own dns result holds the pod's findings
+        return
+    entry = fleet["dns"]
+    if case == "no credentials":
+        assert entry["status"] == "skipped" and "no Kubernetes credentials" in entry["reason"], entry
+    elif case == "not found":
+        assert entry["status"] == "failed" and "does not exist" in entry["reason"]
+        assert [f["check"] for f in entry["findings"]] == ["triage.check_failed"]
+    else:
+        [found] = entry["findings"]
+        assert found["check"] == "dns.pod_view_not_checked" and found["severity"] == "warning"
+        assert ("worker-9, which is none of the triage's hosts" in found["summary"] if case == "node not in inventory"
+                else "did not run with it on n2 (failed: dns_check: no namespace" in found["summary"]), found["summary"]
+
+
+def test_an_empty_metrics_url_turns_the_agent_metrics_off_as_in_the_module():
+    params = node_pass_params({"triage_cni": "cilium", "cilium_agent_metrics_url": ""}, "n1", HOSTVARS, GROUPS)
+    assert params["cilium_agent"]["metrics_url"] == ""
+    params = node_pass_params({"triage_cni": "cilium"}, "n1", HOSTVARS, GROUPS)
+    assert "metrics_url" not in params["cilium_agent"]  # unset: the module's default URL
