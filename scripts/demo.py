@@ -2,7 +2,8 @@
 in check mode, then for real, then the triage again showing the repaired faults gone.
 
 Run through scripts/demo (which installs what is needed first). Everything it makes is
-removed at the end, also on error.
+removed at the end, also on error. ``scripts/demo --ingress`` adds the one-line ingress_path from a
+Service name (the stand-in API, a client outside the cluster, a broken pod route), about 25 s more.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,9 +31,10 @@ def step(text):
     print("\n%s==== %s%s" % (BOLD, text, RESET), flush=True)
 
 
-def playbook(lab, name, extra, check=False, show=("Summary", "Show the findings", "report:")):
+def playbook(lab, name, extra, check=False, show=("Summary", "Show the findings", "report:"), inventory=None):
     """Run a collection playbook; print only the findings, diffs, summary and recap."""
-    argv = [str(BIN / "ansible-playbook"), "-i", str(lab.inventory_path), "k8snet.triage." + name, "-e", json.dumps(extra)]
+    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory or lab.inventory_path), "k8snet.triage." + name,
+            "-e", json.dumps(extra)]
     argv += ["--check", "--diff"] if check else []
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_DISPLAY_SKIPPED_HOSTS="false",
                ANSIBLE_DISPLAY_OK_HOSTS="true", PATH="%s:%s" % (BIN, os.environ["PATH"]))
@@ -48,6 +51,22 @@ def playbook(lab, name, extra, check=False, show=("Summary", "Show the findings"
         elif printing and line.strip():
             print("    " + line)
     return proc.returncode
+
+
+def ingress_demo(lab):
+    """The VIP on node1, DNAT to the web pod on node2, a client outside the cluster, the stand-in API serving
+    Service default/web (its VIP, EndpointSlice, Nodes, MetalLB's status); node2 loses the pod's /32 route."""
+    from tests.integration.test_service_path import lab_service_objects  # pylint: disable=import-outside-toplevel
+    from tests.kube_api import StandIn  # pylint: disable=import-outside-toplevel
+    from tests.lab.faults import path as lab_path  # pylint: disable=import-outside-toplevel
+
+    lb = lab_path.loadbalancer(lab, worker="node3")  # node2's pod CIDR is partly blackholed on node1 (above)
+    inventory = lab_path.path_inventory(lab)["inventory"]
+    server = StandIn(lab_service_objects(lab, lb), lab.workdir / "kube-api-demo", lab.controller_ip).start()
+    lab_path.break_pod_route(lab)
+    print("  the VIP %s on node1 DNATs to pod web (%s) on node3; node3 has lost the pod's /32 route" % (
+        lb["vip"], lb["pod_ip"]))
+    return {"server": server, "inventory": inventory}
 
 
 def main():
@@ -121,6 +140,25 @@ def main():
         print("\n  What remains needs an operator, and the summary says what to run next for each: the blackhole"
               " route,\n  the dropping firewall rule, the Calico peer AS and the decommissioned node's peer, the full"
               " map,\n  node2's rate-limited Cilium agent, node3's CNI config, and the DNS pods.")
+
+        if "--ingress" not in sys.argv[1:]:
+            print("\n  From what the operator sees, a Service whose VIP does not answer, one line follows the whole"
+                  " path:\n    ansible-playbook k8snet.triage.ingress_path -e ingress_path_service=default/web\n"
+                  "  (scripts/demo --ingress runs it here against a broken pod route, about 25 s more)")
+            return
+        step("Start from what the operator sees: Service default/web does not answer on its VIP")
+        api = ingress_demo(lab)
+        try:
+            print("  $ ansible-playbook k8snet.triage.ingress_path -e ingress_path_service=default/web")
+            print("    (the client in group ingress_clients; the stand-in API's kubeconfig as ingress_path_kubeconfig)")
+            started = time.time()
+            playbook(lab, "ingress_path", {"ingress_path_service": "default/web",
+                                           "ingress_path_kubeconfig": str(api["server"].kubeconfig())},
+                     show=("Show the findings",), inventory=api["inventory"])
+            print("  (%.0f s: the API read, ARP for the VIP, captures on every hop at once, the bisection)"
+                  % (time.time() - started))
+        finally:
+            api["server"].stop()
     finally:
         if traffic is not None:
             firewall.traffic_stop(traffic, now=True)

@@ -31,6 +31,12 @@ options:
     description: The external address the pod sent to.
     type: str
     required: true
+  pod:
+    description: The pod's C(namespace/name), named in the finding's subject, summary and evidence.
+    type: str
+  node:
+    description: The node the pod runs on (inventory name), named in the finding's summary and evidence.
+    type: str
 """
 
 EXAMPLES = """
@@ -54,7 +60,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import e
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
-def egress_snat(capture, node_ip, pod_ip, target):
+def egress_snat(capture, node_ip, pod_ip, target, pod=None, node=None):
     if not isinstance(capture, dict) or not isinstance(capture.get("flows"), list):
         raise AnsibleFilterError("egress_snat expects a packet_capture result (with its flows), got %s%s" % (
             type(capture).__name__, ": %s" % capture.get("msg") if isinstance(capture, dict) and capture.get("msg") else ""))
@@ -63,7 +69,11 @@ def egress_snat(capture, node_ip, pod_ip, target):
             ("node_ip", node_ip), ("pod_ip", pod_ip), ("target", target)))
     except InputError as exc:
         raise AnsibleFilterError("egress_snat: %s" % exc.message)
-    return _egress_snat(capture, node_ip, pod_ip, target)
+    for name, value in (("pod", pod), ("node", node)):
+        if value is not None and (not isinstance(value, str) or len(value) > 253 or not value.strip()):
+            raise AnsibleFilterError("egress_snat: %s must be a non-empty name of at most 253 characters, got %r"
+                                     % (name, value))
+    return _egress_snat(capture, node_ip, pod_ip, target, pod=pod, node=node)
 
 
 class FilterModule(object):

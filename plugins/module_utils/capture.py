@@ -386,14 +386,24 @@ class Capture(object):
         return out
 
     def run(self, interfaces, hosts, ports, protocol, duration, max_packets, work_dir=None, first=10, route_to=None,
-            remove_files=False):
+            remove_files=False, pod_ip=None):
         validate_bounds(duration, max_packets)
         bpf = build_filter(hosts, ports, protocol)
+        self.where = None
+        if pod_ip:
+            # inside a pod's network namespace (found by its IP): tcpdump and the route lookups run there; the
+            # links are read through netlink, since /sys/class/net still shows the node's namespace
+            from ansible_collections.k8snet.triage.plugins.module_utils.reachability import enter_pod  # pylint: disable=import-outside-toplevel
+            self.where = enter_pod({"pod_ip": pod_ip}, self.module)
         routed = self.resolve_routes(route_to)
         interfaces = list(interfaces) + [dev for dev in routed.values() if dev and dev not in interfaces]
         if not interfaces:
             raise InputError("no interface to capture on: give interfaces and/or route_to")
-        links = read_sysfs_links()
+        if pod_ip:
+            with Netlink(self.module) as link:
+                links = link.links()
+        else:
+            links = read_sysfs_links()
         indexes = names_by_index(links)
         unknown = [i for i in interfaces if i != "any" and i not in indexes.values()]
         if unknown:
@@ -456,5 +466,5 @@ class Capture(object):
         result.update(filter=bpf, linktype=linktype, routed=routed, seconds=round(elapsed, 3),
                       stopped_by_file=watcher.stopped_early, files_removed=not kept,
                       capped=len(packets) >= max_packets, pcap_path=target if kept else None,
-                      dropped_by_kernel=stats.get("dropped by kernel", 0))
+                      dropped_by_kernel=stats.get("dropped by kernel", 0), netns=self.where)
         return result

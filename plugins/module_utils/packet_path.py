@@ -256,30 +256,102 @@ def ingress_bisect_backends(captures, vip, port, backends, probe=None):
             "findings": [finding(check, "critical", layer, subject, summary, evidence, step)]}
 
 
-def egress_snat(capture, node_ip, pod_ip, target):
-    """Source addresses of pod traffic to ``target`` leaving the node (capture on the external interface)."""
+def _without(result, addresses):
+    """A copy of a capture result without the flows from or to one of ``addresses``."""
+    if not result or not addresses:
+        return result
+    kept = [f for f in result.get("flows") or [] if f.get("src") not in addresses and f.get("dst") not in addresses]
+    return dict(result, flows=kept)
+
+
+def _translated_sources(result, keys):
+    """The source addresses a node sent translated packets to the backends ``keys`` ({(ip, port)}) with: those
+    of its packets out to a backend that did not come in with that source (forwarded for another node)."""
+    outs, ins = set(), set()
+    for flow in (result or {}).get("flows") or []:
+        if (flow.get("dst"), flow.get("dport")) in keys:
+            (outs if flow.get("direction") == "out" else ins).add(flow.get("src"))
+    return outs - ins
+
+
+def nodeport_bisect(captures, entries, port, backends, probe=None):
+    """The bisection of a NodePort (or a ManualLB VIP outside the cluster, which forwards to the nodes):
+    every entry node's ``ip:port`` was probed from the client and captured on that node and on the backends'
+    nodes.  ``entries``: [{host, ip}]; ``captures`` as for ingress_bisect_backends, ``lb`` holding the entry
+    nodes' results.  Each entry node is walked on its own (ingress_bisect_backends with that node as the LB
+    node, its own probes): the packets another entry node translated (their source address after its SNAT)
+    are left out of its walk, so one broken entry node is not hidden by the others.  Without SNAT every
+    translated packet keeps the client's address and the entries cannot be told apart on the workers.
+
+    Returns {"entries": [{host, ip, vanished_at, backend}], "hops", "findings"}: every finding names its
+    entry node (``evidence.entry_node``)."""
+    client = captures.get("client")
+    lbs = dict((r.get("host"), r) for r in captures.get("lb") or [] if r)
+    workers = captures.get("workers") or {}
+    rows = (probe or {}).get("targets") or []
+    keys = set((b["ip"], b["port"]) for b in backends)
+    client_ip = set(f.get("src") for f in (client or {}).get("flows") or [] if f.get("direction") == "out")
+    sources = dict((e.get("host"), (_translated_sources(lbs.get(e.get("host")), keys) | set([e["ip"]])) - client_ip)
+                   for e in entries)
+    out = {"entries": [], "hops": [], "findings": []}
+    for entry in entries:
+        host, ip = entry.get("host"), entry["ip"]
+        others = set()
+        for other, addresses in sources.items():
+            if other != host:
+                others |= addresses
+        others -= sources[host]
+        lb = _without(lbs.get(host), others)
+        own = dict((name, _without(result, others)) for name, result in workers.items())
+        result = ingress_bisect_backends({"client": client, "lb": [lb] if lb else [], "workers": own}, ip, port,
+                                         backends, {"targets": [r for r in rows if r.get("address") == ip]} if probe else None)
+        for item in result["findings"]:
+            item["evidence"]["entry_node"] = host
+            item["summary"] = "via node %s: %s" % (host, item["summary"])
+        out["entries"].append({"host": host, "ip": ip, "vanished_at": result["vanished_at"], "backend": result["backend"]})
+        out["hops"].extend(dict(h, entry_node=host) for h in result["hops"])
+        out["findings"].extend(result["findings"])
+    if not entries:
+        out["findings"].append(finding(
+            "ingress.not_checked", "warning", "L4", "nodePort %s" % port,
+            "no entry node was given: no nodeIP:nodePort was probed", {"port": port},
+            "run the role on the nodes (ingress_path_entry_nodes, or the play's nodes)"))
+    return out
+
+
+def egress_snat(capture, node_ip, pod_ip, target, pod=None, node=None):
+    """Source addresses of pod traffic to ``target`` leaving the node (capture on the external interface).
+    ``pod`` (namespace/name) and ``node`` name the pod and its node in the finding."""
     sources = {}
     for flow in capture.get("flows") or []:
         if flow.get("direction") == "out" and flow.get("dst") == target and flow.get("proto") != "arp":
             sources[flow["src"]] = sources.get(flow["src"], 0) + flow.get("packets", 0)
+    ordered = sorted(sources, key=lambda s: -sources[s])
     evidence = {"target": target, "node_ip": node_ip, "pod_ip": pod_ip, "sources": sources,
-                "interfaces": capture.get("interfaces")}
-    subject = "%s -> %s" % (pod_ip, target)
+                "source_seen": ordered[0] if ordered else None, "interfaces": capture.get("interfaces")}
+    if pod:
+        evidence["pod"] = pod
+    if node:
+        evidence["node"] = node
+    who = "pod %s (%s)" % (pod, pod_ip) if pod else "pod %s" % pod_ip
+    where = " on %s" % node if node else ""
+    subject = "%s -> %s" % (pod or pod_ip, target)
     if not sources:
         return [finding("egress.not_leaving", "warning", "L3", subject,
-                        "no packet to %s left the node's external interface during the probe" % target, evidence,
+                        "no packet from %s%s to %s left the node's external interface during the probe" % (
+                            who, where, target), evidence,
                         "the pod's traffic does not leave the node: check the pod's default route, the node's route "
                         "to the target and the FORWARD chain (k8snet.triage.route_check, iptables_drops)")]
     if pod_ip in sources:
         return [finding("egress.no_snat", "critical", "L3", subject,
-                        "pod traffic leaves the node with the pod IP %s as source, not the node IP %s: no "
-                        "masquerade" % (pod_ip, node_ip), evidence,
+                        "traffic of %s leaves %s with the pod IP %s as source, not the node IP %s: no "
+                        "masquerade" % (who, node or "the node", pod_ip, node_ip), evidence,
                         "restore the CNI's masquerade rule (iptables -t nat POSTROUTING MASQUERADE for the pod CIDR, "
                         "Cilium enable-ipv4-masquerade / Calico natOutgoing) or route the pod CIDR back to this node")]
     if set(sources) == {node_ip}:
-        return [finding("egress.ok", "ok", "L3", subject, "pod traffic leaves SNAT-ed to the node IP %s" % node_ip,
-                        evidence)]
+        return [finding("egress.ok", "ok", "L3", subject, "traffic of %s leaves %s SNAT-ed to the node IP %s" % (
+            who, node or "the node", node_ip), evidence)]
     return [finding("egress.unexpected_source", "warning", "L3", subject,
-                    "pod traffic leaves with source %s (neither the node IP %s nor the pod IP)" % (
-                        ", ".join(sorted(sources)), node_ip), evidence,
+                    "traffic of %s leaves %s with source %s (neither the node IP %s nor the pod IP)" % (
+                        who, node or "the node", ", ".join(sorted(sources)), node_ip), evidence,
                     "an egress gateway or another SNAT rule rewrites it: check that this is intended")]

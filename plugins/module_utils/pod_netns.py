@@ -233,6 +233,15 @@ def find_by_ip(ip, runner=None, proc=PROC, netns_dirs=NETNS_DIRS):
     return dict(found[0], ip=ip, method="scan", namespaces_scanned=scanned)
 
 
+def named_path(name, dirs=NETNS_DIRS):
+    """The file of the named network namespace ``name`` (under /var/run/netns or /run/netns)."""
+    for directory in dirs:
+        path = os.path.join(directory, name)
+        if name and "/" not in name and os.path.lexists(path):
+            return path
+    raise ReadError("the named network namespace %r is gone from %s" % (name, ", ".join(dirs)))
+
+
 # ------------------------------------------------------------------ files in a pod's root
 
 

@@ -83,24 +83,47 @@ def validate_targets(targets, default_port):
 # ------------------------------------------------------------------ probes
 
 
-def enter_netns(pid):
-    """Move this process (before any thread starts) into the network namespace of ``pid``."""
-    path = "/proc/%d/ns/net" % pid
+def enter_netns(pid, path=None):
+    """Move the calling thread (before any other thread starts: the threads and commands it starts
+    afterwards are there too) into the network namespace of ``pid``, or of the namespace file ``path``
+    (a named namespace under /var/run/netns)."""
+    what = "netns_pid %d" % pid if path is None else "network namespace %s" % path
+    path = path or "/proc/%d/ns/net" % pid
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError as exc:
-        raise InputError("netns_pid %d: cannot open %s (%s); give the pid of a process in the pod, "
-                         "e.g. from crictl inspect" % (pid, path, exc.strerror))
+        raise InputError("%s: cannot open %s (%s); give the pid of a process in the pod, e.g. from crictl "
+                         "inspect, or its pod_ip" % (what, path, exc.strerror))
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.setns(fd, CLONE_NEWNET) != 0:
             err = ctypes.get_errno()
             if err == errno.EPERM:
-                raise PrivilegeError("entering the network namespace of pid %d needs CAP_SYS_ADMIN; run the task "
-                                     "with become: true" % pid)
+                raise PrivilegeError("entering the %s needs CAP_SYS_ADMIN; run the task with become: true" % what)
             raise InputError("setns into %s failed: %s" % (path, os.strerror(err)))
     finally:
         os.close(fd)
+
+
+def enter_pod(params, runner):
+    """Enter the namespace ``params`` names, ``netns_pid`` or ``pod_ip`` (found with pod_netns.find_by_ip),
+    and return its description for a finding's subject ("netns of pid N", "pod IP (netns of pid N)"), or
+    None when neither is given.  Only for a module process that runs nothing else."""
+    netns_pid, pod_ip = params.get("netns_pid"), params.get("pod_ip")
+    if netns_pid is not None and pod_ip:
+        raise InputError("netns_pid and pod_ip both name a namespace to probe from: give one of them")
+    if netns_pid is not None:
+        enter_netns(netns_pid)
+        return "netns of pid %d" % netns_pid
+    if not pod_ip:
+        return None
+    from ansible_collections.k8snet.triage.plugins.module_utils import pod_netns  # pylint: disable=import-outside-toplevel
+    found = pod_netns.find_by_ip(pod_ip, runner)
+    if found["pids"]:
+        enter_netns(found["pids"][0])
+        return "pod %s (netns of pid %d)" % (found["ip"], found["pids"][0])
+    enter_netns(0, pod_netns.named_path(found["netns_name"]))
+    return "pod %s (netns %s)" % (found["ip"], found["netns_name"])
 
 
 def _icmp_socket():
@@ -364,19 +387,17 @@ def node_check(params, runner):
     """The whole reachability run: ``params`` (reachability's options, a plain dict) in,
     ``{"data": {targets, answered, silent}, "findings": [...]}`` out.  Every (target, probe)
     pair is probed in its own thread.  ``runner`` runs ``ip`` when pyroute2 is missing.
-    ``netns_pid`` moves the process into a pod's namespace first: only for a process that runs
-    nothing else (the reachability module); the one-pass node check never passes it."""
+    ``netns_pid`` or ``pod_ip`` moves the process into a pod's namespace first: only for a process that
+    runs nothing else (the reachability module); the one-pass node check never passes them."""
 
     count, timeout = params.get("count", 3), params.get("timeout", 1.0)
     if count < 1 or timeout <= 0:
         raise InputError("count must be >= 1 and timeout > 0 (got %s, %s)" % (count, timeout))
     targets = validate_targets(params.get("targets") or [], params.get("tcp_port", 22))
-    netns_pid = params.get("netns_pid")
-    if netns_pid is not None:
-        enter_netns(netns_pid)
+    where = enter_pod(params, runner)
     with Netlink(runner, params.get("reader") or "auto") as netlink:
         rows = Prober(netlink, params.get("probes") or ["icmp", "tcp"], count, timeout).run(targets)
-    subject = "netns of pid %d" % netns_pid if netns_pid is not None else "this host"
+    subject = where or "this host"
     # not "results"/"unreachable": Ansible reads those keys as loop results and host unreachability
     data = {"targets": rows, "answered": [r["name"] for r in rows if r["reachable"]],
             "silent": [r["name"] for r in rows if not r["reachable"]]}
@@ -412,4 +433,5 @@ RULES = dict(
     count=params.count(1, 20, "probes"),
     timeout=params.seconds(0, 10),
     netns_pid=params.count(1, 4194304),
+    pod_ip=params.address(),
 )

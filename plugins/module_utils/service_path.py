@@ -206,7 +206,8 @@ def path_model(service, slices, nodes, l2_statuses, events, inventory, port=None
     announcer["hosts"] = [hosts[n] for n in announcer["nodes"] if n in hosts] if hosts is not None else []
     findings = []
     subject = "%s:%s" % (ref, view["port"]) if view["port"] else ref
-    if not view["vip"]:
+    if not view["vip"] and not (view["type"] == "NodePort" and view["node_port"]):
+        # a NodePort Service has no VIP by design: its path is followed through nodeIP:nodePort
         findings.append(finding(
             "service.no_vip", "warning", "L4", subject,
             "Service %s (type %s) has no load-balancer or external IP%s: there is no VIP to follow" % (

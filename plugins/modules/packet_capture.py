@@ -86,6 +86,13 @@ options:
       - Without it, the module makes its own private directory and removes it after reading the capture
         (the capture cannot be stopped early or fetched then).
     type: path
+  pod_ip:
+    description:
+      - Capture inside the network namespace on this host that holds this address (a pod's, found by its IP
+        by scanning the per-process and named network namespaces; no PID or container runtime needed), as
+        C(nsenter -n -t PID tcpdump) would. O(interfaces) and O(route_to) are then the pod's (C(eth0), C(any)).
+      - An IPv4 or IPv6 address. Run it on the pod's node, as root.
+    type: str
   remove_files:
     description:
       - Remove C(capture.pcap), C(stop) and C(listening) from O(work_dir) once the capture is read (a play
@@ -117,6 +124,13 @@ EXAMPLES = r"""
   async: 40
   poll: 0
   register: capture_job
+
+- name: Capture inside a pod's network namespace, found by the pod's IP on its node
+  k8snet.triage.packet_capture:
+    pod_ip: 10.244.1.5
+    interfaces: [eth0]
+    hosts: [198.18.0.100]
+    duration: 5
 
 - name: Capture on a pod's host-side veth, found from its IP
   k8snet.triage.packet_capture:
@@ -190,6 +204,11 @@ dropped_by_kernel:
   description: Packets tcpdump reports the kernel dropped (the capture is incomplete when more than 0).
   returned: always
   type: int
+netns:
+  description: With O(pod_ip), the pod's namespace the capture ran in (its IP and a process in it), else null.
+  returned: always
+  type: str
+  sample: pod 10.244.1.5 (netns of pid 4242)
 findings:
   description:
     - The findings (see the collection's findings contract); C(capture.no_packets) when nothing matched,
@@ -215,6 +234,7 @@ RULES = dict(
     max_packets=checks.count(1, 100000, "packets"),
     first=checks.count(0, 1000, "packets"),
     work_dir=checks.absolute_path,
+    pod_ip=checks.address(),
 )
 
 
@@ -232,16 +252,18 @@ def main():
             first=dict(type="int", default=10),
             work_dir=dict(type="path"),
             remove_files=dict(type="bool", default=False),
+            pod_ip=dict(type="str"),
         ),
         supports_check_mode=True,
     )
     p = module.params
     try:
         result = Capture(module).run(p["interfaces"], p["hosts"], p["ports"], p["protocol"], p["duration"],
-                                     p["max_packets"], p["work_dir"], p["first"], p["route_to"], p["remove_files"])
+                                     p["max_packets"], p["work_dir"], p["first"], p["route_to"], p["remove_files"],
+                                     p["pod_ip"])
     except TriageError as exc:
         fail_from(module, exc)
-    subject = ",".join(sorted(result["interfaces"]))
+    subject = ",".join(sorted(result["interfaces"])) + (" in %s" % result["netns"] if result["netns"] else "")
     if result["total"]:
         findings = [finding("capture.packets", "info", "L3", subject, "%d packets matched %r" % (
             result["total"], result["filter"]), {"interfaces": result["interfaces"]})]

@@ -16,12 +16,23 @@ description:
     (a RST; the host is up), C(reach.port_filtered) (the host answers but the port is silent),
     C(reach.arp_conflict) (several MACs answered one address), C(reach.loss), or C(reach.ok).
   - With O(netns_pid) the probes leave from the network namespace of that process (a pod), as
-    C(nsenter -t PID -n) would.
+    C(nsenter -t PID -n) would. With O(pod_ip) they leave from the network namespace on this host that
+    holds that address (a pod's, found by its IP without a PID or a container runtime).
   - Standard library only; ICMP and ARP need CAP_NET_RAW.
 options:
   netns_pid:
-    description: Probe from the network namespace of this process (for example a pod's container process).
+    description:
+      - Probe from the network namespace of this process (for example a pod's container process).
+      - Mutually exclusive with O(pod_ip).
     type: int
+  pod_ip:
+    description:
+      - Probe from the network namespace on this host that holds this address (an IPv4 or IPv6 address),
+        found by scanning the per-process and named network namespaces (C(crictl) only as a fast path when
+        installed). Run it on the pod's node, as root (entering a namespace needs CAP_SYS_ADMIN).
+      - Fails naming the address when no namespace, or more than one, holds it.
+      - Mutually exclusive with O(netns_pid).
+    type: str
 attributes:
   check_mode:
     details: Probes change nothing on the host; they run in check mode too.
@@ -48,6 +59,12 @@ EXAMPLES = r"""
     targets: [{address: 198.18.0.202, port: 80}]
     probes: [tcp]
     netns_pid: 4242
+
+- name: The same from a pod found by its IP on its node (no PID needed)
+  k8snet.triage.reachability:
+    targets: [{address: 198.18.0.100, port: 9}]
+    probes: [tcp]
+    pod_ip: 198.19.1.3
 """
 
 RETURN = r"""
@@ -90,8 +107,10 @@ from ansible_collections.k8snet.triage.plugins.module_utils.scenario import modu
 
 
 def main():
-    argument_spec = dict(reachability.CHECK_SPEC, netns_pid=dict(type="int"), **NETLINK_ARGUMENT_SPEC)
-    module_main(AnsibleModule, reachability.node_check, reachability.RULES, argument_spec)
+    argument_spec = dict(reachability.CHECK_SPEC, netns_pid=dict(type="int"), pod_ip=dict(type="str"),
+                         **NETLINK_ARGUMENT_SPEC)
+    module_main(AnsibleModule, reachability.node_check, reachability.RULES, argument_spec,
+                mutually_exclusive=[("netns_pid", "pod_ip")])
 
 
 if __name__ == "__main__":

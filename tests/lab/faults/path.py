@@ -11,6 +11,8 @@
   ARP for the VIP), ``break_dnat`` (the DNAT rule removed), ``break_between_nodes`` (the lab switch
   drops traffic to the pod CIDR), ``break_pod_route`` (the worker loses the pod's /32 route),
   ``break_masquerade`` (no SNAT on the worker).
+* ``nodeport``: every node DNATs ``nodeIP:30080`` to the web pod (kube-proxy's NodePort) and masquerades what
+  it forwards to another node; ``break_nodeport`` takes one node's rule away, ``no_nodeport`` all of them.
 * ``two_backends``: a second web pod on node3, the LB node balancing between both in native nft;
   ``break_backend_route`` takes one backend's /32 route away; ``one_backend`` undoes the balancing.
 """
@@ -251,6 +253,50 @@ def break_backend_route(lab, name="web2"):
     pod_info = lab.extra["pods"][name]
     lab.ns_run(pod_info["node"], ["ip", "route", "del", f"{pod_info['ip']}/32"], check=False)
     return {"break": "pod_route", "node": pod_info["node"], "pod": pod_info["ip"]}
+
+
+NODE_PORT = 30080
+
+
+def _nodeport_rules(lab, node, pod_ip):
+    dnat = ["PREROUTING", "-d", f"{lab.node(node).ip}/32", "-p", "tcp", "--dport", str(NODE_PORT), "-m", "comment",
+            "--comment", NAT_COMMENT + "-np", "-j", "DNAT", "--to-destination", f"{pod_ip}:{HTTP_PORT}"]
+    masq = ["POSTROUTING", "-d", pod_ip, "-p", "tcp", "--dport", str(HTTP_PORT), "!", "-s", str(lab.pod_supernet),
+            "-o", "eth0", "-m", "comment", "--comment", NAT_COMMENT + "-np-masq", "-j", "MASQUERADE"]
+    return dnat, masq
+
+
+@fault
+def nodeport(lab, nodes=""):
+    """Each node (all, or the comma-separated ``nodes``) DNATs its own IP's port 30080 to the web pod, as
+    kube-proxy does for a NodePort, and masquerades what it forwards to the pod through eth0 (another node)."""
+    info = _lb(lab)
+    names = [n for n in nodes.split(",") if n] or [n.name for n in lab.nodes]
+    for name in names:
+        for rule in _nodeport_rules(lab, name, info["pod_ip"]):
+            if _ipt(lab, name, ["-t", "nat", "-C", *rule], check=False).returncode != 0:
+                _ipt(lab, name, ["-t", "nat", "-A", *rule])
+    return {"nodes": names, "node_port": NODE_PORT, "pod": info["pod_ip"],
+            "entries": {name: lab.node(name).ip for name in names}}
+
+
+@fault
+def break_nodeport(lab, node="node3"):
+    """``node`` loses its NodePort DNAT rule (kube-proxy did not program it there)."""
+    info = _lb(lab)
+    _ipt(lab, node, ["-t", "nat", "-D", _nodeport_rules(lab, node, info["pod_ip"])[0][0],
+                     *_nodeport_rules(lab, node, info["pod_ip"])[0][1:]], check=False)
+    return {"break": "nodeport", "node": node}
+
+
+@fault
+def no_nodeport(lab):
+    """Remove every node's NodePort rules."""
+    info = _lb(lab)
+    for n in lab.nodes:
+        for rule in _nodeport_rules(lab, n.name, info["pod_ip"]):
+            _ipt(lab, n.name, ["-t", "nat", "-D", *rule], check=False)
+    return {"nodeport": False}
 
 
 @fault

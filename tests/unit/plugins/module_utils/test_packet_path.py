@@ -100,6 +100,17 @@ def test_egress_snat(sources, check, severity):
     assert (f["check"], f["severity"]) == (check, severity)
 
 
+def test_egress_snat_names_the_pod_the_node_and_the_source_seen():
+    [f] = pp.egress_snat(flows("198.19.161.3", "198.19.161.3"), "198.18.160.12", "198.19.161.3", "198.18.160.100",
+                         pod="default/web-5d8f7-abcde", node="node2")
+    assert f["check"] == "egress.no_snat" and f["subject"] == "default/web-5d8f7-abcde -> 198.18.160.100"
+    assert "pod default/web-5d8f7-abcde (198.19.161.3)" in f["summary"] and "leaves node2" in f["summary"]
+    assert (f["evidence"]["pod"], f["evidence"]["node"], f["evidence"]["source_seen"]) == (
+        "default/web-5d8f7-abcde", "node2", "198.19.161.3")
+    [f] = pp.egress_snat(flows("198.18.160.12"), "198.18.160.12", "198.19.161.3", "198.18.160.100")
+    assert "pod" not in f["evidence"] and f["evidence"]["source_seen"] == "198.18.160.12"
+
+
 def test_no_capture_from_any_hop_is_not_ok():
     """issue 11: no capture at all gave ingress.ok, 'the probes crossed every hop'."""
     result = pp.ingress_bisect({"client": None, "lb": [], "worker": None}, "198.18.160.200", 80, "198.19.161.3", 8080)
@@ -188,3 +199,55 @@ def test_filter_takes_backends_and_workers():
     caps["workers"] = dict((h, dict(r)) for h, r in caps["workers"].items())
     out = bisect_filter(caps, VIP, "80", B1["ip"], 8080, probe(True), backends=[dict(B1, port="8080"), B2])
     assert out["findings"][0]["check"] == "ingress.pod_forwarding" and out["backend"]["pod"] == "web-b"
+
+
+# ------------------------------------------------------------------ nodeIP:nodePort
+def _flow(interface, direction, src, dst, sport, dport, packets=2):
+    return {"interface": interface, "direction": direction, "proto": "tcp", "src": src, "dst": dst, "sport": sport,
+            "dport": dport, "packets": packets}
+
+
+CLIENT, N1, N2, N3, POD = "198.18.160.100", "198.18.160.11", "198.18.160.12", "198.18.160.13", "198.19.161.3"
+NP_BACKENDS = [{"ip": POD, "port": 8080, "pod": "web", "node": "node2", "host": "node2"}]
+NP_ENTRIES = [{"host": "node1", "ip": N1}, {"host": "node3", "ip": N3}]
+
+
+def np_probe(*answered):
+    return {"targets": [{"address": ip, "tcp": {"status": "open" if ip in answered else "timeout"}} for ip in (N1, N3)]}
+
+
+def np_captures(node3_translates):
+    """node1 DNATs its nodePort to the pod on node2 and masquerades to its own IP; node3 does the same when
+    ``node3_translates`` (else it receives the probes and translates nothing); node2 sees what arrives."""
+    node1 = [_flow("eth0", "in", CLIENT, N1, 40000, 30080), _flow("eth0", "out", N1, POD, 40000, 8080),
+             _flow("eth0", "in", POD, N1, 8080, 40000), _flow("eth0", "out", N1, CLIENT, 30080, 40000)]
+    node3 = [_flow("eth0", "in", CLIENT, N3, 40001, 30080)]
+    node2 = [_flow("eth0", "in", N1, POD, 40000, 8080), _flow("lxc1", "out", N1, POD, 40000, 8080),
+             _flow("lxc1", "in", POD, N1, 8080, 40000)]
+    if node3_translates:
+        node3 += [_flow("eth0", "out", N3, POD, 40001, 8080), _flow("eth0", "in", POD, N3, 8080, 40001)]
+    client = [_flow("eth0", "out", CLIENT, N1, 40000, 30080), _flow("eth0", "out", CLIENT, N3, 40001, 30080)]
+    return {"client": {"flows": client, "host": "client"},
+            "lb": [{"flows": node1, "host": "node1"}, {"flows": node3, "host": "node3"}],
+            "workers": {"node2": {"flows": node2, "host": "node2", "routed": {POD: "lxc1"}}}}
+
+
+def test_nodeport_each_entry_node_walked_on_its_own():
+    result = pp.nodeport_bisect(np_captures(False), NP_ENTRIES, 30080, NP_BACKENDS, np_probe(N1))
+    by = dict((f["evidence"]["entry_node"], f) for f in result["findings"])
+    assert {n: f["check"] for n, f in by.items()} == {"node1": "ingress.ok", "node3": "ingress.nat"}
+    assert by["node3"]["subject"] == "%s:30080" % N3 and by["node3"]["summary"].startswith("via node node3: ")
+    assert [(e["host"], e["vanished_at"]) for e in result["entries"]] == [("node1", None), ("node3", "nat")]
+
+
+def test_nodeport_packets_of_another_entry_node_do_not_hide_a_break():
+    """node3 translates (SNAT to its own IP) but its packets never reach node2: node1's packets on node2 must
+    not count for node3 (they carry node1's address)."""
+    result = pp.nodeport_bisect(np_captures(True), NP_ENTRIES, 30080, NP_BACKENDS, np_probe(N1))
+    by = dict((f["evidence"]["entry_node"], f["check"]) for f in result["findings"])
+    assert by == {"node1": "ingress.ok", "node3": "ingress.between_nodes"}
+
+
+def test_nodeport_without_entries_is_not_checked():
+    [f] = pp.nodeport_bisect(np_captures(False), [], 30080, NP_BACKENDS)["findings"]
+    assert (f["check"], f["severity"]) == ("ingress.not_checked", "warning")

@@ -131,3 +131,11 @@ def test_find_by_ip_asks_the_next_process_when_one_is_gone(tmp_path):
     for name in ("fib_trie",):
         os.unlink(proc / "700" / "net" / name)  # pid 700 exited between the listing and the read
     assert p.find_by_ip("198.19.0.5", proc=str(proc), netns_dirs=[str(netns)])["pids"] == [700, 701]
+
+
+def test_named_path_finds_the_namespace_file_and_refuses_others(tmp_path):
+    (tmp_path / "cni-1234").write_text("")
+    assert p.named_path("cni-1234", (str(tmp_path / "absent"), str(tmp_path))) == str(tmp_path / "cni-1234")
+    for name in ("gone", "../cni-1234", ""):
+        with pytest.raises(ReadError):
+            p.named_path(name, (str(tmp_path),))

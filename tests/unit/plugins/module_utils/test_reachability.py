@@ -118,3 +118,19 @@ def test_peer_sample_below_n_squared_and_covering_everyone():
     assert r.sample_peers(["a"], "a", 3) == []
     with pytest.raises(InputError, match="not one of the nodes"):
         r.sample_peers(["a", "b"], "z", 1)
+
+
+def test_enter_pod_takes_one_namespace_and_names_it(monkeypatch):
+    from ansible_collections.k8snet.triage.plugins.module_utils import pod_netns
+    entered = []
+    monkeypatch.setattr(r, "enter_netns", lambda pid, path=None: entered.append((pid, path)))
+    with pytest.raises(InputError, match="give one of them"):
+        r.enter_pod({"netns_pid": 42, "pod_ip": "198.19.1.3"}, None)
+    assert entered == [] and r.enter_pod({}, None) is None
+    assert r.enter_pod({"netns_pid": 42}, None) == "netns of pid 42" and entered == [(42, None)]
+    monkeypatch.setattr(pod_netns, "find_by_ip", lambda ip, runner: {"ip": ip, "pids": [7, 9], "netns_name": None})
+    assert r.enter_pod({"pod_ip": "198.19.1.3"}, None) == "pod 198.19.1.3 (netns of pid 7)" and entered[-1] == (7, None)
+    monkeypatch.setattr(pod_netns, "find_by_ip", lambda ip, runner: {"ip": ip, "pids": [], "netns_name": "cni-1"})
+    monkeypatch.setattr(pod_netns, "named_path", lambda name: "/var/run/netns/" + name)
+    assert r.enter_pod({"pod_ip": "198.19.1.3"}, None) == "pod 198.19.1.3 (netns cni-1)"
+    assert entered[-1] == (0, "/var/run/netns/cni-1")

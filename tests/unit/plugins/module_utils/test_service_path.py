@@ -91,19 +91,19 @@ def test_newest_nodeassigned_event_wins_and_no_announcer_is_info():
     newer["metadata"]["name"] = "web.2"
     newer["message"] = 'announcing from node "node3" with protocol "layer2"'
     newer["lastTimestamp"] = "2026-01-01T11:00:00Z"
-    out = run(CORE + [newer], crd=False)[0]
+    out, dummy = run(CORE + [newer], crd=False)
     assert out["data"]["announcer"]["nodes"] == ["node3"]
     no_events = [o for o in CORE if o["kind"] != "Event"]
-    out = run(no_events, crd=False)[0]
+    out, dummy = run(no_events, crd=False)
     assert out["data"]["announcer"]["source"] is None
     assert ("service.announcer_unknown", "default/web:80") in checks(out["findings"])
 
 
 def test_port_by_name_or_number_and_unknown_port():
-    out = run(CORE, port="metrics")[0]
+    out, dummy = run(CORE, port="metrics")
     assert (out["data"]["service"]["port"], out["data"]["service"]["node_port"]) == (9100, 30091)
     assert {e["port"] for e in out["data"]["endpoints"]} == {9100}
-    out = run(CORE, port="9100")[0]
+    out, dummy = run(CORE, port="9100")
     assert out["data"]["service"]["port_name"] == "metrics"
     with pytest.raises(InputError, match="Service default/web has no port 443; its ports are 80 .http., 9100"):
         run(CORE, port="443")
@@ -142,10 +142,15 @@ def test_vip_sources_in_order_and_no_vip():
     assert checks(model["findings"]) == [("service.no_ready_endpoints", "default/web:80"),
                                          ("service.no_vip", "default/web:80")]
     assert "lb.example.com" in model["findings"][1]["summary"]
+    # a NodePort Service has no VIP by design: no service.no_vip (its path goes through nodeIP:nodePort)
+    svc["spec"]["type"], svc["status"] = "NodePort", {}
+    model = service_path.path_model(svc, [], [], None, [], INVENTORY)
+    assert checks(model["findings"]) == [("service.no_ready_endpoints", "default/web:80")]
+    assert model["data"]["service"]["node_port"] == 30080
 
 
 def test_without_inventory_nothing_is_mapped_nor_reported_missing():
-    out = run(CORE + METALLB, inventory=None)[0]
+    out, dummy = run(CORE + METALLB, inventory=None)
     assert all(e["host"] is None for e in out["data"]["endpoints"]) and out["findings"] == []
 
 

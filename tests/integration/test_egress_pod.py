@@ -1,0 +1,133 @@
+"""egress from a pod name: role egress with egress_pod reads the pod's IP and node from the stand-in API, finds
+its network namespace on the node by its IP (no PID), probes from it and names the pod, the node and the source
+address seen outside.  packet_capture and reachability run inside a pod's namespace by pod_ip.
+
+Checked independently: kubectl reads the stand-in's Pod, tcpdump on the client shows the source address a
+connect from the pod's namespace arrives with, ss/tcpdump see the probes."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+
+import pytest
+
+from tests.integration.test_ingress_path import observed_source
+from tests.kube_api import FIXTURES, StandIn, load_yaml
+from tests.kube_api.helpers import kubectl
+from tests.lab.faults import kube as kube_faults
+from tests.lab.faults import path as lab_path
+
+POD = "web-5d8f7-abcde"
+RECORD = "k8snet.triage.egress : Record the findings of this host"
+PROBE = "k8snet.triage.egress : Send TCP probes from the pod's network namespace (found by the pod's IP, or egress_pod_pid)"
+
+
+@pytest.fixture(scope="module")
+def lb(lab):
+    info = lab_path.loadbalancer(lab)
+    yield info
+    lab_path.path_repair(lab)
+
+
+@pytest.fixture(scope="module")
+def api(lab, lb):
+    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "dns_pod.yaml")]))
+    [template] = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == "dns-client-5f7d9c8b6-k2x9p"]
+    web = copy.deepcopy(template)
+    web["metadata"].update(name=POD, labels={"app": "web"})
+    web["spec"]["nodeName"] = lb["worker"]
+    web["status"].update(podIP=lb["pod_ip"], podIPs=[{"ip": lb["pod_ip"]}], hostIP=lab.node(lb["worker"]).ip)
+    server = StandIn(objects + [web], lab.workdir / "kube-api-egress-pod", lab.controller_ip).start()
+    yield server
+    server.stop()
+
+
+def egress_vars(lab, lb, api, pod=POD, **extra):
+    out = {"egress_pod": "default/" + pod, "egress_kubeconfig": str(api.kubeconfig()), "egress_target": lb["client"],
+           "egress_target_port": 9, "egress_pcap_dir": str(lab.workdir / "pcaps"), "egress_duration": 20}
+    out.update(extra)
+    return out
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["masquerade", "no_masquerade"])
+def test_egress_from_a_pod_name(lab, ansible, lb, api, broken):
+    (lab.workdir / "pcaps").mkdir(exist_ok=True)
+    seen = kubectl(api.kubeconfig(), "get", "pod", "-n", "default", POD)
+    assert (seen["status"]["podIP"], seen["spec"]["nodeName"]) == (lb["pod_ip"], lb["worker"])
+    if broken:
+        lab_path.break_masquerade(lab, lb["worker"])
+    try:
+        expected_source = lb["pod_ip"] if broken else lab.node(lb["worker"]).ip
+        assert observed_source(lab, lb) == expected_source  # tcpdump on the client, not our module
+        run = ansible.playbook("k8snet.triage.egress", extra_vars=egress_vars(lab, lb, api))
+        assert run.rc == 0, run
+    finally:
+        lab_path.masquerade(lab)
+    # only the pod's node checked, and it was found from the API's nodeName; the probe went by pod IP, no PID
+    checked = [r["host"] for r in run.results(task=RECORD)]
+    assert checked == [lb["worker"]]
+    probe = run.result(PROBE, lb["worker"])
+    assert probe["invocation"]["module_args"]["pod_ip"] == lb["pod_ip"]
+    assert probe["invocation"]["module_args"]["netns_pid"] is None
+    # without SNAT no reply finds its way back: the connect times out instead of being refused
+    assert probe["targets"][0]["tcp"]["status"] == ("timeout" if broken else "refused")
+    [finding] = run.result(RECORD, lb["worker"])["ansible_facts"]["egress_findings"]
+    assert finding["check"] == ("egress.no_snat" if broken else "egress.ok"), finding
+    assert finding["subject"] == "default/%s -> %s" % (POD, lb["client"])
+    assert (finding["evidence"]["pod"], finding["evidence"]["node"]) == ("default/" + POD, lb["worker"])
+    assert finding["evidence"]["source_seen"] == expected_source
+    assert "pod default/%s (%s)" % (POD, lb["pod_ip"]) in finding["summary"] and lb["worker"] in finding["summary"]
+
+
+def test_egress_pod_on_a_node_outside_the_play(lab, ansible, lb, api):
+    """The pod runs on node9, no host of the play (as in a slice of an AWX sliced job): a clear failure
+    naming the missing host, or with egress_missing_hosts=skip a skip reason, never a finding."""
+    far = "dns-client-5f7d9c8b6-far9z"
+    assert kubectl(api.kubeconfig(), "get", "pod", "-n", "default", far)["spec"]["nodeName"] == "node9"
+    run = ansible.playbook("k8snet.triage.egress", extra_vars=egress_vars(lab, lb, api, far))
+    assert run.rc != 0
+    messages = " ".join(str(r["result"].get("msg")) for r in run.records if r["status"] == "failed")
+    assert "runs on node node9, which is no host of this play" in messages and "missing host node9" in messages
+    assert not run.results(task=RECORD)
+    run = ansible.playbook("k8snet.triage.egress", extra_vars=egress_vars(lab, lb, api, far, egress_missing_hosts="skip"))
+    assert run.rc == 0, run
+    facts = run.result("k8snet.triage.egress : Say what is missing when the pod's node is not one of this play's hosts",
+                       "node1")["ansible_facts"]
+    assert "missing host node9" in facts["egress_skip_reason"] and facts["egress_findings"] == []
+    assert not run.results(task=RECORD) and not run.results(task=PROBE)
+
+
+def test_reachability_and_capture_inside_a_pod_by_its_ip(lab, ansible, lb):
+    worker = lb["worker"]
+    res = ansible.module(worker, "reachability", {"targets": [{"address": lb["client"], "port": 9}], "probes": ["tcp", "icmp"],
+                                                  "pod_ip": lb["pod_ip"], "count": 1})[worker]
+    [row] = res["targets"]
+    assert row["tcp"]["status"] == "refused" and row["icmp"]["received"] == 1, res
+    assert res["findings"][0]["check"] == "reach.port_closed"
+    res = ansible.module(worker, "reachability", {"targets": [{"address": lb["client"]}], "pod_ip": lb["pod_ip"],
+                                                  "netns_pid": lb["pod_pid"]})[worker]
+    assert res["failed"] and "mutually exclusive" in res["msg"], res
+    # the capture runs in the pod's namespace: its eth0, the pod IP as source (the pod sends, not the node)
+    stop = threading.Event()
+
+    def send():
+        while not stop.is_set():
+            lab.run(["ip", "netns", "exec", lb["pod_ns"], lab.python, "-c", "import socket\ntry: socket.create_connection"
+                     "(('%s', 9), timeout=0.3)\nexcept OSError: pass" % lb["client"]], check=False)
+            time.sleep(0.2)
+    sender = threading.Thread(target=send)
+    sender.start()
+    try:
+        res = ansible.module(worker, "packet_capture", {"pod_ip": lb["pod_ip"], "interfaces": ["eth0"],
+                                                        "hosts": [lb["client"]], "protocol": "tcp", "duration": 3})[worker]
+    finally:
+        stop.set()
+        sender.join()
+    assert not res.get("failed"), res
+    assert res["netns"].startswith("pod %s (netns of pid" % lb["pod_ip"])
+    out = [f for f in res["flows"] if f["direction"] == "out" and f["dst"] == lb["client"]]
+    assert out and all(f["interface"] == "eth0" and f["src"] == lb["pod_ip"] for f in out), res["flows"]
+    # the node's own view has no eth0 packet from the pod IP when it masquerades: the pod's namespace was used
+    assert lb["pod_device"] not in res["interfaces"]
