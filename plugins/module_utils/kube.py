@@ -46,20 +46,37 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import (
     ReadError,
 )
 
-try:
-    import kubernetes
-    import kubernetes.client
-    import kubernetes.config
-    from kubernetes.config.config_exception import ConfigException
-    from kubernetes.config.incluster_config import InClusterConfigLoader
-    import urllib3
-    import yaml
-except ImportError:
-    HAS_KUBERNETES = False
-    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_KUBERNETES = True
-    KUBERNETES_IMPORT_ERROR = None
+class _Client(object):
+    """The kubernetes client and what comes with it (urllib3, PyYAML), imported on first use.
+
+    The pure helpers of this file (meta, split_ref, node_address, the name checks) are used by filters
+    and action plugins on the controller too, where Ansible imports them again in every forked worker:
+    importing the client there as well cost about 0.3 s of CPU per host and task."""
+
+    def __init__(self):
+        self.error = None
+        self.loaded = False
+
+    def load(self):
+        """True when the client is importable (its modules are then attributes of this object)."""
+        if not self.loaded:
+            self.loaded = True
+            try:
+                import kubernetes.client
+                import kubernetes.config
+                from kubernetes.config.config_exception import ConfigException
+                from kubernetes.config.incluster_config import InClusterConfigLoader
+                import urllib3
+                import yaml
+            except ImportError:
+                self.error = traceback.format_exc()
+            else:
+                self.kubernetes, self.urllib3, self.yaml = kubernetes, urllib3, yaml
+                self.ConfigException, self.InClusterConfigLoader = ConfigException, InClusterConfigLoader
+        return self.error is None
+
+
+_client = _Client()
 
 
 AUTH_ARG_SPEC = dict(
@@ -117,8 +134,8 @@ _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z
 
 def require_kubernetes(module):
     """Fail the module with Ansible's standard message when the client is missing."""
-    if not HAS_KUBERNETES:
-        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+    if not _client.load():
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=_client.error)
 
 
 def api_module_main(module_class, check, rules, argument_spec):
@@ -250,6 +267,7 @@ def _check_kubeconfig(path):
         raise InputError("kubeconfig %s is not a regular file: give the path of a kubeconfig file" % path)
     if os.path.getsize(path) > MAX_KUBECONFIG_BYTES:
         raise InputError("kubeconfig %s is larger than %d MiB: it is not a kubeconfig" % (path, MAX_KUBECONFIG_BYTES >> 20))
+    yaml = _client.yaml
     try:
         with open(path, "rb") as handle:
             doc = yaml.safe_load(handle.read(MAX_KUBECONFIG_BYTES))
@@ -265,12 +283,12 @@ def _check_kubeconfig(path):
 def _load_kubeconfig(config, path, context):
     where = path or os.pathsep.join(default_kubeconfig_paths())
     try:
-        kubernetes.config.load_kube_config(config_file=path, context=context, client_configuration=config,
-                                           persist_config=False)
-    except ConfigException as exc:
+        _client.kubernetes.config.load_kube_config(config_file=path, context=context, client_configuration=config,
+                                                   persist_config=False)
+    except _client.ConfigException as exc:
         raise InputError("cannot load the Kubernetes client configuration from %s%s: %s" % (
             where, " (context %s)" % context if context else "", exc))
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError, yaml.YAMLError, IOError, OSError) as exc:
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, _client.yaml.YAMLError, IOError, OSError) as exc:
         # a file that parses as YAML but whose clusters/users/contexts have the wrong shape
         raise InputError("cannot load the Kubernetes client configuration from %s%s: it is not a valid kubeconfig "
                          "(%s: %s)" % (where, " (context %s)" % context if context else "", type(exc).__name__, exc))
@@ -318,7 +336,9 @@ def configuration(params=None, environ=None, service_account_dir=None):
             "no Kubernetes API to talk to: set kubeconfig (or K8S_AUTH_KUBECONFIG), or host and api_key "
             "(K8S_AUTH_HOST and K8S_AUTH_API_KEY), or run in a pod with a service account")
     values = _overrides(auth)
-    config = kubernetes.client.Configuration()
+    if not _client.load():
+        raise ReadError(missing_required_lib("kubernetes"))
+    config = _client.kubernetes.client.Configuration()
     if source == "kubeconfig":
         if auth["kubeconfig"]:
             _check_kubeconfig(auth["kubeconfig"])
@@ -330,10 +350,10 @@ def configuration(params=None, environ=None, service_account_dir=None):
         _load_kubeconfig(config, None, None)
     elif source == "in_cluster":
         try:
-            InClusterConfigLoader(token_filename=os.path.join(directory, "token"),
-                                  cert_filename=os.path.join(directory, "ca.crt"),
-                                  environ=environ).load_and_set(config)
-        except ConfigException as exc:
+            _client.InClusterConfigLoader(token_filename=os.path.join(directory, "token"),
+                                          cert_filename=os.path.join(directory, "ca.crt"),
+                                          environ=environ).load_and_set(config)
+        except _client.ConfigException as exc:
             raise InputError("cannot use the in-cluster service account (%s): %s" % (directory, exc))
     token = auth.get("api_key")
 
@@ -419,18 +439,18 @@ class Kube(object):
     plain dicts.  Names and namespaces are validated before they reach a URL."""
 
     def __init__(self, params, name=None, environ=None, service_account_dir=None):
-        if not HAS_KUBERNETES:
+        if not _client.load():
             raise ReadError(missing_required_lib("kubernetes"))
         self.name = name
         self.config, self.credential_source = configuration(auth_params(params), environ, service_account_dir)
         self.server = self.config.host
-        self.client = kubernetes.client.ApiClient(configuration=self.config)
+        self.client = _client.kubernetes.client.ApiClient(configuration=self.config)
         self._apis = {}
 
     def api(self, name):
         """The typed API object ``name`` (``CoreV1Api``, ``DiscoveryV1Api``, ``VersionApi``) on our client."""
         if name not in self._apis:
-            self._apis[name] = getattr(kubernetes.client, name)(self.client)
+            self._apis[name] = getattr(_client.kubernetes.client, name)(self.client)
         return self._apis[name]
 
     # ------------------------------------------------------------------ requests
@@ -443,16 +463,17 @@ class Kube(object):
         try:
             response = getattr(self.api(api), method)(*args, **kwargs)
             data = response.data
-        except kubernetes.client.exceptions.ApiException as exc:
+        except _client.kubernetes.client.exceptions.ApiException as exc:
             if exc.status:
                 raise http_error(exc.status, exc.body, action, self.server)
             raise ReadError(
                 "TLS to the Kubernetes API at %s failed to %s: %s; check ca_cert (or set validate_certs: false "
                 "for a test cluster)" % (self.server, action, (exc.reason or "").splitlines()[-1]),
                 action=action)
-        except urllib3.exceptions.HTTPError as exc:
+        except _client.urllib3.exceptions.HTTPError as exc:
             reason = getattr(exc, "reason", None) or exc
-            if isinstance(reason, urllib3.exceptions.SSLError) or isinstance(exc, urllib3.exceptions.SSLError):
+            ssl_error = _client.urllib3.exceptions.SSLError
+            if isinstance(reason, ssl_error) or isinstance(exc, ssl_error):
                 raise ReadError(
                     "TLS to the Kubernetes API at %s failed to %s: %s; check ca_cert (or set validate_certs: false "
                     "for a test cluster)" % (self.server, action, _short(reason)), action=action)

@@ -35,6 +35,11 @@ from ansible_collections.k8snet.triage.plugins.filter.as_list import as_list
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
 from ansible_collections.k8snet.triage.plugins.filter.log_evidence import log_evidence
 from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes, pod_cidr_peers
+# node_triage's argument spec (every node check's options). Imported here, at the top: Ansible loads
+# this action's module in the controller's main process before it forks a worker per host, so the
+# checks' code is compiled once and every worker inherits it (imported inside a function, each of
+# the n workers compiled it again from source: about 0.3 s of CPU per host).
+from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import ARGUMENT_SPEC
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import INPUT_ERRORS
 
 
@@ -120,8 +125,6 @@ LIST_VARIABLES = ("triage_scenarios", "stale_arp_vips", "dns_servers", "cilium_m
 
 def _list_options():
     """{role variable: True} for the role variables whose node_triage option is a list."""
-    from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import ARGUMENT_SPEC
-
     return dict((name, True) for scenario, pairs in ROLE_VARIABLES.items() for option, name in pairs
                 if ARGUMENT_SPEC[scenario]["options"][option].get("type") == "list")
 
