@@ -46,6 +46,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import (
     ReadError,
 )
 
+
 class _Client(object):
     """The kubernetes client and what comes with it (urllib3, PyYAML), imported on first use.
 
