@@ -215,15 +215,18 @@ def test_pod_ip_no_namespace_holds_fails_clearly(lab, ansible, world):
 
 
 # ----------------------------------------------------------------------------- the role, dns_pod
-@pytest.fixture(scope="module")
-def api(lab, world):
+def stand_in(lab, pod_ip, name):
+    """The API stand-in with the fixtures' pod dns-client-5f7d9c8b6-k2x9p running on node2 at ``pod_ip``."""
     objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "dns_pod.yaml")]))
     for obj in objects:
         if obj["kind"] == "Pod" and obj["metadata"]["name"] == "dns-client-5f7d9c8b6-k2x9p":
-            obj["status"]["podIP"] = world["good"]["ip"]
-            obj["status"]["podIPs"] = [{"ip": world["good"]["ip"]}]
-            obj["status"]["hostIP"] = lab.node(NODE).ip
-    server = StandIn(objects, lab.workdir / "kube-api-dns-pod", lab.controller_ip).start()
+            obj["status"].update(podIP=pod_ip, podIPs=[{"ip": pod_ip}], hostIP=lab.node(NODE).ip)
+    return StandIn(objects, lab.workdir / name, lab.controller_ip).start()
+
+
+@pytest.fixture(scope="module")
+def api(lab, world):
+    server = stand_in(lab, world["good"]["ip"], "kube-api-dns-pod")
     yield server
     server.stop()
 
@@ -290,11 +293,7 @@ def test_triage_adds_the_pods_view_on_its_node_in_the_one_pass(lab, ansible, wor
     whose node is none of the hosts is said in the report instead of being left out."""
     assert independent(lab, world["dead"]["ns"], world["local"]["dead_cache"], CLUSTER) == "timeout"
     # the stand-in's pod is the one whose resolv.conf names the dead cache first
-    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "dns_pod.yaml")]))
-    for obj in objects:
-        if obj["kind"] == "Pod" and obj["metadata"]["name"] == "dns-client-5f7d9c8b6-k2x9p":
-            obj["status"].update(podIP=world["dead"]["ip"], podIPs=[{"ip": world["dead"]["ip"]}], hostIP=lab.node(NODE).ip)
-    api = StandIn(objects, lab.workdir / "kube-api-dns-pod-triage", lab.controller_ip).start()
+    api = stand_in(lab, world["dead"]["ip"], "kube-api-dns-pod-triage")
     try:
         _triage_with_dns_pod(ansible, world, api, tmp_path)
     finally:

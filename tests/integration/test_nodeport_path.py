@@ -13,12 +13,9 @@ import pytest
 
 from tests.kube_api import FIXTURES, StandIn, load_yaml
 from tests.kube_api.helpers import kubectl
-from tests.integration.test_service_path import lab_service_objects
+from tests.integration.test_service_path import RECORD, ROLE, lab_service_objects
 from tests.lab.faults import kube as kube_faults
 from tests.lab.faults import path as lab_path
-
-ROLE = "k8snet.triage.ingress_path : "
-RECORD = ROLE + "Record the findings of this host"
 
 
 @pytest.fixture(scope="module")
