@@ -11,7 +11,7 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.doc_options import n
 
 class ModuleDocFragment(object):
 
-    # The options of M(k8snet.triage.calico_bgp_status); paired one-to-one with bird.CHECK_SPEC.
+    # The options of M(k8snet.triage.calico_bgp_status); paired one-to-one with bird_options.CHECK_SPEC.
     DOCUMENTATION = r"""
 options:
   sockets:

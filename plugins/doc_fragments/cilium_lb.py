@@ -11,7 +11,7 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.doc_options import n
 
 class ModuleDocFragment(object):
 
-    # The options of M(k8snet.triage.bpf_map_usage); paired one-to-one with cilium_lb.CHECK_SPEC.
+    # The options of M(k8snet.triage.bpf_map_usage); paired one-to-one with cilium_lb_options.CHECK_SPEC.
     DOCUMENTATION = r"""
 options:
   bpffs:

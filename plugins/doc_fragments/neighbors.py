@@ -12,8 +12,8 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.doc_options import n
 
 class ModuleDocFragment(object):
 
-    # The options of M(k8snet.triage.arp_check); paired one-to-one with neighbors.CHECK_SPEC
-    # (with netlink.NETLINK_ARGUMENT_SPEC: its C(reader) option is the k8snet.triage.netlink fragment).
+    # The options of M(k8snet.triage.arp_check); paired one-to-one with neighbors_options.CHECK_SPEC
+    # (with netlink_options.NETLINK_ARGUMENT_SPEC: its C(reader) option is the k8snet.triage.netlink fragment).
     DOCUMENTATION = r"""
 options:
   addresses:

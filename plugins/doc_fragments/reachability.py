@@ -11,7 +11,7 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.doc_options import n
 
 class ModuleDocFragment(object):
 
-    # The options of M(k8snet.triage.reachability); paired one-to-one with reachability.CHECK_SPEC.
+    # The options of M(k8snet.triage.reachability); paired one-to-one with reachability_options.CHECK_SPEC.
     DOCUMENTATION = r"""
 options:
   targets:

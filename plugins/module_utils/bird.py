@@ -36,7 +36,6 @@ import stat
 from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
-from ansible_collections.k8snet.triage.plugins.module_utils import params
 
 # calicoctl's socket paths, and where it falls back to (calicoctl node status reads the same ones).
 CALICO_SOCKETS = ("/var/run/calico/bird.ctl", "/var/run/calico/bird6.ctl")
@@ -693,26 +692,3 @@ def node_check(params, runner):
     data = dict((key, result[key]) for key in ("peers", "established", "sockets", "applicable", "skip_reason")
                 if key in result)
     return {"data": data, "findings": result["findings"]}
-
-
-# The options of the BGP session check: calico_bgp_status', and node_triage's calico (with the
-# triage's defaults). Paired one-to-one with the doc fragment k8snet.triage.bird.
-CHECK_SPEC = dict(
-    sockets=dict(type="list", elements="path"),
-    expected_peers=dict(type="list", elements="str", default=[]),
-    node_to_node_mesh=dict(type="bool", default=True),
-    stuck_after=dict(type="int", default=300),
-    timeout=dict(type="int", default=5),
-    when_not_calico=dict(type="str", choices=["critical", "skip"], default="critical"),
-    cni_conf_dir=dict(type="path", default="/etc/cni/net.d"),
-)
-
-
-# The option rules (bounds, shapes) of the bird options, used by module calico_bgp_status and by node_triage.
-RULES = dict(
-    sockets=params.each(params.absolute_path, max_items=16),
-    expected_peers=params.each(params.address_or_network, max_items=4096),
-    stuck_after=params.count(0, 86400, "seconds"),
-    timeout=params.count(1, 60, "seconds"),
-    cni_conf_dir=params.absolute_path,
-)

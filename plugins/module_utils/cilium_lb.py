@@ -33,7 +33,6 @@ from ansible_collections.k8snet.triage.plugins.module_utils import bpf
 from ansible_collections.k8snet.triage.plugins.module_utils import frontends
 from ansible_collections.k8snet.triage.plugins.module_utils import findings as fnd
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError
-from ansible_collections.k8snet.triage.plugins.module_utils import params
 
 SERVICES = "services"
 BACKENDS = "backends"
@@ -692,25 +691,3 @@ def node_check(params, runner=None):
                           cleanup="none", live_frontends=params.get("live_frontends"), check_mode=True)
     data = dict((key, value) for key, value in result.items() if key not in ("findings", "changed", "diff", "deleted", "cleanup"))
     return {"data": data, "findings": result["findings"]}
-
-
-# The options of the map check: bpf_map_usage's (which adds its cleanup options), and node_triage's
-# cilium_maps. Paired one-to-one with the doc fragment k8snet.triage.cilium_lb.
-CHECK_SPEC = dict(
-    bpffs=dict(type="path", default="/sys/fs/bpf"),
-    maps=dict(type="list", elements="str", default=[]),
-    warn_ratio=dict(type="float", default=0.8),
-    critical_ratio=dict(type="float", default=0.95),
-    live_frontends=dict(type="list", elements="str"),
-)
-
-
-# The option rules (bounds, shapes) of the cilium_lb options, used by module bpf_map_usage and by node_triage.
-RULES = dict(
-    bpffs=params.absolute_path,
-    maps=params.each(params.relative_path),
-    warn_ratio=params.ratio(),
-    critical_ratio=params.ratio(),
-    live_frontends=params.each(lambda option, value: params.text(option, value, max_len=64), max_items=65536),
-    max_delete=params.count(1, 65536, "keys"),
-)

@@ -16,7 +16,6 @@ import os
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
-from ansible_collections.k8snet.triage.plugins.module_utils import params
 
 CONF_SUFFIXES = (".conf", ".conflist", ".json")
 
@@ -168,19 +167,3 @@ def node_check(params, runner=None):
     state = read_dir(params.get("conf_dir") or "/etc/cni/net.d", params.get("bin_dir") or "/opt/cni/bin")
     found, active = check(state, node)
     return {"data": {"active": active, "cni_detected": detect(state["configs"])}, "findings": found}
-
-
-# The options of the CNI files check: cni_config_check's, and node_triage's cni.
-# Paired one-to-one with the doc fragment k8snet.triage.cni_files.
-CHECK_SPEC = dict(
-    conf_dir=dict(type="path", default="/etc/cni/net.d"),
-    bin_dir=dict(type="path", default="/opt/cni/bin"),
-)
-
-
-# The option rules (bounds, shapes) of the cni_files options, used by module cni_config_check and by node_triage.
-RULES = dict(
-    conf_dir=params.absolute_path,
-    bin_dir=params.absolute_path,
-    node_name=params.node_name,
-)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import ipaddress
 import time
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
@@ -38,11 +37,9 @@ from ansible_collections.k8snet.triage.plugins.module_utils.findings import find
 SYSCTL_DIR = "/proc/sys/net/netfilter"
 STAT_PATH = "/proc/net/stat/nf_conntrack"
 TABLE_PATH = "/proc/net/nf_conntrack"
-READERS = ("auto", "proc", "pyroute2", "conntrack")
 # the counters whose growth means lost or refused flows
 DROP_COUNTERS = ("drop", "early_drop", "insert_failed")
 WINDOW_COUNTERS = ("insert_failed", "drop", "early_drop", "invalid", "search_restart")
-MAX_TOP = 50
 
 REMEDIATION = (
     "raise the limit: sysctl -w net.netfilter.nf_conntrack_max=<n> (persist it in /etc/sysctl.d; with "
@@ -317,27 +314,3 @@ def node_check(params, runner):
     findings = check(usage, stats, delta, pairs, subject, warn, crit, interval)
     data = {"usage": usage, "stats": stats, "window": window, "top_pairs": pairs}
     return {"data": data, "findings": findings}
-
-
-# The options of the conntrack check: conntrack_check's (with node_name), and node_triage's conntrack.
-# Paired one-to-one with the doc fragment k8snet.triage.conntrack.
-CHECK_SPEC = dict(
-    warn_ratio=dict(type="float", default=0.75),
-    critical_ratio=dict(type="float", default=0.9),
-    interval=dict(type="float", default=5.0),
-    top=dict(type="int", default=10),
-    top_pairs=dict(type="str", choices=["pressure", "always", "never"], default="pressure"),
-    reader=dict(type="str", choices=list(READERS), default="auto"),
-)
-
-
-# The option rules (bounds, shapes) of the conntrack options, used by module conntrack_check and by node_triage.
-RULES = dict(
-    node_name=params.node_name,
-    warn_ratio=params.ratio(),
-    critical_ratio=params.ratio(),
-    interval=lambda option, value: params.number(option, value, 0, 60, unit="seconds"),
-    top=params.count(0, MAX_TOP, "pairs"),
-    top_pairs=params.choice("pressure", "always", "never"),
-    reader=params.choice(*READERS),
-)

@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.k8snet.triage.plugins.module_utils import conntrack, params, pod_netns
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.dns_options import RESOLV_CONFS, server_item
 
 try:
     import dns.exception
@@ -44,10 +45,8 @@ except ImportError:  # a node's Python: use the stdlib wire client below
 STATUSES = ("ok", "nodata", "nxdomain", "servfail", "refused", "timeout", "unreachable", "wrong_answer", "error")
 FAILED = ("servfail", "refused", "timeout", "unreachable", "wrong_answer", "error")
 NO_ANSWER = ("timeout", "unreachable")
-BACKENDS = ("auto", "dnspython", "stdlib")
 RCODES = {0: "NOERROR", 1: "FORMERR", 2: "SERVFAIL", 3: "NXDOMAIN", 4: "NOTIMP", 5: "REFUSED"}
 RDTYPES = {"A": 1, "AAAA": 28, "CNAME": 5}
-RESOLV_CONFS = ("/etc/resolv.conf", "/run/systemd/resolve/resolv.conf")
 MAX_WORKERS = 16
 
 
@@ -232,29 +231,6 @@ class Resolver(object):
 
 
 # ------------------------------------------------------------------ input (pure)
-
-
-SERVER_KEYS = ("address", "name", "node", "role")
-SERVER_ROLES = ("service", "pod", "upstream")
-
-
-def server_item(option, item):
-    """One server as users write it: a plain address (``10.96.0.10``, as after ``dig @``) or a dict
-    {address, name, node, role} -> the dict, with the address normalised (pure; InputError otherwise)."""
-    if isinstance(item, str):
-        return {"address": params.address()(option, item)}
-    if not isinstance(item, dict):
-        raise InputError("%s=%r is invalid: give an address such as 10.96.0.10, or a dict {address, name, node, role}"
-                         % (option, item), option=option)
-    unknown = sorted(str(k) for k in item if k not in SERVER_KEYS)
-    if unknown:
-        raise InputError("%s has unknown keys %s: give address, name, node and role only" % (option, ", ".join(unknown)),
-                         option=option)
-    if item.get("address") is None:
-        raise InputError("%s has no address: give {address: 10.96.0.10} or the plain address" % option, option=option)
-    out = params.fields(address=params.address(), name=params.short_text, node=params.node_name,
-                        role=params.choice(*SERVER_ROLES))(option, item)
-    return out
 
 
 def validate_servers(servers):
@@ -535,7 +511,6 @@ WALK_NEXT = ("nxdomain", "nodata", "servfail")  # res_nsearch asks the next name
 SERVER_NEXT = ("timeout", "unreachable", "servfail", "refused")  # res_send asks the next nameserver after these
 AMPLIFICATION_MIN = 3  # queries of one lookup that fail before it ends: a warning from this many
 MAX_CANDIDATES = 16  # names of one lookup asked at most (a pathological search list is cut there)
-MAX_REPEAT = 1000
 MAX_REPEAT_SECONDS = 600  # repeat x (repeat_interval + timeout) is refused beyond this
 
 
@@ -876,52 +851,3 @@ def node_check(params, runner=None):
             "summary": summary, "pod": pod["data"] if pod else None,
             "repeat": dict(repeat_data["stats"], server=servers[0]["address"], name=asked[0]) if repeat_data else None}
     return {"data": data, "findings": findings}
-
-
-# The argument spec of one server in its dict form (the servers option takes ``raw`` items: a plain
-# address or such a dict, checked by ``server_item``).
-SERVER_SPEC = dict(
-    address=dict(type="str", required=True),
-    name=dict(type="str"),
-    node=dict(type="str"),
-    role=dict(type="str", choices=["service", "pod", "upstream"], default="pod"),
-)
-
-# The options of the DNS check: dns_check's, and node_triage's dns (with the triage's defaults).
-# Paired one-to-one with the doc fragment k8snet.triage.dns.
-CHECK_SPEC = dict(
-    names=dict(type="list", elements="str", required=True),
-    servers=dict(type="list", elements="raw", default=[]),
-    protocols=dict(type="list", elements="str", choices=["udp", "tcp"], default=["udp", "tcp"]),
-    record_type=dict(type="str", choices=["A", "AAAA"], default="A"),
-    port=dict(type="int", default=53),
-    timeout=dict(type="float", default=2.0),
-    retries=dict(type="int", default=1),
-    expect=dict(type="dict", default={}),
-    cluster_domain=dict(type="str", default="cluster.local"),
-    host_resolvers=dict(type="bool", default=False),
-    resolv_conf=dict(type="list", elements="path", default=list(RESOLV_CONFS)),
-    backend=dict(type="str", choices=list(BACKENDS), default="auto"),
-    # the pod's view (the triage and the role set pod_ip on the pod's node only)
-    pod_ip=dict(type="str"),
-    repeat=dict(type="int", default=0),
-    repeat_interval=dict(type="float", default=0.05),
-)
-
-
-# The option rules (bounds, shapes) of the dns options, used by module dns_check and by node_triage.
-RULES = dict(
-    names=params.each(params.dns_name, max_items=64, non_empty=True,
-                      what="give at least one name to resolve, e.g. kubernetes.default.svc.cluster.local"),
-    servers=params.each(server_item, max_items=64),
-    port=params.port,
-    timeout=params.seconds(0, 30),
-    retries=params.count(0, 5, "retries"),
-    expect=params.mapping(params.dns_name, params.scalar_or_list(params.address(), max_items=64), max_items=64),
-    cluster_domain=params.dns_name,
-    resolv_conf=params.each(params.absolute_path, max_items=16),
-    protocols=params.each(params.choice("udp", "tcp"), max_items=2, non_empty=True, what="give udp and/or tcp"),
-    pod_ip=params.address(),
-    repeat=params.count(0, MAX_REPEAT, "queries"),
-    repeat_interval=lambda option, value: params.number(option, value, 0, 10, unit="seconds"),
-)

@@ -29,8 +29,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.iptables_options import BACKENDS, MAX_INTERVAL, MAX_LIMIT, MAX_PPS
 
-BACKENDS = ("legacy", "nft", "nftables")
 # (backend, family, tool, args)
 SAVE_TOOLS = (
     ("legacy", 4, "iptables-legacy-save", ["-c"]),
@@ -277,9 +277,6 @@ def parse_nft(text, skip_tables=()):
 
 
 # ----------------------------------------------------------------- reader
-
-
-MAX_INTERVAL, MAX_LIMIT, MAX_PPS = 300, 1000, 1e9
 
 
 def validate(backends, interval, limit, warning_pps, critical_pps):
@@ -544,26 +541,3 @@ def node_check(params, runner, sleep=time.sleep):
     data = {"drops": grown[:limit], "drops_count": len(grown), "totals": per, "top_totals": top,
             "backends": status, "interval": interval}
     return {"data": data, "findings": sort_findings(found)}
-
-
-# The options of the counter check: iptables_drops', and node_triage's firewall_drops.
-# Paired one-to-one with the doc fragment k8snet.triage.iptables.
-CHECK_SPEC = dict(
-    backends=dict(type="list", elements="str", choices=list(BACKENDS), default=list(BACKENDS)),
-    interval=dict(type="float", default=5),
-    limit=dict(type="int", default=20),
-    warning_pps=dict(type="float", default=1.0),
-    critical_pps=dict(type="float", default=100.0),
-)
-
-
-# The option rules (bounds, shapes) of the iptables options, used by module iptables_drops and by node_triage.
-RULES = dict(
-    backends=params.each(params.choice(*BACKENDS), max_items=len(BACKENDS), non_empty=True,
-                         what="give at least one of %s" % ", ".join(BACKENDS)),
-    interval=lambda option, value: params.number(option, value, 0, MAX_INTERVAL, unit="seconds"),
-    limit=params.count(1, MAX_LIMIT),
-    warning_pps=lambda option, value: params.number(option, value, 0, MAX_PPS, unit="packets per second"),
-    critical_pps=lambda option, value: params.number(option, value, 0, MAX_PPS, unit="packets per second"),
-    node_name=params.node_name,
-)

@@ -17,8 +17,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import Change
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import macs_by_name, require_interface
 from ansible_collections.k8snet.triage.plugins.module_utils.macs import is_locally_administered, normalize_mac
-from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.netlink import NETLINK_ARGUMENT_SPEC, Netlink
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 
 # Entries the kernel or a CNI manages: never deleted unless force (Cilium installs its next hops as
 # managed / extern_learn entries; a flush of those breaks XDP forwarding).
@@ -365,26 +364,3 @@ def node_check(params, runner):
         result = arp_check(netlink, probe, options, check_mode=True)
     data = dict((key, result[key]) for key in ("reader", "local", "neighbors", "probes"))
     return {"data": data, "findings": result["findings"]}
-
-
-# The options of the neighbor cache check: arp_check's (which adds its flush options), and
-# node_triage's stale_arp (with the triage's defaults). Paired one-to-one with the doc fragments
-# k8snet.triage.neighbors and k8snet.triage.netlink (reader).
-CHECK_SPEC = dict(
-    addresses=dict(type="list", elements="str", required=True),
-    expected=dict(type="dict", default={}),
-    interface=dict(type="str"),
-    probe=dict(type="bool", default=False),
-    probe_timeout=dict(type="float", default=0.5),
-)
-CHECK_SPEC.update(NETLINK_ARGUMENT_SPEC)
-
-
-# The option rules (bounds, shapes) of the neighbors options, used by module arp_check and by node_triage.
-RULES = dict(
-    addresses=params.each(params.address()),
-    expected=params.mapping(params.address(), lambda option, value: params.text(option, value, max_len=32)),
-    interface=params.interface,
-    probe_timeout=params.seconds(0.01, 10),
-    max_flush=params.count(0, 1024, "entries"),
-)

@@ -43,9 +43,6 @@ try:
 except ImportError:  # the node's Python has no pyroute2: use ip -json
     HAS_PYROUTE2 = False
 
-READERS = ("auto", "pyroute2", "iproute2")
-# Paired with the doc fragment k8snet.triage.netlink
-NETLINK_ARGUMENT_SPEC = {"reader": {"type": "str", "choices": list(READERS), "default": "auto"}}
 _V4_CANONICAL = re.compile(r"^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)/(?:3[0-2]|[12]?\d)$")
 
 # include/uapi/linux/neighbour.h

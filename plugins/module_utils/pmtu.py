@@ -33,6 +33,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.pmtu_options import MAX_SIZE, MIN_SIZE
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import echo_request, enter_netns, parse_echo_reply
@@ -46,9 +47,6 @@ ICMP_DEST_UNREACH = 3
 ICMP_FRAG_NEEDED = 4
 IP_HEADER = 20
 ICMP_HEADER = 8
-MIN_SIZE = 576
-MAX_SIZE = 65535
-MAX_PEERS = 64
 MAX_WORKERS = 16
 TUNNEL_KINDS = ("vxlan", "ipip", "geneve", "wireguard", "gre", "gretap", "ip6tnl", "sit", "ip6gre")
 POD_VETH_PREFIXES = ("lxc", "cali", "veth", "cni", "gke", "azv", "eni", "vxlan")
@@ -298,35 +296,3 @@ def node_check(params, runner):
     if netns_pid is not None:
         subject = "%s (netns of pid %d)" % (subject, netns_pid)
     return {"data": {"peers": rows, "interfaces": interfaces}, "findings": check(rows, interfaces, subject)}
-
-
-# The argument spec of one target (pmtu_check's targets, the one-pass pmtu targets).
-TARGET_SPEC = dict(
-    address=dict(type="str", required=True),
-    name=dict(type="str"),
-)
-
-# The options of the path-MTU check: pmtu_check's (with node_name and netns_pid), and node_triage's
-# pmtu (targets default to none there). Paired one-to-one with the doc fragment k8snet.triage.pmtu.
-CHECK_SPEC = dict(
-    targets=dict(type="list", elements="dict", required=True, options=TARGET_SPEC),
-    min_size=dict(type="int", default=MIN_SIZE),
-    max_size=dict(type="int"),
-    timeout=dict(type="float", default=0.5),
-    reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
-)
-
-# The option rules (bounds, shapes) of the pmtu options, used by module pmtu_check and by node_triage.
-TARGET_RULE = params.fields(address=params.address(4), name=params.short_text)
-RULES = dict(
-    targets=params.each(TARGET_RULE, max_items=MAX_PEERS, non_empty=True, what="give at least one peer address"),
-    min_size=params.count(68, 9000, "bytes"),
-    max_size=params.count(68, MAX_SIZE, "bytes"),
-    timeout=params.seconds(0, 5),
-    node_name=params.node_name,
-    netns_pid=params.count(1, 4194304),
-)
-# node_triage: no targets is not an error there, the scenario is skipped and says why
-PASS_RULES = dict(RULES)
-del PASS_RULES["netns_pid"]
-PASS_RULES["targets"] = params.each(TARGET_RULE, max_items=MAX_PEERS)

@@ -34,8 +34,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netli
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import macs_by_name
+from ansible_collections.k8snet.triage.plugins.module_utils.reachability_options import PROBES
 
-PROBES = ("icmp", "tcp", "arp")
 CLONE_NEWNET = 0x40000000
 MAX_WORKERS = 32
 
@@ -402,36 +402,3 @@ def node_check(params, runner):
     data = {"targets": rows, "answered": [r["name"] for r in rows if r["reachable"]],
             "silent": [r["name"] for r in rows if not r["reachable"]]}
     return {"data": data, "findings": check(rows, subject)}
-
-
-# The argument spec of one target (reachability's targets, the one-pass connectivity targets).
-TARGET_SPEC = dict(
-    address=dict(type="str", required=True),
-    name=dict(type="str"),
-    port=dict(type="int"),
-)
-
-# The options of the probes: reachability's, and node_triage's connectivity (with the triage's
-# defaults). Paired one-to-one with the doc fragment k8snet.triage.reachability.
-CHECK_SPEC = dict(
-    targets=dict(type="list", elements="dict", required=True, options=TARGET_SPEC),
-    probes=dict(type="list", elements="str", choices=list(PROBES), default=["icmp", "tcp"]),
-    tcp_port=dict(type="int", default=22),
-    count=dict(type="int", default=3),
-    timeout=dict(type="float", default=1.0),
-)
-
-
-# The option rules (bounds, shapes) of the reachability options, used by module reachability and by node_triage.
-TARGET_RULE = params.fields(address=params.address(4), name=params.short_text, port=params.port)
-MAX_TARGETS = 256
-RULES = dict(
-    targets=params.each(TARGET_RULE, max_items=MAX_TARGETS, non_empty=True, what="give at least one target address"),
-    probes=params.each(params.choice("icmp", "tcp", "arp"), max_items=3, non_empty=True,
-                       what="give icmp, tcp and/or arp"),
-    tcp_port=params.port,
-    count=params.count(1, 20, "probes"),
-    timeout=params.seconds(0, 10),
-    netns_pid=params.count(1, 4194304),
-    pod_ip=params.address(),
-)

@@ -4,10 +4,12 @@
 
 """What every scenario's node check shares with its two callers.
 
-Each domain file declares its check's options once, ``CHECK_SPEC`` (paired one-to-one with the
-doc fragment of the same name), and its ``node_check(params, runner)``.  The scenario module
-takes ``CHECK_SPEC`` as it is (plus its own options) and runs ``module_main``; node_triage
-takes it as one dict option per scenario, with the triage's defaults (``options``).
+Each domain declares its check's options once, ``CHECK_SPEC`` and their ``RULES`` in
+``<domain>_options.py`` (paired one-to-one with the doc fragment of the domain's name), and its
+``node_check(params, runner)`` in ``<domain>.py``.  The scenario module takes ``CHECK_SPEC`` as it
+is (plus its own options) and runs ``module_main``; node_triage takes it as one dict option per
+scenario, with the triage's defaults (``options``), and imports the checks' code only when it runs
+them (node_pass.load).
 """
 
 from __future__ import annotations

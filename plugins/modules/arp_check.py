@@ -185,17 +185,17 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import Triage
 from ansible_collections.k8snet.triage.plugins.module_utils.neighbors import arp_check
 from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
-from ansible_collections.k8snet.triage.plugins.module_utils import neighbors
+from ansible_collections.k8snet.triage.plugins.module_utils import neighbors_options
 
 
 def main():
     argument_spec = dict(
-        neighbors.CHECK_SPEC,
+        neighbors_options.CHECK_SPEC,
         flush=dict(type="str", choices=["none", "stale"], default="none"),
         force=dict(type="bool", default=False),
         max_flush=dict(type="int", default=32),
     )
-    module = checks.new_module(AnsibleModule, neighbors.RULES, argument_spec=argument_spec, supports_check_mode=True)
+    module = checks.new_module(AnsibleModule, neighbors_options.RULES, argument_spec=argument_spec, supports_check_mode=True)
     try:
         with Netlink(module, module.params["reader"]) as netlink:
             result = arp_check(netlink, probe, module.params, module.check_mode)

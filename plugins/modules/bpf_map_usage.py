@@ -233,15 +233,16 @@ not_maps:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_options
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 
 
 def main():
     module = checks.new_module(
-        AnsibleModule, cilium_lb.RULES,
+        AnsibleModule, cilium_lb_options.RULES,
         argument_spec=dict(
-            cilium_lb.CHECK_SPEC,
+            cilium_lb_options.CHECK_SPEC,
             cleanup=dict(type="str", choices=list(cilium_lb.CLEANUP_MODES), default="none"),
             max_delete=dict(type="int", default=10000),
             max_stale_share=dict(type="float", default=0.25),

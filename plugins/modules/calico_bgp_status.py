@@ -160,11 +160,12 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bird
+from ansible_collections.k8snet.triage.plugins.module_utils import bird_options
 from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module_main(AnsibleModule, bird.node_check, bird.RULES, bird.CHECK_SPEC)
+    module_main(AnsibleModule, bird.node_check, bird_options.RULES, bird_options.CHECK_SPEC)
 
 
 if __name__ == "__main__":

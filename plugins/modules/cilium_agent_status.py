@@ -99,12 +99,13 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent_options
 from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module_main(AnsibleModule, cilium_agent.node_check, cilium_agent.RULES,
-                dict(cilium_agent.CHECK_SPEC, node_name=dict(type="str")))
+    module_main(AnsibleModule, cilium_agent.node_check, cilium_agent_options.RULES,
+                dict(cilium_agent_options.CHECK_SPEC, node_name=dict(type="str")))
 
 
 if __name__ == "__main__":

@@ -60,11 +60,12 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
+from ansible_collections.k8snet.triage.plugins.module_utils import cni_files_options
 from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module_main(AnsibleModule, cni_files.node_check, cni_files.RULES, dict(cni_files.CHECK_SPEC, node_name=dict(type="str")))
+    module_main(AnsibleModule, cni_files.node_check, cni_files_options.RULES, dict(cni_files_options.CHECK_SPEC, node_name=dict(type="str")))
 
 
 if __name__ == "__main__":

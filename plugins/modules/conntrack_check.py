@@ -84,11 +84,12 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import conntrack
+from ansible_collections.k8snet.triage.plugins.module_utils import conntrack_options
 from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module_main(AnsibleModule, conntrack.node_check, conntrack.RULES, dict(conntrack.CHECK_SPEC, node_name=dict(type="str")))
+    module_main(AnsibleModule, conntrack.node_check, conntrack_options.RULES, dict(conntrack_options.CHECK_SPEC, node_name=dict(type="str")))
 
 
 if __name__ == "__main__":

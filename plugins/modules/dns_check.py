@@ -141,11 +141,12 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import dns
+from ansible_collections.k8snet.triage.plugins.module_utils import dns_options
 from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module_main(AnsibleModule, dns.node_check, dns.RULES, dns.CHECK_SPEC)
+    module_main(AnsibleModule, dns.node_check, dns_options.RULES, dns_options.CHECK_SPEC)
 
 
 if __name__ == "__main__":

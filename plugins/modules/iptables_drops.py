@@ -103,11 +103,12 @@ interval:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import iptables
+from ansible_collections.k8snet.triage.plugins.module_utils import iptables_options
 from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module_main(AnsibleModule, iptables.node_check, iptables.RULES, dict(iptables.CHECK_SPEC, node_name=dict(type="str")))
+    module_main(AnsibleModule, iptables.node_check, iptables_options.RULES, dict(iptables_options.CHECK_SPEC, node_name=dict(type="str")))
 
 
 if __name__ == "__main__":

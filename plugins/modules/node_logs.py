@@ -82,11 +82,12 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import logs
+from ansible_collections.k8snet.triage.plugins.module_utils import logs_options
 from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module_main(AnsibleModule, logs.node_check, logs.RULES, dict(logs.CHECK_SPEC, node_name=dict(type="str")))
+    module_main(AnsibleModule, logs.node_check, logs_options.RULES, dict(logs_options.CHECK_SPEC, node_name=dict(type="str")))
 
 
 if __name__ == "__main__":

@@ -91,11 +91,12 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import pmtu
+from ansible_collections.k8snet.triage.plugins.module_utils import pmtu_options
 from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module_main(AnsibleModule, pmtu.node_check, pmtu.RULES, dict(pmtu.CHECK_SPEC, node_name=dict(type="str"), netns_pid=dict(type="int")))
+    module_main(AnsibleModule, pmtu.node_check, pmtu_options.RULES, dict(pmtu_options.CHECK_SPEC, node_name=dict(type="str"), netns_pid=dict(type="int")))
 
 
 if __name__ == "__main__":

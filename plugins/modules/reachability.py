@@ -102,14 +102,15 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import reachability
-from ansible_collections.k8snet.triage.plugins.module_utils.netlink import NETLINK_ARGUMENT_SPEC
+from ansible_collections.k8snet.triage.plugins.module_utils import reachability_options
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink_options import NETLINK_ARGUMENT_SPEC
 from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    argument_spec = dict(reachability.CHECK_SPEC, netns_pid=dict(type="int"), pod_ip=dict(type="str"),
+    argument_spec = dict(reachability_options.CHECK_SPEC, netns_pid=dict(type="int"), pod_ip=dict(type="str"),
                          **NETLINK_ARGUMENT_SPEC)
-    module_main(AnsibleModule, reachability.node_check, reachability.RULES, argument_spec,
+    module_main(AnsibleModule, reachability.node_check, reachability_options.RULES, argument_spec,
                 mutually_exclusive=[("netns_pid", "pod_ip")])
 
 

@@ -105,11 +105,12 @@ reader:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import routes
+from ansible_collections.k8snet.triage.plugins.module_utils import routes_options
 from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
 
 
 def main():
-    module_main(AnsibleModule, routes.node_check, routes.RULES, dict(routes.CHECK_SPEC, node_name=dict(type="str")),
+    module_main(AnsibleModule, routes.node_check, routes_options.RULES, dict(routes_options.CHECK_SPEC, node_name=dict(type="str")),
                 required_if=[("mode", "overlay", ["tunnel_device"])])
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.k8snet.triage.plugins.module_utils import conntrack_options
 from ansible_collections.k8snet.triage.plugins.module_utils import conntrack as ct
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 
@@ -125,7 +126,7 @@ def test_node_check_refuses_inverted_ratios():
                                            ("top", 51), ("top_pairs", "sometimes"), ("reader", "netlink")])
 def test_rules_refuse_out_of_bounds(option, value):
     with pytest.raises(InputError, match=option):
-        ct.RULES[option](option, value)
+        conntrack_options.RULES[option](option, value)
 
 
 def test_conntrack_tool_extended_output_reads_the_same():

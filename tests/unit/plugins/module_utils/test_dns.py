@@ -12,6 +12,7 @@ import dns.message
 import dns.rrset
 import pytest
 
+from ansible_collections.k8snet.triage.plugins.module_utils import dns_options
 from ansible_collections.k8snet.triage.plugins.module_utils import dns as d
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
@@ -181,7 +182,7 @@ def test_plain_addresses_are_servers_beside_the_dict_form():
         {"address": "198.19.160.2", "name": "coredns-a", "node": "node1", "role": "pod"},
         {"address": "2001:db8::53", "name": "2001:db8::53", "node": None, "role": "pod"}]
     # the module's rule accepts both forms too (it is what node_triage and dns_check enforce)
-    assert d.RULES["servers"]("servers", ["10.96.0.10", {"address": "10.96.0.11"}]) == [
+    assert dns_options.RULES["servers"]("servers", ["10.96.0.10", {"address": "10.96.0.11"}]) == [
         {"address": "10.96.0.10"}, {"address": "10.96.0.11"}]
 
 
@@ -196,7 +197,7 @@ def test_a_server_that_is_neither_form_is_refused_by_name(item, message):
     with pytest.raises(InputError, match=message):
         d.validate_servers([item])
     with pytest.raises(InputError, match=message):
-        d.RULES["servers"]("servers", [item])
+        dns_options.RULES["servers"]("servers", [item])
 
 
 def test_silent_servers_of_unknown_node_say_what_is_known():

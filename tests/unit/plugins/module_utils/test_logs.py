@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.k8snet.triage.plugins.module_utils import logs
+from ansible_collections.k8snet.triage.plugins.module_utils import logs, logs_options
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import LAYERS, SEVERITIES
 from ansible_collections.k8snet.triage.plugins.module_utils.log_signatures import SIGNATURES
@@ -143,6 +143,7 @@ def test_journal_output_over_the_byte_cap_keeps_the_latest_whole_records():
 # ------------------------------------------------------------------ files
 def test_file_reader_reads_only_the_tail_and_recent_lines(tmp_path, monkeypatch):
     monkeypatch.setattr(logs, "LOG_ROOT", str(tmp_path))
+    monkeypatch.setattr(logs_options, "LOG_ROOT", str(tmp_path))
     path = tmp_path / "kubelet.log"
     now = time.time()
     old = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 7200))
@@ -165,6 +166,7 @@ def test_symlink_out_of_var_log_and_non_regular_files_are_refused(tmp_path, monk
     root = tmp_path / "log"
     root.mkdir()
     monkeypatch.setattr(logs, "LOG_ROOT", str(root))
+    monkeypatch.setattr(logs_options, "LOG_ROOT", str(root))
     (tmp_path / "secret").write_text("x")
     os.symlink(str(tmp_path / "secret"), str(root / "syslog"))
     with pytest.raises(InputError, match="outside"):
@@ -196,6 +198,7 @@ def test_bad_options_are_refused(option, value, message):
 
 def test_nothing_to_read_is_info_not_ok(tmp_path, monkeypatch):
     monkeypatch.setattr(logs, "LOG_ROOT", str(tmp_path))
+    monkeypatch.setattr(logs_options, "LOG_ROOT", str(tmp_path))
     out = logs.node_check({"node_name": "n1", "node_log_files": []}, FakeRunner([]), journald=False)
     assert [f["check"] for f in out["findings"]] == ["log.nothing_read"]
     assert out["findings"][0]["severity"] == "info"
@@ -208,6 +211,7 @@ def test_journal_asked_without_journald_is_a_clear_error():
 
 def test_auto_reads_the_files_when_journald_runs_without_journalctl(tmp_path, monkeypatch):
     monkeypatch.setattr(logs, "LOG_ROOT", str(tmp_path))
+    monkeypatch.setattr(logs_options, "LOG_ROOT", str(tmp_path))
     (tmp_path / "syslog").write_text("[Tue Nov 20 22:30:22 2018] nf_conntrack: table full, dropping packet\n")
 
     class NoJournalctl(FakeRunner):

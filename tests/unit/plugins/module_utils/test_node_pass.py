@@ -12,8 +12,9 @@ import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.k8snet.triage.plugins.module_utils import pmtu_options
 from ansible_collections.k8snet.triage.plugins.module_utils import cni_files, iptables, node_pass
-from ansible_collections.k8snet.triage.plugins.module_utils import params, pmtu
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
 
@@ -223,26 +224,78 @@ def test_node_network_api_check_has_the_same_shape_and_validates_before_connecti
     assert asked == []
 
 
-def test_every_module_a_check_imports_lazily_is_imported_before_the_threads_start():
-    """Regression: lazy imports raced between the pass's threads (ImportError: cannot import name
-    'Netlink' in the AnsiballZ payload); node_pass imports them up front."""
+def _lazy_imports(module):
+    """The collection's modules that ``module``'s functions import (the AST of its source)."""
     import ast
     import inspect
 
-    source = inspect.getsource(node_pass)
-    top = set()
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.ImportFrom) and node.module.endswith("plugins.module_utils"):
-            top.update(alias.name for alias in node.names)
     lazy = set()
-    for _name, check in node_pass.CHECKS:
-        for node in ast.walk(ast.parse(inspect.getsource(inspect.getmodule(check)))):
-            if isinstance(node, ast.FunctionDef):
-                for inner in ast.walk(node):
-                    if isinstance(inner, ast.ImportFrom) and "plugins.module_utils." in (inner.module or ""):
-                        lazy.add(inner.module.rsplit(".", 1)[1])
-    assert "netlink" in lazy and "arp_probe" in lazy  # the test sees the lazy imports
-    assert lazy - {"findings"} <= top, "imported lazily by a check but not by node_pass: %s" % (lazy - top)
+    for node in ast.walk(ast.parse(inspect.getsource(module))):
+        if isinstance(node, ast.FunctionDef):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and "plugins.module_utils" in (inner.module or ""):
+                    names = [alias.name for alias in inner.names] if inner.module.endswith("module_utils") else []
+                    lazy.update(names or [inner.module.rsplit(".", 1)[1]])
+    return lazy
+
+
+def test_no_check_thread_imports_what_the_main_thread_may_be_importing():
+    """Regression: lazy imports raced between the pass's threads (ImportError: cannot import name
+    'Netlink' in the AnsiballZ payload). The main thread imports the checks' code (load) while the
+    sampled checks run: those import nothing of the collection's that is not loaded already; what the
+    other checks import inside their functions is imported (_prepare) before they start."""
+    import inspect
+
+    prepared = _lazy_imports(node_pass) - set(node_pass.__name__.rsplit(".", 1)[1:])
+    loaded_first = {"findings", "errors", "params", "scenario"}  # node_pass's own imports, at its top
+    for name in node_pass.SCENARIOS:
+        module = inspect.getmodule(node_pass.load(name))
+        lazy = _lazy_imports(module)
+        if name in node_pass.SAMPLED:
+            assert lazy <= loaded_first, "%s imports %s inside a function" % (name, lazy - loaded_first)
+        else:
+            assert lazy <= loaded_first | prepared, "%s: %s is not imported by _prepare" % (name, lazy - prepared)
+    assert {"netlink", "arp_probe", "pod_netns"} <= prepared  # the test sees the lazy imports
+
+
+def test_the_pass_imports_no_check_code_before_its_sampled_checks_start():
+    """node_triage's own imports are the options: the checks' code is imported by run (load)."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import sys; from ansible_collections.k8snet.triage.plugins.module_utils import node_pass; "
+            "import json; print(json.dumps([m.rsplit('.', 1)[1] for m in sys.modules "
+            "if m.startswith(node_pass.__name__.rsplit('.', 1)[0] + '.')]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=dict(
+        __import__("os").environ, PYTHONPATH=":".join(sys.path))).stdout
+    loaded = set(json.loads(out))
+    assert "node_pass" in loaded and "iptables_options" in loaded
+    code_modules = {"iptables", "conntrack", "cilium_agent", "reachability", "dns", "neighbors", "cni_files", "bird",
+                    "cilium_lb", "routes", "logs", "pmtu", "netlink", "pod_netns", "arp_probe", "commands"}
+    assert not loaded & code_modules, loaded & code_modules
+
+
+def test_the_sampled_checks_start_before_the_other_checks_are_loaded(monkeypatch):
+    order = []
+
+    def check(name):
+        def run_check(params, runner):
+            order.append(("ran", name))
+            return {"data": {}, "findings": []}
+        return run_check
+
+    def load(name):
+        order.append(("load", name))
+        return check(name)
+
+    monkeypatch.setattr(node_pass, "load", load)
+    monkeypatch.setattr(node_pass, "_prepare", lambda: order.append(("prepare", None)))
+    node_pass.run({"node_name": "n1", "scenarios": ["cni", "conntrack", "firewall_drops", "logs"]}, None)
+    loads = [name for kind, name in order if kind == "load"]
+    assert loads == ["firewall_drops", "conntrack", "cni", "logs"]
+    prepare = order.index(("prepare", None))
+    assert order.index(("load", "conntrack")) < prepare < order.index(("load", "cni"))
 
 
 def test_pmtu_without_peers_is_skipped_and_conntrack_is_named_after_the_node():
@@ -264,4 +317,4 @@ def test_pmtu_without_peers_is_skipped_and_conntrack_is_named_after_the_node():
     # the pass accepts no peers (the scenario is skipped); the module refuses them, by name
     assert node_pass.RULES["pmtu"]("pmtu", {"targets": []}) == {"targets": []}
     with pytest.raises(InputError, match="targets=.* the list is empty"):
-        params.validate({"targets": []}, pmtu.RULES)
+        params.validate({"targets": []}, pmtu_options.RULES)

@@ -6,6 +6,7 @@ import struct
 
 import pytest
 
+from ansible_collections.k8snet.triage.plugins.module_utils import pmtu_options
 from ansible_collections.k8snet.triage.plugins.module_utils import pmtu
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
@@ -93,6 +94,6 @@ def test_bad_targets_and_sizes_are_refused():
     with pytest.raises(InputError, match="max_size 500 is below min_size 576"):
         pmtu.node_check({"targets": [{"address": "198.18.64.12"}], "max_size": 500}, None)
     with pytest.raises(InputError, match="min_size"):
-        pmtu.RULES["min_size"]("min_size", 67)
+        pmtu_options.RULES["min_size"]("min_size", 67)
     with pytest.raises(InputError, match="timeout"):
-        pmtu.RULES["timeout"]("timeout", 0)
+        pmtu_options.RULES["timeout"]("timeout", 0)

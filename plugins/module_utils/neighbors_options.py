@@ -1,0 +1,33 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The options of the neighbor cache check (arp_check, node_triage's stale_arp): the argument spec and its rules,
+apart from the check's code, which node_triage imports only once its sampled checks run (node_pass.load)."""
+
+from __future__ import annotations
+
+from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink_options import NETLINK_ARGUMENT_SPEC
+
+# The options of the neighbor cache check: arp_check's (which adds its flush options), and
+# node_triage's stale_arp (with the triage's defaults). Paired one-to-one with the doc fragments
+# k8snet.triage.neighbors and k8snet.triage.netlink (reader).
+CHECK_SPEC = dict(
+    addresses=dict(type="list", elements="str", required=True),
+    expected=dict(type="dict", default={}),
+    interface=dict(type="str"),
+    probe=dict(type="bool", default=False),
+    probe_timeout=dict(type="float", default=0.5),
+)
+CHECK_SPEC.update(NETLINK_ARGUMENT_SPEC)
+
+
+# The option rules (bounds, shapes) of the neighbors options, used by module arp_check and by node_triage.
+RULES = dict(
+    addresses=params.each(params.address()),
+    expected=params.mapping(params.address(), lambda option, value: params.text(option, value, max_len=32)),
+    interface=params.interface,
+    probe_timeout=params.seconds(0.01, 10),
+    max_flush=params.count(0, 1024, "entries"),
+)
