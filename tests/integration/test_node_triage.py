@@ -149,13 +149,14 @@ def test_one_task_and_one_module_invocation_per_node(lab, both_runs):
     assert sorted(per_host) == nodes
     assert all(len(recs) == 1 for recs in per_host.values())
     # the other module runs: the credentials probe and the API read (no credentials here: no request),
-    # and the VIP owners' pre-read, once per owner, not per client; on the controller, the report
-    # (report_write, an action that runs no module)
+    # and the VIP owners' pre-read, once per owner (the owners of the play at once, in one task), not
+    # per client; on the controller, the report (report_write, an action that runs no module)
     others = sorted(set(r["action"] for r in ours if not r["action"].endswith("node_pass")))
     assert others == ["k8snet.triage.arp_check", "k8snet.triage.kube_network_info", "k8snet.triage.report_write"], others
     assert [r["host"] for r in ours if r["action"].endswith("report_write")] == ["localhost"]
     owners = [r for r in ours if r["action"].endswith("arp_check")]
-    assert len(owners) == 1 and len(owners[0]["result"]["results"]) == len(lab.group("control_plane"))
+    assert sorted(r["host"] for r in owners) == sorted(n.name for n in lab.group("control_plane")), owners
+    assert len(set(r["task"] for r in owners)) == 1
     # tasks per node: what runs for every node (run_once steps run once for the whole fleet)
     recap = dict((line.split()[0], line) for line in one.stdout.split("PLAY RECAP")[1].splitlines() if ":" in line)
     totals = {}

@@ -94,3 +94,44 @@ def test_html_report_renders_in_chromium_without_external_resources(triage_run):
     subprocess.run([chromium, *CHROMIUM_FLAGS, "--user-data-dir=%s" % profile, "--window-size=1400,1600",
                     "--screenshot=%s" % shot, html_path.as_uri()], capture_output=True, timeout=120, check=True)
     assert shot.stat().st_size > 20_000
+
+
+def test_owners_in_the_play_are_read_at_once_and_the_others_delegated(lab, ansible, tmp_path):
+    """The VIP owners' reads before the pass: an owner of the play reads itself (one task for all of
+    them, in parallel), an owner outside the play is read delegated, and an owner that is down is
+    arp.owner_unreachable without stopping the run (its pass records it unreachable)."""
+    vip = lab.vip(6)
+    arp.bind_vip(lab, "node1", vip)
+    arp.stale_neighbor(lab, "node3", vip, "02:de:ad:00:be:ef")
+    inventory = json.loads(Path(lab.inventory_path).read_text())
+    children = inventory["all"]["children"]
+    common = inventory["all"]["vars"]["ansible_ssh_common_args"] + " -o ConnectTimeout=3"
+    children["k8s_nodes"]["hosts"]["node99"] = {"ansible_host": str(lab.network[99]), "ansible_ssh_common_args": common}
+    # outside1 is in no group of the play: node1 under another name, the only owner holding the VIP
+    children["vip_owners"] = {"hosts": {"node2": {}, "node99": {}, "outside1": dict(children["k8s_nodes"]["hosts"]["node1"])}}
+    path = tmp_path / "inventory.json"
+    path.write_text(json.dumps(inventory))
+    out = tmp_path / "report"
+    out.mkdir()
+    try:
+        run = ansible.playbook("k8snet.triage.triage", {
+            "stale_arp_vips": [vip], "stale_arp_owners_group": "vip_owners", "triage_scenarios": ["stale_arp", "cni"],
+            "report_output_dir": str(out), "report_fail_on_critical": False}, inventory=path)
+        assert run.rc == 0, run
+        in_play = run.results(task="Learn which VIPs each owner node of this play holds, and their MACs (the owners at once)")
+        assert sorted(r["host"] for r in in_play if r["status"] != "skipped") == ["node2", "node99"], in_play
+        node2 = [r["result"] for r in in_play if r["host"] == "node2"][0]
+        assert node2["local"] == [], node2  # node2 was read, and holds nothing
+        delegated = run.results(task="Learn which VIPs the owner nodes outside this play hold (once, delegated to each)")
+        assert [item["item"] for r in delegated for item in r["result"].get("results", [])] == ["outside1"], delegated
+        report = json.loads((out / "triage-report.json").read_text())
+        checks = {(f["host"], f["check"], f["subject"]) for f in report["findings"]}
+        # the true MAC came from the delegated read: node3's wrong entry is stale, not unowned
+        assert any(c == "arp.stale_entry" and h == "node3" for h, c, _s in checks), report["findings"]
+        assert any(c == "arp.owner_unreachable" and s == "node99" for _h, c, s in checks), report["findings"]
+        assert not any(c in ("arp.vip_unowned", "arp.vip_owner_unknown", "arp.ip_conflict") for _h, c, _s in checks)
+        assert report["hosts"]["node99"]["status"] == "unreachable", [
+            (r["task"], r["status"]) for r in run.records if r["host"] == "node99"]
+    finally:
+        lab.ns_run("node1", ["ip", "addr", "del", vip + "/32", "dev", "eth0"], check=False)
+        lab.ns_run("node3", ["ip", "neigh", "del", vip, "dev", "eth0"], check=False)

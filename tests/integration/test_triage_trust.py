@@ -20,7 +20,7 @@ from tests.lab import Lab
 from tests.lab.faults import arp, bpf, routes
 from tests.lab.faults import kube as kube_faults
 
-OWNERS_TASK = "Learn which owner node holds each VIP, and its MAC (once, on the owners)"
+OWNERS_TASK = "Learn which VIPs each owner node of this play holds, and their MACs (the owners at once)"
 REFUSAL = "Refuse repair options on every host of the inventory (the triage is read-only)"
 
 
