@@ -33,6 +33,7 @@ import time
 from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink import pyroute2
 
 SYSCTL_DIR = "/proc/sys/net/netfilter"
 STAT_PATH = "/proc/net/stat/nf_conntrack"
@@ -176,7 +177,7 @@ def sample_counters(window, read=read_stat, sleep=time.sleep, clock=time.monoton
 
 
 def _entries_pyroute2():
-    from pyroute2 import Conntrack  # pylint: disable=import-outside-toplevel
+    Conntrack = pyroute2()["Conntrack"]  # pylint: disable=invalid-name
     names = {1: "icmp", 6: "tcp", 17: "udp", 58: "ipv6-icmp", 132: "sctp"}
     out = []
     ct = Conntrack()
@@ -190,11 +191,7 @@ def _entries_pyroute2():
 
 
 def _has_pyroute2():
-    try:
-        import pyroute2  # noqa: F401 pylint: disable=unused-import,import-outside-toplevel
-    except ImportError:
-        return False
-    return True
+    return pyroute2()["Conntrack"] is not None
 
 
 def read_entries(runner, reader="auto", table_path=TABLE_PATH):

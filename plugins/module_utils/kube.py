@@ -34,10 +34,10 @@ import json
 import os
 import re
 import traceback
+from urllib.parse import urlparse
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
 from ansible.module_utils.parsing.convert_bool import boolean
-from ansible.module_utils.six.moves.urllib.parse import urlparse
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import (
     ChangeError,

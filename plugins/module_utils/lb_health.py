@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 import socket
 
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
-from ansible.module_utils.six.moves.urllib.request import build_opener, ProxyHandler, Request
+from urllib.error import HTTPError, URLError
+from urllib.request import build_opener, ProxyHandler, Request
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample

@@ -30,18 +30,40 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+import threading
 
 from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import from_pyroute2_link, names_by_index, parse_links
 
-try:
-    from pyroute2 import IPRoute
-    from pyroute2.netlink.exceptions import NetlinkError
+_PYROUTE2 = {}
+_PYROUTE2_LOCK = threading.Lock()
 
-    HAS_PYROUTE2 = True
-except ImportError:  # the node's Python has no pyroute2: use ip -json
-    HAS_PYROUTE2 = False
+
+class _NoNetlinkError(Exception):
+    """Stands for pyroute2's NetlinkError where pyroute2 is not importable (never raised)."""
+
+
+def pyroute2():
+    """pyroute2's names, imported on first use: ``{"IPRoute", "Conntrack", "NetlinkError"}`` (``IPRoute``
+    None when the node's Python has no pyroute2: the readers use ip -json then).
+
+    Imported lazily: importing pyroute2 costs about 0.1 s of CPU, which a process that never reads
+    netlink (the controller loading the collection's filters) should not pay. One lock for every
+    caller: the node pass's checks run in threads, and two threads importing one package at once can
+    see its modules half-initialised."""
+    with _PYROUTE2_LOCK:
+        if not _PYROUTE2:
+            # pylint: disable=import-outside-toplevel
+            try:
+                from pyroute2 import Conntrack, IPRoute
+                from pyroute2.netlink.exceptions import NetlinkError
+            except ImportError:  # the node's Python has no pyroute2: use ip -json
+                _PYROUTE2.update(IPRoute=None, Conntrack=None, NetlinkError=_NoNetlinkError)
+            else:
+                _PYROUTE2.update(IPRoute=IPRoute, Conntrack=Conntrack, NetlinkError=NetlinkError)
+        return _PYROUTE2
+
 
 _V4_CANONICAL = re.compile(r"^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)/(?:3[0-2]|[12]?\d)$")
 
@@ -220,10 +242,11 @@ class Netlink(object):
 
     def __init__(self, module, reader="auto"):
         self.module = module
-        if reader == "pyroute2" and not HAS_PYROUTE2:
+        has_pyroute2 = reader != "iproute2" and pyroute2()["IPRoute"] is not None
+        if reader == "pyroute2" and not has_pyroute2:
             raise ReadError("reader=pyroute2 was asked for but pyroute2 is not importable by %s on this host; "
                             "install python3-pyroute2 or use reader=auto" % _python())
-        self.name = "pyroute2" if reader in ("auto", "pyroute2") and HAS_PYROUTE2 else "iproute2"
+        self.name = "pyroute2" if reader in ("auto", "pyroute2") and has_pyroute2 else "iproute2"
         self._reader = reader
         self._route_reader = None
         self._ip = None
@@ -240,7 +263,7 @@ class Netlink(object):
     @property
     def ipr(self):
         if self._ipr is None:
-            self._ipr = IPRoute()
+            self._ipr = pyroute2()["IPRoute"]()
         return self._ipr
 
     def close(self):
@@ -340,7 +363,7 @@ class Netlink(object):
         if self.name == "pyroute2":
             try:
                 msgs = self.ipr.route("get", dst=address)
-            except NetlinkError as exc:
+            except pyroute2()["NetlinkError"] as exc:
                 return {"dst": _cidr(address, family), "family": family, "type": "unreachable", "error": exc.args[-1]}
             return _from_pyroute2_route(msgs[0], self._ifnames())
         rc, out, err = self.ip.run(["-json", "route", "get", address], check=False)
@@ -364,7 +387,7 @@ class Netlink(object):
                                   % (address, interface, interface))
             try:
                 self.ipr.neigh("del", dst=address, ifindex=index, family=10 if family_of(address) == 6 else 2)
-            except NetlinkError as exc:
+            except pyroute2()["NetlinkError"] as exc:
                 _raise_change(address, interface, exc.code, exc.args[-1])
             return
         rc, out, err = self.ip.run(["neigh", "del", address, "dev", interface], check=False)
