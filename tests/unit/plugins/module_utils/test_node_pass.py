@@ -318,3 +318,21 @@ def test_pmtu_without_peers_is_skipped_and_conntrack_is_named_after_the_node():
     assert node_pass.RULES["pmtu"]("pmtu", {"targets": []}) == {"targets": []}
     with pytest.raises(InputError, match="targets=.* the list is empty"):
         params.validate({"targets": []}, pmtu_options.RULES)
+
+
+def test_a_check_whose_code_cannot_be_imported_is_that_scenario_failure(monkeypatch):
+    """An import error of one check's code (a broken install) fails that scenario, named, and the
+    others run: as a check that raises."""
+    def load(name):
+        if name == "conntrack":
+            raise ImportError("cannot import name 'Tool'")
+        return lambda params, runner: {"data": {}, "findings": []}
+
+    monkeypatch.setattr(node_pass, "load", load)
+    monkeypatch.setattr(node_pass, "_prepare", lambda: None)
+    out = node_pass.run({"node_name": "n1", "scenarios": ["conntrack", "cni", "firewall_drops"]}, None)
+    failed = out["scenarios"]["conntrack"]
+    assert failed["status"] == "failed" and failed["reason"] == "ImportError: cannot import name 'Tool'"
+    assert [f["check"] for f in failed["findings"]] == ["triage.check_failed"] and failed["seconds"] == 0.0
+    assert out["scenarios"]["cni"]["status"] == "ran" and out["scenarios"]["firewall_drops"]["status"] == "ran"
+    assert list(out["scenarios"]) == list(node_pass.SCENARIOS)
