@@ -219,7 +219,7 @@ def _run_one(name, check, params, runner, node, clock):
 
 
 def plan(params, node, names=SCENARIOS):
-    """(results of the scenarios skipped, [(name, its parameters)] of the ones to run, sampled ones first)."""
+    """(results of the scenarios skipped, [(name, its parameters)] of the ones to run)."""
     wanted = params.get("scenarios")
     wanted = list(SCENARIOS) if wanted is None else wanted
     results, jobs = {}, []
@@ -234,7 +234,6 @@ def plan(params, node, names=SCENARIOS):
             results[name] = {"status": "skipped", "reason": reason, "findings": [], "data": {}, "seconds": 0.0}
         else:
             jobs.append((name, sub))
-    jobs.sort(key=lambda job: job[0] not in SAMPLED)  # stable: the rest keep their order
     return results, jobs
 
 
@@ -246,19 +245,20 @@ def run(params, runner, checks=None, clock=time.monotonic):
     own (tests)."""
     started, (cpu0, children0) = clock(), _cpu()
     node = params.get("node_name") or os.uname()[1]
-    given = dict(checks) if checks is not None else None
     names = [name for name, _check in checks] if checks is not None else SCENARIOS
+    get, prepare = (dict(checks).__getitem__, None) if checks is not None else (load, _prepare)
     results, jobs = plan(params, node, names)
+    sampled, rest = [job for job in jobs if job[0] in SAMPLED], [job for job in jobs if job[0] not in SAMPLED]
     if jobs:
         with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
             futures = []
-            for stage in ([job for job in jobs if job[0] in SAMPLED], [job for job in jobs if job[0] not in SAMPLED]):
-                if given is None and stage and stage[0][0] not in SAMPLED:
-                    _prepare()
+            for stage in (sampled, rest):
+                if stage is rest and rest and prepare:
+                    prepare()
                 loaded = []
                 for name, sub in stage:  # every import of the stage first, in this thread (see load)
                     try:
-                        loaded.append((name, sub, given[name] if given is not None else load(name)))
+                        loaded.append((name, sub, get(name)))
                     except Exception as exc:  # pylint: disable=broad-except
                         results[name] = dict(_failed(name, node, _error(exc)), seconds=0.0)
                 for name, sub, check in loaded:
