@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import Kube
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ENV, Kube
 
 from tests.kube_api.helpers import kubectl, start
 
@@ -158,6 +158,84 @@ def test_awx_environment_alone_reaches_the_api(ansible, api, lab, monkeypatch):
     monkeypatch.setenv("K8S_AUTH_KUBECONFIG", str(api.kubeconfig()))
     result = ansible.module("localhost", "kube_network_info", {"gather": ["nodes"]})["localhost"]
     assert result["credential_source"] == "kubeconfig" and len(result["nodes"]) == len(theirs)
+
+
+def test_credentials_info_answers_on_the_controller_as_the_module_does(ansible, api, tmp_path, monkeypatch):
+    """kube_credentials_info answers in the controller's process (triage.yml's probe, no module started)
+    exactly as kube_network_info with gather: [] does, for every way of giving credentials and every way
+    they can be wrong, and sends no request."""
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+    for name in AUTH_ENV.values():
+        monkeypatch.delenv(name, raising=False)
+    broken = tmp_path / "broken"
+    broken.write_text("apiVersion: v1\nkind: Config\nclusters: [}\n")
+    cases = {
+        "none": {},
+        "awx host and token": {"K8S_AUTH_HOST": api.url, "K8S_AUTH_API_KEY": api.token,
+                               "K8S_AUTH_SSL_CA_CERT": str(api.certs["ca"]), "K8S_AUTH_VERIFY_SSL": "true"},
+        "kubeconfig": {"K8S_AUTH_KUBECONFIG": str(api.kubeconfig())},
+        "default kubeconfig": {"KUBECONFIG": str(api.kubeconfig())},
+        "unknown context": {"K8S_AUTH_KUBECONFIG": str(api.kubeconfig()), "K8S_AUTH_CONTEXT": "other"},
+        "not a kubeconfig": {"K8S_AUTH_KUBECONFIG": "/etc/passwd"},
+        "broken kubeconfig": {"K8S_AUTH_KUBECONFIG": str(broken)},
+        "relative path": {"K8S_AUTH_KUBECONFIG": "kubeconfig"},
+        "host not a URL": {"K8S_AUTH_HOST": "ftp://198.18.0.1", "K8S_AUTH_API_KEY": "x"},
+    }
+    before = len(api.requests)
+    outcomes = {}
+    for label, env in cases.items():
+        with monkeypatch.context() as patch:
+            for name, value in env.items():
+                patch.setenv(name, value)
+            info = ansible.module("localhost", "kube_credentials_info")["localhost"]
+            module = ansible.module("localhost", "kube_network_info", {"gather": []})["localhost"]
+        assert info["answered_by"] == "controller", (label, info)
+        assert info["failed"] == module["failed"], (label, info, module)
+        if module["failed"]:
+            assert info["msg"] == module["msg"], label
+        else:
+            assert info["credential_source"] == module["credential_source"] and info["findings"] == [], label
+        outcomes[label] = "failed" if info["failed"] else info["credential_source"]
+    assert outcomes == {"none": None, "awx host and token": "host", "kubeconfig": "kubeconfig",
+                        "default kubeconfig": "default_kubeconfig", "unknown context": "failed",
+                        "not a kubeconfig": "failed", "broken kubeconfig": "failed", "relative path": "failed",
+                        "host not a URL": "failed"}
+    assert len(api.requests) == before  # answered without a request
+
+
+def test_credentials_info_leaves_other_cases_to_the_module(ansible, api, tmp_path, monkeypatch):
+    """An option given (module_defaults alike) or another Python for localhost: the module answers, and
+    the result is that module's (here the other Python has no kubernetes client: said, not a green)."""
+    monkeypatch.setenv("KUBECONFIG", "/nonexistent/kubeconfig")
+    info = ansible.module("localhost", "kube_credentials_info", {"kubeconfig": str(api.kubeconfig())})["localhost"]
+    assert info["answered_by"] == "module: options given (kubeconfig)" and info["credential_source"] == "kubeconfig"
+    playbook = tmp_path / "other_python.yml"
+    playbook.write_text(OTHER_PYTHON_PLAY)
+    run = ansible.playbook(playbook)
+    info, module = run.result("Probe", "localhost"), run.result("Module", "localhost")
+    assert info["answered_by"].startswith("module: localhost's Python (/usr/bin/python3) is not the controller's"), info
+    assert info.get("failed", False) == module.get("failed", False) and info.get("msg") == module.get("msg")
+    assert info.get("credential_source") == module.get("credential_source")
+
+
+OTHER_PYTHON_PLAY = """---
+- name: The probe with another Python for localhost
+  hosts: localhost
+  gather_facts: false
+  vars:
+    ansible_python_interpreter: /usr/bin/python3
+  environment:
+    K8S_AUTH_HOST: https://198.18.0.1:6443
+    K8S_AUTH_API_KEY: x
+  tasks:
+    - name: Probe
+      k8snet.triage.kube_credentials_info:
+      ignore_errors: true
+    - name: Module
+      k8snet.triage.kube_network_info:
+        gather: []
+      ignore_errors: true
+"""
 
 
 def test_in_cluster_service_account(api, lab, tmp_path):

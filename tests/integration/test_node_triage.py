@@ -148,11 +148,15 @@ def test_one_task_and_one_module_invocation_per_node(lab, both_runs):
             per_host.setdefault(rec["host"], []).append(rec)
     assert sorted(per_host) == nodes
     assert all(len(recs) == 1 for recs in per_host.values())
-    # the other module runs: the credentials probe and the API read (no credentials here: no request),
-    # and the VIP owners' pre-read, once per owner (the owners of the play at once, in one task), not
-    # per client; on the controller, the report (report_write, an action that runs no module)
+    # the other steps: the credentials probe (no credentials here: answered in the controller's process,
+    # no module started, and the API reads skipped), and the VIP owners' pre-read, once per owner (the
+    # owners of the play at once, in one task), not per client; on the controller, the report
+    # (report_write, an action that runs no module)
     others = sorted(set(r["action"] for r in ours if not r["action"].endswith("node_pass")))
-    assert others == ["k8snet.triage.arp_check", "k8snet.triage.kube_network_info", "k8snet.triage.report_write"], others
+    assert others == ["k8snet.triage.arp_check", "k8snet.triage.kube_credentials_info", "k8snet.triage.report_write"], others
+    probe = [r for r in ours if r["action"].endswith("kube_credentials_info")]
+    assert [(r["host"], r["result"]["answered_by"], r["result"]["credential_source"]) for r in probe] == [
+        ("localhost", "controller", None)], probe
     assert [r["host"] for r in ours if r["action"].endswith("report_write")] == ["localhost"]
     owners = [r for r in ours if r["action"].endswith("arp_check")]
     assert sorted(r["host"] for r in owners) == sorted(n.name for n in lab.group("control_plane")), owners
