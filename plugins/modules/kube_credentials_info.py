@@ -29,6 +29,7 @@ extends_documentation_fragment:
   - k8snet.triage.attributes
   - k8snet.triage.attributes.api_read
   - k8snet.triage.kube_auth
+  - ansible.builtin.action_common_attributes.facts
   - ansible.builtin.action_common_attributes.flow
 attributes:
   action:
@@ -38,9 +39,9 @@ attributes:
     support: none
   bypass_host_loop:
     support: none
-  check_mode:
-    support: full
-    details: Read-only, and no request is sent; check mode changes nothing.
+  facts:
+    support: none
+    details: Returns its result (register it); sets no fact.
 seealso:
   - module: k8snet.triage.kube_network_info
 notes:
