@@ -42,9 +42,10 @@ import stat
 import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError, TriageError
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.cilium_agent_options import AGENT_SOCKET, HEALTH_SOCKET, METRICS_URL, WHEN_NOT_CILIUM, split_url
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium_agent_options import (
+    AGENT_SOCKET, HEALTH_SOCKET, METRICS_URL, WHEN_NOT_CILIUM, skip_reason, split_url)
 
 import http.client as http_client
 
@@ -555,17 +556,6 @@ def drop_findings(before, after, window, subject, top=10, warning_pps=1.0, criti
 # ------------------------------------------------------------------ the node check (one shape)
 
 
-def _not_cilium(params_):
-    """The node shows no sign of Cilium besides the (absent) agent socket: (True, evidence)."""
-    conf_dir = params_.get("cni_conf_dir") or "/etc/cni/net.d"
-    try:
-        configs = cni_files.read_dir(conf_dir, conf_dir)["configs"]
-    except TriageError:
-        configs = []
-    seen = cni_files.detect(configs)
-    return not seen["cilium"], seen["evidence"]["cilium"]
-
-
 def sample_metrics(url, interval, timeout, read=get_metrics, sleep=time.sleep, clock=time.monotonic, during=None):
     """The metrics read before and after ``interval`` seconds (``during()`` runs in between, its time
     counted in the window); (before, after, seconds).  ``before`` is None when ``interval`` is 0."""
@@ -613,12 +603,11 @@ def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep):
     found = []
     state = socket_state(agent_path)
     if state == "absent":
-        not_cilium, evidence = _not_cilium(params)
-        if not_cilium and (params.get("when_not_cilium") or "skip") == "skip":
+        seen, evidence = cni_files.cilium_on_node(params.get("cni_conf_dir") or "/etc/cni/net.d")
+        reason = skip_reason(params, lambda: seen)
+        if reason:
             return {"data": {"applicable": False, "agent": {"socket": agent_path, "status": "absent"}, "health": None,
-                             "metrics": None,
-                             "skip_reason": "not a Cilium node: no agent socket (%s), no pinned cilium_* map and no "
-                                            "cilium-cni configuration" % agent_path},
+                             "metrics": None, "skip_reason": reason},
                     "findings": []}
         return {"data": {"applicable": True, "skip_reason": "", "agent": {"socket": agent_path, "status": "absent"},
                          "health": None, "metrics": None},
@@ -626,7 +615,7 @@ def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep):
                     "cilium.agent_unhealthy", "critical", "control-plane", "%s cilium-agent" % subject,
                     "the Cilium agent is not running on %s: its socket %s does not exist%s" % (
                         subject, agent_path, " although the node shows Cilium (%s)" % ", ".join(
-                            "%s: %s" % (k, v) for k, v in sorted(evidence.items()) if v) if not not_cilium else ""),
+                            "%s: %s" % (k, v) for k, v in sorted(evidence.items()) if v) if seen else ""),
                     {"socket": agent_path, "cilium_seen": evidence}, REMEDIATION["agent_down"])]}
 
     reads = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError, TriageError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 
 CONF_SUFFIXES = (".conf", ".conflist", ".json")
@@ -143,6 +143,17 @@ def detect(configs, exists=os.path.exists, matches=None):
     return {"calico": bool(calico["bird_sockets"] or calico["cni_config"]),
             "cilium": bool(cilium["pinned_maps"] or cilium["agent_sockets"] or cilium["cni_config"]),
             "evidence": {"calico": calico, "cilium": cilium}}
+
+
+def cilium_on_node(conf_dir):
+    """(whether the node shows Cilium, the evidence) as ``detect`` sees it, the CNI configurations read
+    from ``conf_dir`` (none when it cannot be read)."""
+    try:
+        configs = read_dir(conf_dir, conf_dir)["configs"]
+    except TriageError:
+        configs = []
+    seen = detect(configs)
+    return seen["cilium"], seen["evidence"]["cilium"]
 
 
 def has_calico_config(conf_dir):

@@ -22,8 +22,9 @@ VIP owners' MACs, live frontends) is not computed here: the controller computes 
 and hands it in with each scenario's parameters.
 
 The result, per scenario: ``{"status": "ran"|"skipped"|"failed", "reason", "findings",
-"data", "seconds"}``; a check whose data says ``applicable: false`` (with ``skip_reason``) found
-on the node that it does not apply, and is skipped.  A scenario that fails (its reader raised) does not stop the others: it
+"data", "seconds", "cpu_seconds"}``; a check whose data says ``applicable: false`` (with ``skip_reason``) found
+on the node that it does not apply, and is skipped; the Cilium agent check's decision (no agent socket,
+nothing of Cilium on the node) is made before its code is loaded.  A scenario that fails (its reader raised) does not stop the others: it
 becomes a ``triage.check_failed`` finding, the same one the triage records when a scenario
 role fails on a host.
 """
@@ -177,6 +178,12 @@ def not_cilium_reason(cni_params):
     return None if cni_files.detect(configs)["cilium"] else NOT_CILIUM
 
 
+def _cilium_on_node(conf_dir):
+    from ansible_collections.k8snet.triage.plugins.module_utils import cni_files  # pylint: disable=import-outside-toplevel
+
+    return cni_files.cilium_on_node(conf_dir or "/etc/cni/net.d")[0]
+
+
 def failed_finding(name, node, error):
     """The finding of a scenario that could not run (as the triage records a failed scenario role)."""
     return finding(
@@ -202,6 +209,7 @@ def _error(exc):
 
 def _run_one(name, check, params, runner, node, clock):
     started = clock()
+    cpu_started = time.thread_time()
     try:
         out = check(params, runner)
         data = out["data"]
@@ -215,6 +223,7 @@ def _run_one(name, check, params, runner, node, clock):
         # one check's bug must not cost the other checks their results: it is reported as that check's failure
         entry = _failed(name, node, _error(exc))
     entry["seconds"] = round(clock() - started, 3)
+    entry["cpu_seconds"] = round(time.thread_time() - cpu_started, 3)  # this check's thread
     return entry
 
 
@@ -230,8 +239,12 @@ def plan(params, node, names=SCENARIOS):
         reason = "not asked for" if name not in wanted else skip_reason(name, sub)
         if not reason and name == "cilium_maps" and sub.get("when_not_cilium") == "skip":
             reason = not_cilium_reason(params.get("cni") or {})
+        if not reason and name == "cilium_agent":
+            # the check's own decision, made before its code (and its HTTP client) is loaded
+            reason = cilium_agent_options.skip_reason(sub, lambda: _cilium_on_node(sub.get("cni_conf_dir")))
         if reason:
-            results[name] = {"status": "skipped", "reason": reason, "findings": [], "data": {}, "seconds": 0.0}
+            results[name] = {"status": "skipped", "reason": reason, "findings": [], "data": {}, "seconds": 0.0,
+                             "cpu_seconds": 0.0}
         else:
             jobs.append((name, sub))
     return results, jobs
@@ -260,7 +273,7 @@ def run(params, runner, checks=None, clock=time.monotonic):
                     try:
                         loaded.append((name, sub, get(name)))
                     except Exception as exc:  # pylint: disable=broad-except
-                        results[name] = dict(_failed(name, node, _error(exc)), seconds=0.0)
+                        results[name] = dict(_failed(name, node, _error(exc)), seconds=0.0, cpu_seconds=0.0)
                 for name, sub, check in loaded:
                     futures.append((name, pool.submit(_run_one, name, check, sub, runner, node, clock)))
             for name, future in futures:

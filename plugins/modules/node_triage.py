@@ -155,15 +155,17 @@ node:
   type: str
 scenarios:
   description:
-    - One entry per scenario, C({status, reason, findings, data, seconds}). C(status) is C(ran),
+    - One entry per scenario, C({status, reason, findings, data, seconds, cpu_seconds}). C(status) is C(ran),
       C(skipped) (with the C(reason)) or C(failed) (with the C(reason), and a C(triage.check_failed)
       finding). C(findings) are the scenario module's findings; C(data) is the rest of its result
       (e.g. C(peer_routes) for C(pod_network), C(drops) for C(firewall_drops), C(maps) for C(cilium_maps)).
+    - C(seconds) is the check's wall time, C(cpu_seconds) the CPU of its thread (its commands' CPU not included).
   returned: always
   type: dict
   sample:
-    calico: {status: ran, reason: "", findings: [], data: {peers: [], established: 0, sockets: []}, seconds: 0.02}
-    dns: {status: skipped, reason: "no DNS server to ask", findings: [], data: {}, seconds: 0.0}
+    calico: {status: ran, reason: "", findings: [], data: {peers: [], established: 0, sockets: []}, seconds: 0.02,
+             cpu_seconds: 0.004}
+    dns: {status: skipped, reason: "no DNS server to ask", findings: [], data: {}, seconds: 0.0, cpu_seconds: 0.0}
 findings:
   description: Every scenario's findings together, most severe first.
   returned: always

@@ -336,3 +336,58 @@ def test_a_check_whose_code_cannot_be_imported_is_that_scenario_failure(monkeypa
     assert [f["check"] for f in failed["findings"]] == ["triage.check_failed"] and failed["seconds"] == 0.0
     assert out["scenarios"]["cni"]["status"] == "ran" and out["scenarios"]["firewall_drops"]["status"] == "ran"
     assert list(out["scenarios"]) == list(node_pass.SCENARIOS)
+
+
+def _cilium_params(tmp_path):
+    return dict(agent_socket=str(tmp_path / "cilium.sock"), health_socket=str(tmp_path / "health.sock"),
+                metrics_url="", cni_conf_dir=str(tmp_path / "net.d"), interval=0.0)
+
+
+def test_the_cilium_agent_check_is_skipped_before_its_code_loads_where_the_check_would_skip(tmp_path):
+    """On a node without Cilium the plan skips cilium_agent with the check's own reason (one decision,
+    cilium_agent_options.skip_reason); wherever the check would report something, it runs."""
+    import json
+    import socket
+
+    from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent
+
+    (tmp_path / "net.d").mkdir()
+    sub = _cilium_params(tmp_path)
+    skipped, jobs = node_pass.plan({"scenarios": ["cilium_agent"], "cilium_agent": sub}, "n1")
+    own = cilium_agent.node_check(dict(sub, node_name="n1"))["data"]
+    assert own["applicable"] is False and jobs == []
+    assert skipped["cilium_agent"]["status"] == "skipped" and skipped["cilium_agent"]["reason"] == own["skip_reason"]
+    # a cilium-cni configuration, when_not_cilium=critical, or something at the socket path: the check runs
+    conflist = tmp_path / "net.d" / "05-cilium.conflist"
+    conflist.write_text(json.dumps({"cniVersion": "0.3.1", "name": "cilium", "plugins": [{"type": "cilium-cni"}]}))
+    assert [name for name, _sub in node_pass.plan({"scenarios": ["cilium_agent"], "cilium_agent": sub}, "n1")[1]] == [
+        "cilium_agent"]
+    assert cilium_agent.node_check(dict(sub, node_name="n1"))["data"]["applicable"] is True
+    conflist.unlink()
+    critical = dict(sub, when_not_cilium="critical")
+    assert node_pass.plan({"scenarios": ["cilium_agent"], "cilium_agent": critical}, "n1")[1] == [
+        ("cilium_agent", dict(critical, node_name="n1"))]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(sub["agent_socket"])
+        assert node_pass.plan({"scenarios": ["cilium_agent"], "cilium_agent": sub}, "n1")[1] == [
+            ("cilium_agent", dict(sub, node_name="n1"))]
+
+
+def test_a_pass_on_a_node_without_cilium_loads_no_http_client(tmp_path):
+    """The Cilium agent check's code (and http.client, ssl and email with it, about 45 ms of CPU) is not
+    imported on a node where that check does not apply."""
+    import json
+    import subprocess
+    import sys
+
+    (tmp_path / "net.d").mkdir()
+    params = {"node_name": "n1", "scenarios": ["cilium_agent", "cni"], "cilium_agent": _cilium_params(tmp_path),
+              "cni": {"conf_dir": str(tmp_path / "net.d"), "bin_dir": str(tmp_path)}}
+    code = ("import json, sys; from ansible_collections.k8snet.triage.plugins.module_utils import node_pass; "
+            "out = node_pass.run(json.loads(sys.argv[1]), None); "
+            "print(json.dumps({'status': {k: v['status'] for k, v in out['scenarios'].items()}, "
+            "'modules': [m for m in sys.modules if m in ('http.client', 'ssl') or m.endswith('.cilium_agent')]}))")
+    out = json.loads(subprocess.run([sys.executable, "-c", code, json.dumps(params)], capture_output=True, text=True,
+                                    check=True, env=dict(os.environ, PYTHONPATH=":".join(sys.path))).stdout)
+    assert out["status"]["cilium_agent"] == "skipped" and out["status"]["cni"] == "ran", out
+    assert out["modules"] == [], out
