@@ -127,6 +127,51 @@ def parse_addresses(text):
     return out
 
 
+def _no_route(address, err):
+    """The route of an address the kernel has none for: its words without iproute2's prefix, as pyroute2 gives them."""
+    family = family_of(address)
+    error = err.strip()
+    if error.startswith("RTNETLINK answers: "):
+        error = error[len("RTNETLINK answers: "):]
+    return {"dst": _cidr(address, family), "family": family, "type": "unreachable", "error": error}
+
+
+_BATCH_FAILED = re.compile(r"^Command failed -:(\d+)$")
+
+
+def parse_batch_route_get(addresses, out, err):
+    """``ip -json -force -batch -`` fed one ``route get ADDRESS`` per line -> the route of each address
+    (as ``Netlink.route_get``), or None when the answer cannot be paired with the addresses.
+
+    iproute2 prints one JSON line per command that worked, and for a failed one its error on stderr
+    followed by ``Command failed -:LINE``."""
+    failed, said = {}, []
+    for line in err.splitlines():
+        match = _BATCH_FAILED.match(line.strip())
+        if match:
+            failed[int(match.group(1))] = "\n".join(said)
+            said = []
+        elif line.strip():
+            said.append(line.strip())
+    answers = [line for line in out.splitlines() if line.strip()]
+    worked = [number for number in range(1, len(addresses) + 1) if number not in failed]
+    if len(answers) != len(worked) or any(number > len(addresses) for number in failed):
+        return None
+    routes, answers = [], iter(answers)
+    for number, address in enumerate(addresses, 1):
+        if number in failed:
+            routes.append(_no_route(address, failed[number]))
+            continue
+        try:
+            parsed = parse_routes(next(answers), family_of(address))
+        except ValueError:
+            return None
+        if len(parsed) != 1:
+            return None
+        routes.append(parsed[0])
+    return routes
+
+
 def parse_neighbors(text):
     out = []
     for item in json.loads(text or "[]"):
@@ -368,12 +413,21 @@ class Netlink(object):
             return _from_pyroute2_route(msgs[0], self._ifnames())
         rc, out, err = self.ip.run(["-json", "route", "get", address], check=False)
         if rc != 0:
-            # the kernel's words without iproute2's prefix, as pyroute2 gives them
-            error = err.strip()
-            if error.startswith("RTNETLINK answers: "):
-                error = error[len("RTNETLINK answers: "):]
-            return {"dst": _cidr(address, family), "family": family, "type": "unreachable", "error": error}
+            return _no_route(address, err)
         return parse_routes(out, family)[0]
+
+    def routes_get(self, addresses):
+        """``route_get`` of each of ``addresses`` (IP addresses), in their order.  With ``ip``, one
+        ``ip -batch`` process answers them all: a process per address cost about 3 ms of CPU each, two
+        per peer in a node pass (the probes and the path-MTU search)."""
+        addresses = [str(ipaddress.ip_address(address)) for address in addresses]  # one command per line, nothing else
+        if self.name == "pyroute2" or len(addresses) < 2:
+            return [self.route_get(address) for address in addresses]
+        script = "".join("route get %s\n" % address for address in addresses)
+        rc, out, err = self.ip.run(["-json", "-force", "-batch", "-"], check=False, data=script)
+        routes = parse_batch_route_get(addresses, out, err) if rc in (0, 1) else None
+        # an answer this parser cannot pair with the addresses: one process per address, as before
+        return routes if routes is not None else [self.route_get(address) for address in addresses]
 
     # ----------------------------------------------------------- the change
 

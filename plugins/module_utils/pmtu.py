@@ -275,8 +275,7 @@ def node_check(params, runner):
     try:
         links = netlink.links()
         mtus = dict((link["ifname"], link.get("mtu")) for link in links)
-        for target in targets:
-            route = netlink.route_get(target["address"])
+        for target, route in zip(targets, netlink.routes_get([t["address"] for t in targets])):
             target["dev"] = route.get("dev")
             mtu = mtus.get(route.get("dev")) or 1500
             target["high"] = min(mtu, ceiling) if ceiling else mtu

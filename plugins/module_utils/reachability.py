@@ -248,8 +248,8 @@ class Prober(object):
         """Every (target, probe) pair in its own thread; rows in the order of ``targets``."""
         if "arp" in self.probes:
             self._links, self._addresses = self.netlink.links(), self.netlink.addresses()
-            for target in targets:
-                target["route"] = self.netlink.route_get(target["address"])
+            for target, route in zip(targets, self.netlink.routes_get([t["address"] for t in targets])):
+                target["route"] = route
         jobs = [(t, kind) for t in targets for kind in PROBES if kind in self.probes]
         with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, max(1, len(jobs)))) as pool:
             futures = [(t, kind, pool.submit(self._one, t, kind)) for t, kind in jobs]

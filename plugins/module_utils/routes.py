@@ -464,7 +464,7 @@ def node_check(params, runner):
         found += summary(found, results, node, checked)
         data = {
             "peer_routes": results,
-            "destinations": [netlink.route_get(d) for d in destinations],
+            "destinations": netlink.routes_get(destinations),
             "local_node": local["node"] if local else None,
             "routes_read": len(table),
             "reader": netlink.route_reader,

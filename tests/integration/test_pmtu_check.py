@@ -115,7 +115,7 @@ def test_playbook_and_one_pass_report_the_blackhole(lab, ansible, inject):
     assert result["scenarios"]["conntrack"]["status"] == "ran"
     skipped = ansible.module("node1", "node_triage", {"node_name": "node1", "scenarios": ["pmtu"]})["node1"]
     assert skipped["scenarios"]["pmtu"] == {"status": "skipped", "reason": "no peers to measure (pmtu.targets is empty)",
-                                            "findings": [], "data": {}, "seconds": 0.0}
+                                            "findings": [], "data": {}, "seconds": 0.0, "cpu_seconds": 0.0}
 
 
 def test_from_a_pod_across_an_overlay_lowered_on_one_side(lab, ansible, inject):

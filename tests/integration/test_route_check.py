@@ -184,12 +184,31 @@ def test_overlay_mode(lab, ansible, mesh):
 
 
 def test_destinations_match_ip_route_get(lab, ansible, mesh):
+    """Each destination's route is the kernel's (ip route get), with both readers; with iproute2 they are
+    looked up in one ip -batch process, and a destination without a route keeps the kernel's words."""
     target = mesh_ip(lab, "node2")
-    results = route_check(ansible, lab, "k8s_nodes", destinations=[target, lab.node("node3").ip])
-    for name, result in results.items():
-        for got, dst in zip(result["destinations"], [target, lab.node("node3").ip]):
-            truth = ipj(lab, name, "route", "get", dst)[0]
-            assert (got["dev"], got["gateway"], got["prefsrc"]) == (truth["dev"], truth.get("gateway"), truth.get("prefsrc"))
+    nowhere = "198.19.250.7"  # an unreachable route on every node, for this test only
+    destinations = [target, lab.node("node3").ip, nowhere, lab.node("node1").ip]
+    for node in lab.nodes:
+        lab.ns_run(node.name, ["ip", "route", "add", "unreachable", "198.19.250.0/24"])
+    try:
+        results = route_check(ansible, lab, "k8s_nodes", destinations=destinations)
+        for name, result in results.items():
+            assert [got["dst"] for got in result["destinations"]] == [d + "/32" for d in destinations], name
+            for got, dst in zip(result["destinations"], destinations):
+                if dst == nowhere:
+                    failed = lab.ns_run(name, ["ip", "-j", "route", "get", dst], check=False)
+                    assert failed.returncode != 0 and got["type"] == "unreachable", (name, got)
+                    assert got["error"] and got["error"] in failed.stderr, (name, got, failed.stderr)
+                    continue
+                truth = ipj(lab, name, "route", "get", dst)[0]
+                expected = (truth["dev"], truth.get("gateway"), truth.get("prefsrc"))
+                assert (got["dev"], got["gateway"], got["prefsrc"]) == expected, (name, dst)
+        # both readers answered: nodes with pyroute2 (netlink) and without (one ip -batch)
+        assert {lab.node(name).pyroute2 for name in results} == {True, False}
+    finally:
+        for node in lab.nodes:
+            lab.ns_run(node.name, ["ip", "route", "del", "unreachable", "198.19.250.0/24"], check=False)
 
 
 READER_SCRIPT = r"""

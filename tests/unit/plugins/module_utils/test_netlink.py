@@ -123,9 +123,9 @@ class FakeTool(object):
         self.answers = answers
         self.calls = []
 
-    def run(self, args, check=True):
-        self.calls.append(tuple(args))
-        return self.answers[tuple(args)]
+    def run(self, args, check=True, data=None):
+        self.calls.append(tuple(args) + ((data,) if data is not None else ()))
+        return self.answers[tuple(args) + ((data,) if data is not None else ())]
 
 
 def iproute2_netlink(answers):
@@ -179,3 +179,51 @@ def test_pyroute2_delete_on_a_vanished_device_is_a_change_error_not_a_wrong_inde
     with pytest.raises(ChangeError) as err:
         nl.delete_neighbor("198.18.0.200", "eth1")
     assert "does not exist" in err.value.message and nl._ipr.deleted == []
+
+
+# `ip -json -force -batch -` on a lab node (iproute2 6.1): the 2nd and 4th commands failed
+BATCH_ADDRESSES = ["198.18.64.11", "198.19.250.7", "198.18.64.12", "198.19.251.9", "::1"]
+BATCH_SCRIPT = "".join("route get %s\n" % a for a in BATCH_ADDRESSES)
+BATCH_OUT = (
+    '[{"dst":"198.18.64.11","dev":"eth0","prefsrc":"198.18.64.12","flags":[],"uid":0,"cache":[]}]\n'
+    '[{"type":"local","dst":"198.18.64.12","dev":"lo","prefsrc":"198.18.64.12","flags":[],"uid":0,"cache":["local"]}]\n'
+    '[{"type":"local","dst":"::1","from":"::","dev":"lo","table":"local","protocol":"kernel","prefsrc":"::1",'
+    '"metric":0,"flags":[],"pref":"medium"}]\n')
+BATCH_ERR = ("RTNETLINK answers: No route to host\nCommand failed -:2\n"
+             "RTNETLINK answers: Network is unreachable\nCommand failed -:4\n")
+BATCH_ARGS = ("-json", "-force", "-batch", "-", BATCH_SCRIPT)
+
+
+def test_route_lookups_in_one_ip_batch_pair_answers_and_errors_with_their_addresses():
+    routes = netlink.parse_batch_route_get(BATCH_ADDRESSES, BATCH_OUT, BATCH_ERR)
+    assert [(r["dst"], r["type"], r.get("dev"), r.get("error")) for r in routes] == [
+        ("198.18.64.11/32", "unicast", "eth0", None),
+        ("198.19.250.7/32", "unreachable", None, "No route to host"),
+        ("198.18.64.12/32", "local", "lo", None),
+        ("198.19.251.9/32", "unreachable", None, "Network is unreachable"),
+        ("::1/128", "local", "lo", None)]
+    nl = iproute2_netlink({BATCH_ARGS: (1, BATCH_OUT, BATCH_ERR)})
+    assert nl.routes_get(BATCH_ADDRESSES) == routes and nl._ip.calls == [BATCH_ARGS]  # one process for five
+
+
+def test_route_lookups_fall_back_to_one_process_each_when_the_batch_cannot_be_paired():
+    one = dict(((("-json", "route", "get", a), (0, '[{"dst":"%s","dev":"eth0"}]' % a, "")) for a in BATCH_ADDRESSES))
+    for out, err in ((BATCH_OUT.split("\n", 1)[1], BATCH_ERR),  # an answer missing
+                     (BATCH_OUT + BATCH_OUT, BATCH_ERR),  # too many
+                     (BATCH_OUT, BATCH_ERR + "Command failed -:9\n"),  # a line that was not sent
+                     ("not json\n" * 3, BATCH_ERR)):
+        assert netlink.parse_batch_route_get(BATCH_ADDRESSES, out, err) is None
+        nl = iproute2_netlink(dict(one))
+        nl._ip.answers[BATCH_ARGS] = (1, out, err)
+        assert [r["dev"] for r in nl.routes_get(BATCH_ADDRESSES)] == ["eth0"] * 5
+        assert nl._ip.calls == [BATCH_ARGS] + [("-json", "route", "get", a) for a in BATCH_ADDRESSES]
+
+
+def test_route_lookups_take_addresses_only():
+    """Each address becomes a line of ip's batch script: anything but an address (a newline and another
+    command) is refused before ip runs."""
+    nl = iproute2_netlink({})
+    for bad in ("198.18.64.11\nroute flush table main", "198.18.64.0/24", "eth0"):
+        with pytest.raises(ValueError):
+            nl.routes_get(["198.18.64.12", bad])
+    assert nl._ip.calls == []
