@@ -89,7 +89,7 @@ pods, _ = routes.check_pod_routes(table, [{"ifname": "eth0", "up": True, "operst
 t2 = time.monotonic()
 c2 = cpu()
 nl.close()
-print(json.dumps({"reader": nl.route_reader, "routes": len(table), "read": t1 - t0, "check": t2 - t1,
+print(json.dumps({"reader": nl.name, "routes": len(table), "read": t1 - t0, "check": t2 - t1,
                   "read_cpu": c1 - c0, "check_cpu": c2 - c1,
                   "findings": sorted(set(f["check"] for f in found + pods))}))
 """

@@ -12,7 +12,9 @@ options:
   reader:
     description:
       - How the kernel's tables are read.
-      - V(auto) uses pyroute2 (netlink) when the node's Python can import it, and C(ip -json) otherwise.
+      - V(auto) uses C(ip -json) when C(ip) is installed, and pyroute2 (netlink) when it is not. Importing
+        pyroute2 0.9 loads the whole library, about 0.25 s of CPU per run, where an C(ip -json) read of
+        a node's table costs a few milliseconds.
       - V(pyroute2) and V(iproute2) force one reader; both fill the same result.
     type: str
     choices: [auto, pyroute2, iproute2]

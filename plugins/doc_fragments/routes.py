@@ -64,8 +64,7 @@ options:
     default: []
   reader:
     description:
-      - V(auto) reads route dumps with C(ip -json) (or pyroute2 when C(ip) is missing) and links
-        and neighbors with pyroute2 when importable.
+      - V(auto) reads with C(ip -json) when C(ip) is installed, and with pyroute2 when it is not.
       - V(pyroute2) forces pyroute2 for everything; V(iproute2) forces C(ip -json) for everything.
     type: str
     choices: [auto, pyroute2, iproute2]

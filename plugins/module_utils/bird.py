@@ -671,7 +671,7 @@ def bird_version(text):
 def node_check(params, runner):
     """The whole calico_bgp_status run on this node: ``params`` (its options, a plain dict) in,
     ``{"data": {peers, established, sockets}, "findings": [...]}`` out.  ``runner`` runs
-    ``ip`` when pyroute2 is missing (this node's own addresses are read only when
+    ``ip`` (the netlink reader; this node's own addresses are read only when
     ``expected_peers`` is given, to leave itself out of the mesh)."""
     from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 

@@ -354,7 +354,7 @@ def node_check(params, runner):
     """The read-only arp_check on this node: ``params`` (addresses, expected, interface, probe,
     probe_timeout, reader; a plain dict) in, ``{"data": {reader, local, neighbors, probes},
     "findings": [...]}`` out.  No flush option reaches ``arp_check`` from here: repairs stay
-    with the arp_check module.  ``runner`` runs ``ip`` when pyroute2 is missing."""
+    with the arp_check module.  ``runner`` runs ``ip`` (the netlink reader)."""
     from ansible_collections.k8snet.triage.plugins.module_utils.arp_probe import probe
 
     options = {"addresses": params.get("addresses") or [], "expected": params.get("expected") or {},

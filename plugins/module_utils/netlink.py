@@ -14,12 +14,17 @@ neighbor  {"address", "family", "interface", "mac", "state": [NUD names], "flags
 route     {"dst" (always a CIDR), "family", "type", "gateway", "dev", "protocol",
            "scope", "prefsrc", "table", "metric", "flags": [..], "nexthops": [{"gateway", "dev"}]}
 
-Route dumps are read with ``ip -json`` whenever ``ip`` is installed, also when pyroute2 is
-importable (``reader=auto``): on a node with a 100k-route table (measured in a lab namespace
-on this project's build machine, see bench/route_check.py) ``ip -json route`` plus
-``parse_routes`` took about 1.5 s, while pyroute2 0.9's pure-Python netlink parsing took
-about 15 s for the dump and 6 s more for the conversion.  ``reader=pyroute2`` still forces
-pyroute2 (the tests compare both readers on the same table).
+``reader=auto`` reads with ``ip -json`` whenever ``ip`` is installed, and with pyroute2 when it
+is not (a node image without iproute2).  Measured on this project's build machine:
+
+- importing pyroute2 0.9 loads the whole library (its ``__init__`` imports NDB, sqlite3, asyncio
+  and every socket family): about 0.25 s of CPU per process, in the node pass where every node
+  pays it at once, against about 3 ms of CPU for each ``ip -json`` read of a small table;
+- on a node with a 100k-route table (bench/route_check.py) ``ip -json route`` plus
+  ``parse_routes`` took about 1.5 s, while pyroute2's pure-Python netlink parsing took about
+  15 s for the dump and 6 s more for the conversion.
+
+``reader=pyroute2`` still forces pyroute2 (the tests compare both readers on the same tables).
 
 The ``parse_*`` functions are pure (``ip -json`` text in, models out) and the
 ``_from_pyroute2_*`` functions are pure too (netlink messages in, models out).
@@ -281,20 +286,23 @@ def _ifname(names, index):
 class Netlink(object):
     """Read links, addresses, neighbors and routes with pyroute2 or ip -json.
 
-    ``reader`` is ``auto`` (pyroute2 when importable), ``pyroute2`` or ``iproute2``.
+    ``reader`` is ``auto`` (``ip -json`` when ``ip`` is installed, else pyroute2 when importable),
+    ``pyroute2`` or ``iproute2``.  pyroute2 is imported only when it is the reader.
     A context manager: ``with Netlink(module) as netlink:`` closes the netlink socket it opened.
     """
 
     def __init__(self, module, reader="auto"):
         self.module = module
-        has_pyroute2 = reader != "iproute2" and pyroute2()["IPRoute"] is not None
-        if reader == "pyroute2" and not has_pyroute2:
+        self._ip = None
+        if reader == "auto":
+            ip = Tool(module, "ip", required=False)
+            if ip.available or pyroute2()["IPRoute"] is None:
+                self._ip = ip if ip.available else None  # neither: Tool(ip) names what to install on first read
+                reader = "iproute2"
+        if reader == "pyroute2" and pyroute2()["IPRoute"] is None:
             raise ReadError("reader=pyroute2 was asked for but pyroute2 is not importable by %s on this host; "
                             "install python3-pyroute2 or use reader=auto" % _python())
-        self.name = "pyroute2" if reader in ("auto", "pyroute2") and has_pyroute2 else "iproute2"
-        self._reader = reader
-        self._route_reader = None
-        self._ip = None
+        self.name = "pyroute2" if reader in ("auto", "pyroute2") else "iproute2"
         self._ipr = None
         self._names = None
 
@@ -372,22 +380,9 @@ class Netlink(object):
             found[0]["interface"] = found[0]["interface"] or interface  # ip omits dev when filtering by it
         return found[0] if found else None
 
-    @property
-    def route_reader(self):
-        """The reader of route dumps: ``ip -json`` unless pyroute2 was asked for by name
-        or ``ip`` is missing (pyroute2's parsing is ~10x slower on big tables)."""
-        if self._route_reader is None:
-            self._route_reader = self.name
-            if self._reader == "auto" and self.name == "pyroute2":
-                tool = Tool(self.module, "ip", required=False)
-                if tool.available:
-                    self._ip = self._ip or tool
-                    self._route_reader = "iproute2"
-        return self._route_reader
-
     def routes(self, table="all", families=(4, 6)):
         """Routes of ``table`` ('all', 'main', or a number) of the given families."""
-        if self.route_reader == "pyroute2":
+        if self.name == "pyroute2":
             names = self._ifnames()
             out = []
             for family in [{4: 2, 6: 10}[f] for f in families]:

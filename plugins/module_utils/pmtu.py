@@ -257,8 +257,8 @@ def validate_targets(targets):
 
 def node_check(params, runner):
     """The path-MTU search from this node to each target, in parallel: ``params`` (pmtu_check's options)
-    in, ``{"data": {peers, interfaces}, "findings": [...]}`` out.  ``runner`` runs ``ip`` when pyroute2
-    is missing."""
+    in, ``{"data": {peers, interfaces}, "findings": [...]}`` out.  ``runner`` runs ``ip`` (the netlink
+    reader)."""
     from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 
     targets = validate_targets(params.get("targets") or [])

@@ -386,7 +386,7 @@ def sample_peers(nodes, me, limit):
 def node_check(params, runner):
     """The whole reachability run: ``params`` (reachability's options, a plain dict) in,
     ``{"data": {targets, answered, silent}, "findings": [...]}`` out.  Every (target, probe)
-    pair is probed in its own thread.  ``runner`` runs ``ip`` when pyroute2 is missing.
+    pair is probed in its own thread.  ``runner`` runs ``ip`` (the netlink reader).
     ``netns_pid`` or ``pod_ip`` moves the process into a pod's namespace first: only for a process that
     runs nothing else (the reachability module); the one-pass node check never passes them."""
 

@@ -467,6 +467,6 @@ def node_check(params, runner):
             "destinations": netlink.routes_get(destinations),
             "local_node": local["node"] if local else None,
             "routes_read": len(table),
-            "reader": netlink.route_reader,
+            "reader": netlink.name,
         }
     return {"data": data, "findings": sort_findings(found)}

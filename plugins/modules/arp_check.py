@@ -175,7 +175,7 @@ reader:
   description: Which reader filled the result, C(pyroute2) or C(iproute2).
   returned: always
   type: str
-  sample: pyroute2
+  sample: iproute2
 """
 
 from ansible.module_utils.basic import AnsibleModule

@@ -35,7 +35,7 @@ attributes:
     details: Linux nodes running Calico with BIRD (BIRD 1.6 or 2). Needs root to open BIRD's socket (C(become=true)).
 notes:
   - Needs read access to BIRD's socket, which is root's; use C(become) when not connecting as root.
-  - The node's own addresses are read with pyroute2 when importable, otherwise with C(ip -json).
+  - The node's own addresses are read with C(ip -json), or with pyroute2 where C(ip) is missing.
 seealso:
   - name: Calico troubleshooting (stale Node resources)
     description: Decommission inactive Node resources configured for the node-to-node mesh.

@@ -21,7 +21,7 @@ description:
     in the window; info when only the counters since boot show it was full once),
     C(conntrack.pressure) (warning past O(warn_ratio), critical past O(critical_ratio), ok below,
     info when conntrack is not loaded). The remediation names the sysctl and its trade-off.
-  - Read-only; standard library only (pyroute2 used when importable).
+  - Read-only; standard library only (pyroute2 only with O(reader=pyroute2)).
 extends_documentation_fragment:
   - k8snet.triage.attributes
   - k8snet.triage.attributes.node_check

@@ -120,8 +120,8 @@ options:
     type: dict
     default: {}
 requirements:
-  - Python 3.9 or later on the node (standard library; pyroute2 and dnspython are used when importable).
-  - C(ip) (iproute2) when pyroute2 is not importable; C(iptables-save) / C(nft) for the firewall counters.
+  - Python 3.9 or later on the node (standard library; dnspython is used when importable).
+  - C(ip) (iproute2), or pyroute2 where C(ip) is missing; C(iptables-save) / C(nft) for the firewall counters.
   - root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF) for the counters, raw probes and bpf maps.
 notes:
   - The M(k8snet.triage.node_network_status) check and the API reads run on the controller, not here.

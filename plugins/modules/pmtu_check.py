@@ -21,7 +21,7 @@ description:
   - The evidence holds the MTU of every interface that matters on this node; the route's device (uplink or
     tunnel), every tunnel (vxlan, ipip, geneve, wireguard ...) and the pod veths (C(lxc*), C(cali*) ...).
   - Targets are probed in parallel; one target costs about log2(MTU - O(min_size)) sizes of two probes, a lost
-    size costs O(timeout). Read-only; standard library only (pyroute2 used when importable).
+    size costs O(timeout). Read-only; standard library and C(ip) (pyroute2 where C(ip) is missing).
 extends_documentation_fragment:
   - k8snet.triage.attributes
   - k8snet.triage.attributes.node_check

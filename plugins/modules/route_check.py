@@ -18,10 +18,9 @@ description:
     INCOMPLETE), that the local pod CIDR is not routed away, that peers' CIDRs do not overlap,
     and that every /32 or /128 route to a C(cali*) / C(lxc*) device has that device present and up.
   - Resolves O(destinations) like C(ip route get) and returns the route the kernel picks.
-  - Route dumps are read with C(ip -json) when C(ip) is installed, also when pyroute2 is
-    importable, because pyroute2's pure-Python parsing took about 20 s on a 100k-route table
-    where C(ip -json) plus parsing took about 1.5 s. Links and neighbors use pyroute2 when it is
-    importable. Both readers give the same result (tested).
+  - With O(reader=auto) the tables are read with C(ip -json) when C(ip) is installed (pyroute2
+    otherwise), because pyroute2's pure-Python parsing took about 20 s on a 100k-route table
+    where C(ip -json) plus parsing took about 1.5 s. Both readers give the same result (tested).
   - Read-only; never changes the node.
 author:
   - k8snet.triage contributors (@k8snet)

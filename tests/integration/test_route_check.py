@@ -226,7 +226,7 @@ class Module(object):
 out = {}
 for reader in ("pyroute2", "iproute2"):
     nl = netlink.Netlink(Module(), reader)
-    assert nl.route_reader == reader, nl.route_reader
+    assert nl.name == reader, nl.name
     out[reader] = sorted(nl.routes(table="main"), key=lambda r: (r["family"], r["dst"], r["metric"]))
     nl.close()
 print(json.dumps(out))

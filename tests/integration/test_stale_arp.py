@@ -2,7 +2,8 @@
 
 Every change is verified with ``ip -j neigh`` run in the node's namespace by the test
 itself, never with arp_check.  Runs on every kind of node: node1 (venv Python with
-pyroute2, both readers), node2 (system Python, no pyroute2), node3 (Python 3.9, no pyroute2).
+pyroute2: both readers, and auto, which reads with ip where ip is installed), node2 (system
+Python, no pyroute2), node3 (Python 3.9, no pyroute2).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ def cached(lab, node, address):
 CLIENTS = [
     pytest.param("node1", "pyroute2", "node2", "node2", id="node1-pyroute2"),
     pytest.param("node1", "iproute2", "node2", "node2", id="node1-iproute2"),
+    pytest.param("node1", "auto", "node2", "node2", id="node1-auto-reads-with-ip"),
     pytest.param("node2", "auto", "cp", "node1", id="node2-no-pyroute2"),
     pytest.param("node3", "auto", "cp", "node1", id="node3-python3.9"),
 ]

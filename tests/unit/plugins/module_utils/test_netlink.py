@@ -148,6 +148,64 @@ def test_netlink_closes_on_error_and_lets_the_error_through():
     assert ipr.closed
 
 
+class BinPaths(object):
+    """A module whose PATH has the given tools."""
+
+    def __init__(self, tools):
+        self.tools = tools
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return "/usr/sbin/%s" % name if name in self.tools else None
+
+
+@pytest.fixture
+def importable(monkeypatch):
+    """Whether pyroute2 is importable, and how often the readers asked for it (importing it costs 0.25 s)."""
+    asked = []
+
+    def use(has_pyroute2):
+        def fake():
+            asked.append(True)
+            return {"IPRoute": FakeIPRoute if has_pyroute2 else None, "Conntrack": None, "NetlinkError": Exception}
+        monkeypatch.setattr(netlink, "pyroute2", fake)
+        return asked
+    return use
+
+
+@pytest.mark.parametrize("has_pyroute2", [True, False])
+def test_auto_reads_with_ip_where_it_is_installed_and_never_imports_pyroute2(importable, has_pyroute2):
+    asked = importable(has_pyroute2)
+    nl = netlink.Netlink(BinPaths({"ip"}), "auto")
+    assert nl.name == "iproute2" and nl.ip.path == "/usr/sbin/ip"
+    assert asked == []
+
+
+def test_auto_reads_with_pyroute2_where_ip_is_missing(importable):
+    importable(True)
+    assert netlink.Netlink(BinPaths(set()), "auto").name == "pyroute2"
+
+
+def test_auto_without_ip_or_pyroute2_names_what_to_install_on_the_first_read(importable):
+    importable(False)
+    nl = netlink.Netlink(BinPaths(set()), "auto")
+    with pytest.raises(ReadError) as err:
+        nl.links()
+    assert "ip is not installed" in err.value.message
+
+
+@pytest.mark.parametrize("reader, has_pyroute2, name", [("pyroute2", True, "pyroute2"), ("iproute2", True, "iproute2")])
+def test_a_reader_asked_for_by_name_is_used_where_ip_is_installed(importable, reader, has_pyroute2, name):
+    importable(has_pyroute2)
+    assert netlink.Netlink(BinPaths({"ip"}), reader).name == name
+
+
+def test_pyroute2_asked_for_but_not_importable_is_a_clear_error(importable):
+    importable(False)
+    with pytest.raises(ReadError) as err:
+        netlink.Netlink(BinPaths({"ip"}), "pyroute2")
+    assert "pyroute2 is not importable" in err.value.message and "reader=auto" in err.value.message
+
+
 NEIGH_ARGS = ("-json", "-4", "neigh", "show", "to", "198.18.0.200", "dev", "eth0", "nud", "all")
 
 
