@@ -34,12 +34,12 @@ import socket
 import stat
 
 from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
+from ansible_collections.k8snet.triage.plugins.module_utils.bird_options import (
+    CALICO_SOCKETS, default_sockets, not_calico_reason, resolve_socket)
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 
 # calicoctl's socket paths, and where it falls back to (calicoctl node status reads the same ones).
-CALICO_SOCKETS = ("/var/run/calico/bird.ctl", "/var/run/calico/bird6.ctl")
-FALLBACK_DIR = "/var/run/bird"
 DEFAULT_TIMEOUT = 5
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 
@@ -584,20 +584,6 @@ def _address_key(address):
 
 
 # ----------------------------------------------------------------- the read
-def default_sockets():
-    """calicoctl's sockets: (path, required) with the /var/run/bird fallback; bird6 is optional."""
-    return [(CALICO_SOCKETS[0], True), (CALICO_SOCKETS[1], False)]
-
-
-def resolve_socket(path, fallback=True):
-    """``path``, or its twin under /var/run/bird when ``path`` does not exist (calicoctl's fallback)."""
-    if fallback and not os.path.exists(path):
-        twin = os.path.join(FALLBACK_DIR, os.path.basename(path))
-        if os.path.exists(twin):
-            return twin
-    return path
-
-
 def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, timeout=DEFAULT_TIMEOUT, now=None,
                 client=BirdClient, when_not_calico="critical", calico_config=lambda: False):
     """Read every socket and check the sessions; return the module's result (without ``changed``).
@@ -642,8 +628,7 @@ def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, t
     read_any = any(s["status"] == "ok" for s in sockets_read)
     if when_not_calico == "skip" and all(s["status"] == "absent" for s in sockets_read) and not calico_config():
         return {"applicable": False,
-                "skip_reason": "not a Calico node: no BIRD socket (%s) and no Calico CNI configuration"
-                               % ", ".join(s["path"] for s in sockets_read),
+                "skip_reason": not_calico_reason([s["path"] for s in sockets_read]),
                 "peers": [], "established": 0, "sockets": sockets_read, "findings": []}
     if read_any:
         found.extend(check_peers(peers, expected, own, now, stuck_after, mesh=mesh))

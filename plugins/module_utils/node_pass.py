@@ -184,6 +184,12 @@ def _cilium_on_node(conf_dir):
     return cni_files.cilium_on_node(conf_dir or "/etc/cni/net.d")[0]
 
 
+def _calico_config(conf_dir):
+    from ansible_collections.k8snet.triage.plugins.module_utils import cni_files  # pylint: disable=import-outside-toplevel
+
+    return cni_files.has_calico_config(conf_dir or "/etc/cni/net.d")
+
+
 def failed_finding(name, node, error):
     """The finding of a scenario that could not run (as the triage records a failed scenario role)."""
     return finding(
@@ -242,6 +248,9 @@ def plan(params, node, names=SCENARIOS):
         if not reason and name == "cilium_agent":
             # the check's own decision, made before its code (and its HTTP client) is loaded
             reason = cilium_agent_options.skip_reason(sub, lambda: _cilium_on_node(sub.get("cni_conf_dir")))
+        if not reason and name == "calico":
+            # the same: no BIRD socket and no Calico configuration, decided before bird.py is loaded
+            reason = bird_options.skip_reason(sub, lambda: _calico_config(sub.get("cni_conf_dir")))
         if reason:
             results[name] = {"status": "skipped", "reason": reason, "findings": [], "data": {}, "seconds": 0.0,
                              "cpu_seconds": 0.0}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import bird
+from ansible_collections.k8snet.triage.plugins.module_utils import bird, bird_options
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bird"
@@ -362,8 +362,8 @@ def test_read_status_default_sockets_fall_back_and_bird6_is_optional(sockdir, mo
     calico, fallback = sockdir / "calico", sockdir / "bird"
     calico.mkdir()
     fallback.mkdir()
-    monkeypatch.setattr(bird, "CALICO_SOCKETS", (str(calico / "bird.ctl"), str(calico / "bird6.ctl")))
-    monkeypatch.setattr(bird, "FALLBACK_DIR", str(fallback))
+    monkeypatch.setattr(bird_options, "CALICO_SOCKETS", (str(calico / "bird.ctl"), str(calico / "bird6.ctl")))
+    monkeypatch.setattr(bird_options, "FALLBACK_DIR", str(fallback))
     server = FakeBird(fallback / "bird.ctl", fixture("bird2_show_protocols_all_node3.raw"))
     try:
         result = bird.read_status(expected=["198.18.96.11", "198.18.96.12", "198.18.96.13", "198.18.96.14"],

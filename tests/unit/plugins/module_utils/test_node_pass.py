@@ -375,19 +375,54 @@ def test_the_cilium_agent_check_is_skipped_before_its_code_loads_where_the_check
 
 def test_a_pass_on_a_node_without_cilium_loads_no_http_client(tmp_path):
     """The Cilium agent check's code (and http.client, ssl and email with it, about 45 ms of CPU) is not
-    imported on a node where that check does not apply."""
+    imported on a node where that check does not apply; nor is the BGP check's (bird.py) on a node
+    without BIRD or Calico."""
     import json
     import subprocess
     import sys
 
     (tmp_path / "net.d").mkdir()
-    params = {"node_name": "n1", "scenarios": ["cilium_agent", "cni"], "cilium_agent": _cilium_params(tmp_path),
-              "cni": {"conf_dir": str(tmp_path / "net.d"), "bin_dir": str(tmp_path)}}
+    params = {"node_name": "n1", "scenarios": ["cilium_agent", "cni", "calico"], "cilium_agent": _cilium_params(tmp_path),
+              "cni": {"conf_dir": str(tmp_path / "net.d"), "bin_dir": str(tmp_path)},
+              "calico": {"sockets": [str(tmp_path / "bird.ctl")], "when_not_calico": "skip",
+                         "cni_conf_dir": str(tmp_path / "net.d")}}
     code = ("import json, sys; from ansible_collections.k8snet.triage.plugins.module_utils import node_pass; "
             "out = node_pass.run(json.loads(sys.argv[1]), None); "
             "print(json.dumps({'status': {k: v['status'] for k, v in out['scenarios'].items()}, "
-            "'modules': [m for m in sys.modules if m in ('http.client', 'ssl') or m.endswith('.cilium_agent')]}))")
+            "'modules': [m for m in sys.modules if m in ('http.client', 'ssl') or m.endswith(('.cilium_agent', '.bird'))]}))")
     out = json.loads(subprocess.run([sys.executable, "-c", code, json.dumps(params)], capture_output=True, text=True,
                                     check=True, env=dict(os.environ, PYTHONPATH=":".join(sys.path))).stdout)
-    assert out["status"]["cilium_agent"] == "skipped" and out["status"]["cni"] == "ran", out
+    assert [out["status"][name] for name in ("cilium_agent", "cni", "calico")] == ["skipped", "ran", "skipped"], out
     assert out["modules"] == [], out
+
+
+def test_the_calico_check_is_skipped_before_its_code_loads_where_the_check_would_skip(tmp_path):
+    """On a node without BIRD or a Calico configuration the plan skips calico with the check's own reason
+    (one decision, bird_options.skip_reason); wherever the check would report something, it runs."""
+    import json
+    import socket
+
+    from ansible_collections.k8snet.triage.plugins.module_utils import bird
+
+    (tmp_path / "net.d").mkdir()
+    sub = dict(sockets=[str(tmp_path / "bird.ctl"), str(tmp_path / "bird6.ctl")], when_not_calico="skip",
+               cni_conf_dir=str(tmp_path / "net.d"), timeout=1)
+    skipped, jobs = node_pass.plan({"scenarios": ["calico"], "calico": sub}, "n1")
+    own = bird.node_check(dict(sub, node_name="n1"), None)["data"]
+    assert own["applicable"] is False and jobs == []
+    assert skipped["calico"]["status"] == "skipped" and skipped["calico"]["reason"] == own["skip_reason"]
+    # a Calico configuration, when_not_calico=critical, something at a socket path, or a path that
+    # cannot be looked at: the check runs (and says what it found)
+    conflist = tmp_path / "net.d" / "10-calico.conflist"
+    conflist.write_text(json.dumps({"cniVersion": "0.3.1", "name": "k8s-pod-network", "plugins": [{"type": "calico"}]}))
+    assert [name for name, _sub in node_pass.plan({"scenarios": ["calico"], "calico": sub}, "n1")[1]] == ["calico"]
+    assert bird.node_check(dict(sub, node_name="n1"), None)["data"]["applicable"] is True
+    conflist.unlink()
+    critical = dict(sub, when_not_calico="critical")
+    assert node_pass.plan({"scenarios": ["calico"], "calico": critical}, "n1")[1] == [("calico", critical)]
+    not_a_dir = dict(sub, sockets=[str(conflist.parent / "10-calico.conflist" / "bird.ctl")])
+    (tmp_path / "net.d" / "10-calico.conflist").write_text("{}")
+    assert [name for name, _sub in node_pass.plan({"scenarios": ["calico"], "calico": not_a_dir}, "n1")[1]] == ["calico"]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(sub["sockets"][1])
+        assert [name for name, _sub in node_pass.plan({"scenarios": ["calico"], "calico": sub}, "n1")[1]] == ["calico"]
