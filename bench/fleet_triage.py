@@ -9,7 +9,11 @@ lab:
 
 Prints wall time and per-host cost for each path, the Ansible tasks each node costs (median of
 the play recap), the findings, and for triage.yml the module's own time and CPU on the node
-(returned by node_triage through the node_pass action, read from the run's records).
+(returned by node_triage through the node_pass action, read from the run's records). Each row
+also says how busy the machine's CPUs were during it, and how much of them the hypervisor took
+(steal, from /proc/stat): the lab's nodes share the controller's CPUs, so a slow or shared
+machine shows there. The first run after the lab is up opens every SSH connection (and pays
+its key exchange); the runs after it reuse them (ControlPersist).
 
 usage: python bench/fleet_triage.py [--nodes 50] [--slot 7] [--before f25] [--after f25]
                                     [--mitogen DIR] [--scenarios cni,calico,...]
@@ -95,6 +99,20 @@ def manual_loop(lab):
     return time.perf_counter() - start
 
 
+def cpu_times():
+    """The machine's CPU counters (user ... steal), in clock ticks, from /proc/stat."""
+    with open("/proc/stat") as stat:
+        return [int(v) for v in stat.readline().split()[1:9]]
+
+
+def machine(before, after):
+    """How busy all CPUs were between two cpu_times() readings, and how much the hypervisor took."""
+    delta = [b - a for a, b in zip(before, after)]
+    total = sum(delta) or 1
+    idle = delta[3] + delta[4]  # idle, iowait
+    return "machine: CPUs %d %% busy, %d %% stolen" % (round(100.0 * (total - idle) / total), round(100.0 * delta[7] / total))
+
+
 def _row(label, wall, nodes, manual, tasks, rest):
     print("%-44s %7.1f %9.3f %6.1fx %6s  %s" % (label, wall, wall / nodes, wall / manual, tasks, rest))
 
@@ -122,9 +140,11 @@ def main():
             extra["triage_scenarios"] = opts.scenarios.split(",")
         print("lab: %d nodes up in %.1f s (namespaces, sshd each, SSH reachable); load average %s; %d CPUs" % (
             opts.nodes, up, " ".join("%.2f" % x for x in os.getloadavg()), os.cpu_count()))
+        ticks = cpu_times()
         manual = manual_loop(lab)
         print("%-44s %7s %9s %7s %6s  %s" % ("path", "wall s", "per host", "/manual", "tasks", "findings / on the node"))
-        _row("manual ssh loop (ip n; ip r; iptables)", manual, opts.nodes, manual, "-", "(read by eye)")
+        _row("manual ssh loop (ip n; ip r; iptables)", manual, opts.nodes, manual, "-",
+             "(read by eye); " + machine(ticks, cpu_times()))
         variants = [("scenario roles (before) %s" % s, ROLES_TRIAGE, s, None) for s in opts.before.split(",") if s]
         variants += [("triage.yml, one pass %s" % s, "k8snet.triage.triage", s, None) for s in opts.after.split(",") if s]
         if opts.mitogen:
@@ -134,7 +154,9 @@ def main():
             forks, strategy, pipelining = SETTINGS[setting]
             strategy = "mitogen_" + strategy if mitogen else strategy
             with tempfile.TemporaryDirectory() as out:
+                ticks = cpu_times()
                 wall, proc, report, timings = run(lab, playbook, forks, strategy, pipelining, out, extra, mitogen)
+                load = machine(ticks, cpu_times())
             label = "%s (forks %d, %s)" % (name, forks, strategy)
             if report is None:
                 print("%-44s failed rc=%d: %s" % (label, proc.returncode, (proc.stdout + proc.stderr)[-600:]))
@@ -146,6 +168,7 @@ def main():
                 cpu = [t["process_cpu_seconds"] + t["children_cpu_seconds"] for t in timings]
                 rest += "; on the node: pass %.2f s median / %.2f max, CPU %.2f s median / %.2f max" % (
                     statistics.median(seconds), max(seconds), statistics.median(cpu), max(cpu))
+            rest += "; " + load
             _row(label, wall, opts.nodes, manual, tasks_per_node(proc, lab), rest)
             gaps = report["coverage"]["gaps"]
             for gap in [g for g in gaps if g["status"] == "failed"][:5]:
