@@ -103,6 +103,11 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.k8snet.triage.plugins.module_utils import payload
+
+# before the imports below: the payload's files are compiled once each, not twice
+payload.compile_once()
+
 from ansible_collections.k8snet.triage.plugins.module_utils import f5
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError, TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings

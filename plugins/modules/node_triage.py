@@ -182,6 +182,11 @@ timing:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.k8snet.triage.plugins.module_utils import payload
+
+# before the imports below: the payload's files are compiled once each, not twice
+payload.compile_once()
+
 from ansible_collections.k8snet.triage.plugins.module_utils import node_pass
 from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
 

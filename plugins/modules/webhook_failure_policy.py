@@ -94,6 +94,11 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.k8snet.triage.plugins.module_utils import payload
+
+# before the imports below: the payload's files are compiled once each, not twice
+payload.compile_once()
+
 from ansible_collections.k8snet.triage.plugins.module_utils import webhooks
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
