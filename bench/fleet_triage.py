@@ -9,11 +9,12 @@ lab:
 
 Prints wall time and per-host cost for each path, the Ansible tasks each node costs (median of
 the play recap), the findings, and for triage.yml the module's own time and CPU on the node
-(returned by node_triage through the node_pass action, read from the run's records). Each row
-also says how busy the machine's CPUs were during it, and how much of them the hypervisor took
-(steal, from /proc/stat): the lab's nodes share the controller's CPUs, so a slow or shared
-machine shows there. The first run after the lab is up opens every SSH connection (and pays
-its key exchange); the runs after it reuse them (ControlPersist).
+(returned by node_triage through the node_pass action, read from the run's records) and where
+the wall time went (up to the node pass, the pass, after it). Each row also says how busy the
+machine's CPUs were during it, and how much of them the hypervisor took (steal, from
+/proc/stat): the lab's nodes share the controller's CPUs, so a slow or shared machine shows
+there. The first run after the lab is up opens every SSH connection (and pays its key
+exchange); the runs after it reuse them (ControlPersist).
 
 usage: python bench/fleet_triage.py [--nodes 50] [--slot 7] [--before f25] [--after f25]
                                     [--mitogen DIR] [--scenarios cni,calico,...]
@@ -78,18 +79,30 @@ def tasks_per_node(proc, lab):
 
 
 def run(lab, playbook, forks, strategy, pipelining, outdir, extra, mitogen=None):
-    """One triage run: (wall, process, report, node_triage timings)."""
+    """One triage run: (wall, process, report, node_triage timings, phases)."""
     extra = dict(extra, report_output_dir=outdir, report_fail_on_critical=False)
     record = str(Path(outdir) / "record.jsonl")
     Path(record).write_text("")
+    started = time.time()
     wall, proc = _play(lab, playbook, extra, _env(forks, strategy, pipelining, mitogen, record))
     report = json.loads((Path(outdir) / "triage-report.json").read_text()) if proc.returncode == 0 else None
-    timings = []
-    for line in Path(record).read_text().splitlines():
-        rec = json.loads(line) if line.strip() else {}
+    timings, records = [], [json.loads(line) for line in Path(record).read_text().splitlines() if line.strip()]
+    for rec in records:
         if rec.get("action", "").endswith(("node_pass", "node_triage")) and rec.get("result", {}).get("timing"):
             timings.append(rec["result"]["timing"])
-    return wall, proc, report, timings
+    return wall, proc, report, timings, phases(records, started, wall)
+
+
+def phases(records, started, wall):
+    """Where the run's wall time went, from when the controller got each result: up to the node
+    pass (start, credentials, owners' read), the node pass (until its last result), after it (the
+    fleet results and the report). '' when the run recorded no node pass."""
+    times = [rec.get("time", 0) - started for rec in records]
+    passes = [t for rec, t in zip(records, times) if rec.get("action", "").endswith(("node_pass", "node_triage"))]
+    if not passes:
+        return ""
+    before = max([t for t in times if t < min(passes)] or [0.0])
+    return "phases: %.1f s to the pass, %.1f s pass, %.1f s after" % (before, max(passes) - before, wall - max(passes))
 
 
 def manual_loop(lab):
@@ -155,7 +168,7 @@ def main():
             strategy = "mitogen_" + strategy if mitogen else strategy
             with tempfile.TemporaryDirectory() as out:
                 ticks = cpu_times()
-                wall, proc, report, timings = run(lab, playbook, forks, strategy, pipelining, out, extra, mitogen)
+                wall, proc, report, timings, spent = run(lab, playbook, forks, strategy, pipelining, out, extra, mitogen)
                 load = machine(ticks, cpu_times())
             label = "%s (forks %d, %s)" % (name, forks, strategy)
             if report is None:
@@ -168,7 +181,7 @@ def main():
                 cpu = [t["process_cpu_seconds"] + t["children_cpu_seconds"] for t in timings]
                 rest += "; on the node: pass %.2f s median / %.2f max, CPU %.2f s median / %.2f max" % (
                     statistics.median(seconds), max(seconds), statistics.median(cpu), max(cpu))
-            rest += "; " + load
+            rest += "; " + (spent + "; " if spent else "") + load
             _row(label, wall, opts.nodes, manual, tasks_per_node(proc, lab), rest)
             gaps = report["coverage"]["gaps"]
             for gap in [g for g in gaps if g["status"] == "failed"][:5]:

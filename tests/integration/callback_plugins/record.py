@@ -16,6 +16,7 @@ requirements:
 
 import json
 import os
+import time
 
 from ansible.plugins.callback import CallbackBase
 
@@ -36,6 +37,7 @@ class CallbackModule(CallbackBase):
             "action": result._task.action,
             "status": status,
             "result": self._clean(result._result),
+            "time": time.time(),  # when the controller got the result (bench/fleet_triage.py's phases)
         }
         with open(path, "a") as handle:
             handle.write(json.dumps(record, default=str) + "\n")
