@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from tests.kube_api.helpers import kubectl
 from tests.lab.faults import kube as kube_faults
 from tests.lab.faults import path as lab_path
 
+ROOT = Path(__file__).resolve().parents[2]
 POD = "web-5d8f7-abcde"
 RECORD = "k8snet.triage.egress : Record the findings of this host"
 PROBE = "k8snet.triage.egress : Send TCP probes from the pod's network namespace (found by the pod's IP, or egress_pod_pid)"
@@ -79,6 +81,10 @@ def test_egress_from_a_pod_name(lab, ansible, lb, api, broken):
     assert (finding["evidence"]["pod"], finding["evidence"]["node"]) == ("default/" + POD, lb["worker"])
     assert finding["evidence"]["source_seen"] == expected_source
     assert "pod default/%s (%s)" % (POD, lb["pod_ip"]) in finding["summary"] and lb["worker"] in finding["summary"]
+    # the capture's private directory and its async job status file (~/.ansible_async) are removed
+    started = run.result("k8snet.triage.egress : Start the capture toward the target", lb["worker"])
+    assert started["results_file"] and not Path(started["results_file"]).exists(), started["results_file"]
+    assert list((lab.workdir / "pcaps").iterdir()) == []
 
 
 def test_egress_pod_on_a_node_outside_the_play(lab, ansible, lb, api):
@@ -131,3 +137,28 @@ def test_reachability_and_capture_inside_a_pod_by_its_ip(lab, ansible, lb):
     assert out and all(f["interface"] == "eth0" and f["src"] == lb["pod_ip"] for f in out), res["flows"]
     # the node's own view has no eth0 packet from the pod IP when it masquerades: the pod's namespace was used
     assert lb["pod_device"] not in res["interfaces"]
+
+
+def test_capture_by_pod_ip_as_a_background_job(lab, ansible, lb):
+    """packet_capture with pod_ip under async (poll 0): it listens in the pod's namespace, sees the
+    probes the pod sends meanwhile, and the stop file ends it long before its duration. Checked
+    independently: tcpdump reads the pcap it left."""
+    run = ansible.playbook(ROOT / "tests" / "integration" / "playbooks" / "capture_pod_async.yml", {
+        "capture_node": lb["worker"], "capture_pod_ip": lb["pod_ip"], "capture_target": lb["client"],
+        "capture_duration": 60})
+    assert run.rc == 0, run
+    res = run.result("Collect the capture", lb["worker"])
+    assert res["finished"] and not res.get("failed"), res
+    assert res["netns"].startswith("pod %s (netns of pid" % lb["pod_ip"]), res["netns"]
+    assert res["stopped_by_file"] is True and res["seconds"] < 30, (res["stopped_by_file"], res["seconds"])
+    out = [f for f in res["flows"] if f["direction"] == "out" and f["dst"] == lb["client"]]
+    assert out and all(f["interface"] == "eth0" and f["src"] == lb["pod_ip"] for f in out), res["flows"]
+    started = run.result("Start the capture in the pod's namespace", lb["worker"])
+    assert started["results_file"] and not Path(started["results_file"]).exists(), started["results_file"]
+    pcap = run.result("Say where the pcap is", lb["worker"])["msg"]
+    try:
+        seen = lab.run(["tcpdump", "-nn", "-r", pcap, "tcp[tcpflags] & tcp-syn != 0 and dst port 9"]).stdout
+    finally:
+        lab.run(["rm", "-rf", str(Path(pcap).parent)], check=False)
+    syns = [line for line in seen.splitlines() if "%s." % lb["pod_ip"] in line and "> %s.9:" % lb["client"] in line]
+    assert len(syns) >= 2, seen  # reachability's count: 2 connection attempts from the pod

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -91,6 +92,10 @@ def test_bisection_finds_the_broken_hop(lab, ansible, lb, name, vanished, check)
         capture = run.result(ROLE + "Collect the captures", host)
         assert capture["stopped_by_file"] is True and capture["seconds"] < 60
     assert list((lab.workdir / "pcaps").iterdir()) == []
+    # and every hop's async job status file (~/.ansible_async) is gone too
+    for host in ("client", "node1", "node2"):
+        started = run.result(ROLE + "Start the capture on this hop", host)
+        assert started["results_file"] and not Path(started["results_file"]).exists(), started["results_file"]
     if name == "none":  # the fetched client pcap, read by tcpdump itself
         [pcap] = (lab.workdir / "fetched" / "client").rglob("*.pcap")
         text = subprocess.run(["tcpdump", "-r", str(pcap), "-nn"], capture_output=True, text=True, check=True).stdout
