@@ -48,6 +48,7 @@ SETTINGS = {
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=\d+\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
 ROLES_TRIAGE = ROOT / "tests" / "integration" / "playbooks" / "roles_triage.yml"
 CALLBACKS = ROOT / "tests" / "integration" / "callback_plugins"
+PASS_ACTIONS = ("node_pass", "node_triage")  # the records of the node pass (node_triage's timing)
 
 
 def _env(forks, strategy, pipelining, mitogen=None, record=None):
@@ -88,7 +89,7 @@ def run(lab, playbook, forks, strategy, pipelining, outdir, extra, mitogen=None)
     report = json.loads((Path(outdir) / "triage-report.json").read_text()) if proc.returncode == 0 else None
     timings, records = [], [json.loads(line) for line in Path(record).read_text().splitlines() if line.strip()]
     for rec in records:
-        if rec.get("action", "").endswith(("node_pass", "node_triage")) and rec.get("result", {}).get("timing"):
+        if rec.get("action", "").endswith(PASS_ACTIONS) and rec.get("result", {}).get("timing"):
             timings.append(rec["result"]["timing"])
     return wall, proc, report, timings, phases(records, started, wall)
 
@@ -98,7 +99,7 @@ def phases(records, started, wall):
     pass (start, credentials, owners' read), the node pass (until its last result), after it (the
     fleet results and the report). '' when the run recorded no node pass."""
     times = [rec.get("time", 0) - started for rec in records]
-    passes = [t for rec, t in zip(records, times) if rec.get("action", "").endswith(("node_pass", "node_triage"))]
+    passes = [t for rec, t in zip(records, times) if rec.get("action", "").endswith(PASS_ACTIONS)]
     if not passes:
         return ""
     before = max([t for t in times if t < min(passes)] or [0.0])

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.conftest import ROOT
 from tests.integration.test_ingress_path import observed_source
 from tests.kube_api import FIXTURES, StandIn, load_yaml
 from tests.kube_api.helpers import kubectl
 from tests.lab.faults import kube as kube_faults
 from tests.lab.faults import path as lab_path
 
-ROOT = Path(__file__).resolve().parents[2]
 POD = "web-5d8f7-abcde"
 RECORD = "k8snet.triage.egress : Record the findings of this host"
 PROBE = "k8snet.triage.egress : Send TCP probes from the pod's network namespace (found by the pod's IP, or egress_pod_pid)"
