@@ -19,14 +19,14 @@ COLLECTION_LINK = ROOT / "build" / "ansible_collections" / "k8snet" / "triage"
 MUST_SHIP = [
     "README.md", "LICENSE", "LICENSES/GPL-3.0-or-later.txt", "LICENSES/Apache-2.0.txt", "CHANGELOG.rst",
     "changelogs/changelog.yaml", "changelogs/config.yaml", "meta/runtime.yml", "meta/execution-environment.yml",
-    "requirements.txt", "bindep.txt", "docs/awx.md", "plugins/module_utils/f5_schema.py",
+    "requirements.txt", "requirements-node.txt", "bindep.txt", "docs/awx.md", "plugins/module_utils/f5_schema.py",
 ] + ["roles/%s/README.md" % r for r in ROLES] + ["roles/%s/meta/argument_specs.yml" % r for r in ROLES] \
   + ["playbooks/%s" % p for p in PLAYBOOKS]
 
 # Prefixes and patterns that stay in the repository.
 MUST_NOT_SHIP = ["tests/", "scripts/", "bench/", "build/", ".venv", ".ci/", ".ansible/", "demo-output/",
                  "docs/developing.md", "requirements-dev.txt", "ansible.cfg", "execution-environment.yml",
-                 ".gitignore", "changelogs/.plugin-cache.yaml"]
+                 ".gitignore", "changelogs/.plugin-cache.yaml", "importer_result.json"]
 MUST_NOT_MATCH = ["triage-report.*", "*.tar.gz", "*/__pycache__/*", "*.pyc"]
 
 # Licence text markers in shipped files, and the licence file that has to ship with them.
