@@ -21,7 +21,8 @@ def test_real_error_texts(case):
 
 
 def test_every_rule_is_exercised_by_a_real_text():
-    seen = {network_layer(c["text"])["category"] for c in CASES}
+    corpus = yaml.safe_load((Path(__file__).parent / "network_layer_corpus.yml").read_text())
+    seen = {network_layer(c["text"])["category"] for c in CASES + corpus}
     assert {rule[0] for rule in RULES} <= seen
 
 
