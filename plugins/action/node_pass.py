@@ -57,18 +57,25 @@ class ActionModule(ActionBase):
             hostvars = args.get("inventory") or task_vars["hostvars"]
             params = node_pass.params(self._variables(task_vars), host, hostvars, task_vars["groups"],
                                       args.get("owners") or {}, args.get("kube") or {}, args.get("pod") or {})
+        except node_pass.BadHostVariable as exc:
+            # this host's own inventory variable is unusable: this host fails, with a finding naming the
+            # variable, its value and the fix; the other hosts leave it out of their peers (and say so)
+            raw = {"failed": True, "bad_variable": True, "msg": "bad host variable: %s" % exc}
+            params = {"scenarios": exc.scenarios, "skipped": exc.skipped, "host_findings": node_pass.bad_variable_findings(exc)}
         except (node_pass.ParamsError, AnsibleError) as exc:
             # the inventory cannot give this host's parameters: recorded as a failed host (a
             # critical finding with the message), the other hosts go on
             raw = {"failed": True, "msg": "cannot build this host's checks: %s" % exc}
             params = {"scenarios": [], "skipped": {}}
         else:
-            module_args = dict((key, value) for key, value in params.items() if key != "skipped")
+            module_args = dict((key, value) for key, value in params.items()
+                               if key not in ("skipped", "left_out", "left_out_findings"))
             if not params["scenarios"]:
                 raw = {"skipped": True}
             else:
                 raw = self._pass(module_args, task_vars)
-        recorded = node_pass.record(raw, params["scenarios"], params["skipped"])
+        recorded = node_pass.record(raw, params["scenarios"], params["skipped"],
+                                    params.get("host_findings") or params.get("left_out_findings"), params.get("left_out"))
         timing = raw.get("timing") if isinstance(raw.get("timing"), dict) else {}
         result.update(
             changed=False,

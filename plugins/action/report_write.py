@@ -15,6 +15,7 @@ import jinja2
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.k8snet.triage.plugins.filter.as_list import as_list
 from ansible_collections.k8snet.triage.plugins.plugin_utils import report
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_select
 
@@ -26,6 +27,7 @@ ARGUMENT_SPEC = dict(
     set_stats=dict(type="bool", default=False),
     artifact_findings=dict(type="int", default=50),
     select=dict(type="str", default=""),
+    scenarios=dict(type="list", elements="str"),
 )
 NAMES = ("triage-report.json", "triage-report.html")
 
@@ -55,6 +57,24 @@ class ActionModule(ActionBase):
             raise AnsibleError("report_write: the HTML template %s cannot be rendered: %s (it is given only "
                                "generated and data_json)" % (source, exc))
 
+    def _requested(self, args, task_vars):
+        """The scenarios the user asked for by name (every one must run somewhere): the list given, else
+        the triage's triage_scenarios and triage_api_scenarios when set (their defaults are the
+        scenarios that fit the inventory, not a request); a scenario playbook's own is added by the report."""
+        if args["scenarios"] is not None:
+            return list(args["scenarios"])
+        if args["scenario"]:
+            return []
+        out = []
+        for name in ("triage_scenarios", "triage_api_scenarios"):
+            if name in task_vars:
+                try:
+                    value = self._templar.template(task_vars[name])
+                    out.extend(as_list(value, name) if isinstance(value, str) else [str(v) for v in value or []])
+                except (AnsibleError, TypeError):
+                    pass  # refused where it is used, with its own message
+        return out
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
@@ -65,29 +85,36 @@ class ActionModule(ActionBase):
                           % args["artifact_findings"])
             return result
         try:
-            data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"])
-            files, changed = {}, False
-            if args["output_dir"]:
-                directory = os.path.realpath(os.path.expanduser(args["output_dir"]))
-                if not os.path.isdir(directory):
-                    raise AnsibleError("report_write: output_dir %s is not a directory; create it or give another "
-                                       "(report_output_dir)" % args["output_dir"])
-                generated = datetime.now(timezone.utc)
-                texts = (report.report_json(dict(data, generated=generated.isoformat())),
-                         self._html(args["template"], data, generated))
-                for name, text in zip(NAMES, texts):
-                    path = files[name] = os.path.join(directory, name)
-                    # in check mode, said as a change that would be made
-                    changed = True if self._task.check_mode else (report.write_file(path, text) or changed)
-            if args["set_stats"]:
-                listed = (report_select(data, args["select"], task_vars.get("groups"))
-                          if args["select"] else data["findings"])
-                result["ansible_stats"] = {
-                    "data": {"k8snet_triage": report.artifacts(data, listed, args["artifact_findings"],
-                                                               files.get("triage-report.html"))},
-                    "per_host": False, "aggregate": False}
+            data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], self._requested(args, task_vars))
         except AnsibleError as exc:
             result.update(failed=True, msg=str(exc))
             return result
+        # the files, then the artifacts whatever became of the files: a report that cannot be
+        # written is said (write_error, and the role fails after the summary), never a lost summary
+        files, changed, error = {}, False, None
+        if args["output_dir"]:
+            try:
+                directory = report.output_directory(args["output_dir"])
+                generated = datetime.now(timezone.utc)
+                texts = dict(zip(NAMES, (report.report_json(dict(data, generated=generated.isoformat())),
+                                         self._html(args["template"], data, generated))))
+                # in check mode, said as a change that would be made
+                changed = True if self._task.check_mode else report.write_pair(directory, texts)
+                files = dict((name, os.path.join(directory, name)) for name in NAMES)
+            except AnsibleError as exc:
+                error = str(getattr(exc, "message", exc))
+                result["warnings"] = ["report_write: the report files were not written: %s" % error]
+        if args["set_stats"]:
+            try:
+                listed = (report_select(data, args["select"], task_vars.get("groups"))
+                          if args["select"] else data["findings"])
+            except AnsibleError as exc:
+                result.update(failed=True, msg=str(exc))
+                return result
+            artifact = report.artifacts(data, listed, args["artifact_findings"], files.get("triage-report.html"))
+            if error:
+                artifact["report_error"] = error
+            result["ansible_stats"] = {"data": {"k8snet_triage": artifact}, "per_host": False, "aggregate": False}
+        result["write_error"] = error
         result.update(changed=changed, files=files, ansible_facts={"report_data": data})
         return result

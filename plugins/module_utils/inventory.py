@@ -7,11 +7,17 @@
 Host variables of a node: ``k8s_node_name`` (default: the inventory name), ``k8s_node_ip``
 (default: ``ansible_host``, else the inventory name; a prefix length is dropped), ``k8s_pod_cidr``
 (optional; one CIDR or a list).  Pure functions over ``hostvars``.
+
+``contract_problems`` checks one host's contract with the rules the node checks apply to what is
+built from it; ``usable_hosts`` leaves out of a peer list the hosts whose contract is broken and
+says why, so one host's mistake stays that host's (its own pass fails, the others go on without it).
 """
 
 from __future__ import annotations
 
+from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
 
 class NodeListError(ValueError):
@@ -44,3 +50,86 @@ def pod_cidr_peers(hosts, hostvars):
         peers.append({"node": node["name"], "node_ip": node["address"],
                       "pod_cidrs": [cidrs] if isinstance(cidrs, str) else list(cidrs)})
     return peers
+
+
+MAX_POD_CIDRS = 16
+
+
+def _problem(variable, value, rule):
+    """The message of ``rule(variable, value)`` when it refuses the value (it names the variable, the
+    value shown safely and the fix), else None."""
+    try:
+        rule(variable, value)
+    except InputError as exc:
+        return exc.message
+    return None
+
+
+def contract_problems(host, variables):
+    """``[{variable, message}]`` for each inventory-contract variable of ``host`` that the checks cannot
+    use (an empty list when all are usable): k8s_node_name (no control characters, at most 253
+    characters), the address (k8s_node_ip, else ansible_host, else the inventory name: an IP address,
+    a prefix length allowed) and k8s_pod_cidr (CIDRs, at most 16)."""
+    variables = variables if hasattr(variables, "get") else {}
+    problems = []
+    name = variables.get("k8s_node_name")
+    if name is not None and name != "":
+        message = _problem("k8s_node_name", name, params.node_name)
+        if message:
+            problems.append({"variable": "k8s_node_name", "message": message + "; set k8s_node_name to the node's "
+                             "Kubernetes name (kubectl get nodes), or leave it out to use the inventory name"})
+    raw = variables.get("k8s_node_ip")
+    if raw is not None and raw != "":
+        try:
+            host_address(raw)
+        except ValueError:
+            message = _problem("k8s_node_ip", raw, params.address()) or "k8s_node_ip is not an IP address"
+            problems.append({"variable": "k8s_node_ip", "message": message + "; set k8s_node_ip to the node's address "
+                             "(its InternalIP; with Calico, its BGP address, the projectcalico.org/IPv4Address of its Node)"})
+    cidrs = variables.get("k8s_pod_cidr")
+    if cidrs is not None and cidrs != "":
+        rule = params.network if isinstance(cidrs, str) else params.each(params.network, max_items=MAX_POD_CIDRS)
+        message = _problem("k8s_pod_cidr", cidrs, rule)
+        if message:
+            problems.append({"variable": "k8s_pod_cidr", "message": message + "; set k8s_pod_cidr to the node's podCIDR "
+                             "(kubectl get node NAME -o jsonpath='{.spec.podCIDRs}'), or leave it out"})
+    return problems
+
+
+def address_problem(host, variables):
+    """Why ``host`` has no usable address when k8s_node_ip is not set (its ansible_host, else its
+    inventory name, is not an IP address), else None.  Not a mistake of the host's own pass: it is
+    left out of its peers' lists, which say so."""
+    variables = variables if hasattr(variables, "get") else {}
+    if variables.get("k8s_node_ip"):
+        return None
+    variable = "ansible_host" if variables.get("ansible_host") else "inventory name"
+    raw = variables.get("ansible_host") or host
+    try:
+        host_address(raw)
+    except ValueError:
+        return "its address is unknown (%s, and k8s_node_ip is not set); set k8s_node_ip to the node's address " \
+               "(its InternalIP)" % (_problem(variable, raw, params.address()) or "%s is not an IP address" % variable)
+    return None
+
+
+ADDRESS = ("k8s_node_ip", "ansible_host")
+EVERY_VARIABLE = ("k8s_node_name", "k8s_node_ip", "ansible_host", "k8s_pod_cidr")
+
+
+def usable_hosts(hosts, hostvars, needs=EVERY_VARIABLE):
+    """``(usable, left_out)``: the hosts whose contract variables in ``needs`` the checks can use, in
+    order, and ``{host: why}`` for the others (a bad variable of ``needs``; an unknown address when
+    ``needs`` has the address, k8s_node_ip or ansible_host)."""
+    usable, left_out = [], {}
+    for host in hosts:
+        variables = hostvars[host] if host in hostvars else {}
+        problems = [p["message"] for p in contract_problems(host, variables) if p["variable"] in needs]
+        missing = address_problem(host, variables) if set(ADDRESS) & set(needs) else None
+        if missing:
+            problems.append(missing)
+        if problems:
+            left_out[str(host)] = "; ".join(problems)
+        else:
+            usable.append(host)
+    return usable, left_out

@@ -34,7 +34,9 @@ from ansible.errors import AnsibleError
 from ansible_collections.k8snet.triage.plugins.filter.as_list import as_list
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
 from ansible_collections.k8snet.triage.plugins.filter.log_evidence import log_evidence
-from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes, pod_cidr_peers
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.inventory import (
+    ADDRESS, EVERY_VARIABLE, NodeListError, contract_problems, inventory_nodes, pod_cidr_peers, usable_hosts)
 # node_triage's argument spec (every node check's options). Imported here, at the top: Ansible loads
 # this action's module in the controller's main process before it forks a worker per host, so the
 # checks' code is compiled once and every worker inherits it (imported inside a function, each of
@@ -45,6 +47,41 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import 
 
 class ParamsError(ValueError):
     """The inventory or the variables cannot give this host's parameters (the message says which)."""
+
+
+class BadHostVariable(ParamsError):
+    """This host's own inventory-contract variables cannot be used (``problems``: [{variable, message}]):
+    the host fails, with one finding per variable; the other hosts leave it out of their peers."""
+
+    def __init__(self, host, problems, scenarios=(), skipped=None):
+        self.host = host
+        self.problems = problems
+        self.scenarios, self.skipped = list(scenarios), dict(skipped or {})
+        super(BadHostVariable, self).__init__("host %s: %s" % (host, "; ".join(p["message"] for p in problems)))
+
+
+BAD_HOST_VARIABLE = "triage.bad_host_variable"
+PEERS_LEFT_OUT = "triage.peers_left_out"
+
+
+def bad_variable_findings(error):
+    """One critical finding per bad variable of the host (its value shown escaped, and the fix)."""
+    return [finding(BAD_HOST_VARIABLE, "critical", "control-plane", error.host,
+                    "%s: none of this host's checks ran, and the other hosts leave it out of theirs: %s"
+                    % (error.host, p["message"]), {"variable": p["variable"]},
+                    "Fix %s in the inventory (host_vars of %s) and run again" % (p["variable"], error.host))
+            for p in error.problems]
+
+
+def left_out_findings(left_out, checkers):
+    """One warning per peer left out of this host's peer lists, the same from every host that left it
+    out (a fleet finding, counted once): ``left_out`` {peer: {why, lists}}; ``checkers``, the hosts
+    whose lists it was left out of as every host computes them."""
+    return [dict(finding(PEERS_LEFT_OUT, "warning", "control-plane", peer,
+                         "%s was left out of the other hosts' %s: %s" % (peer, ", ".join(sorted(entry["lists"])), entry["why"]),
+                         {"peer": peer, "lists": sorted(entry["lists"])},
+                         "Fix the variable named on %s and run again; until then no host checks it as a peer" % peer),
+                 scope="fleet", hosts=sorted(checkers)) for peer, entry in sorted(left_out.items())]
 
 
 def _guarded(what, func, *args):
@@ -67,9 +104,10 @@ def params(variables, host, hostvars, groups, owners=None, kube=None, pod=None):
                     variables, host, hostvars, groups, owners, kube, pod)
 
 
-def record(result, asked, skipped=None):
-    """``{"host": {status, reason}, "results": {scenario: {...}}}`` from node_triage's result."""
-    return _guarded("this node_triage result", _record, result, asked, skipped)
+def record(result, asked, skipped=None, host_findings=None, left_out=None):
+    """``{"host": {status, reason[, findings][, peers_left_out]}, "results": {scenario: {...}}}`` from
+    node_triage's result; ``host_findings`` and ``left_out`` (from ``params``) go into the host's record."""
+    return _guarded("this node_triage result", _record, result, asked, skipped, host_findings, left_out)
 
 
 NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "cilium_agent", "pod_network", "firewall_drops", "connectivity", "dns",
@@ -157,7 +195,24 @@ def _group(groups, name):
     return list(groups.get(name) or [])
 
 
-def _expected_peers(variables, hostvars, groups, kube):
+class _Peers(object):
+    """The inventory hosts one host's checks take as peers, without those whose contract variables the
+    list needs are unusable; ``left_out`` says which were left out, of which lists and why."""
+
+    def __init__(self, host, hostvars):
+        self.host, self.hostvars, self.left_out, self.checkers = host, hostvars, {}, set()
+
+    def usable(self, hosts, needs, what):
+        usable, out = usable_hosts(hosts, self.hostvars, needs)
+        for peer, why in out.items():
+            if peer != self.host:
+                self.left_out.setdefault(peer, {"why": why, "lists": set()})["lists"].add(what)
+        if out:
+            self.checkers.update(usable)
+        return usable
+
+
+def _expected_peers(variables, hostvars, groups, kube, peers):
     if variables.get("calico_expected_nodes"):
         nodes = variables["calico_expected_nodes"]
     elif kube:
@@ -165,14 +220,23 @@ def _expected_peers(variables, hostvars, groups, kube):
         nodes = [{"name": n["name"], "address": n.get("calico_ipv4_address") or n.get("internal_ip")}
                  for n in kube.get("nodes") or [] if n.get("calico_ipv4_address") or n.get("internal_ip")]
     else:
-        nodes = inventory_nodes(_group(groups, variables.get("calico_nodes_group") or "k8s_nodes"), hostvars)
+        nodes = inventory_nodes(peers.usable(_group(groups, variables.get("calico_nodes_group") or "k8s_nodes"), ADDRESS,
+                                             "calico expected BGP peers"), hostvars)
     return [str(n["address"]) for n in nodes]
 
 
-def _pod_peers(variables, hostvars, groups):
+def _pod_peers(variables, hostvars, groups, peers):
     if variables.get("pod_network_peers"):
         return variables["pod_network_peers"]
-    return pod_cidr_peers(_group(groups, variables.get("pod_network_nodes_group") or "k8s_nodes"), hostvars)
+    return pod_cidr_peers(peers.usable(_group(groups, variables.get("pod_network_nodes_group") or "k8s_nodes"),
+                                       EVERY_VARIABLE, "pod_network peers"), hostvars)
+
+
+def _ring(group, host, peers, what):
+    """The ring connectivity_peers samples from: the group's usable hosts, and this host if it is in the group
+    (it probes the others: its own address is not needed)."""
+    usable = peers.usable(group, ADDRESS, what)
+    return [h for h in group if h in usable or h == host]
 
 
 NO_CREDENTIALS = ("no Kubernetes credentials (triage_kubeconfig, module_defaults for group/k8snet.triage.kube, "
@@ -183,6 +247,11 @@ def api_read(result):
     """``(status, message)`` of a registered API read: ``ran``; ``skipped`` (not run, or no credentials at
     all: the message says so); ``failed`` with the module's message (registered with failed_when: false,
     a read that failed keeps failed false but has no findings)."""
+    if result and result.get("skipped"):
+        # skipped by its when: only the credentials test means there are none; any other is said as it is
+        condition = str(result.get("false_condition") or "")
+        if condition and "triage_api_source" not in condition and "credential_source" not in condition:
+            return "skipped", "the Kubernetes API was not read (its step was skipped: %s is false)" % condition[:200]
     if not result or result.get("skipped") or ("credential_source" in result and result["credential_source"] is None):
         return "skipped", NO_CREDENTIALS
     if result.get("failed") or "findings" not in result:
@@ -270,14 +339,18 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None)
     pod_ip, repeat = _dns_pod(variables, host, hostvars, groups, pod)
     scenarios, skipped = _scenarios(variables, host, groups, dns_servers, "" if api else api_reason, pod_ip)
     facts = hostvars[host]
+    own = contract_problems(host, facts) if scenarios else []
+    if own:
+        raise BadHostVariable(host, own, scenarios, skipped)
+    peers = _Peers(host, hostvars)
     out = {"node_name": str(facts.get("k8s_node_name") or host), "scenarios": scenarios, "skipped": skipped}
     try:
         for name in scenarios:
             out[name] = _set(variables, ROLE_VARIABLES[name])
         if "calico" in scenarios:
-            out["calico"]["expected_peers"] = _expected_peers(variables, hostvars, groups, kube if api else {})
+            out["calico"]["expected_peers"] = _expected_peers(variables, hostvars, groups, kube if api else {}, peers)
         if "pod_network" in scenarios:
-            out["pod_network"]["peers"] = _pod_peers(variables, hostvars, groups)
+            out["pod_network"]["peers"] = _pod_peers(variables, hostvars, groups, peers)
     except NodeListError as exc:
         raise ParamsError(str(exc))
     # triage_cni auto decides per node (a node without BIRD / Cilium is "not a ... node"); an explicit CNI does not
@@ -293,8 +366,8 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None)
         out["cilium_agent"]["when_not_cilium"] = "skip" if auto else "critical"
     if "connectivity" in scenarios:
         out["connectivity"]["targets"] = connectivity_peers(
-            _group(groups, variables.get("connectivity_group") or "k8s_nodes"), host,
-            variables.get("connectivity_max_peers") or 8, hostvars)
+            _ring(_group(groups, variables.get("connectivity_group") or "k8s_nodes"), host, peers, "connectivity targets"),
+            host, variables.get("connectivity_max_peers") or 8, hostvars)
     if "dns" in scenarios:
         out["dns"]["servers"] = dns_servers
         if pod_ip:
@@ -307,9 +380,13 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None)
             out["pmtu"].pop("max_size", None)  # the role's 0: the interface MTU
         ring = _group(groups, variables.get("pmtu_group") or "k8s_nodes")
         out["pmtu"]["targets"] = list(variables.get("pmtu_targets") or []) or (connectivity_peers(
-            ring, host, variables.get("pmtu_max_peers") or 8, hostvars) if host in ring else [])
+            _ring(ring, host, peers, "pmtu targets"), host, variables.get("pmtu_max_peers") or 8, hostvars)
+            if host in ring else [])
     if "stale_arp" in scenarios:
         out["stale_arp"].update(addresses=list(variables["stale_arp_vips"]), expected=owners.get("expected") or {})
+    # what this host's record says of the peers its lists left out (not a node_triage option)
+    out["left_out"] = dict((peer, entry["why"]) for peer, entry in sorted(peers.left_out.items()))
+    out["left_out_findings"] = left_out_findings(peers.left_out, peers.checkers)
     return out
 
 
@@ -339,6 +416,9 @@ def _host(result, asked):
     result of a pass that ran has its scenarios, any other is a failure, whatever its flag says)."""
     if result.get("unreachable"):
         return "unreachable", str(result.get("msg") or "no answer over SSH")
+    if result.get("bad_variable") or (result.get("failed") and not asked):
+        # its checks could not even be built (a bad host variable, an unusable inventory): a failure, not "not checked"
+        return "failed", str(result.get("msg") or "this host's checks could not be built")
     if result.get("skipped") or not asked:
         return "not checked", "no scenario applies to this host"
     if isinstance(result.get("scenarios"), dict) and not result.get("failed"):
@@ -349,7 +429,7 @@ def _host(result, asked):
     return "failed", msg
 
 
-def _record(result, asked, skipped=None):
+def _record(result, asked, skipped=None, host_findings=None, left_out=None):
     if not isinstance(result, dict):
         raise ParamsError("node_pass_record expects the registered result of a node_triage task")
     if not isinstance(asked, list) or not all(isinstance(name, str) for name in asked):
@@ -374,7 +454,12 @@ def _record(result, asked, skipped=None):
     matches = ((results.get("logs") or {}).get("data") or {}).get("matches")
     if results.get("logs", {}).get("status") == "ran" and isinstance(matches, list) and matches:
         with_log_evidence(results, matches)
-    return {"host": {"status": status, "reason": reason}, "results": results}
+    state = {"status": status, "reason": reason}
+    if host_findings:
+        state["findings"] = list(host_findings)
+    if left_out:
+        state["peers_left_out"] = dict(left_out)
+    return {"host": state, "results": results}
 
 
 def with_log_evidence(entries, matches):

@@ -30,6 +30,11 @@ HOST_FINDINGS = {
 }
 
 
+NOTHING_CHECKED = "triage.nothing_checked"
+SCENARIO_NOT_RUN = "triage.scenario_not_run"
+PEERS_LEFT_OUT = "triage.peers_left_out"
+
+
 def _get(facts, name):
     try:
         return facts.get(name) if hasattr(facts, "get") else None
@@ -58,6 +63,12 @@ def _scenario_results(facts, scenario):
     details = _get(facts, scenario + "_details")
     return {scenario: {"status": "ran", "reason": "", "findings": list(found) + (list(fleet) if isinstance(fleet, list) else []),
                        "details": details if isinstance(details, dict) else {}}}
+
+
+def _host_findings(state):
+    """The findings a host's record carries itself (a bad host variable, the peers it left out)."""
+    found = state.get("findings") if isinstance(state, dict) else None
+    return [dict(f) for f in found if isinstance(f, dict)] if isinstance(found, list) else []
 
 
 def _host_entry(host, facts, scenario=None):
@@ -110,7 +121,68 @@ def _gaps(per_host):
             for (name, status, reason), hosts in sorted(groups.items())]
 
 
-def triage_report(hostvars, hosts, scenario=None):
+def _why_not(per_host, name):
+    """Why scenario ``name`` ran on no host: its reasons grouped, with the hosts, most hosts first."""
+    groups = {}
+    for host in sorted(per_host):
+        info = per_host[host]
+        entry = info["scenarios"].get(name)
+        if entry is None:
+            continue
+        reason = entry["reason"] or entry["status"]
+        if entry["status"] == "not run" or info["status"] not in REACHED:
+            reason = "host %s%s" % (info["status"], (": " + info["reason"][:200]) if info["reason"] else "")
+        groups.setdefault("%s (%s)" % (entry["status"], reason), []).append(host)
+    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+def _hosts_text(hosts):
+    return ", ".join(hosts[:5]) + (" and %d more" % (len(hosts) - 5) if len(hosts) > 5 else "")
+
+
+def coverage_findings(per_host, requested=None, scenario=None):
+    """The run's own word when it checked nothing: ``triage.nothing_checked`` when no scenario ran on any
+    host, else ``triage.scenario_not_run`` for each requested scenario that ran on none, with why (each
+    host's status and each skip's reason).  ``requested``: the scenarios the user asked for by name
+    (None: only the first check; a scenario playbook's report asks for its scenario)."""
+    requested = list(requested or []) + ([scenario] if scenario and scenario not in (requested or []) else [])
+    ran = set(name for info in per_host.values() if info["status"] in REACHED
+              for name, entry in info["scenarios"].items() if entry["status"] == "ran")
+    if not ran:
+        statuses = Counter(info["status"] for info in per_host.values())
+        hosts_line = ", ".join("%d %s" % (n, s) for s, n in sorted(statuses.items())) or "no host at all"
+        names = sorted(set(requested) | set(n for info in per_host.values() for n in info["scenarios"]))
+        why = dict((name, ["%s on %s" % (reason, _hosts_text(hosts)) for reason, hosts in _why_not(per_host, name)]
+                        or ["no host of the run has it (the hosts' group is empty or left out by --limit)"])
+                   for name in names)
+        reasons = "; ".join("%s: %s" % (name, " / ".join(why[name][:3])) for name in names[:6])
+        subject = ("scenario %s" % scenario) if scenario else "the triage"
+        return [finding(NOTHING_CHECKED, "critical", "control-plane", subject,
+                        "nothing was checked: no scenario ran on any host (hosts: %s)%s" % (
+                            hosts_line, (" - " + reasons) if reasons else ""),
+                        {"hosts": dict(statuses), "scenarios": why, "requested": requested},
+                        "Check the hosts are in the group the run targets (triage_nodes_group, default k8s_nodes) and "
+                        "reachable, and that triage_scenarios / triage_cni name scenarios that apply to them; "
+                        "then run again")]
+    out = []
+    for name in sorted(set(requested) - ran):
+        groups = _why_not(per_host, name)
+        if groups:
+            why = "; ".join("%s on %s" % (reason, _hosts_text(hosts)) for reason, hosts in groups[:4])
+        else:
+            why = "no host of the run has it (not a scenario of the triage's node pass or its API steps, or no host was targeted)"
+        out.append(finding(SCENARIO_NOT_RUN, "critical", "control-plane", "scenario %s" % name,
+                           "scenario %s was asked for but ran on no host: %s" % (name, why),
+                           {"scenario": name, "why": dict((reason, hosts) for reason, hosts in groups)},
+                           "Give %s what it needs on the hosts named (the reasons say what is missing), or leave it "
+                           "out of triage_scenarios" % name))
+    return out
+
+
+def triage_report(hostvars, hosts, scenario=None, requested=None):
+    if requested is not None and (not isinstance(requested, list) or not all(isinstance(n, str) for n in requested)):
+        raise AnsibleFilterError("triage_report: requested must be the list of scenario names asked for, not %r"
+                                 % (requested,))
     if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
         raise AnsibleFilterError("triage_report needs the list of hosts to include (inventory host names)")
     if not hasattr(hostvars, "get"):
@@ -122,8 +194,19 @@ def triage_report(hostvars, hosts, scenario=None):
     for host in hosts:
         facts = host_facts(hostvars, host)
         status, reason, scenarios = _host_entry(host, facts, scenario)
+        state = _get(facts, "triage_host")
         mine = []
-        if status in HOST_FINDINGS:
+        for item in _host_findings(state):
+            item.setdefault("scenario", "triage")
+            item.setdefault("scope", "host")
+            if item["scope"] == "fleet":
+                key = _fleet_key(item)
+                if key in fleet_seen:
+                    continue
+                fleet_seen.add(key)
+            mine.append(item)
+        if status in HOST_FINDINGS and not any(f["severity"] == "critical" for f in mine):
+            # the generic word on a host that failed, unless its record already says why, critically
             check, summary, remediation = HOST_FINDINGS[status]
             mine.append(dict(finding(check, "critical", "L3", host, summary % (host, reason or status), {"reason": reason},
                                      remediation % host), scenario="triage", scope="host"))
@@ -152,6 +235,18 @@ def triage_report(hostvars, hosts, scenario=None):
         per_host[host] = {"status": status, "reason": reason, "verdict": verdict,
                           "worst": verdict, "counts": dict(Counter(f["severity"] for f in mine)),
                           "scenarios": summary_scenarios}
+        left_out = state.get("peers_left_out") if isinstance(state, dict) else None
+        if isinstance(left_out, dict) and left_out:
+            per_host[host]["peers_left_out"] = dict((str(k), str(v)) for k, v in left_out.items())
+    for item in coverage_findings(per_host, requested, scenario):
+        where = "localhost" if "localhost" in per_host else None
+        item = dict(item, scenario="triage", scope="fleet", host=where)
+        flat.append(item)
+        if where:
+            entry = per_host[where]
+            entry["counts"][item["severity"]] = entry["counts"].get(item["severity"], 0) + 1
+            entry["verdict"] = entry["worst"] = worst([item] + ([{"severity": entry["verdict"]}]
+                                                                 if entry["verdict"] in SEVERITIES else []))
     flat = sort_findings(flat)
     problems = [f for f in flat if f["severity"] != "ok"]
     return {
@@ -259,4 +354,158 @@ def write_file(path, text, mode=0o644):
         except OSError:
             pass
         raise AnsibleFilterError("cannot write %s: %s" % (path, exc.strerror))
+    return True
+
+
+def output_directory(path):
+    """The report directory, made safe to write in: created when missing (each new component 0700),
+    refused when another user (not root) could swap what it holds - a symlink of theirs, or a
+    directory of theirs that others may write.  A directory anyone may write without the sticky bit
+    is refused whoever owns it.  Returns its real path."""
+    given = os.path.abspath(os.path.expanduser(str(path)))
+    me = os.geteuid()
+    missing = []
+    probe = given
+    while True:
+        try:
+            os.lstat(probe)
+            break
+        except FileNotFoundError:
+            missing.append(probe)
+            parent = os.path.dirname(probe)
+            if parent == probe:
+                break
+            probe = parent
+        except OSError as exc:
+            raise AnsibleFilterError("report_output_dir %s cannot be read: %s" % (path, exc.strerror))
+    for new in reversed(missing):
+        _check_directory(os.path.dirname(new), path, me)
+        try:
+            os.mkdir(new, 0o700)
+        except FileExistsError:
+            pass  # made meanwhile: checked below like any existing one
+        except OSError as exc:
+            raise AnsibleFilterError("report_output_dir %s cannot be created (%s: %s); create it or give another"
+                                     % (path, new, exc.strerror))
+    return _check_directory(given, path, me)
+
+
+def _check_directory(directory, given, me):
+    try:
+        st = os.lstat(directory)
+    except OSError as exc:
+        raise AnsibleFilterError("report_output_dir %s cannot be read: %s" % (given, exc.strerror))
+    if stat.S_ISLNK(st.st_mode):
+        if st.st_uid not in (me, 0):
+            raise AnsibleFilterError(
+                "report_output_dir %s is refused: %s is a symlink owned by uid %d, another user, who could point it "
+                "anywhere; remove it or give a directory of your own" % (given, directory, st.st_uid))
+        directory = os.path.realpath(directory)
+        try:
+            st = os.stat(directory)
+        except OSError as exc:
+            raise AnsibleFilterError("report_output_dir %s: its symlink leads nowhere usable (%s)" % (given, exc.strerror))
+    if not stat.S_ISDIR(st.st_mode):
+        raise AnsibleFilterError("report_output_dir %s is not a directory (%s); give a directory" % (given, directory))
+    writable_by_others = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    if st.st_uid not in (me, 0) and writable_by_others:
+        raise AnsibleFilterError(
+            "report_output_dir %s is refused: %s belongs to uid %d, another user, and others may write in it (mode %04o), "
+            "so the report could be swapped; give a directory of your own" % (given, directory, st.st_uid,
+                                                                              stat.S_IMODE(st.st_mode)))
+    if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
+        raise AnsibleFilterError(
+            "report_output_dir %s is refused: anyone may write in %s and it has no sticky bit (mode %04o), so any user "
+            "could replace the report; give a directory of your own (chmod o-w)" % (given, directory,
+                                                                                   stat.S_IMODE(st.st_mode)))
+    return directory
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _temp_with(directory, name, data, mode):
+    """A new temporary file in ``directory`` holding ``data``, flushed to the disk; removed on failure."""
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=".%s." % name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+    except BaseException:
+        _unlink(temp)
+        raise
+    return temp
+
+
+def _current(path, data):
+    """Whether ``path`` is a regular file holding exactly ``data``; refuses a directory or special file there."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        raise AnsibleFilterError("cannot write %s: it exists and is not a regular file; remove it or give another "
+                                 "report_output_dir" % path)
+    if stat.S_ISLNK(st.st_mode):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(data) + 1) == data
+    except OSError:
+        return False
+
+
+def write_pair(directory, texts, mode=0o644):
+    """Replace the files ``texts`` ({name: text}, e.g. the JSON and the HTML report) in ``directory``
+    together or not at all: each written to a temporary file in the same directory and flushed to the
+    disk, then renamed over its name; if a rename fails, the names already renamed get their old file
+    back (kept by a hard link until the end).  A full disk, a read-only directory or any other failure
+    leaves the old files as they were.  A symlink in place of a file is replaced, never followed.
+    Returns whether any content changed."""
+    names = list(texts)
+    datas = dict((name, texts[name].encode("utf-8")) for name in names)
+    paths = dict((name, os.path.join(directory, name)) for name in names)
+    if all(_current(paths[name], datas[name]) for name in names):
+        return False
+    temps, backups, renamed = {}, {}, []
+    try:
+        try:
+            for name in names:
+                temps[name] = _temp_with(directory, name, datas[name], mode)
+            for name in names:
+                if os.path.lexists(paths[name]):
+                    backup = os.path.join(directory, ".%s.old.%d" % (name, os.getpid()))
+                    _unlink(backup)
+                    os.link(paths[name], backup, follow_symlinks=False)
+                    backups[name] = backup
+            for name in names:
+                os.replace(temps[name], paths[name])
+                del temps[name]
+                renamed.append(name)
+        except OSError as exc:
+            for name in reversed(renamed):  # put the old file back under each name already replaced
+                if name in backups:
+                    os.replace(backups.pop(name), paths[name])
+                else:
+                    _unlink(paths[name])
+            raise AnsibleFilterError("cannot write the report in %s: %s (%s); the previous %s are left as they were"
+                                     % (directory, exc.strerror or exc, getattr(exc, "filename", "") or directory,
+                                        " and ".join(names)))
+    finally:
+        for temp in list(temps.values()) + list(backups.values()):
+            _unlink(temp)
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dir_fd)  # the renames themselves on the disk
+        finally:
+            os.close(dir_fd)
+    except OSError:
+        pass
     return True

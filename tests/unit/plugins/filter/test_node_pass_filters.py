@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
 from ansible_collections.k8snet.triage.plugins.filter.node_pass_fleet import node_pass_fleet
-from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import ParamsError
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import BadHostVariable, ParamsError, bad_variable_findings
 from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import params as node_pass_params
 from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import record as node_pass_record
 
@@ -98,9 +98,59 @@ def test_without_a_usable_api_the_variables_are_used_and_skips_say_why():
                                  "stale_arp": "not a client of the VIPs (not in group admin_control_plane)"}
 
 
-def test_bad_inventory_address_is_named():
-    with pytest.raises(ParamsError, match="host n1: 'n1.example' is not an IP address"):
-        node_pass_params({}, "n1", dict(HOSTVARS, n1={"ansible_host": "n1.example"}), GROUPS)
+def test_a_peer_without_a_usable_address_is_left_out_and_named():
+    """ansible_host a DNS name and no k8s_node_ip: the peer has no address to probe or expect; the others
+    leave it out of their lists and say why, and its own pass still runs (it needs no address of its own)."""
+    hostvars = dict(HOSTVARS, n1={"ansible_host": "n1.example"})
+    params = node_pass_params({}, "n2", hostvars, GROUPS)
+    assert [t["name"] for t in params["connectivity"]["targets"]] == ["n3"]
+    assert params["calico"]["expected_peers"] == ["198.18.96.12", "198.18.100.13"]
+    assert "ansible_host='n1.example' is invalid" in params["left_out"]["n1"]
+    [note] = params["left_out_findings"]
+    assert note["check"] == "triage.peers_left_out" and note["subject"] == "n1" and note["severity"] == "warning"
+    assert "calico expected BGP peers" in note["summary"] and "connectivity targets" in note["summary"]
+    assert node_pass_params({}, "n1", hostvars, GROUPS)["scenarios"][:2] == ["cni", "calico"]
+
+
+@pytest.mark.parametrize("variable, value, shown", [
+    ("k8s_pod_cidr", "198.19.98.0/33", "k8s_pod_cidr='198.19.98.0/33' is invalid"),
+    ("k8s_node_name", "node1\nkube-system", "k8s_node_name='node1\\nkube-system' is invalid"),
+    ("k8s_node_ip", "198.18.96.300", "k8s_node_ip='198.18.96.300' is invalid"),
+])
+def test_one_hosts_bad_variable_is_that_hosts(variable, value, shown):
+    """The host with the bad variable fails with a finding naming it (the value escaped, the fix); every
+    other host builds its checks without that peer, and says so."""
+    hostvars = dict(HOSTVARS, n1=dict(HOSTVARS["n1"], **{variable: value}))
+    with pytest.raises(BadHostVariable) as info:
+        node_pass_params({}, "n1", hostvars, GROUPS)
+    [item] = bad_variable_findings(info.value)
+    assert item["check"] == "triage.bad_host_variable" and item["severity"] == "critical" and item["subject"] == "n1"
+    assert shown in item["summary"] and "\n" not in item["summary"] and variable in item["remediation"]
+    recorded = node_pass_record({"failed": True, "bad_variable": True, "msg": str(info.value)}, info.value.scenarios,
+                                info.value.skipped, [item])
+    assert recorded["host"]["status"] == "failed" and recorded["host"]["findings"] == [item]
+    assert recorded["results"]["cni"]["status"] == "failed"
+    for host in ("n2", "n3"):
+        params = node_pass_params({}, host, hostvars, GROUPS)
+        assert shown in params["left_out"]["n1"]
+        assert "n1" not in [p["node"] for p in params["pod_network"]["peers"]]
+        # a list that needs only the address keeps the peer unless its address is what is wrong
+        probed = "n1" in [t["name"] for t in params["connectivity"]["targets"]]
+        assert probed is (variable != "k8s_node_ip")
+
+
+def test_a_failed_build_is_failed_not_not_checked():
+    recorded = node_pass_record({"failed": True, "msg": "cannot build this host's checks: x"}, [], {})
+    assert recorded["host"] == {"status": "failed", "reason": "cannot build this host's checks: x"}
+
+
+def test_a_skipped_api_read_gives_its_true_reason():
+    params = node_pass_params({"triage_scenarios": ["dns"]}, "n1", HOSTVARS, GROUPS,
+                              kube={"skipped": True, "false_condition": "'dns' in triage_scenarios"})
+    assert "was not read (its step was skipped: 'dns' in triage_scenarios is false)" in params["skipped"]["dns"]
+    params = node_pass_params({"triage_scenarios": ["dns"]}, "n1", HOSTVARS, GROUPS, kube={
+        "skipped": True, "false_condition": "hostvars['localhost'].triage_api_source | default('not probed') is not none"})
+    assert "no Kubernetes credentials" in params["skipped"]["dns"]
 
 
 def test_record_keeps_asked_scenarios_and_marks_a_pass_that_did_not_run():

@@ -134,3 +134,61 @@ def test_gaps_group_the_scenarios_that_did_not_run_by_reason():
     hostvars["n4"] = {"triage_host": {"status": "unreachable", "reason": "x"}, "triage_results": {"cni": PENDING}}
     gaps = triage_report(hostvars, sorted(hostvars))["coverage"]["gaps"]
     assert gaps == [{"scenario": "calico", "status": "skipped", "reason": "not a Calico node", "hosts": ["n1", "n2", "n3"]}]
+
+
+def test_a_run_that_checked_nothing_says_so_and_why():
+    hostvars = {
+        "node1": {"triage_host": {"status": "unreachable", "reason": "Connection timed out"},
+                  "triage_results": {"cni": PENDING}},
+        "node2": {"triage_host": {"status": "reached", "reason": ""},
+                  "triage_results": {"stale_arp": skipped("no VIPs given (stale_arp_vips)")}},
+        "localhost": {"triage_host": {"status": "controller", "reason": ""},
+                      "triage_results": {"f5": skipped("no Kubernetes credentials")}},
+    }
+    report = triage_report(hostvars, ["node1", "node2", "localhost", "node9"])
+    [item] = [f for f in report["findings"] if f["check"].startswith("triage.nothing")]
+    assert item["check"] == "triage.nothing_checked" and item["severity"] == "critical" and item["host"] == "localhost"
+    assert "1 unreachable" in item["summary"] and "1 not checked" in item["summary"]
+    assert "stale_arp: skipped (no VIPs given (stale_arp_vips)) on node2" in item["summary"]
+    assert "f5: skipped (no Kubernetes credentials) on localhost" in item["summary"]
+    assert report["hosts"]["localhost"]["verdict"] == "critical" and report["worst"] == "critical"
+    # nobody at all: still said
+    [item] = triage_report({}, [])["findings"]
+    assert item["check"] == "triage.nothing_checked" and "no host at all" in item["summary"]
+
+
+def test_a_requested_scenario_that_ran_nowhere_is_critical_with_its_reasons():
+    hostvars = {"node1": {"triage_host": {"status": "reached", "reason": ""},
+                          "triage_results": {"cni": ran(f("node.cni_files_ok", "ok")),
+                                             "calico": skipped("triage_cni is cilium")}},
+                "node2": {"triage_host": {"status": "reached", "reason": ""},
+                          "triage_results": {"cni": ran(), "calico": skipped("triage_cni is cilium")}}}
+    report = triage_report(hostvars, ["node1", "node2"], requested=["cni", "calico", "dns"])
+    found = dict((f["subject"], f) for f in report["findings"] if f["check"] == "triage.scenario_not_run")
+    assert sorted(found) == ["scenario calico", "scenario dns"]
+    assert "skipped (triage_cni is cilium) on node1, node2" in found["scenario calico"]["summary"]
+    assert "no host of the run has it" in found["scenario dns"]["summary"]
+    # not asked by name: the defaults that do not fit are no finding
+    assert not [f for f in triage_report(hostvars, ["node1", "node2"])["findings"] if f["check"].startswith("triage.")]
+    # a scenario playbook's report: its scenario is asked for
+    assert [f["check"] for f in triage_report({"node1": {}}, ["node1"], "dns")["findings"]] == ["triage.nothing_checked"]
+
+
+def test_a_hosts_own_findings_and_the_peers_it_left_out_are_in_its_record():
+    bad = {"check": "triage.bad_host_variable", "severity": "critical", "layer": "control-plane", "subject": "node1",
+           "summary": "node1: k8s_pod_cidr='198.19.98.0/33' is invalid", "evidence": {}, "remediation": "fix"}
+    note = dict(f("triage.peers_left_out", subject="node1"), scope="fleet", hosts=["node2", "node3"])
+    hostvars = {"node1": {"triage_host": {"status": "failed", "reason": "bad host variable", "findings": [bad]},
+                          "triage_results": {"cni": {"status": "failed", "reason": "bad host variable", "findings": []}}},
+                "node2": {"triage_host": {"status": "reached", "reason": "", "findings": [note],
+                                          "peers_left_out": {"node1": "k8s_pod_cidr='198.19.98.0/33' is invalid"}},
+                          "triage_results": {"cni": ran()}},
+                "node3": {"triage_host": {"status": "reached", "reason": "", "findings": [note],
+                                          "peers_left_out": {"node1": "k8s_pod_cidr='198.19.98.0/33' is invalid"}},
+                          "triage_results": {"cni": ran()}}}
+    report = triage_report(hostvars, ["node1", "node2", "node3"])
+    checks = [(x["host"], x["check"]) for x in report["findings"]]
+    # the host's own critical finding replaces the generic triage.host_failed; the note is counted once
+    assert checks == [("node1", "triage.bad_host_variable"), ("node2", "triage.peers_left_out")]
+    assert report["hosts"]["node3"]["peers_left_out"] == {"node1": "k8s_pod_cidr='198.19.98.0/33' is invalid"}
+    assert report["hosts"]["node1"]["status"] == "failed" and report["hosts"]["node2"]["verdict"] == "warning"
