@@ -1,0 +1,60 @@
+"""One host's mistake is that host's: a bad inventory variable on one node fails that node alone, with a
+finding naming the variable, its value (escaped) and the fix; the other nodes leave it out of the peer
+lists that need that variable, say so in their record, and are checked (issue 27).
+
+Before, every pass carried every peer: one bad k8s_pod_cidr failed every node scenario on every host."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import ROOT
+
+SCENARIOS = ["cni", "pod_network", "connectivity"]
+PASS = "One pass per host - its checks built on the controller, run on the node, and recorded"
+
+
+@pytest.mark.parametrize("variable, value, shown", [
+    ("k8s_pod_cidr", "198.19.98.0/33", "k8s_pod_cidr='198.19.98.0/33' is invalid"),
+    ("k8s_node_name", "node1\nkube-system", "k8s_node_name='node1\\nkube-system' is invalid"),
+])
+def test_one_hosts_bad_variable_fails_that_host_only(lab, ansible, tmp_path, variable, value, shown):
+    data = json.loads(Path(lab.inventory_path).read_text())
+    data["all"]["children"]["k8s_nodes"]["hosts"]["node1"][variable] = value
+    inventory = tmp_path / "inventory.json"
+    inventory.write_text(json.dumps(data))
+    out = tmp_path / "report"
+    run = ansible.playbook(ROOT / "playbooks" / "triage.yml", inventory=inventory,
+                           extra_vars={"triage_scenarios": SCENARIOS, "report_output_dir": str(out)})
+    # the bad variable is critical: the run fails, after the report
+    assert run.rc != 0, run
+    report = json.loads((out / "triage-report.json").read_text())
+    hosts = report["hosts"]
+    assert hosts["node1"]["status"] == "failed", hosts["node1"]
+    [bad] = [f for f in report["findings"] if f["check"] == "triage.bad_host_variable"]
+    assert bad["host"] == "node1" and bad["severity"] == "critical" and bad["evidence"]["variable"] == variable
+    assert shown in bad["summary"] and "\n" not in bad["summary"] and variable in bad["remediation"], bad
+    # the other nodes were checked: every scenario ran there (read from the pass's own task results too)
+    for host in ("node2", "node3"):
+        assert hosts[host]["status"] == "reached", hosts[host]
+        assert {name: hosts[host]["scenarios"][name]["status"] for name in SCENARIOS} == dict.fromkeys(SCENARIOS, "ran")
+        assert shown in hosts[host]["peers_left_out"]["node1"], hosts[host]
+        task = run.result(PASS, host)
+        assert task["host_status"]["status"] == "reached" and set(task["scenarios"].values()) == {"ran"}, task
+    failed = [(r["host"], name) for r in run.results(task=PASS) for name, status in r["result"]["scenarios"].items()
+              if status == "failed"]
+    assert sorted(failed) == [("node1", name) for name in sorted(SCENARIOS)], failed  # 3, not 3 x 3
+    # the peers left out are said once for the fleet, naming the lists
+    [note] = [f for f in report["findings"] if f["check"] == "triage.peers_left_out"]
+    assert note["subject"] == "node1" and "pod_network peers" in note["summary"], note
+    # node1's address is fine: the others still probed it, and its real MAC answered their ARP probes
+    mac = data["all"]["children"]["k8s_nodes"]["hosts"]["node1"]["lab_mac"]
+    probed = dict((f["host"], f["evidence"]["arp"]["macs"]) for f in report["findings"]
+                  if f["check"].startswith("reach.") and f["subject"] == "node1")
+    assert probed == {"node2": [mac], "node3": [mac]}, report["findings"]
+    # the HTML carries the same report
+    html = (out / "triage-report.html").read_text()
+    assert "triage.bad_host_variable" in html and "triage.peers_left_out" in html
