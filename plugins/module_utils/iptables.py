@@ -54,6 +54,8 @@ class Ruleset(object):
         self.tables = []        # (family, table) names seen
         self.taken = 0.0        # time.monotonic() of the read
         self.warnings = []
+        self.jumps = {}         # Calico endpoint chain -> the policy/profile chains it jumps to
+        self.refusals = []      # kube-proxy nftables: Services its no-endpoint maps drop or reject
 
     def add(self, entry, key):
         self.entries[key] = entry
@@ -67,6 +69,8 @@ def owner_of(table, chain):
         return "calico"
     if chain.startswith(("CILIUM_", "cilium")) or table.startswith("cilium"):
         return "cilium"
+    if chain.startswith("ufw-") or chain.startswith("ufw6-"):
+        return "ufw"
     if table == "firewalld" or chain.endswith(("_direct", "_ZONES", "_ZONES_SOURCE")) or \
             re.match(r"^(IN|FWD|FWDI|FWDO|OUT|PRE|POST)_", chain) or re.match(r"^filter_(IN|FWD|OUT)_", chain):
         return "firewalld"
@@ -98,6 +102,9 @@ def parse_save(text, backend, family):
             rule = line[end + 2:]
             match = verdict_search(rule)
             if match is None:
+                if rule.startswith("-A cali-") and " -j cali-p" in rule:
+                    parts = rule.split(" ")
+                    rs.jumps.setdefault(parts[1], []).append(parts[-1])
                 continue
             packets, bytes_ = line[1:end].split(":")
             chain = rule.split(" ", 2)[1]
@@ -269,11 +276,43 @@ def parse_nft(text, skip_tables=()):
                               "type %s hook %s priority %s; policy drop" % (chain.get("type"), chain["hook"], chain.get("prio")),
                               0, 0, counted=False),
                        ("nftables", chain["family"], chain["table"], chain["name"], "policy"))
+        elif "map" in item:
+            rs.refusals.extend(kube_proxy_refusals(item["map"]))
         elif "table" in item:
             table = item["table"]
             if (table["family"], table["name"]) not in skip:
                 rs.tables.append((table["family"], table["name"]))
     return rs
+
+
+_NO_ENDPOINT_MAPS = {"no-endpoint-services": "address", "no-endpoint-nodeports": "nodeport"}
+
+
+def kube_proxy_refusals(nft_map):
+    """kube-proxy's nftables maps @no-endpoint-services / @no-endpoint-nodeports (``nft -j`` ``map``) as
+    ``[{"service", "match", "kind", "verdict", "reason"}]``: each element's comment names the Service
+    (``ns/name:port``); ``goto reject-chain`` is "no endpoints", a plain ``drop`` is "no local endpoints"
+    (externalTrafficPolicy Local).  These verdicts are map elements, not rules: they have no counter."""
+    kind = _NO_ENDPOINT_MAPS.get(nft_map.get("name"))
+    if kind is None or not nft_map.get("table", "").startswith("kube-proxy"):
+        return []
+    out = []
+    for pair in nft_map.get("elem") or []:
+        if not (isinstance(pair, list) and len(pair) == 2):
+            continue
+        key, verdict = pair
+        elem = key.get("elem", {}) if isinstance(key, dict) else {}
+        value = elem.get("val", key)
+        parts = value.get("concat", [value]) if isinstance(value, dict) else [value]
+        if "drop" in verdict:
+            reason, action = "no_local_endpoints", "drop"
+        elif verdict.get("goto", {}).get("target") == "reject-chain" or "reject" in verdict:
+            reason, action = "no_endpoints", "reject"
+        else:
+            continue
+        out.append({"service": elem.get("comment"), "match": " . ".join(str(p) for p in parts), "kind": kind,
+                    "verdict": action, "reason": reason})
+    return out
 
 
 # ----------------------------------------------------------------- reader
@@ -363,9 +402,10 @@ def rule_text(entry):
     return entry["rule"]
 
 
-def _row(entry, packets, bytes_, seconds):
+def _row(entry, packets, bytes_, seconds, jumps=None, refusals=()):
     row = dict((k, entry[k]) for k in ("backend", "family", "table", "chain", "kind", "verdict", "owner"))
     row["rule"] = rule_text(entry)
+    row["reading"] = interpret(entry, jumps, refusals) if entry["kind"] == "rule" else None
     row.update({"packets": packets, "bytes": bytes_, "packets_total": entry["packets"], "bytes_total": entry["bytes"],
                 "pps": round(packets / seconds, 2) if seconds else None,
                 "bps": round(bytes_ / seconds, 2) if seconds else None})
@@ -397,7 +437,7 @@ def compare(before, after):
                 packets, bytes_ = entry["packets"], entry["bytes"]
             if packets > 0:
                 seconds = rs.taken - taken if taken is not None else None
-                grown.append(_row(entry, packets, bytes_, seconds))
+                grown.append(_row(entry, packets, bytes_, seconds, rs.jumps, rs.refusals))
     grown.sort(key=lambda r: (-(r["pps"] or 0), -r["packets"], r["backend"], r["chain"]))
     return grown
 
@@ -406,7 +446,10 @@ def totals(snapshot, limit):
     """Per-backend counts and the drop entries with the most packets so far."""
     per = {}
     entries = []
+    jumps, refusals = {}, []
     for rs in snapshot:
+        jumps.update(rs.jumps)
+        refusals.extend(rs.refusals)
         item = per.setdefault(rs.backend, {"rules": 0, "drop_rules": 0, "drop_policies": 0, "packets": 0, "bytes": 0})
         item["rules"] += rs.rules
         for entry in rs.entries.values():
@@ -415,42 +458,177 @@ def totals(snapshot, limit):
             item["bytes"] += entry["bytes"]
             entries.append(entry)
     entries.sort(key=lambda e: (-e["packets"], e["backend"], e["chain"]))
-    top = [_row(e, 0, 0, None) for e in entries[:limit] if e["packets"]]
+    top = [_row(e, 0, 0, None, jumps, refusals) for e in entries[:limit] if e["packets"]]
     for row in top:
         for key in ("packets", "bytes", "pps", "bps"):
             row.pop(key)
     return per, top
 
 
+# ----------------------------------------------------------------- what a drop rule means (by who wrote it)
+
+_SVC_COMMENT = re.compile(r'--comment "?(?P<ns>[a-z0-9][-a-z0-9]*)/(?P<name>[a-z0-9][-a-z0-9.]*):(?P<port>[-a-z0-9]*)'
+                          r' (?P<what>has no endpoints|has no local endpoints|traffic not accepted by \S+)"?')
+_NFT_SVC_CHAIN = re.compile(r"^(?P<kind>firewall|external|service)-[A-Z0-9]{8}-(?P<ns>[^/]+)/(?P<name>[^/]+)/(?P<proto>[a-z]+)/(?P<port>.*)$")
+_COMMENTS = re.compile(r'--comment (?:"([^"]*)"|(\S+))')
+
+
+def _endpointslices(ns, name):
+    return "kubectl get endpointslices -n %s -l kubernetes.io/service-name=%s" % (ns, name)
+
+
+def _service(ns, name, port, reason):
+    svc = "%s/%s:%s" % (ns, name, port) if port else "%s/%s" % (ns, name)
+    if reason == "no_endpoints":
+        what = "kube-proxy rejects traffic to Service %s: it has no ready endpoints" % svc
+        step = "%s (no ready endpoint: are the pods Ready, does the selector match?)" % _endpointslices(ns, name)
+    elif reason == "no_local_endpoints":
+        what = ("kube-proxy drops external traffic to Service %s on this node: externalTrafficPolicy Local and no ready "
+                "endpoint on this node" % svc)
+        step = ("%s -o wide (which nodes have ready endpoints; the load balancer health check on "
+                "healthCheckNodePort should take this node out)" % _endpointslices(ns, name))
+    else:
+        what = "kube-proxy drops traffic to Service %s: the source is not in the Service's loadBalancerSourceRanges" % svc
+        step = ("kubectl get service -n %s %s -o jsonpath='{.spec.loadBalancerSourceRanges}' (is the client, or the "
+                "load balancer's SNAT address, in the ranges?)" % (ns, name))
+    return {"object": {"kind": "Service", "namespace": ns, "name": name, "port": port},
+            "reason": reason, "meaning": what, "next_step": step}
+
+
+def interpret(entry, jumps=None, refusals=()):
+    """What a DROP/REJECT entry means for the one who wrote it, from its chain name and comments (and, for
+    kube-proxy's nftables reject-chain, from the maps that jump to it): ``{"object", "reason", "meaning",
+    "next_step"}``, or None for an entry nobody known wrote."""
+    chain, owner = entry["chain"], entry["owner"]
+    rule = entry["rule"] if entry["rule"] is not None else ""
+    if owner == "kube-proxy":
+        match = _SVC_COMMENT.search(rule)
+        if match:
+            what = match.group("what")
+            reason = ("no_endpoints" if what == "has no endpoints" else
+                      "no_local_endpoints" if what == "has no local endpoints" else "load_balancer_source_ranges")
+            return _service(match.group("ns"), match.group("name"), match.group("port"), reason)
+        nft = _NFT_SVC_CHAIN.match(chain)
+        if nft and nft.group("kind") == "firewall":
+            return _service(nft.group("ns"), nft.group("name"), nft.group("port"), "load_balancer_source_ranges")
+        if chain.startswith("KUBE-XLB-"):   # kube-proxy before 1.24: the policy Local chain
+            return {"object": {"kind": "Service", "chain": chain}, "reason": "no_local_endpoints",
+                    "meaning": "kube-proxy drops external traffic to a policy-Local Service without an endpoint on this node",
+                    "next_step": "iptables-save | grep -- '%s' names the Service in its comments; then its EndpointSlices" % chain}
+        if chain in ("KUBE-SOURCE-RANGES-FIREWALL",) or chain.startswith("KUBE-FW-"):
+            return {"object": {"kind": "Service", "ipset": "KUBE-LOAD-BALANCER-FW"}, "reason": "load_balancer_source_ranges",
+                    "meaning": "kube-proxy (IPVS mode) drops traffic to a LoadBalancer IP from outside its loadBalancerSourceRanges",
+                    "next_step": "ipset list KUBE-LOAD-BALANCER-FW (the LB IP:port) and ipset list KUBE-LOAD-BALANCER-SOURCE-CIDR "
+                                 "(the allowed sources); kubectl get svc -A -o wide | grep the LB IP"}
+        if chain == "reject-chain":
+            services = sorted(set(r["service"] for r in refusals if r["reason"] == "no_endpoints" and r["service"]))
+            if len(services) == 1:
+                svc = re.match(r"^([^/]+)/([^:]+):?(.*)$", services[0])
+                if svc:
+                    return _service(svc.group(1), svc.group(2), svc.group(3), "no_endpoints")
+            if services:
+                return {"object": {"kind": "Service", "names": services}, "reason": "no_endpoints",
+                        "meaning": "kube-proxy rejects traffic to Services without ready endpoints: %s" % ", ".join(services),
+                        "next_step": "; ".join(_endpointslices(*re.match(r"^([^/]+)/([^:]+)", name).groups())
+                                               for name in services[:5])}
+            return {"object": {"kind": "Service", "map": "no-endpoint-services"}, "reason": "no_endpoints",
+                    "meaning": "kube-proxy (nftables mode) rejects traffic to a Service without ready endpoints",
+                    "next_step": "nft list map %s %s no-endpoint-services and no-endpoint-nodeports (each element's "
+                                 "comment names the Service: ns/name:port), then its EndpointSlices"
+                                 % (entry["family"] if entry["family"] in ("ip", "ip6") else "ip", entry["table"])}
+        if chain == "cluster-ips-check":
+            unallocated = entry["verdict"] == "drop"
+            return {"object": {"kind": "ClusterIP", "set": "cluster-ips"},
+                    "reason": "clusterip_unallocated" if unallocated else "clusterip_invalid_port",
+                    "meaning": "kube-proxy (nftables mode) %s" % (
+                        "drops traffic to an address of the service CIDR that no Service has" if unallocated else
+                        "rejects traffic to a ClusterIP on a port its Service does not define"),
+                    "next_step": "the client's target: kubectl get svc -A -o wide | grep the address (a stale or "
+                                 "hard-coded ClusterIP, or a wrong port)"}
+        if chain == "KUBE-IPVS-OUT-FILTER":
+            return {"object": {"kind": "Service", "chain": chain}, "reason": "lb_access_from_node",
+                    "meaning": "kube-proxy (IPVS mode) drops this node's own traffic to a LoadBalancer IP it must not reach",
+                    "next_step": "the LoadBalancer Service of the -d/--vaddr address (kubectl get svc -A -o wide | grep it)"}
+        if "ctstate INVALID" in rule or "ct state invalid" in rule:
+            return {"object": {"kind": "conntrack"}, "reason": "invalid_state",
+                    "meaning": "kube-proxy drops packets conntrack marks INVALID (out-of-window or asymmetric return traffic)",
+                    "next_step": "conntrack -S (insert_failed, invalid) and whether replies take another path (k8snet.triage.route_check)"}
+        if "127.0.0.0/8" in rule or "localnet" in rule:
+            return {"object": {"kind": "node"}, "reason": "localnet",
+                    "meaning": "kube-proxy blocks connections to 127.0.0.0/8 that do not come from the node itself",
+                    "next_step": "the client: it reached a localhost-bound NodePort from outside (route_localnet)"}
+    if owner == "calico":
+        comments = " ".join(a or b for a, b in _COMMENTS.findall(rule))
+        iface = chain[len("cali-tw-"):] if chain.startswith(("cali-tw-", "cali-fw-")) else None
+        direction = "to" if chain.startswith("cali-tw-") else "from"
+        policies = [j for j in (jumps or {}).get(chain, []) if j.startswith(("cali-pi-", "cali-po-", "cali-pri-", "cali-pro-"))]
+        if iface and ("no policies passed" in comments or "no profiles matched" in comments):
+            what = "no policy" if "no policies passed" in comments else "no profile"
+            return {"object": {"kind": "WorkloadEndpoint", "interface": iface, "policy_chains": policies},
+                    "reason": "no_policy_allowed" if what == "no policy" else "no_profile_allowed",
+                    "meaning": "Calico drops traffic %s the pod on %s: %s allowed it (a policy selects the pod and "
+                               "none of its rules matched)" % (direction, iface, what),
+                    "next_step": "calicoctl get workloadendpoints -A -o wide | grep %s (the pod), then its policies: "
+                                 "kubectl get networkpolicy -n NS, calicoctl get networkpolicy,globalnetworkpolicy -o wide%s"
+                                 % (iface, " (chains %s)" % ", ".join(policies) if policies else "")}
+        if chain.startswith(("cali-pi-", "cali-po-")):
+            return {"object": {"kind": "NetworkPolicy", "chain": chain}, "reason": "policy_deny",
+                    "meaning": "a Calico policy rule denies it (chain %s; cali-pi-/cali-po- are a policy's in/outbound rules)" % chain,
+                    "next_step": "calicoctl get networkpolicy,globalnetworkpolicy -A -o wide; the chain name carries the "
+                                 "policy name (or its hash)"}
+    if owner == "cilium":
+        return {"object": {"kind": "cilium", "chain": chain}, "reason": "cilium_rule",
+                "meaning": "a rule of the Cilium agent (%s) drops it" % chain,
+                "next_step": "cilium-dbg monitor --type drop or hubble observe --verdict DROPPED (the reason and the endpoint)"}
+    if owner == "firewalld":
+        zone = re.match(r"^(?:filter_)?(?:IN|FWD|FWDI|FWDO|OUT)_([^_]+)", chain)
+        return {"object": {"kind": "firewalld zone", "name": zone.group(1) if zone else None, "chain": chain},
+                "reason": "host_firewall", "meaning": "the node's firewalld drops it (chain %s)" % chain,
+                "next_step": "firewall-cmd --get-active-zones; firewall-cmd --list-all --zone=%s"
+                             % (zone.group(1) if zone else "ZONE")}
+    if owner == "ufw":
+        return {"object": {"kind": "ufw", "chain": chain}, "reason": "host_firewall",
+                "meaning": "the node's ufw drops it (chain %s)" % chain,
+                "next_step": "ufw status verbose; allow the pod and service CIDRs (ufw route allow) and the node ports"}
+    return None
+
+
 REMEDIATION = {
     "kube-proxy": "kube-proxy drops here: KUBE-FIREWALL drops invalid/martian packets, KUBE-EXTERNAL-SERVICES and "
                   "KUBE-SERVICES REJECT traffic to a Service without ready endpoints; check the Service's "
-                  "EndpointSlices (`kubectl get endpointslices -l kubernetes.io/service-name=NAME`).",
+                  "EndpointSlices (`kubectl get endpointslices -n NS -l kubernetes.io/service-name=NAME`).",
     "calico": "A Calico policy drops it: find the policy from the chain name (`cali-pi-`/`cali-po-` are "
               "policy chains) with `calicoctl get networkpolicy,globalnetworkpolicy -A -o wide`.",
     "cilium": "Cilium drops it: `cilium-dbg monitor --type drop` or `hubble observe --verdict DROPPED` names the reason.",
     "firewalld": "firewalld drops it: `firewall-cmd --get-active-zones` and `firewall-cmd --list-all --zone=ZONE`; "
                  "allow the pod and service CIDRs and the node ports the cluster uses.",
+    "ufw": "ufw drops it: `ufw status verbose`; allow the pod and service CIDRs and the node ports the cluster uses.",
     "other": "Find who installs this rule (configuration management, a host firewall, a CNI) and whether it "
              "should drop this traffic; watch it live with `watch -d iptables -L CHAIN -v -n` or `nft list chain`.",
 }
 
 
 def check(grown, snapshot, node, interval, limit, warning_pps, critical_pps):
-    """Findings: drops_growing (top ``limit``), drop_policy, mixed_backends."""
+    """Findings: drops_growing (top ``limit``, read as their owner means them), drop_policy, service_refused
+    (kube-proxy nftables no-endpoint map entries), mixed_backends."""
     out = []
     for row in grown[:limit]:
         pps = row["pps"] or 0
         severity = "critical" if pps >= critical_pps else "warning" if pps >= warning_pps else "info"
         what = "the %s policy" % row["verdict"] if row["kind"] == "policy" else "a %s rule" % row["verdict"]
+        counted = "%s of %s %s %s/%s dropped %d packets in %ss (%.1f/s)" % (
+            what, row["backend"], row["family"], row["table"], row["chain"], row["packets"], interval, pps)
+        reading = row.get("reading")
+        evidence = {"rule": row["rule"], "pps": row["pps"], "bps": row["bps"], "packets": row["packets"],
+                    "packets_total": row["packets_total"], "owner": row["owner"], "family": row["family"]}
+        if reading:
+            evidence.update(object=reading["object"], reason=reading["reason"])
         out.append(finding(
             "iptables.drops_growing", severity, "L4",
             "%s %s %s %s/%s" % (node, row["backend"], row["family"], row["table"], row["chain"]),
-            "%s of %s %s %s/%s dropped %d packets in %ss (%.1f/s)" % (
-                what, row["backend"], row["family"], row["table"], row["chain"], row["packets"], interval, pps),
-            {"rule": row["rule"], "pps": row["pps"], "bps": row["bps"], "packets": row["packets"],
-             "packets_total": row["packets_total"], "owner": row["owner"], "family": row["family"]},
-            REMEDIATION[row["owner"]],
+            "%s: %s" % (reading["meaning"], counted) if reading else counted,
+            evidence,
+            reading["next_step"] if reading else REMEDIATION[row["owner"]],
         ))
     for rs in snapshot:
         for entry in rs.entries.values():
@@ -467,6 +645,22 @@ def check(grown, snapshot, node, interval, limit, warning_pps, critical_pps):
                 "Expected on a hardened host; when traffic is lost, make sure the cluster's rules accept it "
                 "before the policy applies (FORWARD DROP needs pod CIDR accepts, as kube-proxy and the CNI add).",
             ))
+    by_service = {}
+    for rs in snapshot:
+        for item in rs.refusals:
+            by_service.setdefault((item["service"] or "?", item["reason"]), []).append(item)
+    for (service, reason), items in sorted(by_service.items())[:limit]:
+        ns_name = re.match(r"^([^/]+)/([^:]+):?(.*)$", service)
+        reading = _service(ns_name.group(1), ns_name.group(2), ns_name.group(3), reason) if ns_name else None
+        matches = ", ".join("%s %s" % ("NodePort" if i["kind"] == "nodeport" else "to", i["match"]) for i in items)
+        out.append(finding(
+            "iptables.service_refused", "info", "L4", "%s %s" % (node, service),
+            "%s (%s; kube-proxy nftables map entries, which have no counter)" % (
+                reading["meaning"] if reading else "kube-proxy refuses traffic to %s" % service, matches),
+            {"service": service, "reason": reason, "matches": [i["match"] for i in items],
+             "verdict": items[0]["verdict"]},
+            reading["next_step"] if reading else REMEDIATION["kube-proxy"],
+        ))
     with_rules = dict((b, sum(rs.rules for rs in snapshot if rs.backend == b)) for b in BACKENDS)
     if with_rules["legacy"] and (with_rules["nft"] or with_rules["nftables"]):
         warnings = sorted(set(w for rs in snapshot for w in rs.warnings))

@@ -16,6 +16,18 @@ description:
     (C(nft -j list ruleset), without the tables iptables-nft already showed) - twice,
     O(interval) seconds apart, and reports the DROP / REJECT rules and DROP policies whose
     packet counters grew, fastest first, with the owner guessed from the chain name.
+  - Each growing rule is read as the one who wrote it means it, from its chain name and comments; the
+    finding names the object and the next step. kube-proxy (iptables, IPVS and nftables modes) - the
+    Service and port of C(ns/name:port has no endpoints) (no ready endpoint), C(has no local endpoints)
+    (externalTrafficPolicy Local and no endpoint on this node; also the old C(KUBE-XLB-) chains) and
+    C(traffic not accepted by KUBE-FW-...), C(KUBE-SOURCE-RANGES-FIREWALL) or the nftables C(firewall-...)
+    chains (outside loadBalancerSourceRanges), with C(kubectl get endpointslices -n NS -l
+    kubernetes.io/service-name=NAME) as the next step; Calico - the pod interface of a C(cali-tw-)/C(cali-fw-)
+    chain's C(Drop if no policies passed packet) and the policy chains it ran; Cilium (C(CILIUM_*)), firewalld
+    zones and ufw chains by name.
+  - kube-proxy's nftables mode drops through map elements (C(@no-endpoint-services),
+    C(@no-endpoint-nodeports)) that have no counter; each Service in them is reported as an
+    C(iptables.service_refused) finding (info) with its reason.
   - Rules that did not count anything during the window are totals, never "growing".
   - Read-only; never changes the node.
 author:
@@ -49,12 +61,16 @@ EXAMPLES = r"""
 
 RETURN = r"""
 findings:
-  description: The findings (C(iptables.drops_growing), C(iptables.drop_policy), C(iptables.mixed_backends)).
+  description: The findings (C(iptables.drops_growing), C(iptables.drop_policy), C(iptables.service_refused),
+    C(iptables.mixed_backends)).
   returned: always
   type: list
   elements: dict
 drops:
-  description: The growing entries, fastest first (at most O(limit)).
+  description:
+    - The growing entries, fastest first (at most O(limit)).
+    - C(reading) is what the rule means for its owner (C(object), C(reason), C(meaning), C(next_step)), or
+      null for a rule of an unknown owner.
   returned: always
   type: list
   elements: dict
@@ -62,11 +78,18 @@ drops:
     - backend: legacy
       family: ipv4
       table: filter
-      chain: KUBE-FIREWALL
+      chain: KUBE-SERVICES
       kind: rule
-      verdict: DROP
-      rule: -A KUBE-FIREWALL -s 198.18.32.12/32 -p icmp -j DROP
+      verdict: REJECT
+      rule: -A KUBE-SERVICES -d 198.18.0.246/32 -p tcp -m comment --comment "ns6/svc6:p80 has no endpoints" -m tcp
+        --dport 80 -j REJECT --reject-with icmp-port-unreachable
       owner: kube-proxy
+      reading:
+        object: {kind: Service, namespace: ns6, name: svc6, port: p80}
+        reason: no_endpoints
+        meaning: "kube-proxy rejects traffic to Service ns6/svc6:p80: it has no ready endpoints"
+        next_step: "kubectl get endpointslices -n ns6 -l kubernetes.io/service-name=svc6 (no ready endpoint: are the
+          pods Ready, does the selector match?)"
       packets: 50
       bytes: 4200
       pps: 10.0
