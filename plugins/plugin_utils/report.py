@@ -130,7 +130,7 @@ def _why_not(per_host, name):
         if entry is None:
             continue
         reason = entry["reason"] or entry["status"]
-        if entry["status"] == "not run" or info["status"] not in REACHED:
+        if entry["status"] == "not run" or (info["status"] not in REACHED + ("not checked",) and entry["status"] != "skipped"):
             reason = "host %s%s" % (info["status"], (": " + info["reason"][:200]) if info["reason"] else "")
         groups.setdefault("%s (%s)" % (entry["status"], reason), []).append(host)
     return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
