@@ -125,8 +125,11 @@ def test_the_one_pass_runs_it_where_it_applies(lab, ansible, node1_agent, tmp_pa
     run_ = ansible.playbook("k8snet.triage.triage", extra_vars={
         "triage_scenarios": ["cilium_agent"], "triage_cni": "calico", "report_output_dir": str(tmp_path),
         "report_fail_on_critical": False})
-    assert run_.rc == 0, run_
-    hosts = json.loads((tmp_path / "triage-report.json").read_text())["hosts"]
+    assert run_.rc != 0, run_  # nothing was checked: never green
+    report = json.loads((tmp_path / "triage-report.json").read_text())
+    [nothing] = [f for f in report["findings"] if f["check"] == "triage.nothing_checked"]
+    assert "cilium_agent: skipped (triage_cni is calico) on node1" in nothing["summary"], nothing
+    hosts = report["hosts"]
     assert hosts["node1"]["scenarios"]["cilium_agent"] == {**hosts["node1"]["scenarios"]["cilium_agent"],
                                                            "status": "skipped", "reason": "triage_cni is calico"}
 
