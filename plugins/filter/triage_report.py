@@ -22,6 +22,12 @@ description:
   - Every host and every scenario is in the report with its status and reason. A host that was not
     reached gets a critical finding (C(triage.host_unreachable), C(triage.no_python) or
     C(triage.host_failed)), so a gap in coverage is never shown as ok.
+  - A run that checked nothing is never green - when no scenario ran on any host, the critical fleet
+    finding C(triage.nothing_checked) says so with each host's status and each scenario's reasons; a
+    scenario of O(requested) (or O(scenario)) that ran on no host gives C(triage.scenario_not_run) with its
+    reasons (every host skipped it, it applied nowhere, no host had it).
+  - A host's C(triage_host) may carry C(findings) of its own (C(triage.bad_host_variable), C(triage.peers_left_out))
+    and C(peers_left_out), the peers its checks left out and why; they are in its entry of the report.
   - A finding with C(scope=fleet) (a conclusion about several hosts, listing them in C(hosts)) is
     counted once, however many hosts published it.
 options:
@@ -40,6 +46,10 @@ options:
         role's facts to read, by name, on each host without C(triage_results) - C(<scenario>_findings) and
         C(<scenario>_fleet_findings). A host where the role recorded nothing is C(not checked).
     type: str
+  requested:
+    description: The scenarios asked for by name, each of which must run on some host.
+    type: list
+    elements: str
 """
 
 EXAMPLES = """
@@ -54,7 +64,8 @@ _value:
     - C(findings) (flat, most severe first, each with C(host), C(scenario) and C(scope)).
     - C(counts) (C(severity), C(layer), C(check) over the findings, each counted once).
     - C(hosts) (per host C(status), C(reason), C(verdict) (the worst severity, or C(not checked)),
-      C(counts) and C(scenarios), per scenario C(status), C(reason), C(findings) (how many) and C(worst)).
+      C(counts) and C(scenarios), per scenario C(status), C(reason), C(findings) (how many) and C(worst);
+      C(peers_left_out) when its checks left peers out).
     - C(coverage) (how many hosts per status, how many host x scenario pairs per status, and C(gaps), the
       scenarios that did not run on reached hosts grouped by scenario, status and reason, with their hosts).
     - C(details) (per host and scenario, the compact details the scenario published), C(worst).

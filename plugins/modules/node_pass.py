@@ -28,6 +28,14 @@ description:
   - A host that cannot be reached, has no usable Python, or where node_triage fails is recorded
     with that status and the reason (the task itself succeeds with a warning, so the run goes on
     and the report names the host); its scenarios are C(not run) (or C(failed)).
+  - One host's bad inventory variable is that host's. A host whose C(k8s_node_name) (a control
+    character, too long), C(k8s_node_ip) (not an address) or C(k8s_pod_cidr) (not CIDRs) cannot be used
+    is recorded C(failed) with the critical finding C(triage.bad_host_variable) naming the variable, its
+    value (escaped) and the fix, and none of its checks runs. The other hosts leave it out of the peer
+    lists that need that variable (pod-CIDR peers, expected BGP peers, connectivity and path-MTU
+    targets), record it in C(triage_host.peers_left_out) with the reason, and publish the warning
+    C(triage.peers_left_out) (once for the fleet). A peer without a usable address (C(ansible_host) a
+    name and no C(k8s_node_ip)) is left out likewise, without failing its own pass.
   - An action plugin, so that preparing the parameters and recording the result cost no task of
     their own. The checks themselves run in the node_triage module, one invocation per host.
   - Read-only.

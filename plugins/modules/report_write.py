@@ -14,8 +14,14 @@ description:
     does (each host's C(triage_host) and C(triage_results), or one scenario role's facts with O(scenario)),
     and leaves it as the fact C(report_data).
   - With O(output_dir), writes C(triage-report.json) and the self-contained C(triage-report.html)
-    there, each atomically (a new file renamed over the old one; a symlink in their place is
-    replaced, never followed; a directory or other special file in their place is refused).
+    there, together or not at all (each to a temporary file in the same directory, flushed to the
+    disk, then both renamed; when the second rename fails the first file gets its old content back,
+    so a full disk or a read-only directory leaves the old pair; a symlink in their place is replaced,
+    never followed; a directory or other special file in their place is refused).
+  - A report that cannot be written does not fail the task - the artifacts and the fact are still
+    published, and RV(write_error) says why (the role C(k8snet.triage.report) fails the run after the summary).
+  - Every report says when nothing was checked - C(triage.nothing_checked) when no scenario ran on any
+    host, C(triage.scenario_not_run) for each scenario asked for (O(scenarios)) that ran on none - with why.
   - With O(set_stats), publishes the summary as AWX / Automation Controller job artifacts (key
     C(k8snet_triage), not per host) - what C(ansible.builtin.set_stats) would publish.
   - An action plugin that runs on the controller only - one task instead of a fact, a copy, a
@@ -51,7 +57,11 @@ options:
     type: str
   output_dir:
     description:
-      - The directory on the controller for C(triage-report.json) and C(triage-report.html). It must exist.
+      - The directory on the controller for C(triage-report.json) and C(triage-report.html), created when
+        missing (each new directory mode 0700).
+      - Refused when another user could swap what it holds - a symlink owned by another user (not root), a
+        directory of another user that group or others may write, or a directory anyone may write without
+        the sticky bit.
       - Left out, no file is written.
     type: path
   template:
@@ -72,6 +82,14 @@ options:
         ones the artifacts carry, as P(k8snet.triage.report_select#filter) does. Empty, all of them.
     type: str
     default: ""
+  scenarios:
+    description:
+      - The scenarios asked for by name; each that ran on no host gives the critical finding
+        C(triage.scenario_not_run) with its reasons.
+      - Left out, the C(triage_scenarios) and C(triage_api_scenarios) variables when they are set (their
+        defaults are the scenarios that fit the inventory, not a request), or O(scenario).
+    type: list
+    elements: str
 seealso:
   - plugin: k8snet.triage.triage_report
     plugin_type: filter
@@ -95,6 +113,11 @@ files:
   returned: always
   type: dict
   sample: {"triage-report.json": "/srv/triage/triage-report.json", "triage-report.html": "/srv/triage/triage-report.html"}
+write_error:
+  description: Why the report files were not written (the directory refused or not creatable, a full disk, a read-only directory), or null.
+  returned: always
+  type: str
+  sample: "cannot write the report in /srv/triage: No space left on device (/srv/triage); the previous triage-report.json and triage-report.html are left as they were"
 ansible_facts:
   description: The gathered report.
   returned: success

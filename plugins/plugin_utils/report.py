@@ -152,9 +152,9 @@ def coverage_findings(per_host, requested=None, scenario=None):
         statuses = Counter(info["status"] for info in per_host.values())
         hosts_line = ", ".join("%d %s" % (n, s) for s, n in sorted(statuses.items())) or "no host at all"
         names = sorted(set(requested) | set(n for info in per_host.values() for n in info["scenarios"]))
+        nowhere = ["no host of the run has it (the hosts' group is empty or left out by --limit)"]
         why = dict((name, ["%s on %s" % (reason, _hosts_text(hosts)) for reason, hosts in _why_not(per_host, name)]
-                        or ["no host of the run has it (the hosts' group is empty or left out by --limit)"])
-                   for name in names)
+                    or nowhere) for name in names)
         reasons = "; ".join("%s: %s" % (name, " / ".join(why[name][:3])) for name in names[:6])
         subject = ("scenario %s" % scenario) if scenario else "the triage"
         return [finding(NOTHING_CHECKED, "critical", "control-plane", subject,
@@ -245,8 +245,8 @@ def triage_report(hostvars, hosts, scenario=None, requested=None):
         if where:
             entry = per_host[where]
             entry["counts"][item["severity"]] = entry["counts"].get(item["severity"], 0) + 1
-            entry["verdict"] = entry["worst"] = worst([item] + ([{"severity": entry["verdict"]}]
-                                                                 if entry["verdict"] in SEVERITIES else []))
+            before = [{"severity": entry["verdict"]}] if entry["verdict"] in SEVERITIES else []
+            entry["verdict"] = entry["worst"] = worst([item] + before)
     flat = sort_findings(flat)
     problems = [f for f in flat if f["severity"] != "ok"]
     return {
@@ -416,8 +416,8 @@ def _check_directory(directory, given, me):
     if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
         raise AnsibleFilterError(
             "report_output_dir %s is refused: anyone may write in %s and it has no sticky bit (mode %04o), so any user "
-            "could replace the report; give a directory of your own (chmod o-w)" % (given, directory,
-                                                                                   stat.S_IMODE(st.st_mode)))
+            "could replace the report; give a directory of your own (chmod o-w)"
+            % (given, directory, stat.S_IMODE(st.st_mode)))
     return directory
 
 

@@ -60,3 +60,35 @@ def test_role_filters_name_the_host_with_a_bad_address():
     for call in (lambda: connectivity_peers(["a", "x"], "a", 8, hostvars), lambda: pod_network_peers(["a", "x"], hostvars)):
         with pytest.raises(AnsibleFilterError, match="host x: 'x.example' is not an IP address"):
             call()
+
+
+# ------------------------------------------------------------------ one host's contract
+
+
+@pytest.mark.parametrize("variables, variable, shown", [
+    ({"k8s_pod_cidr": "198.19.98.0/33"}, "k8s_pod_cidr", "k8s_pod_cidr='198.19.98.0/33' is invalid"),
+    ({"k8s_pod_cidr": ["198.19.98.0/24", "x"]}, "k8s_pod_cidr", "k8s_pod_cidr[1]='x' is invalid"),
+    ({"k8s_pod_cidr": 5}, "k8s_pod_cidr", "k8s_pod_cidr=5 is invalid"),
+    ({"k8s_node_name": "n1\nkube-system"}, "k8s_node_name", "k8s_node_name='n1\\nkube-system' is invalid"),
+    ({"k8s_node_name": "n\x1b[31m"}, "k8s_node_name", "k8s_node_name='n\\x1b[31m' is invalid"),
+    ({"k8s_node_name": "a" * 300}, "k8s_node_name", "k8s_node_name='aaaa"),
+    ({"k8s_node_ip": "198.18.96.300"}, "k8s_node_ip", "k8s_node_ip='198.18.96.300' is invalid"),
+])
+def test_each_bad_contract_variable_is_named_with_its_value_escaped_and_the_fix(variables, variable, shown):
+    [problem] = inventory.contract_problems("n1", variables)
+    assert problem["variable"] == variable and shown in problem["message"], problem
+    assert "set %s" % variable in problem["message"]
+    assert "\n" not in problem["message"] and "\x1b" not in problem["message"]
+
+
+def test_a_good_contract_has_no_problem_and_an_address_is_only_needed_where_used():
+    good = {"k8s_node_name": "worker-1", "k8s_node_ip": "198.18.96.11/24", "k8s_pod_cidr": ["198.19.96.0/24"]}
+    assert inventory.contract_problems("n1", good) == []
+    # ansible_host a DNS name: no bad variable of the host, but no address for the lists that need one
+    hostvars = {"n1": good, "n2": {"ansible_host": "n2.example"}, "n3": {"k8s_pod_cidr": "bad"}}
+    usable, left_out = inventory.usable_hosts(["n1", "n2", "n3"], hostvars, inventory.ADDRESS)
+    assert usable == ["n1"] and "ansible_host='n2.example' is invalid" in left_out["n2"]
+    assert "inventory name='n3' is invalid" in left_out["n3"]
+    usable, left_out = inventory.usable_hosts(["n1", "n2", "n3"], hostvars, ("k8s_pod_cidr",))
+    assert usable == ["n1", "n2"] and list(left_out) == ["n3"]
+    assert inventory.usable_hosts(["n1"], hostvars, inventory.EVERY_VARIABLE) == (["n1"], {})
