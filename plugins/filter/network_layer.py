@@ -100,7 +100,7 @@ RULES = (
       r"cilium api client timeout exceeded"]),
     # -------------------------------------------------------------- DNS
     ("dns_timeout", "DNS", ["L3"], "the resolver did not answer: DNS server unreachable or down",
-     _DNS, [r"lookup \S+ on \S+: .*(i/o timeout|connection refused|no route to host)",
+     _DNS, [r"lookup \S+ on \S+: [^\n]{0,160}?(i/o timeout|connection refused|no route to host)",
             r"temporary failure in name resolution", r"\[errno -3\]", r"eai_again",
             r"could not contact dns servers", r"connection timed out; no servers could be reached",
             r"resolving timed out", r"resolve_timeout", r"can't resolve '[^']*': try again"]),
@@ -132,7 +132,7 @@ RULES = (
      [r"pkt_too_big", r"packet too big", r"frag(mentation)? needed", r"over-mtu"]),
     ("firewall_log", "L4", ["L3"], "a netfilter LOG/NFLOG rule logged this packet (its prefix names the rule or "
      "policy); a drop when the prefix says so", _FIREWALL_LOG,
-     [r"\bIN=\S* OUT=\S*.*\bSRC=\S+ DST=\S+"]),
+     [r"\bIN=\S*\s+OUT=\S*\s+(?:\S+\s+){0,4}?SRC=\S+\s+DST=\S+"]),
     # -------------------------------------------------------------- cluster components' log lines
     ("pod_network_rate_limited", "L3", ["control-plane"], "the Cilium agent's API rate limiter refused the CNI plugin "
      "(HTTP 429): pod sandboxes are not created on this node", _CNI,
@@ -172,7 +172,7 @@ RULES = (
      "(firewall, routing, ARP, or the LB)", _DROPS,
      [r"request cancell?ed while waiting for connection"]),
     ("http_status", "L7", [], "the server answered with an HTTP error: the network path works",
-     _APP, [r"\b50[0-4]\b.*(service unavailable|bad gateway|gateway timeout|internal server error)",
+     _APP, [r"\b50[0-4]\b[^\n]{0,80}?(service unavailable|bad gateway|gateway timeout|internal server error)",
             r"(service unavailable|bad gateway|gateway timeout|internal server error)",
             r"the requested url returned error: \d{3}", r"http response to https client",
             r"status code:? 5\d\d", r"unexpected status code"]),
@@ -191,7 +191,7 @@ RULES = (
               r"connection aborted", r"transport is closing"]),
     ("connect_failed_fast", "L4", ["L3"], "the connection failed at once: refused by the host (L4) or no route (L3); "
      "curl 8 prints the same text for both, curl -v names the errno", _LISTENER + "; " + _ROUTE,
-     [r"failed to connect to .* after \d+ ms: couldn't connect to server"]),
+     [r"failed to connect to \S+ port \d+ after \d+ ms: couldn't connect to server"]),
     # -------------------------------------------------------------- L2 before L3: on-link failures
     ("arp_unresolved", "L2", ["L3"], "the next hop did not answer ARP: wrong/stale MAC, VIP not announced, or host down",
      _ARP, [r"destination host unreachable", r"host is down", r"\[errno 112\]", r"ehostdown",
@@ -203,8 +203,8 @@ RULES = (
     ("connect_timeout", "L3", ["L2", "L4"], "the connection attempt got no answer at all: packets dropped on the way "
      "(firewall, routing, ARP, or the LB)", _DROPS,
      [r"i/o timeout", r"connect timed out", r"connection timed out", r"connecttimeout", r"\[errno 110\]",
-      r"etimedout", r"http connect timed out", r"dial tcp .*: (context deadline exceeded|operation was canceled)",
-      r"failed to connect to .* after \d+ ms: timeout was reached"]),
+      r"etimedout", r"http connect timed out", r"dial tcp \S+: (context deadline exceeded|operation was canceled)",
+      r"failed to connect to \S+ port \d+ after \d+ ms: timeout was reached"]),
     ("deadline", "L3", ["L4", "L7"], "a deadline expired; where it expired is not in the text", _DROPS,
      [r"context deadline exceeded", r"timed out", r"timeout"]),
 )

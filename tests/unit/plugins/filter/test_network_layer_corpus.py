@@ -61,3 +61,13 @@ def test_unplaceable_text_says_what_was_recognised():
     assert got["layer"] == "unknown" and got["components"] == ["flannel"]
     assert "recognised: flannel" in got["meaning"]
     assert network_layer("something odd")["components"] == []
+
+
+@pytest.mark.parametrize("unit", ["IN= OUT= ", "dial tcp ", "failed to connect to ", "500 ", "lookup a on b: "])
+def test_long_repetitive_text_is_read_in_linear_time(unit):
+    """A pasted log of 40k repeated fragments: a pattern with an unbounded ``.*`` after a repeated prefix took
+    minutes here (quadratic backtracking); every rule is bounded now."""
+    import time
+    start = time.monotonic()
+    network_layer(unit * 40000)
+    assert time.monotonic() - start < 3.0
