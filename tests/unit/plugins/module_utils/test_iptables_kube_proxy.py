@@ -112,17 +112,20 @@ def test_ipvs_source_ranges_chain():
     assert reading["reason"] == "load_balancer_source_ranges" and "ipset list KUBE-LOAD-BALANCER-FW" in reading["next_step"]
 
 
-# Calico's endpoint chains as `iptables-save` prints them; the comments are Felix's (projectcalico/calico
-# felix/rules/endpoints.go: "Drop if no policies passed packet", "Drop if no profiles matched").
-CALICO = """*filter
-:cali-tw-cali0ef24b1 - [0:0]
-:cali-pi-_tTE-E7yY40ogArNVgKt - [0:0]
-[0:0] -A cali-tw-cali0ef24b1 -m comment --comment "cali:Mm_GAikGLiINmRQh" -m comment --comment "Start of policies" -j MARK --set-xmark 0x0/0x2000000
-[0:0] -A cali-tw-cali0ef24b1 -m comment --comment "cali:c6bGtQzwKsoipZq6" -m mark --mark 0x0/0x2000000 -j cali-pi-_tTE-E7yY40ogArNVgKt
-[0:0] -A cali-tw-cali0ef24b1 -m comment --comment "cali:46b6gNjtXYDXasAi" -m comment --comment "Return if policy accepted" -m mark --mark 0x1000000/0x1000000 -j RETURN
-[5:300] -A cali-tw-cali0ef24b1 -m comment --comment "cali:6kNf2_vqiCYkwInx" -m comment --comment "Drop if no policies passed packet" -m mark --mark 0x0/0x2000000 -j DROP
-COMMIT
-"""
+# Calico's endpoint chain in iptables-save -c format, written here: the chain layout (cali-tw-<interface>
+# jumping to its cali-pi- policy chains) and the comments are Felix's (projectcalico/calico
+# felix/rules/endpoints.go: "Start of policies", "Return if policy accepted", "Drop if no policies passed
+# packet"); the cali: rule IDs are arbitrary.
+_TW = "-A cali-tw-cali0ef24b1 -m comment --comment"
+CALICO = "\n".join([
+    "*filter", ":cali-tw-cali0ef24b1 - [0:0]", ":cali-pi-_tTE-E7yY40ogArNVgKt - [0:0]",
+    '[0:0] %s "cali:Mm_GAikGLiINmRQh" -m comment --comment "Start of policies" -j MARK --set-xmark 0x0/0x2000000' % _TW,
+    '[0:0] %s "cali:c6bGtQzwKsoipZq6" -m mark --mark 0x0/0x2000000 -j cali-pi-_tTE-E7yY40ogArNVgKt' % _TW,
+    '[0:0] %s "cali:46b6gNjtXYDXasAi" -m comment --comment "Return if policy accepted" '
+    '-m mark --mark 0x1000000/0x1000000 -j RETURN' % _TW,
+    '[5:300] %s "cali:6kNf2_vqiCYkwInx" -m comment --comment "Drop if no policies passed packet" '
+    '-m mark --mark 0x0/0x2000000 -j DROP' % _TW,
+    "COMMIT", ""])
 
 
 def test_calico_endpoint_drop_names_the_interface_and_policy_chain():
