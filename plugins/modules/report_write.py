@@ -117,7 +117,7 @@ write_error:
   description: Why the report files were not written (the directory refused or not creatable, a full disk, a read-only directory), or null.
   returned: always
   type: str
-  sample: "cannot write the report in /srv/triage: No space left on device (/srv/triage); the previous triage-report.json and triage-report.html are left as they were"
+  sample: "cannot write the report in /srv/triage: No space left on device (/srv/triage); the previous ... are left as they were"
 ansible_facts:
   description: The gathered report.
   returned: success
