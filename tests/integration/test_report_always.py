@@ -152,3 +152,21 @@ def test_a_scenario_asked_for_that_ran_nowhere_fails_the_run(ansible, lab, tmp_p
     assert item["subject"] == "scenario stale_arp" and "no VIPs given (stale_arp_vips)" in item["summary"], item
     assert report["hosts"]["node1"]["scenarios"]["cni"]["status"] == "ran"
     assert "scenario stale_arp was asked for but ran on no host" in run.stdout
+
+
+def test_a_scenario_playbook_that_checked_no_host_fails(ansible, lab, tmp_path):
+    """conntrack.yml over an empty nodes group: its play matches no host, and its artifacts step says
+    nothing was checked and fails, instead of a green run."""
+    data = json.loads(Path(lab.inventory_path).read_text())
+    empty_groups(data)
+    inventory = tmp_path / "inventory.json"
+    inventory.write_text(json.dumps(data))
+    run = ansible.playbook("k8snet.triage.conntrack", inventory=inventory)
+    assert run.rc != 0, run
+    [failed] = [r for r in run.records if r["status"] == "failed"]
+    assert failed["task"].endswith("Fail when no host checked the scenario"), failed
+    assert "nothing was checked" in failed["result"]["msg"] and "conntrack: no host of the run has it" in failed["result"]["msg"]
+    # the same inventory with its nodes: the scenario ran, the run is not failed for coverage
+    run = ansible.playbook("k8snet.triage.conntrack", {"conntrack_interval": 0})
+    assert not [r for r in run.records if r["task"].endswith("Fail when no host checked the scenario")
+                and r["status"] != "skipped"], run
