@@ -8,6 +8,7 @@ triage_html_json), the AWX artifacts, and the report files written atomically.""
 
 from __future__ import annotations
 
+import binascii
 import json
 import os
 import stat
@@ -480,8 +481,8 @@ def write_pair(directory, texts, mode=0o644):
                 temps[name] = _temp_with(directory, name, datas[name], mode)
             for name in names:
                 if os.path.lexists(paths[name]):
-                    backup = os.path.join(directory, ".%s.old.%d" % (name, os.getpid()))
-                    _unlink(backup)
+                    # a name no one can guess and plant beforehand in a shared directory
+                    backup = os.path.join(directory, ".%s.old.%s" % (name, binascii.hexlify(os.urandom(8)).decode()))
                     os.link(paths[name], backup, follow_symlinks=False)
                     backups[name] = backup
             for name in names:
