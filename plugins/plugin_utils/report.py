@@ -241,7 +241,9 @@ def triage_report(hostvars, hosts, scenario=None, requested=None):
             per_host[host]["peers_left_out"] = dict((str(k), str(v)) for k, v in left_out.items())
     for item in coverage_findings(per_host, requested, scenario):
         where = "localhost" if "localhost" in per_host else None
-        item = dict(item, scenario="triage", scope="fleet", host=where)
+        name = item["evidence"].get("scenario")
+        concerned = sorted(h for h in per_host if name is None or name in per_host[h]["scenarios"])
+        item = dict(item, scenario="triage", scope="fleet", host=where, hosts=concerned)
         flat.append(item)
         if where:
             entry = per_host[where]
