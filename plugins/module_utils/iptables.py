@@ -549,6 +549,14 @@ def interpret(entry, jumps=None, refusals=()):
             return {"object": {"kind": "Service", "chain": chain}, "reason": "lb_access_from_node",
                     "meaning": "kube-proxy (IPVS mode) drops this node's own traffic to a LoadBalancer IP it must not reach",
                     "next_step": "the LoadBalancer Service of the -d/--vaddr address (kubectl get svc -A -o wide | grep it)"}
+        if "dropping marked packets" in rule or "0x8000/0x8000" in rule:
+            # kubelet/kube-proxy before 1.25: KUBE-MARK-DROP marks, KUBE-FIREWALL drops
+            return {"object": {"kind": "Service", "mark": "0x8000"}, "reason": "marked_for_drop",
+                    "meaning": "kube-proxy drops packets its nat chains marked 0x8000 (KUBE-MARK-DROP): a policy-Local "
+                               "Service without an endpoint on this node (KUBE-XLB-) or a source outside "
+                               "loadBalancerSourceRanges (KUBE-FW-)",
+                    "next_step": "iptables-save -t nat | grep -- '-j KUBE-MARK-DROP' (the marking rule's comment names "
+                                 "the Service), then its EndpointSlices or loadBalancerSourceRanges"}
         if "ctstate INVALID" in rule or "ct state invalid" in rule:
             return {"object": {"kind": "conntrack"}, "reason": "invalid_state",
                     "meaning": "kube-proxy drops packets conntrack marks INVALID (out-of-window or asymmetric return traffic)",

@@ -153,3 +153,12 @@ def test_node_firewalls_are_named(table, chain, owner, kind, name):
     assert entry["owner"] == owner
     reading = iptables.interpret(entry)
     assert reading["object"]["kind"] == kind and reading["object"].get("name") == name
+
+
+def test_old_kube_proxy_marked_drop():
+    # kubelet_network_linux.go (kubernetes/kubernetes, before 1.25) wrote this rule; KUBE-MARK-DROP marks
+    text = ('*filter\n:KUBE-FIREWALL - [0:0]\n[3:180] -A KUBE-FIREWALL -m comment --comment '
+            '"kubernetes firewall for dropping marked packets" -m mark --mark 0x8000/0x8000 -j DROP\nCOMMIT\n')
+    entry = list(iptables.parse_save(text, "legacy", 4).entries.values())[0]
+    reading = iptables.interpret(entry)
+    assert reading["reason"] == "marked_for_drop" and "KUBE-MARK-DROP" in reading["next_step"]
