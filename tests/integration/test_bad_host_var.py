@@ -58,3 +58,28 @@ def test_one_hosts_bad_variable_fails_that_host_only(lab, ansible, tmp_path, var
     # the HTML carries the same report
     html = (out / "triage-report.html").read_text()
     assert "triage.bad_host_variable" in html and "triage.peers_left_out" in html
+
+
+def test_a_bad_node_name_leaves_the_fleets_api_reads_alone(lab, ansible, tmp_path):
+    """The agents' logs and the nodes' events are read once for the fleet, by the nodes' Kubernetes
+    names: node1's bad k8s_node_name is left out of that read instead of failing it for every node."""
+    from tests.kube_api.helpers import start
+    data = json.loads(Path(lab.inventory_path).read_text())
+    data["all"]["children"]["k8s_nodes"]["hosts"]["node1"]["k8s_node_name"] = "node1\nkube-system"
+    inventory = tmp_path / "inventory.json"
+    inventory.write_text(json.dumps(data))
+    server = start(lab, "cluster.yaml", label="kube-api-badvar")
+    try:
+        run = ansible.playbook(ROOT / "playbooks" / "triage.yml", inventory=inventory, extra_vars={
+            "triage_scenarios": ["cni", "logs"], "triage_api_scenarios": [], "report_output_dir": str(tmp_path),
+            "triage_kubeconfig": str(server.kubeconfig())})
+    finally:
+        server.stop()
+    read = run.result("Read the network agents' pod logs and events, and the nodes' events, once", "node1")
+    assert not read.get("failed") and "findings" in read, read
+    assert read["invocation"]["module_args"]["nodes"] == ["node2", "node3"], read["invocation"]
+    report = json.loads((tmp_path / "triage-report.json").read_text())
+    assert report["hosts"]["localhost"]["scenarios"]["logs"]["status"] == "ran", report["hosts"]["localhost"]
+    assert report["hosts"]["node1"]["status"] == "failed"
+    assert {h: report["hosts"][h]["scenarios"]["logs"]["status"] for h in ("node2", "node3")} == \
+        {"node2": "ran", "node3": "ran"}
