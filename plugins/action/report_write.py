@@ -85,7 +85,9 @@ class ActionModule(ActionBase):
                           % args["artifact_findings"])
             return result
         try:
-            data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], self._requested(args, task_vars))
+            limit = task_vars.get("ansible_limit")
+            data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], self._requested(args, task_vars),
+                                        str(limit) if limit else None)
         except AnsibleError as exc:
             result.update(failed=True, msg=str(exc))
             return result

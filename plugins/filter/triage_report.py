@@ -50,6 +50,9 @@ options:
     description: The scenarios asked for by name, each of which must run on some host.
     type: list
     elements: str
+  limit:
+    description: The run's C(--limit) (C(ansible_limit)), named in the reason of a host the triage did not target.
+    type: str
 """
 
 EXAMPLES = """

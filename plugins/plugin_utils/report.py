@@ -72,7 +72,7 @@ def _host_findings(state):
     return [dict(f) for f in found if isinstance(f, dict)] if isinstance(found, list) else []
 
 
-def _host_entry(host, facts, scenario=None):
+def _host_entry(host, facts, scenario=None, limit=None):
     """(status, reason, {scenario: result}) of one host, with unfinished scenarios resolved."""
     state = _get(facts, "triage_host")
     results = _get(facts, "triage_results")
@@ -83,7 +83,9 @@ def _host_entry(host, facts, scenario=None):
             return "not checked", "the %s playbook recorded nothing here (not in its play, or it stopped before)" % scenario, {}
     if not isinstance(state, dict):
         if not results:
-            return "not checked", "the triage did not target this host (it is in none of its groups)", {}
+            return "not checked", ("the triage did not target this host (it is in none of its groups, or --limit %s left "
+                                   "it out)" % limit if limit else
+                                   "the triage did not target this host (it is in none of its groups)"), {}
         state = {"status": "reached", "reason": ""}
     status, reason = str(state.get("status", "failed")), str(state.get("reason", "") or "")
     scenarios, unfinished = {}, []
@@ -180,7 +182,7 @@ def coverage_findings(per_host, requested=None, scenario=None):
     return out
 
 
-def triage_report(hostvars, hosts, scenario=None, requested=None):
+def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
     if requested is not None and (not isinstance(requested, list) or not all(isinstance(n, str) for n in requested)):
         raise AnsibleFilterError("triage_report: requested must be the list of scenario names asked for, not %r"
                                  % (requested,))
@@ -194,7 +196,7 @@ def triage_report(hostvars, hosts, scenario=None, requested=None):
     flat, per_host, details, fleet_seen = [], {}, {}, set()
     for host in hosts:
         facts = host_facts(hostvars, host)
-        status, reason, scenarios = _host_entry(host, facts, scenario)
+        status, reason, scenarios = _host_entry(host, facts, scenario, limit)
         state = _get(facts, "triage_host")
         mine = []
         for item in _host_findings(state):

@@ -192,3 +192,10 @@ def test_a_hosts_own_findings_and_the_peers_it_left_out_are_in_its_record():
     assert checks == [("node1", "triage.bad_host_variable"), ("node2", "triage.peers_left_out")]
     assert report["hosts"]["node3"]["peers_left_out"] == {"node1": "k8s_pod_cidr='198.19.98.0/33' is invalid"}
     assert report["hosts"]["node1"]["status"] == "failed" and report["hosts"]["node2"]["verdict"] == "warning"
+
+
+def test_a_host_left_out_by_limit_says_so():
+    report = triage_report({"node1": {}}, ["node1"], limit="node2")
+    assert report["hosts"]["node1"]["reason"] == ("the triage did not target this host (it is in none of its groups, "
+                                                 "or --limit node2 left it out)")
+    assert "or --limit" not in triage_report({"node1": {}}, ["node1"])["hosts"]["node1"]["reason"]
