@@ -105,7 +105,8 @@ def test_nftables_no_endpoint_maps_become_findings():
 
 
 def test_ipvs_source_ranges_chain():
-    # pkg/proxy/ipvs/proxier.go writes `-A KUBE-SOURCE-RANGES-FIREWALL -j DROP` (kubernetes/kubernetes)
+    # kubernetes/kubernetes pkg/proxy/ipvs/proxier.go writes `-A KUBE-SOURCE-RANGES-FIREWALL -j DROP` ("drop packets
+    # filtered by KUBE-SOURCE-RANGES-FIREWALL"; the stored copy read does not show its commit)
     text = "*filter\n:KUBE-SOURCE-RANGES-FIREWALL - [0:0]\n[7:420] -A KUBE-SOURCE-RANGES-FIREWALL -j DROP\nCOMMIT\n"
     entry = list(iptables.parse_save(text, "nft", 4).entries.values())[0]
     reading = iptables.interpret(entry)
