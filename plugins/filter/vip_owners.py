@@ -25,7 +25,10 @@ options:
     elements: dict
     required: true
   vips:
-    description: The VIPs that were asked about.
+    description:
+      - The VIPs that were asked about.
+      - Text, as an AWX survey or C(-e key=value) gives it, is split as P(k8snet.triage.as_list#filter) does (one a
+        line, comma-separated, or JSON text).
     type: list
     elements: str
     required: true
@@ -45,6 +48,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.k8snet.triage.plugins.filter.as_list import as_list
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
@@ -67,6 +71,9 @@ def _not_checked(item):
 def vip_owners(results, vips):
     if not isinstance(results, list):
         raise AnsibleFilterError("vip_owners expects the results list of a looped arp_check task")
+    if isinstance(vips, str):
+        # a survey's textarea or -e key=value gives text: one VIP a line, or comma-separated
+        vips = as_list(vips, "stale_arp_vips")
     try:
         vips = params.each(params.address())("vips", vips)
     except InputError as exc:

@@ -71,3 +71,11 @@ def test_findings_lines_sorts_critical_first_and_hides_ok():
 def test_owner_findings_are_fleet_conclusions():
     out = vip_owners([owner("cp1"), owner("cp2")], ["198.18.0.200"])
     assert [(f["scope"], f["hosts"]) for f in out["findings"]] == [("fleet", ["cp1", "cp2"])]
+
+
+def test_vips_as_a_surveys_text_are_the_same_list():
+    """An AWX textarea gives one VIP a line (with a trailing newline), -e key=value a comma-separated string."""
+    results = [owner("cp1", ("198.18.0.200", "02:18:00:00:00:01"), ("198.18.0.201", "02:18:00:00:00:01"))]
+    as_list = vip_owners(results, ["198.18.0.200", "198.18.0.201"])
+    assert vip_owners(results, "198.18.0.200\n198.18.0.201\n") == as_list
+    assert vip_owners(results, "198.18.0.200,198.18.0.201") == as_list
