@@ -24,11 +24,13 @@ class NodeListError(ValueError):
     """A node list entry is unusable (the message names the host and the fix)."""
 
 
-def inventory_nodes(hosts, hostvars):
-    """``[{host, name, address}]`` of inventory hosts, by the contract above."""
+def inventory_nodes(hosts, hostvars, names=True):
+    """``[{host, name, address}]`` of inventory hosts, by the contract above (a bad k8s_node_ip, or with
+    ``names`` a bad k8s_node_name, is a NodeListError naming the host, the variable and the fix)."""
     nodes = []
     for host in hosts:
         variables = hostvars[host]
+        _refuse_bad(host, variables, ("k8s_node_name", "k8s_node_ip") if names else ("k8s_node_ip",))
         name = variables.get("k8s_node_name") or host
         raw = variables.get("k8s_node_ip") or variables.get("ansible_host") or host
         try:
@@ -44,6 +46,8 @@ def inventory_nodes(hosts, hostvars):
 def pod_cidr_peers(hosts, hostvars):
     """route_check's ``peers`` (``[{node, node_ip, pod_cidrs}]``) of the hosts that have ``k8s_pod_cidr``."""
     with_cidrs = [host for host in hosts if hostvars[host].get("k8s_pod_cidr")]
+    for host in with_cidrs:
+        _refuse_bad(host, hostvars[host], ("k8s_pod_cidr",))
     peers = []
     for node in inventory_nodes(with_cidrs, hostvars):
         cidrs = hostvars[node["host"]]["k8s_pod_cidr"]
@@ -53,6 +57,13 @@ def pod_cidr_peers(hosts, hostvars):
 
 
 MAX_POD_CIDRS = 16
+
+
+def _refuse_bad(host, variables, names):
+    """NodeListError naming the host, the variable, its value (escaped) and the fix, for a bad contract variable of ``names``."""
+    problems = [p["message"] for p in contract_problems(host, variables) if p["variable"] in names]
+    if problems:
+        raise NodeListError("host %s: %s" % (host, "; ".join(problems)))
 
 
 def _problem(variable, value, rule):

@@ -220,8 +220,9 @@ def _expected_peers(variables, hostvars, groups, kube, peers):
         nodes = [{"name": n["name"], "address": n.get("calico_ipv4_address") or n.get("internal_ip")}
                  for n in kube.get("nodes") or [] if n.get("calico_ipv4_address") or n.get("internal_ip")]
     else:
+        # only the addresses are used: a peer with a bad name stays expected (left out, its session would look unexpected)
         nodes = inventory_nodes(peers.usable(_group(groups, variables.get("calico_nodes_group") or "k8s_nodes"), ADDRESS,
-                                             "calico expected BGP peers"), hostvars)
+                                             "calico expected BGP peers"), hostvars, names=False)
     return [str(n["address"]) for n in nodes]
 
 

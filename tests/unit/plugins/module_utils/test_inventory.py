@@ -92,3 +92,17 @@ def test_a_good_contract_has_no_problem_and_an_address_is_only_needed_where_used
     usable, left_out = inventory.usable_hosts(["n1", "n2", "n3"], hostvars, ("k8s_pod_cidr",))
     assert usable == ["n1", "n2"] and list(left_out) == ["n3"]
     assert inventory.usable_hosts(["n1"], hostvars, inventory.EVERY_VARIABLE) == (["n1"], {})
+
+
+def test_the_scenario_roles_filters_name_a_bad_variable_and_its_host():
+    """The scenario roles' filters (calico_inventory_nodes, pod_network_peers) refuse a bad contract
+    variable naming the host, the variable, the value and the fix, instead of handing it to every node's
+    module (whose error named neither the host nor the inventory variable)."""
+    bad = dict(HOSTVARS, a=dict(HOSTVARS["a"], k8s_pod_cidr="198.19.98.0/33"))
+    with pytest.raises(AnsibleFilterError, match=r"host a: k8s_pod_cidr='198.19.98.0/33' is invalid.*set k8s_pod_cidr"):
+        pod_network_peers(["a", "b"], bad)
+    bad = dict(HOSTVARS, b=dict(HOSTVARS["b"], k8s_node_name="worker-b\n"))
+    with pytest.raises(AnsibleFilterError, match=r"host b: k8s_node_name='worker-b\\n' is invalid"):
+        calico_inventory_nodes(["a", "b"], bad)
+    # connectivity_peers names peers by their inventory name: a bad k8s_node_name is not used there
+    assert [p["name"] for p in connectivity_peers(["a", "b"], "a", 8, bad)] == ["b"]
