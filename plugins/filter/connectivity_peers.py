@@ -68,7 +68,7 @@ def connectivity_peers(nodes, node, limit, hostvars):
         raise AnsibleFilterError(exc.message)
     try:
         # each peer's address by the inventory-node contract; the name stays the inventory name
-        return [{"address": peer["address"], "name": peer["host"]} for peer in inventory_nodes(peers, hostvars, names=False)]
+        return [{"address": peer["address"], "name": peer["host"]} for peer in inventory_nodes(peers, hostvars)]
     except NodeListError as exc:
         raise AnsibleFilterError(str(exc))
 

@@ -24,7 +24,7 @@ class NodeListError(ValueError):
     """A node list entry is unusable (the message names the host and the fix)."""
 
 
-def inventory_nodes(hosts, hostvars, names=True):
+def inventory_nodes(hosts, hostvars, names=False):
     """``[{host, name, address}]`` of inventory hosts, by the contract above (a bad k8s_node_ip, or with
     ``names`` a bad k8s_node_name, is a NodeListError naming the host, the variable and the fix)."""
     nodes = []
@@ -49,7 +49,7 @@ def pod_cidr_peers(hosts, hostvars):
     for host in with_cidrs:
         _refuse_bad(host, hostvars[host], ("k8s_pod_cidr",))
     peers = []
-    for node in inventory_nodes(with_cidrs, hostvars):
+    for node in inventory_nodes(with_cidrs, hostvars, names=True):  # the name is route_check's peer name
         cidrs = hostvars[node["host"]]["k8s_pod_cidr"]
         peers.append({"node": node["name"], "node_ip": node["address"],
                       "pod_cidrs": [cidrs] if isinstance(cidrs, str) else list(cidrs)})

@@ -222,7 +222,7 @@ def _expected_peers(variables, hostvars, groups, kube, peers):
     else:
         # only the addresses are used: a peer with a bad name stays expected (left out, its session would look unexpected)
         nodes = inventory_nodes(peers.usable(_group(groups, variables.get("calico_nodes_group") or "k8s_nodes"), ADDRESS,
-                                             "calico expected BGP peers"), hostvars, names=False)
+                                             "calico expected BGP peers"), hostvars)
     return [str(n["address"]) for n in nodes]
 
 

@@ -103,6 +103,11 @@ def test_the_scenario_roles_filters_name_a_bad_variable_and_its_host():
         pod_network_peers(["a", "b"], bad)
     bad = dict(HOSTVARS, b=dict(HOSTVARS["b"], k8s_node_name="worker-b\n"))
     with pytest.raises(AnsibleFilterError, match=r"host b: k8s_node_name='worker-b\\n' is invalid"):
-        calico_inventory_nodes(["a", "b"], bad)
+        pod_network_peers(["a", "b"], bad)
+    # the calico role uses only the addresses: a bad name is not its business, a bad address is
+    assert [n["address"] for n in calico_inventory_nodes(["a", "b"], bad)] == ["198.18.96.11", "198.18.96.12"]
     # connectivity_peers names peers by their inventory name: a bad k8s_node_name is not used there
     assert [p["name"] for p in connectivity_peers(["a", "b"], "a", 8, bad)] == ["b"]
+    bad = dict(HOSTVARS, b=dict(HOSTVARS["b"], k8s_node_ip="198.18.96.300"))
+    with pytest.raises(AnsibleFilterError, match=r"host b: k8s_node_ip='198.18.96.300' is invalid.*set k8s_node_ip"):
+        calico_inventory_nodes(["a", "b"], bad)
