@@ -388,7 +388,11 @@ def output_directory(path):
         try:
             os.mkdir(new, 0o700)
         except FileExistsError:
-            pass  # made meanwhile: checked below like any existing one
+            # made meanwhile: by this user, it is checked below like any existing one; by another, planted
+            st = os.lstat(new)
+            if st.st_uid != me:
+                raise AnsibleFilterError("report_output_dir %s is refused: %s appeared while it was being created, owned by "
+                                         "uid %d, another user; give a directory of your own" % (path, new, st.st_uid))
         except OSError as exc:
             raise AnsibleFilterError("report_output_dir %s cannot be created (%s: %s); create it or give another"
                                      % (path, new, exc.strerror))

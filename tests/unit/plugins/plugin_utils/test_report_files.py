@@ -190,3 +190,18 @@ def test_a_failed_second_rename_puts_the_first_file_back(tmp_path, monkeypatch):
         report.write_pair(str(tmp_path), dict((name, "new " + name) for name in PAIR))
     assert sorted(os.listdir(tmp_path)) == sorted(PAIR)
     assert [(tmp_path / n).read_text() for n in PAIR] == ["old " + n for n in PAIR]
+
+
+def test_a_directory_planted_while_it_is_created_is_refused(tmp_path, monkeypatch):
+    """Another user wins the race between 'missing' and mkdir: the directory that appeared is theirs."""
+    target = tmp_path / "race"
+    real = os.mkdir
+
+    def planted(path, mode=0o777):
+        real(path, 0o755)
+        os.chown(path, NOBODY, NOBODY)
+        real(path, mode)  # raises FileExistsError, as the real race would
+
+    monkeypatch.setattr(report.os, "mkdir", planted)
+    with pytest.raises(AnsibleError, match="appeared while it was being created, owned by uid 65534"):
+        report.output_directory(str(target))
