@@ -196,6 +196,6 @@ def test_a_hosts_own_findings_and_the_peers_it_left_out_are_in_its_record():
 
 def test_a_host_left_out_by_limit_says_so():
     report = triage_report({"node1": {}}, ["node1"], limit="node2")
-    assert report["hosts"]["node1"]["reason"] == ("the triage did not target this host (it is in none of its groups, "
-                                                 "or --limit node2 left it out)")
+    expected = "the triage did not target this host (it is in none of its groups, or --limit node2 left it out)"
+    assert report["hosts"]["node1"]["reason"] == expected
     assert "or --limit" not in triage_report({"node1": {}}, ["node1"])["hosts"]["node1"]["reason"]
