@@ -68,6 +68,13 @@ options:
         Overrides the kubeconfig's C(proxy-url).
       - Can also be set with the E(K8S_AUTH_PROXY) environment variable.
     type: str
+  api_timeout:
+    description:
+      - The total seconds the module may spend on the Kubernetes API of one cluster (every request, page, retry
+        and body together), from 1 to 3600. When it is spent, a required read fails naming it and an optional
+        read (events, custom resources, pod logs) becomes a warning finding.
+      - Defaults to 120. Can also be set with the E(K8SNET_API_TIMEOUT) environment variable.
+    type: float
 notes:
   - The option names and E(K8S_AUTH_*) variables are those of C(kubernetes.core), so AWX's Kubernetes
     credentials (which inject E(K8S_AUTH_HOST), E(K8S_AUTH_API_KEY), E(K8S_AUTH_VERIFY_SSL) and
@@ -78,7 +85,19 @@ notes:
   - C(module_defaults) for C(group/kubernetes.core.k8s) do not reach these modules (an action group lists
     only its own collection's modules); give the same values to C(group/k8snet.triage.kube) too.
   - Namespaces and object names are checked (DNS-1123) before they are put in a request path, and every
-    path segment is escaped. Requests time out after 5 s (connect) / 30 s (read); lists are paged.
+    path segment is escaped.
+  - Every API call is bounded. One call (connect, TLS, headers and body, with its retries) ends within 30 s
+    (connect alone 5 s) and within O(api_timeout); the pages of one list within 60 s, at most 200 pages of
+    500 objects, and a C(continue) token answered twice is an error naming it. An answer is read as a
+    stream and refused beyond 64 MiB (128 MiB for all the pages of a list), with an error saying to narrow
+    the query.
+  - Reads are retried with backoff (0.5 s doubling to 8 s, 5 attempts in all) on HTTP 429 and 5xx and on a
+    connection reset, waiting what C(Retry-After) asks when it fits in the deadline. A merge patch is retried
+    only on 429, or 503 with C(Retry-After) (the API server refused it before processing it), never after a
+    reset.
+  - An answer that is not the object expected (a JSON array for a list, C(items) not a list, an item without
+    a C(metadata.name)) is an error naming the object; a C(spec), C(status) or C(data) of V(null) is read as
+    empty.
   - O(kubeconfig), O(ca_cert), O(client_cert) and O(client_key) must be absolute paths without V(..) segments,
     O(context) has at most 253 characters and O(host) at most 1024, none with control characters; other values
     fail the module before any request is made.

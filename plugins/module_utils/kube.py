@@ -33,18 +33,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import traceback
 from urllib.parse import urlparse
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.k8snet.triage.plugins.module_utils import kube_transport as transport
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import (
     ChangeError,
     InputError,
     PrivilegeError,
     ReadError,
 )
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
 
 
 class _Client(object):
@@ -90,6 +93,7 @@ AUTH_ARG_SPEC = dict(
     client_cert=dict(type="path", aliases=["cert_file"], fallback=(env_fallback, ["K8S_AUTH_CERT_FILE"])),
     client_key=dict(type="path", aliases=["key_file"], no_log=False, fallback=(env_fallback, ["K8S_AUTH_KEY_FILE"])),
     proxy=dict(type="str", fallback=(env_fallback, ["K8S_AUTH_PROXY"])),
+    api_timeout=dict(type="float", fallback=(env_fallback, ["K8SNET_API_TIMEOUT"])),
 )
 
 AUTH_OPTIONS = tuple(AUTH_ARG_SPEC)
@@ -106,8 +110,8 @@ CREDENTIAL_SOURCES = ("kubeconfig", "host", "in_cluster", "default_kubeconfig")
 # A kubeconfig larger than this is not a kubeconfig (nor is /dev/zero): refused before it is parsed.
 MAX_KUBECONFIG_BYTES = 4 * 1024 * 1024
 
-# (connect, read) seconds: a sick cluster must not hang a playbook.
-REQUEST_TIMEOUT = (5, 30)
+# The bounds of every request (connect, headers, body, retries): kube_transport.
+API_TIMEOUT_RANGE = (1.0, 3600.0)
 PAGE_SIZE = 500
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -379,7 +383,10 @@ def configuration(params=None, environ=None, service_account_dir=None):
             apply(target)
             target.refresh_api_key_hook = refresh
         config.refresh_api_key_hook = refresh
-    config.retries = 1
+    # no retry inside urllib3: Kube.call retries (transport.retry_delay), within the call's deadline
+    config.retries = 0
+    if hasattr(config, "client_go_retries"):
+        config.client_go_retries = False
     return config, source
 
 
@@ -432,21 +439,53 @@ def http_error(status, body, action, server):
         status=status, action=action)
 
 
+def api_timeout(params):
+    """The ``api_timeout`` option (seconds, default kube_transport.API_TIMEOUT), checked."""
+    value = (params or {}).get("api_timeout")
+    if value is None or value == "":
+        return transport.API_TIMEOUT
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = None
+    low, high = API_TIMEOUT_RANGE
+    if seconds is None or not low <= seconds <= high:
+        raise InputError("api_timeout %s is not a number of seconds from %g to %g: give the total time the module may "
+                         "spend on the Kubernetes API (default %g)" % (_shown(value), low, high, transport.API_TIMEOUT))
+    return seconds
+
+
 class Kube(object):
     """One API server.  ``params`` holds the AUTH_ARG_SPEC options; ``name`` labels a cluster.
 
     Requests go through the client's typed APIs (CoreV1Api, DiscoveryV1Api, VersionApi) with
     ``_preload_content=False``: the client builds and quotes every URL, the JSON comes back as
-    plain dicts.  Names and namespaces are validated before they reach a URL."""
+    plain dicts.  Names and namespaces are validated before they reach a URL.
+
+    Every request is bounded (kube_transport): one call (connect, headers, body and its retries) ends
+    within CALL_TIMEOUT seconds, all the pages of a list within LIST_TIMEOUT, and everything this object
+    asks within ``api_timeout`` (the module's budget); a response is read as a stream and refused beyond
+    MAX_RESPONSE_BYTES; answers that are not the objects expected are refused naming the object."""
+
+    CALL_TIMEOUT = transport.CALL_TIMEOUT
+    LIST_TIMEOUT = 2 * transport.CALL_TIMEOUT
+    MAX_RESPONSE_BYTES = transport.MAX_RESPONSE_BYTES
+    MAX_LIST_BYTES = transport.MAX_LIST_BYTES
+    MAX_PAGES = transport.MAX_PAGES
 
     def __init__(self, params, name=None, environ=None, service_account_dir=None):
         if not _client.load():
             raise ReadError(missing_required_lib("kubernetes"))
         self.name = name
+        self.api_timeout = api_timeout(params)
         self.config, self.credential_source = configuration(auth_params(params), environ, service_account_dir)
         self.server = self.config.host
         self.client = _client.kubernetes.client.ApiClient(configuration=self.config)
+        self.pool = transport.BoundedPool(self.client.rest_client.pool_manager)
+        self.client.rest_client.pool_manager = self.pool
+        self.budget = transport.Deadline(self.api_timeout)
         self._apis = {}
+        self.last_bytes = 0
 
     def api(self, name):
         """The typed API object ``name`` (``CoreV1Api``, ``DiscoveryV1Api``, ``VersionApi``) on our client."""
@@ -455,35 +494,122 @@ class Kube(object):
         return self._apis[name]
 
     # ------------------------------------------------------------------ requests
-    def call(self, action, api, method, *args, **kwargs):
-        """One call of a typed API method; returns the decoded JSON body (the text with ``_raw_text=True``).
-        Raises ReadError/PrivilegeError/ChangeError."""
-        raw_text = kwargs.pop("_raw_text", False)
-        kwargs = dict((k, v) for k, v in kwargs.items() if v is not None)
-        kwargs.update(_preload_content=False, _request_timeout=REQUEST_TIMEOUT)
+    def deadline(self, seconds=None):
+        """A deadline ``seconds`` (CALL_TIMEOUT) from now, within the module's budget; ReadError when it is spent."""
+        if self.budget.expired():
+            raise ReadError("the time this module may spend on the Kubernetes API at %s (api_timeout %g s) is spent: "
+                            "earlier requests were slow; check the API server's health (kubectl get --raw /readyz) "
+                            "or raise api_timeout" % (self.server, self.api_timeout), cause="deadline")
+        return self.budget.within(self.CALL_TIMEOUT if seconds is None else seconds)
+
+    def _expired(self, action, deadline, phase):
+        budget = deadline.end >= self.budget.end
+        return ReadError(
+            "the Kubernetes API at %s did not %s %s within %g s (%s; every call is bounded: connect, headers and body "
+            "together): the API server or the path to it hangs or trickles; check its health (kubectl get --raw "
+            "/readyz), the network and any proxy in between%s" % (
+                self.server, "finish answering" if phase == "body" else "answer", action,
+                round(deadline.seconds, 1),
+                "the module's api_timeout" if budget else "the deadline of one call",
+                "; api_timeout sets the module's total" if budget else ""),
+            action=action, cause="deadline")
+
+    def _too_large(self, action, size, declared, limit):
+        return ReadError(
+            "the Kubernetes API at %s answered %s with %s %d MiB (%s bytes %s): refused rather than read whole (the "
+            "limit of one answer is %d MiB); narrow the query: a namespace, a label or field selector" % (
+                self.server, action, "a body declared larger than" if declared else "more than", limit >> 20, size,
+                "declared" if declared else "read before stopping", limit >> 20),
+            action=action, cause="too_large")
+
+    def _once(self, action, api, method, args, kwargs, deadline, max_bytes):
+        """(status, headers, body bytes) of one request, or ReadError for what is not an HTTP answer.
+        A connection broken mid-way is ReadError with ``reset=True``."""
+        self.pool.deadline, self.pool.max_bytes = deadline, max_bytes
+        kwargs = dict(kwargs, _preload_content=False, _request_timeout=deadline.timeouts())
+        exceptions = _client.kubernetes.client.exceptions
+        urllib3 = _client.urllib3
         try:
-            response = getattr(self.api(api), method)(*args, **kwargs)
-            data = response.data
-        except _client.kubernetes.client.exceptions.ApiException as exc:
-            if exc.status:
-                raise http_error(exc.status, exc.body, action, self.server)
-            raise ReadError(
-                "TLS to the Kubernetes API at %s failed to %s: %s; check ca_cert (or set validate_certs: false "
-                "for a test cluster)" % (self.server, action, (exc.reason or "").splitlines()[-1]),
-                action=action)
-        except _client.urllib3.exceptions.HTTPError as exc:
+            with transport.alarm(deadline):
+                try:
+                    response = getattr(self.api(api), method)(*args, **kwargs)
+                    return response.status, response.headers, response.data
+                except exceptions.ApiException as exc:
+                    if not exc.status:
+                        raise ReadError(
+                            "TLS to the Kubernetes API at %s failed to %s: %s; check ca_cert (or set validate_certs: "
+                            "false for a test cluster)" % (self.server, action, (exc.reason or "").splitlines()[-1]),
+                            action=action)
+                    body = exc.body
+                    if isinstance(body, bytes):
+                        body = body.decode("utf-8", "replace")
+                    return exc.status, exc.headers or {}, body
+        except transport.Expired as exc:
+            self.pool.clear()
+            raise self._expired(action, deadline, exc.phase)
+        except transport.TooLarge as exc:
+            self.pool.clear()
+            raise self._too_large(action, exc.size, exc.declared, max_bytes)
+        except urllib3.exceptions.HTTPError as exc:
+            self.pool.clear()
             reason = getattr(exc, "reason", None) or exc
-            ssl_error = _client.urllib3.exceptions.SSLError
+            ssl_error = urllib3.exceptions.SSLError
             if isinstance(reason, ssl_error) or isinstance(exc, ssl_error):
                 raise ReadError(
                     "TLS to the Kubernetes API at %s failed to %s: %s; check ca_cert (or set validate_certs: false "
                     "for a test cluster)" % (self.server, action, _short(reason)), action=action)
+            # urllib3's NewConnectionError (refused, unreachable) is a ConnectTimeoutError subclass
+            timeout = (isinstance(reason, urllib3.exceptions.TimeoutError)
+                       and not isinstance(reason, urllib3.exceptions.NewConnectionError))
+            if timeout or (isinstance(reason, OSError) and "timed out" in str(reason)):
+                raise self._expired(action, deadline, "answer")
+            reset = isinstance(exc, urllib3.exceptions.ProtocolError) or isinstance(
+                reason, (urllib3.exceptions.ProtocolError, ConnectionResetError))
             raise ReadError(
                 "cannot reach the Kubernetes API at %s to %s: %s; check host / the kubeconfig server and that "
                 "the API server is up (node-side checks do not need it)" % (self.server, action, _short(reason)),
-                action=action)
-        if isinstance(data, bytes):
-            data = data.decode("utf-8", "replace")
+                action=action, reset=reset)
+
+    def call(self, action, api, method, *args, **kwargs):
+        """One call of a typed API method; returns the decoded JSON body (the text with ``_raw_text=True``).
+
+        ``_deadline``: a kube_transport.Deadline (default: CALL_TIMEOUT from now, within the budget);
+        ``_idempotent=False`` (a PATCH) retries only when the server refused before processing it;
+        ``_max_bytes``: the cap of the answer.  Raises ReadError/PrivilegeError/ChangeError."""
+        raw_text = kwargs.pop("_raw_text", False)
+        idempotent = kwargs.pop("_idempotent", True)
+        deadline = kwargs.pop("_deadline", None) or self.deadline()
+        max_bytes = kwargs.pop("_max_bytes", None) or self.MAX_RESPONSE_BYTES
+        kwargs = dict((k, v) for k, v in kwargs.items() if v is not None)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                status, headers, data = self._once(action, api, method, args, kwargs, deadline, max_bytes)
+            except ReadError as exc:
+                delay = exc.details.get("reset") and transport.retry_delay(attempt, reset=True, idempotent=idempotent)
+                if not delay or delay >= deadline.left():
+                    raise
+                time.sleep(delay)
+                continue
+            self.last_bytes = len(data or "")
+            if isinstance(data, bytes):
+                data = data.decode("utf-8", "replace")
+            if 200 <= status <= 299:
+                break
+            delay = transport.retry_delay(attempt, status, headers, idempotent=idempotent)
+            if delay is not None and delay < deadline.left():
+                time.sleep(delay)
+                continue
+            error = http_error(status, data, action, self.server)
+            if delay is not None:
+                error.message += ("; retried %d time%s, the next retry (in %g s, Retry-After or backoff) would pass "
+                                  "the deadline" % (attempt - 1, "" if attempt == 2 else "s", delay))
+                error.args = (error.message,)
+            elif status in transport.RETRY_STATUSES:
+                error.message += "; retried %d time%s" % (attempt - 1, "" if attempt == 2 else "s")
+                error.args = (error.message,)
+            raise error
         if raw_text:
             return data or ""
         try:
@@ -491,6 +617,48 @@ class Kube(object):
         except ValueError:
             raise ReadError("the Kubernetes API at %s answered %s with something that is not JSON: %r"
                             % (self.server, action, data[:200]), action=action)
+
+    def malformed(self, action, problem):
+        return ReadError("the Kubernetes API at %s answered %s with a malformed object: %s; nothing was concluded "
+                         "from it (a proxy or an aggregated API in between answering for the API server?)"
+                         % (self.server, action, problem), action=action, cause="malformed")
+
+    def pages(self, action, api, method, args, page_size=PAGE_SIZE, **kwargs):
+        """Every item of a paged list (``continue`` tokens), each checked (kube_transport.check_list), within
+        LIST_TIMEOUT, MAX_PAGES and MAX_LIST_BYTES; a token answered twice is refused naming it."""
+        deadline = self.deadline(self.LIST_TIMEOUT)
+        items, token, seen, size = [], None, set(), 0
+        for number in range(1, self.MAX_PAGES + 1):
+            if deadline.expired():
+                raise self._expired("%s (page %d)" % (action, number), deadline, "answer")
+            page = self.call(action, api, method, *args, limit=int(page_size), _continue=token,
+                             _deadline=deadline.within(self.CALL_TIMEOUT), **kwargs)
+            size += self.last_bytes
+            try:
+                got, token = transport.check_list(page, "page %d" % number)
+            except ValueError as exc:
+                raise self.malformed(action, "page %d: %s" % (number, exc))
+            items.extend(got)
+            if not token:
+                return items
+            if token in seen:
+                raise ReadError("the Kubernetes API at %s answered %s with the continue token %s a second time (page %d): "
+                                "its paging loops; nothing more is read (a proxy caching the list? retry later or "
+                                "narrow the query)" % (self.server, action, _shown(token, 60), number),
+                                action=action, cause="continue_loop")
+            seen.add(token)
+            if size > self.MAX_LIST_BYTES:
+                raise self._too_large(action + " (all pages)", size, False, self.MAX_LIST_BYTES)
+        raise ReadError("the Kubernetes API at %s had more than %d pages of %d for %s: refused rather than read without "
+                        "end; narrow the query (a namespace, a label or field selector)"
+                        % (self.server, self.MAX_PAGES, page_size, action), action=action, cause="pages")
+
+    def one(self, action, obj):
+        """``obj`` checked as one object (kube_transport.check_object)."""
+        try:
+            return transport.check_object(obj, "the object")
+        except ValueError as exc:
+            raise self.malformed(action, str(exc))
 
     @staticmethod
     def _resource(plural):
@@ -507,15 +675,8 @@ class Kube(object):
             method, args = "list_%s_for_all_namespaces" % stem, ()
         else:
             method, args, namespace = "list_%s" % stem, (), None
-        action = describe("list", plural, namespace)
-        items, token = [], None
-        while True:
-            page = self.call(action, api, method, *args, label_selector=label_selector or None,
-                             field_selector=field_selector or None, limit=int(page_size), _continue=token)
-            items.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return items
+        return self.pages(describe("list", plural, namespace), api, method, args, page_size=page_size,
+                          label_selector=label_selector or None, field_selector=field_selector or None)
 
     def get(self, plural, name, namespace=None):
         """One object, or None when it does not exist."""
@@ -525,12 +686,14 @@ class Kube(object):
             method, args = "read_namespaced_%s" % stem, (name, check_namespace(namespace))
         else:
             method, args, namespace = "read_%s" % stem, (name,), None
+        action = describe("get", plural, namespace, name)
         try:
-            return self.call(describe("get", plural, namespace, name), api, method, *args)
+            obj = self.call(action, api, method, *args)
         except ReadError as exc:
             if exc.details.get("status") == 404:
                 return None
             raise
+        return self.one(action, obj)
 
     def merge_patch(self, plural, name, namespace, patch, resource_version=None):
         """Apply an RFC 7386 merge patch; returns the object as the server stored it.
@@ -545,14 +708,19 @@ class Kube(object):
         if resource_version is not None:
             body["metadata"] = dict(body.get("metadata") or {}, resourceVersion=str(resource_version))
         if not namespaced:
-            return self.call(describe("patch", plural, None, name), api, "patch_%s" % stem, name, body,
-                             _content_type=MERGE_PATCH)
+            action = describe("patch", plural, None, name)
+            return self.one(action, self.call(action, api, "patch_%s" % stem, name, body, _content_type=MERGE_PATCH,
+                                              _idempotent=False))
         check_namespace(namespace)
-        return self.call(describe("patch", plural, namespace, name), api, "patch_namespaced_%s" % stem,
-                         name, namespace, body, _content_type=MERGE_PATCH)
+        action = describe("patch", plural, namespace, name)
+        return self.one(action, self.call(action, api, "patch_namespaced_%s" % stem, name, namespace, body,
+                                          _content_type=MERGE_PATCH, _idempotent=False))
 
     def version(self):
-        return self.call("get /version", "VersionApi", "get_code")
+        got = self.call("get /version", "VersionApi", "get_code")
+        if not isinstance(got, dict):
+            raise self.malformed("get /version", "the answer is not a JSON object")
+        return got
 
     # ------------------------------------------------------------ the small API
     def nodes(self, label_selector=None):
@@ -580,20 +748,14 @@ class Kube(object):
         for value, what in ((group, "API group"), (plural, "resource")):
             check_name(value, what)
         action = "list %s.%s/%s (all namespaces)" % (plural, group, version)
-        items, token = [], None
-        while True:
-            try:
-                page = self.call(action, "CustomObjectsApi", "list_custom_object_for_all_namespaces", group,
-                                 check_name(version, "API version"), plural, label_selector=label_selector or None,
-                                 limit=int(page_size), _continue=token)
-            except ReadError as exc:
-                if exc.details.get("status") == 404:
-                    return None
-                raise
-            items.extend(page.get("items") or [])
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return items
+        try:
+            return self.pages(action, "CustomObjectsApi", "list_custom_object_for_all_namespaces",
+                              (group, check_name(version, "API version"), plural), page_size=page_size,
+                              label_selector=label_selector or None)
+        except ReadError as exc:
+            if exc.details.get("status") == 404:
+                return None
+            raise
 
     def config_maps(self, namespace=None, label_selector=None):
         return self.list("configmaps", namespace, label_selector=label_selector)
@@ -621,6 +783,22 @@ class Kube(object):
         return self.call(action, "CoreV1Api", "read_namespaced_pod_log", name, namespace, container=container,
                          previous=bool(previous), tail_lines=tail_lines, since_seconds=since_seconds,
                          limit_bytes=limit_bytes, timestamps=True, _raw_text=True)
+
+
+def optional_read(read, what, subject="cluster", why=""):
+    """``(read(), None)``, or ``(None, finding)`` when an optional read failed (403, 404, the deadline, a malformed
+    answer): a warning ``kube.read_skipped`` naming what was not read, why, and what the check did without it.
+    For reads a check can do without (events, custom resources, pod logs); a required read lets its error go."""
+    try:
+        return read(), None
+    except (ReadError, PrivilegeError) as exc:
+        return None, finding(
+            "kube.read_skipped", "warning", "control-plane", subject,
+            "%s could not be read, the check went on without it%s: %s" % (what, " (%s)" % why if why else "", exc.message),
+            {"read": what, "status": exc.details.get("status"), "cause": exc.details.get("cause"),
+             "error": exc.message[:500]},
+            "The error names the cause: RBAC (grant get/list on it), a slow or hung API server (api_timeout), a "
+            "malformed answer (a proxy in between)")
 
 
 def _short(reason):

@@ -15,13 +15,14 @@ the subject of ``node.cni_pod_crashloop``) or the node of a node event.
 from __future__ import annotations
 
 import calendar
+import functools
 import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils import logs
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, optional_read
 
 # The agents whose logs explain network symptoms, as their upstream manifests label them.
 DEFAULT_TARGETS = (
@@ -181,16 +182,23 @@ def api_check(params, kube_factory, now=None):
             pods_read.append(row)
             errors.extend("%s/%s %s: %s" % (key[0], key[1], c["name"], e) for c in row["containers"] for e in c["errors"])
 
-    warnings = []
+    warnings, skipped = [], []
     if want_events:
+        # events are optional: a 403, a timeout or a malformed answer is a warning and the logs still count
         events = []
         for namespace, pods in sorted(pods_by_namespace.items()):
-            for event in kube.events(namespace, field_selector="involvedObject.kind=Pod"):
+            got, failed = optional_read(functools.partial(kube.events, namespace, field_selector="involvedObject.kind=Pod"),
+                                        "the events of namespace %s" % namespace, namespace, "pod events")
+            skipped.extend([failed] if failed else [])
+            for event in got or []:
                 name = (event.get("involvedObject") or {}).get("name")
                 if name in pods:
                     events.append((event, pod_subject(pods[name])))
         if nodes:
-            for event in kube.events("default", field_selector="involvedObject.kind=Node"):
+            got, failed = optional_read(lambda: kube.events("default", field_selector="involvedObject.kind=Node"),
+                                        "the node events (namespace default)", "default", "node events")
+            skipped.extend([failed] if failed else [])
+            for event in got or []:
                 name = (event.get("involvedObject") or {}).get("name")
                 if name in nodes:
                     events.append((event, name))
@@ -205,7 +213,7 @@ def api_check(params, kube_factory, now=None):
                                  "message": logs.excerpt(event.get("message") or "", 200)})
 
     groups = logs.match(entries)
-    found = logs.findings(groups)
+    found = logs.findings(groups) + skipped
     if errors:
         found.append(finding(
             "log.not_readable", "warning", "control-plane", "cluster",

@@ -28,7 +28,7 @@ import re
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address, split_ref
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address, optional_read, split_ref
 
 METALLB_GROUP = "metallb.io"
 METALLB_VERSION = "v1beta1"
@@ -266,13 +266,25 @@ def api_check(params, kube_factory):
                         % (namespace, name, kube.server))
     slices = kube.endpoint_slices(namespace, service=name)
     nodes = kube.nodes()
-    statuses = kube.custom_objects(METALLB_GROUP, METALLB_VERSION, L2_STATUS_PLURAL)
+    # MetalLB's status objects and the events are optional: they only name the announcer, which the ARP
+    # answers also give; a 403, a timeout or a malformed answer is a warning and the path goes on
+    skipped = []
+    statuses, failed = optional_read(lambda: kube.custom_objects(METALLB_GROUP, METALLB_VERSION, L2_STATUS_PLURAL),
+                                     "MetalLB's ServiceL2Status objects (%s/%s)" % (METALLB_GROUP, METALLB_VERSION),
+                                     "%s/%s" % (namespace, name), "they name the announcing node")
+    skipped.extend([failed] if failed else [])
     events = []
     if statuses is None or not any((s.get("status") or {}).get("serviceName") == name for s in statuses):
-        events = kube.events(namespace, field_selector="involvedObject.kind=Service,involvedObject.name=%s,"
-                                                       "reason=nodeAssigned" % name)
+        events, failed = optional_read(
+            lambda: kube.events(namespace, field_selector="involvedObject.kind=Service,involvedObject.name=%s,"
+                                                          "reason=nodeAssigned" % name),
+            "the events of Service %s/%s" % (namespace, name), "%s/%s" % (namespace, name),
+            "MetalLB's nodeAssigned event names the announcing node")
+        skipped.extend([failed] if failed else [])
     inventory = params.get("inventory")
-    return path_model(service, slices, nodes, statuses, events, inventory, checked.get("port"))
+    result = path_model(service, slices, nodes, statuses, events or [], inventory, checked.get("port"))
+    result["findings"] = sort_findings(result["findings"] + skipped)
+    return result
 
 
 # ------------------------------------------------------------------ who answers ARP for the VIP

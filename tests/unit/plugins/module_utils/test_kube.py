@@ -99,7 +99,8 @@ def test_auth_spec_env_fallbacks_are_kubernetes_core_names():
     assert kube.AUTH_ENV == {
         "kubeconfig": "K8S_AUTH_KUBECONFIG", "context": "K8S_AUTH_CONTEXT", "host": "K8S_AUTH_HOST",
         "api_key": "K8S_AUTH_API_KEY", "validate_certs": "K8S_AUTH_VERIFY_SSL", "ca_cert": "K8S_AUTH_SSL_CA_CERT",
-        "client_cert": "K8S_AUTH_CERT_FILE", "client_key": "K8S_AUTH_KEY_FILE", "proxy": "K8S_AUTH_PROXY"}
+        "client_cert": "K8S_AUTH_CERT_FILE", "client_key": "K8S_AUTH_KEY_FILE", "proxy": "K8S_AUTH_PROXY",
+        "api_timeout": "K8SNET_API_TIMEOUT"}
 
 
 def _kubeconfig(path, server="https://198.18.0.1:6443", token="kc-token"):

@@ -1,0 +1,301 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Bounds of every Kubernetes API request (used by kube.Kube): deadlines, byte caps, retries, shapes.
+
+The official client's ``_request_timeout`` bounds each socket operation only: a server that trickles one
+byte every 2 s, or an endless ``continue`` token, never ends.  Here:
+
+* ``Deadline``: one monotonic end time per call (connect, TLS, headers, body and every retry together),
+  also shared by all pages of a list.  In the main thread ``alarm(deadline)`` arms SIGALRM for what the
+  socket timeouts cannot bound (a header trickle); the body loop checks the clock between chunks too.
+* ``BoundedPool``: stands in for the client's urllib3 pool manager.  Every response it returns reads its
+  body as a stream in chunks (``read_body``), refusing a Content-Length above the cap before reading and
+  stopping at the cap otherwise (``TooLarge``), and stopping at the deadline (``Expired``).  The client
+  reads error bodies through it as well.
+* ``retry_delay``: whether and how long to wait before retrying (429, 5xx, connection resets), honouring
+  ``Retry-After``; a PATCH is retried only when the server said it did not process it (429, or 503 with
+  ``Retry-After``: the API server's priority-and-fairness and max-in-flight rejections answer before any
+  handler runs).
+* ``check_list`` / ``check_object``: a JSON answer that is not the object expected is refused naming
+  it; ``null`` sections are normalised (``NULL_SECTIONS``) so domain code reads them as empty.
+
+Pure apart from the clock and the signal; no import of the client (tests use it without one).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import signal
+import threading
+import time
+
+# seconds one call may take in all (connect, headers, body, retries; all pages of a list)
+CALL_TIMEOUT = 30.0
+# seconds one module run may spend on the API of one cluster (the api_timeout option's default)
+API_TIMEOUT = 120.0
+CONNECT_TIMEOUT = 5.0
+# bytes of one response (a page of a list, an object, a log), and of all the pages of one list
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+MAX_LIST_BYTES = 128 * 1024 * 1024
+MAX_PAGES = 200
+CHUNK = 64 * 1024
+# retries: attempts in all, first backoff, its cap (seconds)
+ATTEMPTS = 5
+BACKOFF = 0.5
+MAX_BACKOFF = 8.0
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+
+# A section that is null in an object is read as empty: {} for these, [] for the list ones.
+NULL_SECTIONS = ("spec", "status", "data", "binaryData")
+NULL_LIST_SECTIONS = ("webhooks", "endpoints", "ports", "subsets")
+NULL_META = ("labels", "annotations")
+
+
+class Abort(BaseException):
+    """A bound was hit.  BaseException: the client swallows ``Exception`` while reading error bodies."""
+
+
+class Expired(Abort):
+    def __init__(self, phase="answer"):
+        BaseException.__init__(self, phase)
+        self.phase = phase
+
+
+class TooLarge(Abort):
+    def __init__(self, size, declared):
+        BaseException.__init__(self, size)
+        self.size = size
+        self.declared = declared
+
+
+class Deadline(object):
+    """A monotonic end time (``clock`` for tests)."""
+
+    def __init__(self, seconds, clock=time.monotonic, end=None):
+        self.clock = clock
+        self.start = clock()
+        self.end = self.start + float(seconds) if end is None else end
+        # its whole length (shorter than asked when an outer deadline ends first)
+        self.seconds = self.end - self.start
+
+    def left(self):
+        return self.end - self.clock()
+
+    def expired(self):
+        return self.left() <= 0
+
+    def within(self, seconds):
+        """A deadline ``seconds`` from now, not later than this one."""
+        return Deadline(seconds, self.clock, min(self.end, self.clock() + seconds))
+
+    def timeouts(self, connect=CONNECT_TIMEOUT):
+        """(connect, read) socket timeouts for the client, never beyond the deadline."""
+        left = max(self.left(), 0.05)
+        return (min(connect, left), left)
+
+
+class alarm(object):
+    """``with alarm(deadline):`` raises Expired when the deadline passes (SIGALRM, main thread only;
+    elsewhere a no-op: the socket timeouts and the body loop bound the call)."""
+
+    def __init__(self, deadline):
+        self.deadline = deadline
+        self.armed = False
+
+    def _fire(self, signum, frame):
+        raise Expired("answer")
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
+            self.previous = signal.signal(signal.SIGALRM, self._fire)
+            self.armed = True
+            signal.setitimer(signal.ITIMER_REAL, max(self.deadline.left(), 0.001))
+        return self
+
+    def __exit__(self, *exc):
+        if self.armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+        return False
+
+
+def read_body(raw, deadline, max_bytes=MAX_RESPONSE_BYTES, chunk=CHUNK):
+    """The body of a urllib3 response, read in chunks; TooLarge beyond ``max_bytes``, Expired past ``deadline``."""
+    length = (raw.headers or {}).get("Content-Length")
+    try:
+        length = int(length) if length is not None else None
+    except ValueError:
+        length = None
+    if length is not None and length > max_bytes:
+        raise TooLarge(length, True)
+    reader = getattr(raw, "read1", None) or raw.read
+    parts, size = [], 0
+    while True:
+        if deadline.expired():
+            raise Expired("body")
+        part = reader(chunk)
+        if not part:
+            return b"".join(parts)
+        size += len(part)
+        if size > max_bytes:
+            raise TooLarge(size, False)
+        parts.append(part)
+
+
+class BoundedResponse(object):
+    """A urllib3 response whose ``data`` is read by ``read_body`` (what the client reads, also for errors)."""
+
+    def __init__(self, raw, deadline, max_bytes):
+        self.raw, self.deadline, self.max_bytes = raw, deadline, max_bytes
+        self.status, self.reason, self.headers = raw.status, raw.reason, raw.headers
+        self._data = None
+
+    @property
+    def data(self):
+        if self._data is None:
+            try:
+                self._data = read_body(self.raw, self.deadline, self.max_bytes)
+            finally:
+                if self._data is None:
+                    self.close()
+                else:
+                    self.raw.release_conn()
+        return self._data
+
+    def read(self, *args, **kwargs):
+        return self.data
+
+    def getheaders(self):
+        return self.headers
+
+    def getheader(self, name, default=None):
+        return self.headers.get(name, default)
+
+    def close(self):
+        try:
+            self.raw.close()
+        except Exception:  # pylint: disable=broad-except
+            pass
+
+    def release_conn(self):
+        self.raw.release_conn()
+
+
+class BoundedPool(object):
+    """Wraps the client's pool manager: responses come back unread and bounded (``limits`` per call)."""
+
+    def __init__(self, pool):
+        self._pool = pool
+        self.deadline = None
+        self.max_bytes = MAX_RESPONSE_BYTES
+
+    def request(self, method, url, *args, **kwargs):
+        kwargs["preload_content"] = False
+        raw = self._pool.request(method, url, *args, **kwargs)
+        return BoundedResponse(raw, self.deadline or Deadline(CALL_TIMEOUT), self.max_bytes)
+
+    def __getattr__(self, name):
+        return getattr(self._pool, name)
+
+
+# ------------------------------------------------------------------ retries
+def retry_after(value, now=None):
+    """Seconds of a Retry-After header (delta-seconds or an HTTP date), or None."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+def retry_delay(attempt, status=None, headers=None, reset=False, idempotent=True):
+    """Seconds to wait before attempt ``attempt + 1`` (``attempt`` counts from 1), or None for no retry.
+
+    ``status``: the HTTP status answered; ``reset``: the connection broke (reset, closed mid-answer).
+    Backoff doubles from BACKOFF up to MAX_BACKOFF; a Retry-After header wins when given.  A request
+    that is not idempotent (PATCH) is retried only on 429, or 503 with Retry-After (refused before
+    processing); never after a reset, since the change may have been applied."""
+    if attempt >= ATTEMPTS:
+        return None
+    after = retry_after((headers or {}).get("Retry-After")) if headers is not None else None
+    if reset:
+        if not idempotent:
+            return None
+    elif status not in RETRY_STATUSES:
+        return None
+    elif not idempotent and not (status == 429 or (status == 503 and after is not None)):
+        return None
+    backoff = min(MAX_BACKOFF, BACKOFF * (2 ** (attempt - 1)))
+    return after if after is not None else backoff
+
+
+# ------------------------------------------------------------------ shapes
+def _kind(value):
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "a JSON array"
+    if isinstance(value, dict):
+        return "a JSON object"
+    return "a %s (%s)" % (type(value).__name__, repr(value)[:40])
+
+
+def check_object(obj, what):
+    """``obj`` if it is a Kubernetes object with a name, its null sections made empty; else ValueError naming ``what``."""
+    if not isinstance(obj, dict):
+        raise ValueError("%s is %s, not an object" % (what, _kind(obj)))
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        raise ValueError("%s has %s metadata, not an object" % (what, _kind(metadata)))
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("%s has no metadata.name (got %s)" % (what, _kind(name) if name != "" else "an empty string"))
+    namespace = metadata.get("namespace")
+    if namespace is not None and not isinstance(namespace, str):
+        raise ValueError("%s (%s) has a metadata.namespace that is %s" % (what, name, _kind(namespace)))
+    for key in NULL_META:
+        if key in metadata and metadata[key] is None:
+            metadata[key] = {}
+        elif key in metadata and not isinstance(metadata[key], dict):
+            raise ValueError("%s (%s) has metadata.%s that is %s, not a map" % (what, name, key, _kind(metadata[key])))
+    for key in NULL_SECTIONS:
+        if key in obj and obj[key] is None:
+            obj[key] = {}
+        elif key in obj and not isinstance(obj[key], dict):
+            raise ValueError("%s (%s) has a %s that is %s, not an object" % (what, name, key, _kind(obj[key])))
+    for key in NULL_LIST_SECTIONS:
+        if key in obj and obj[key] is None:
+            obj[key] = []
+        elif key in obj and not isinstance(obj[key], list):
+            raise ValueError("%s (%s) has %s that is %s, not a list" % (what, name, key, _kind(obj[key])))
+    return obj
+
+
+def check_list(page, what):
+    """(items, continue token) of one page of a list; ValueError naming what is wrong (and the item)."""
+    if not isinstance(page, dict):
+        raise ValueError("the answer is %s where a list object (kind ...List, with items) was expected" % _kind(page))
+    items = page.get("items")
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        raise ValueError("its items are %s, not a list" % _kind(items))
+    for index, item in enumerate(items):
+        check_object(item, "item %d" % index)
+    metadata = page.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise ValueError("its metadata is %s, not an object" % _kind(metadata))
+    token = (metadata or {}).get("continue")
+    if token is not None and not isinstance(token, str):
+        raise ValueError("its metadata.continue is %s, not a string" % _kind(token))
+    return items, token or None

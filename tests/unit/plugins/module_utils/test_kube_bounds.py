@@ -1,0 +1,142 @@
+"""kube.Kube against a hostile API server on loopback (tests/kube_api/hostile.py): every call ends within its
+deadline, big answers are refused early, paging cannot loop, malformed objects are named, 429 is retried."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ansible_collections.k8snet.triage.plugins.module_utils import kube
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError
+
+from tests.kube_api import FIXTURES, load_yaml
+from tests.kube_api.hostile import Hostile
+
+OBJECTS = load_yaml([FIXTURES / "cluster.yaml", FIXTURES / "cni.yaml", FIXTURES / "service_path.yaml"])
+
+
+@pytest.fixture
+def hostile(tmp_path):
+    servers = []
+
+    def start(mode, **kwargs):
+        server = Hostile(OBJECTS, tmp_path / mode, "127.0.0.1", mode, **kwargs).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def _client(server, seconds=None):
+    params = {"kubeconfig": str(server.kubeconfig())}
+    if seconds is not None:
+        params["api_timeout"] = seconds
+    return kube.Kube(params)
+
+
+def _fails(call, cause):
+    started = time.monotonic()
+    with pytest.raises(ReadError) as info:
+        call()
+    assert info.value.details.get("cause") == cause, info.value
+    return str(info.value), time.monotonic() - started
+
+
+@pytest.mark.parametrize("mode", ["hang", "trickle", "trickle_headers"])
+def test_a_hung_or_trickling_api_ends_at_the_module_deadline(hostile, mode):
+    server = hostile(mode)
+    client = _client(server, 1.5)
+    msg, took = _fails(client.nodes, "deadline")
+    assert 1.4 <= took <= 1.5 * 1.1, took
+    assert "did not answer list nodes within 1.5 s (the module's api_timeout" in msg and server.url in msg
+    # the budget is spent: the next call fails at once, naming it
+    msg, took = _fails(client.nodes, "deadline")
+    assert took < 0.1 and "(api_timeout 1.5 s) is spent" in msg
+
+
+def test_one_call_has_its_own_deadline_inside_the_budget(hostile, monkeypatch):
+    monkeypatch.setattr(kube.Kube, "CALL_TIMEOUT", 1.0)
+    client = _client(hostile("trickle"), 10)
+    msg, took = _fails(lambda: client.get("services", "web", "default"), "deadline")
+    assert took <= 1.1 and "within 1 s (the deadline of one call" in msg
+
+
+def test_an_endless_continue_stops_at_the_page_cap(hostile):
+    server = hostile("continue")
+    msg, took = _fails(_client(server).nodes, "pages")
+    assert "more than 200 pages of 500 for list nodes" in msg and "narrow the query" in msg
+    assert len(server.requests) == 200
+
+
+def test_a_repeated_continue_token_is_named(hostile):
+    server = hostile("continue_same")
+    msg, took = _fails(lambda: _client(server).custom_objects("metallb.io", "v1beta1", "servicel2statuses"),
+                       "continue_loop")
+    assert "the continue token 'same-token' a second time (page 2)" in msg and len(server.requests) == 2
+
+
+def test_a_huge_list_is_refused_early_without_reading_it(hostile):
+    server = hostile("huge")
+    msg, took = _fails(_client(server).nodes, "too_large")
+    assert "answered list nodes with more than 64 MiB" in msg and "narrow the query" in msg
+    time.sleep(0.2)  # the server notices the closed connection
+    assert max(server.huge_sent) < 100 * 1024 * 1024  # of 400 MB
+    assert took < 15
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("items_empty", "answered list nodes with a malformed object: page 1: item 0 has null metadata"),
+    ("top_list", "answered list nodes with a malformed object: page 1: the answer is a JSON array"),
+    ("name_null", "answered list nodes with a malformed object: page 1: item 0 has no metadata.name (got null)"),
+])
+def test_malformed_lists_are_named(hostile, mode, message):
+    msg, took = _fails(_client(hostile(mode)).nodes, "malformed")
+    assert message in msg
+
+
+def test_malformed_object_of_a_get_is_named(hostile):
+    msg, took = _fails(lambda: _client(hostile("top_list")).get("services", "web", "default"), "malformed")
+    assert "answered get services default/web with a malformed object: the object is a JSON array" in msg
+
+
+def test_null_sections_are_read_as_empty(hostile):
+    nodes = _client(hostile("spec_null")).nodes()
+    assert len(nodes) == 3 and all(n["spec"] == {} and n["status"] == {} for n in nodes)
+    assert kube.node_address(nodes[0]) is None and kube.condition(nodes[0], "Ready") is None
+
+
+def test_429_with_retry_after_is_retried(hostile):
+    server = hostile("429")
+    started = time.monotonic()
+    assert len(_client(server).nodes()) == 3
+    assert 1.0 <= time.monotonic() - started < 2.0 and len(server.requests) == 2
+
+
+def test_429_beyond_the_deadline_is_an_error_naming_the_retries(hostile):
+    server = hostile("429", throttled=100)
+    started = time.monotonic()
+    with pytest.raises(ReadError) as info:
+        _client(server, 2.5).nodes()
+    took = time.monotonic() - started
+    assert "HTTP 429" in str(info.value) and "retried 2 times, the next retry (in 1 s" in str(info.value)
+    assert took <= 2.5 * 1.1 and len(server.requests) == 3
+
+
+def test_a_throttled_patch_is_retried(hostile):
+    server = hostile("429")
+    got = _client(server).merge_patch("services", "web", "default", {"metadata": {"labels": {"a": "b"}}})
+    assert got["metadata"]["labels"]["a"] == "b"
+    assert [r["method"] for r in server.requests] == ["PATCH", "PATCH"]
+
+
+def test_an_optional_read_degrades_to_a_warning(hostile):
+    client = _client(hostile("events403"))
+    events, found = kube.optional_read(lambda: client.events("default"), "the events of namespace default", "default")
+    assert events is None and found["check"] == "kube.read_skipped" and found["severity"] == "warning"
+    assert found["evidence"]["status"] == 403 and "RBAC forbids us to list events" in found["summary"]
+    with pytest.raises(PrivilegeError):
+        client.events("default")  # a required read lets the error go
+    assert len(client.nodes()) == 3
