@@ -2,21 +2,28 @@
 # Copyright (c) 2026, k8snet.triage contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""F5 BIG-IP Controller (CIS) in ConfigMap mode: one valid ConfigMap per LoadBalancer Service port.
+"""F5 BIG-IP Controller (CIS) in ConfigMap mode, alone or in GDC's integrated mode.
 
-Parsers and checks are pure: Kubernetes objects (plain dicts) in, findings out.  The ConfigMap
-``data`` is validated against the CIS schema itself (``f5_schema``) with ``jsonschema``, using
-the schema's draft (4) and the two formats CIS registers (``bigipv4`` / ``bigipv6``: an address
-with an optional ``%<route domain>``).
+Parsers and checks are pure: Kubernetes objects (plain dicts) in, findings out.  A virtual-server
+ConfigMap's ``data`` is validated against the CIS schema version it names (``f5_schema``: v0.1.0 to
+v0.1.8) with ``jsonschema``, using the schemas' draft (4) and the two formats CIS registers
+(``bigipv4`` / ``bigipv6``: an address with an optional ``%<route domain>``).  AS3 ConfigMaps (label
+``as3: "true"``, ``data.template``) are read for their tenants, applications, virtual addresses and pools.
+
+Two modes are judged differently.  In GDC's integrated mode (``load-balancer-f5`` runs, or ConfigMaps
+carry its label) every LoadBalancer Service port not handed to another implementation has exactly one
+ConfigMap whose VIP is the Service's address.  On a plain CIS cluster a ConfigMap only needs its Service
+and port to exist, in a namespace CIS watches, reachable by CIS's pool member type.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import traceback
 
-from ansible_collections.k8snet.triage.plugins.module_utils.f5_schema import SCHEMA, SCHEMA_URI
+from ansible_collections.k8snet.triage.plugins.module_utils.f5_schema import SCHEMA_URI, SCHEMAS, URI_FORMAT
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import condition, meta
 
@@ -47,16 +54,75 @@ def _bigip_address(value, version):
         return False
 
 
-def _validator():
+GDC_CONTROLLER = "load-balancer-f5"
+# GDC (Anthos on-prem) labels the F5 objects of its integrated mode with this
+GDC_LABEL = "onprem.cluster.gke.io/legacy-f5-resource"
+CIS_IMAGE = "k8s-bigip-ctlr"
+# Services whose load balancer another implementation provides (GDC's F5 integration then owes them nothing)
+METALLB_ANNOTATIONS = ("metallb.universe.tf/", "metallb.io/")
+URI_RE = re.compile(r"^f5schemadb://bigip-virtual-server_(v(\d+)\.(\d+)\.(\d+))\.json$")
+MODES = {"gdc": "GDC integrated mode (load-balancer-f5)", "cis": "F5 CIS without GDC"}
+
+
+# JSON Schema keywords whose value must be a non-negative integer
+INTEGER_KEYWORDS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+
+
+def schema_defects(schema, path="#"):
+    """[(JSON pointer, keyword, value)]: integer keywords a schema gives as something else (v0.1.0's
+    ``"minLength": "1"``).  CIS's validator (gojsonschema) refuses to load such a schema."""
+    found = []
+    if isinstance(schema, dict):
+        for key, value in sorted(schema.items()):
+            if key in INTEGER_KEYWORDS and (not isinstance(value, int) or isinstance(value, bool)):
+                found.append((path, key, value))
+            else:
+                found.extend(schema_defects(value, "%s/%s" % (path, key)))
+    elif isinstance(schema, list):
+        for i, value in enumerate(schema):
+            found.extend(schema_defects(value, "%s/%d" % (path, i)))
+    return found
+
+
+def _repaired(schema):
+    """The schema with numeric strings of integer keywords made integers (what F5's own test tool read them as)."""
+    if isinstance(schema, dict):
+        return dict((k, int(v) if k in INTEGER_KEYWORDS and isinstance(v, str) and v.isdigit() else _repaired(v))
+                    for k, v in schema.items())
+    if isinstance(schema, list):
+        return [_repaired(v) for v in schema]
+    return schema
+
+
+def _validator(version="v0.1.7"):
     checker = jsonschema.FormatChecker()
     checker.checks("bigipv4")(lambda value: _bigip_address(value, 4))
     checker.checks("bigipv6")(lambda value: _bigip_address(value, 6))
-    return jsonschema.Draft4Validator(SCHEMA, format_checker=checker)
+    return jsonschema.Draft4Validator(_repaired(SCHEMAS[version][1]), format_checker=checker)
 
 
-def schema_errors(data):
-    """[(path, message)] of ``data`` against the v0.1.7 schema, the most relevant first."""
-    validator = _validator()
+def schema_version(uri):
+    """(version named, known version to validate against) of a schema URI; (None, None) when it names none."""
+    match = URI_RE.match(uri) if isinstance(uri, str) else None
+    if not match:
+        return None, None
+    version = match.group(1)
+    if version in SCHEMAS:
+        return version, version
+    wanted = tuple(int(n) for n in match.groups()[1:])
+
+    def linear(numbers):
+        return sum(n * 1000 ** (2 - i) for i, n in enumerate(numbers))
+
+    def distance(known):
+        numbers = tuple(int(n) for n in known[1:].split("."))
+        return (abs(linear(numbers) - linear(wanted)), numbers)
+    return version, min(SCHEMAS, key=distance)
+
+
+def schema_errors(data, version="v0.1.7"):
+    """[(path, message)] of ``data`` against the schema ``version``, the most relevant first."""
+    validator = _validator(version)
     errors = list(validator.iter_errors(data))
     if not errors:
         return []
@@ -70,33 +136,91 @@ def bind_ip(value):
     return value.partition("%")[0] if isinstance(value, str) else value
 
 
-def parse_configmap(cm):
-    """The fields of a CIS ConfigMap the audit needs, and why it is invalid (if it is)."""
+def is_as3(cm):
+    """An AS3 ConfigMap (label as3 or overrideAS3 "true"/"false", as CIS reads them) rather than a virtual-server one."""
+    labels = (cm.get("metadata") or {}).get("labels") or {}
+    return labels.get("as3") in ("true", "false") or labels.get("overrideAS3") in ("true", "false")
+
+
+def parse_configmap(cm, mode="gdc"):
+    """The fields of a CIS ConfigMap the audit needs, and why it is invalid (if it is).
+
+    In GDC's integrated mode a virtual-server ConfigMap names v0.1.7 (what load-balancer-f5 writes); with CIS
+    alone any version CIS knows is fine.  Either way the data is validated against the version named."""
+    if is_as3(cm):
+        return parse_as3(cm)
     data = cm.get("data") or {}
     parsed = {
         "ref": "%s/%s" % (meta(cm, "namespace"), meta(cm, "name")),
+        "kind": "virtual-server",
         "namespace": meta(cm, "namespace"),
         "name": meta(cm, "name"),
         "schema": data.get("schema"),
+        "schema_version": None, "validated_with": None,
         "errors": [],
         "service": None, "service_port": None, "bind_addr": None, "port": None, "partition": None,
     }
-    if parsed["schema"] != SCHEMA_URI:
-        parsed["errors"].append(("schema", "schema is %r, expected %r" % (parsed["schema"], SCHEMA_URI)))
+    version, known = schema_version(parsed["schema"])
+    parsed.update(schema_version=version, validated_with=known)
+    if mode == "gdc" and known is not None and parsed["schema"] != SCHEMA_URI:
+        parsed["errors"].append(("schema", "schema is %r, expected %r (what GDC's load-balancer-f5 writes)"
+                                 % (parsed["schema"], SCHEMA_URI)))
+    if known is None:
+        parsed["errors"].append(("schema", "schema is %r, not f5schemadb://bigip-virtual-server_<version>.json (CIS "
+                                           "knows %s to %s)" % (parsed["schema"], min(SCHEMAS), max(SCHEMAS))))
     try:
         body = json.loads(data.get("data") or "")
     except ValueError as exc:
         parsed["errors"].append(("data", "data is not JSON: %s" % exc))
         return parsed
-    if parsed["schema"] == SCHEMA_URI:
-        parsed["errors"].extend(schema_errors(body))
+    if known is not None:
+        parsed["errors"].extend(schema_errors(body, known))
     vs = body.get("virtualServer") if isinstance(body, dict) else None
     vs = vs if isinstance(vs, dict) else {}
     backend = vs.get("backend") if isinstance(vs.get("backend"), dict) else {}
     frontend = vs.get("frontend") if isinstance(vs.get("frontend"), dict) else {}
     address = frontend.get("virtualAddress") if isinstance(frontend.get("virtualAddress"), dict) else {}
     parsed.update(service=backend.get("serviceName"), service_port=backend.get("servicePort"),
-                  bind_addr=address.get("bindAddr"), port=address.get("port"), partition=frontend.get("partition"))
+                  bind_addr=address.get("bindAddr"), port=address.get("port"), partition=frontend.get("partition"),
+                  iapp=frontend.get("iapp"))
+    return parsed
+
+
+def _classed(obj, prefix):
+    return [(k, v) for k, v in sorted(obj.items()) if isinstance(v, dict) and str(v.get("class", "")).startswith(prefix)]
+
+
+def parse_as3(cm):
+    """An AS3 ConfigMap: its declaration's tenants, applications, virtual addresses and pools with their members."""
+    data = cm.get("data") or {}
+    parsed = {
+        "ref": "%s/%s" % (meta(cm, "namespace"), meta(cm, "name")),
+        "kind": "as3", "namespace": meta(cm, "namespace"), "name": meta(cm, "name"),
+        "schema": None, "schema_version": None, "validated_with": None, "errors": [], "tenants": {},
+        "service": None, "service_port": None, "bind_addr": None, "port": None, "partition": None,
+    }
+    try:
+        body = json.loads(data.get("template") or "")
+    except ValueError as exc:
+        parsed["errors"].append(("template", "data.template is not JSON: %s" % exc))
+        return parsed
+    declaration = body.get("declaration") if isinstance(body, dict) and body.get("class") == "AS3" else body
+    if not isinstance(declaration, dict) or declaration.get("class") != "ADC":
+        parsed["errors"].append(("template", "data.template is not an AS3 declaration (class AS3 with a declaration "
+                                             "of class ADC, or class ADC)"))
+        return parsed
+    for tenant, tbody in _classed(declaration, "Tenant"):
+        apps = parsed["tenants"].setdefault(tenant, {})
+        for app, abody in _classed(tbody, "Application"):
+            addresses, pools = [], []
+            for dummy, svc in _classed(abody, "Service_"):
+                addresses.extend(a for a in svc.get("virtualAddresses") or [] if isinstance(a, str))
+            for pool, pbody in _classed(abody, "Pool"):
+                members = [{"servicePort": m.get("servicePort"), "serviceName": m.get("serviceName"),
+                            "serviceNamespace": m.get("serviceNamespace")}
+                           for m in pbody.get("members") or [] if isinstance(m, dict)]
+                pools.append({"name": pool, "members": members})
+            apps[app] = {"virtual_addresses": addresses, "pools": pools}
     return parsed
 
 
@@ -155,46 +279,165 @@ def _pod_state(pod):
     return status.get("phase") or "Unknown"
 
 
-def audit(services, configmaps, cluster=None):
-    """Findings for LoadBalancer Services vs the CIS ConfigMaps of their namespaces.
+def handed_elsewhere(svc):
+    """Why a LoadBalancer Service belongs to another implementation (spec.loadBalancerClass, MetalLB's annotations)."""
+    spec = svc.get("spec") or {}
+    if spec.get("loadBalancerClass"):
+        return "spec.loadBalancerClass %s" % spec["loadBalancerClass"]
+    for key in sorted((svc.get("metadata") or {}).get("annotations") or {}):
+        if key.startswith(METALLB_ANNOTATIONS):
+            return "annotation %s" % key
+    return None
 
-    Returns (findings, parsed ConfigMaps) so that partitions can be compared across clusters.
+
+def service_ports(svc):
+    return [p.get("port") for p in (svc.get("spec") or {}).get("ports") or []]
+
+
+def _invalid(cm, cluster, mode):
+    path, message = cm["errors"][0]
+    against = URI_FORMAT % cm["validated_with"] if cm["validated_with"] else (
+        "an AS3 declaration" if cm["kind"] == "as3" else "a known schema")
+    return finding(
+        "f5.invalid_configmap", "critical", "L4", _subject(cluster, cm["ref"]),
+        "ConfigMap %s does not validate against %s at %s: %s" % (cm["ref"], against, path, message),
+        {"path": path, "error": message, "error_count": len(cm["errors"]), "mode": mode,
+         "other_errors": ["%s: %s" % e for e in sample(cm["errors"][1:], 3)]},
+        "fix the ConfigMap's data so that it validates (CIS ignores an invalid ConfigMap and logs the error)")
+
+
+def _backends(cm, services, by_labels):
+    """[(what, namespace, service name or None, servicePort, [Services])] of one ConfigMap."""
+    if cm["kind"] != "as3":
+        svc = services.get((cm["namespace"], cm["service"]))
+        return [("backend", cm["namespace"], cm["service"], cm["service_port"], [svc] if svc else [])]
+    out = []
+    for tenant, apps in sorted(cm["tenants"].items()):
+        for app, body in sorted(apps.items()):
+            for pool in body["pools"]:
+                for member in pool["members"]:
+                    what = "pool /%s/%s/%s" % (tenant, app, pool["name"])
+                    if member["serviceName"]:
+                        ns = member["serviceNamespace"] or cm["namespace"]
+                        svc = services.get((ns, member["serviceName"]))
+                        out.append((what, ns, member["serviceName"], member["servicePort"], [svc] if svc else []))
+                    else:
+                        out.append((what, None, None, member["servicePort"], by_labels.get((tenant, app, pool["name"]), [])))
+    return out
+
+
+AS3_LABELS = ("cis.f5.com/as3-tenant", "cis.f5.com/as3-app", "cis.f5.com/as3-pool")
+
+
+def audit(services, configmaps, cluster=None, mode="gdc", controllers=None):
+    """Findings for CIS ConfigMaps against the Services they name, judged in ``mode`` (gdc or cis).
+
+    ``controllers`` (from cis_controllers) adds the checks of CIS's arguments: watched namespaces, pool member
+    type against the Service's type, managed partitions.  Returns (findings, parsed ConfigMaps) so that
+    partitions can be compared across clusters.
     """
     found = []
-    parsed = [parse_configmap(cm) for cm in configmaps]
-    lb_services = {}
+    parsed = [parse_configmap(cm, mode) for cm in configmaps]
+    by_name = dict(((meta(s, "namespace"), meta(s, "name")), s) for s in services)
+    by_labels = {}
     for svc in services:
-        if (svc.get("spec") or {}).get("type") == "LoadBalancer":
-            lb_services[(meta(svc, "namespace"), meta(svc, "name"))] = svc
+        labels = (svc.get("metadata") or {}).get("labels") or {}
+        if all(labels.get(k) for k in AS3_LABELS):
+            by_labels.setdefault(tuple(labels[k] for k in AS3_LABELS), []).append(svc)
     for cm in parsed:
         if cm["errors"]:
-            path, message = cm["errors"][0]
+            found.append(_invalid(cm, cluster, mode))
+        if cm["schema_version"] and cm["schema_version"] != cm["validated_with"]:
             found.append(finding(
-                "f5.invalid_configmap", "critical", "L4", _subject(cluster, cm["ref"]),
-                "ConfigMap %s does not validate against %s at %s: %s" % (cm["ref"], SCHEMA_URI, path, message),
-                {"path": path, "error": message, "error_count": len(cm["errors"]),
-                 "other_errors": ["%s: %s" % e for e in sample(cm["errors"][1:], 3)]},
-                "fix the ConfigMap's data so that it validates (CIS ignores an invalid ConfigMap and logs the error)"))
-        svc = lb_services.get((cm["namespace"], cm["service"]))
-        if cm["service"] is not None and svc is None:
+                "f5.unknown_schema_version", "warning", "L4", _subject(cluster, cm["ref"]),
+                "ConfigMap %s names schema %s, which F5 never published (known: %s to %s); it was validated against "
+                "the nearest, %s" % (cm["ref"], cm["schema_version"], min(SCHEMAS), max(SCHEMAS), cm["validated_with"]),
+                {"schema": cm["schema"], "validated_with": URI_FORMAT % cm["validated_with"], "mode": mode},
+                "name a schema version your CIS release ships (CIS rejects a ConfigMap whose schema it cannot load)"))
+        defects = schema_defects(SCHEMAS[cm["validated_with"]][1]) if cm["validated_with"] else []
+        if defects:
             found.append(finding(
-                "f5.orphan_configmap", "warning", "L4", _subject(cluster, cm["ref"]),
-                "ConfigMap %s points at Service %s/%s, which is not a LoadBalancer Service in that namespace"
-                % (cm["ref"], cm["namespace"], cm["service"]),
-                {"service": cm["service"], "service_port": cm["service_port"], "partition": cm["partition"]},
-                "delete the ConfigMap, or correct backend.serviceName (the Service must be in the ConfigMap's namespace)"))
-    for (namespace, name), svc in sorted(lb_services.items()):
-        ports = [p.get("port") for p in (svc.get("spec") or {}).get("ports") or []]
-        ip = lb_ip(svc)
-        mine = [cm for cm in parsed if cm["namespace"] == namespace and cm["service"] == name]
-        for cm in mine:
-            if cm["service_port"] not in ports:
+                "f5.schema_not_loadable", "warning", "L4", _subject(cluster, cm["ref"]),
+                "ConfigMap %s names %s, which CIS's validator cannot load (%s): CIS releases whose gojsonschema checks "
+                "keyword types reject every ConfigMap naming it" % (
+                    cm["ref"], URI_FORMAT % cm["validated_with"],
+                    "; ".join("%s %s is %r, not an integer" % d for d in defects)),
+                {"schema": cm["schema"], "defects": ["%s %s=%r" % d for d in defects], "mode": mode,
+                 "source": "F5Networks/k8s-bigip-ctlr vendor/github.com/xeipuuv/gojsonschema/schema.go "
+                           "(minLength must be an integer) at 7c845c534ba5"},
+                "name a later schema version that the data validates against, and look for 'must be of an "
+                "integer' in CIS's log"))
+        watchers = None
+        if controllers:
+            watchers = [c for c in controllers if watches(c, cm["namespace"])]
+            if not watchers:
                 found.append(finding(
-                    "f5.port_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
-                    "ConfigMap %s names servicePort %s, but Service %s/%s has ports %s"
-                    % (cm["ref"], cm["service_port"], namespace, name, ports),
-                    {"configmap_service_port": cm["service_port"], "service_ports": ports},
-                    "set backend.servicePort (and virtualAddress.port) to one of the Service's ports"))
+                    "f5.unwatched_namespace", "critical", "L4", _subject(cluster, cm["ref"]),
+                    "ConfigMap %s is in namespace %s, which no CIS controller watches (%s): it configures nothing"
+                    % (cm["ref"], cm["namespace"], "; ".join("%s: %s" % (c["ref"], c["watch"]) for c in controllers)),
+                    {"namespace": cm["namespace"], "controllers": [c["ref"] for c in controllers], "mode": mode},
+                    "add --namespace=%s to the CIS controller's args (or label the namespace for its "
+                    "--namespace-label), or move the ConfigMap to a watched namespace" % cm["namespace"]))
+            elif cm["kind"] == "virtual-server" and cm["partition"] and not any(
+                    not c["partitions"] or cm["partition"] in c["partitions"] for c in watchers):
+                found.append(finding(
+                    "f5.partition_not_managed", "critical", "L4", _subject(cluster, cm["ref"]),
+                    "ConfigMap %s uses BIG-IP partition %s, which its CIS controller does not manage (--bigip-partition %s)"
+                    % (cm["ref"], cm["partition"], ", ".join(sorted(set(p for c in watchers for p in c["partitions"])))),
+                    {"partition": cm["partition"], "controllers": [c["ref"] for c in watchers], "mode": mode},
+                    "set frontend.partition to the controller's --bigip-partition"))
+        for what, namespace, name, port, svcs in _backends(cm, by_name, by_labels):
+            if name is None and cm["kind"] == "virtual-server":
+                continue
+            if not svcs:
+                found.append(finding(
+                    "f5.orphan_configmap", "warning", "L4", _subject(cluster, cm["ref"]),
+                    ("ConfigMap %s's %s points at Service %s/%s, which does not exist" % (cm["ref"], what, namespace, name))
+                    if name else ("ConfigMap %s's %s has no Service labelled %s" % (cm["ref"], what, "/".join(AS3_LABELS))),
+                    {"service": name, "service_port": port, "partition": cm["partition"], "mode": mode},
+                    "delete the ConfigMap, or correct backend.serviceName (the Service must be in the ConfigMap's "
+                    "namespace)" if cm["kind"] != "as3" else
+                    "label the pool's Service with cis.f5.com/as3-tenant, -app and -pool (or name it in the member's "
+                    "serviceName), or remove the pool"))
+                continue
+            for svc in svcs:
+                ports = service_ports(svc)
+                sref = "%s/%s" % (meta(svc, "namespace"), meta(svc, "name"))
+                if port not in ports:
+                    found.append(finding(
+                        "f5.port_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
+                        "ConfigMap %s names servicePort %s, but Service %s has ports %s" % (cm["ref"], port, sref, ports),
+                        {"configmap_service_port": port, "service_ports": ports, "service": sref, "mode": mode},
+                        "set %s servicePort to one of the Service's ports %s"
+                        % ("backend.servicePort (and virtualAddress.port)" if cm["kind"] != "as3" else "the members'",
+                           ports)))
+                stype = (svc.get("spec") or {}).get("type") or "ClusterIP"
+                if watchers and stype == "ClusterIP" and all(c["pool_member_type"] == "nodeport" for c in watchers):
+                    found.append(finding(
+                        "f5.pool_member_type_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
+                        "ConfigMap %s's Service %s is ClusterIP, but CIS (%s) runs with --pool-member-type nodeport: "
+                        "the pool has no members" % (cm["ref"], sref, ", ".join(c["ref"] for c in watchers)),
+                        {"service": sref, "service_type": stype, "controllers": [c["ref"] for c in watchers],
+                         "mode": mode},
+                        "make the Service type NodePort, or run CIS with --pool-member-type cluster (the BIG-IP must "
+                        "then reach pod addresses)"))
+    if mode == "gdc":
+        found.extend(_gdc_checks(services, parsed, cluster))
+    return found, parsed
+
+
+def _gdc_checks(services, parsed, cluster):
+    """GDC's integrated mode: one ConfigMap per LoadBalancer Service port, its VIP the Service's address."""
+    found = []
+    lb_services = {}
+    for svc in services:
+        if (svc.get("spec") or {}).get("type") == "LoadBalancer" and not handed_elsewhere(svc):
+            lb_services[(meta(svc, "namespace"), meta(svc, "name"))] = svc
+    for (namespace, name), svc in sorted(lb_services.items()):
+        ports = service_ports(svc)
+        ip = lb_ip(svc)
+        mine = [cm for cm in parsed if cm["kind"] == "virtual-server" and cm["namespace"] == namespace
+                and cm["service"] == name]
         for port in ports:
             ref = "%s/%s:%s" % (namespace, name, port)
             covering = [cm for cm in mine if cm["service_port"] == port]
@@ -203,7 +446,7 @@ def audit(services, configmaps, cluster=None):
                     "f5.missing_configmap", "critical", "L4", _subject(cluster, ref),
                     "LoadBalancer Service %s/%s port %s has no ConfigMap labelled %s: the BIG-IP has no virtual "
                     "server for it" % (namespace, name, port, F5_LABEL),
-                    {"service": "%s/%s" % (namespace, name), "port": port, "load_balancer_ip": ip,
+                    {"service": "%s/%s" % (namespace, name), "port": port, "load_balancer_ip": ip, "mode": "gdc",
                      "configmaps_of_service": sample(cm["ref"] for cm in mine)},
                     "create one ConfigMap (label f5type: virtual-server, schema %s) with bindAddr %s and port %s"
                     % (SCHEMA_URI, ip, port)))
@@ -221,7 +464,7 @@ def audit(services, configmaps, cluster=None):
                         "f5.port_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
                         "ConfigMap %s exposes virtual port %s for Service %s/%s port %s"
                         % (cm["ref"], cm["port"], namespace, name, port),
-                        {"virtual_port": cm["port"], "service_port": port},
+                        {"virtual_port": cm["port"], "service_port": port, "mode": "gdc"},
                         "set frontend.virtualAddress.port to %s" % port))
                 if ip and cm["bind_addr"] is not None and bind_ip(cm["bind_addr"]) != ip:
                     found.append(finding(
@@ -230,7 +473,130 @@ def audit(services, configmaps, cluster=None):
                         % (cm["ref"], cm["bind_addr"], namespace, name, ip),
                         {"bind_addr": cm["bind_addr"], "load_balancer_ip": ip},
                         "set frontend.virtualAddress.bindAddr to %s (or fix the Service's loadBalancerIP)" % ip))
-    return found, parsed
+    return found
+
+
+# ------------------------------------------------------------------ the controller and the mode
+def _is_cis_container(container):
+    image = (container.get("image") or "").split("@")[0].rsplit(":", 1)[0] if "/" in (container.get("image") or "") \
+        else (container.get("image") or "").split("@")[0].split(":")[0]
+    return image.rsplit("/", 1)[-1] == CIS_IMAGE
+
+
+def is_cis(workload):
+    """A Deployment (or Pod) running F5 CIS: an image .../k8s-bigip-ctlr, or CIS's own labels."""
+    labels = (workload.get("metadata") or {}).get("labels") or {}
+    if CIS_IMAGE in (labels.get("app"), labels.get("app.kubernetes.io/name")):
+        return True
+    spec = workload.get("spec") or {}
+    pod_spec = ((spec.get("template") or {}).get("spec") or spec) if "template" in spec else spec
+    return any(_is_cis_container(c) for c in pod_spec.get("containers") or [])
+
+
+def cis_args(container):
+    """{flag: [values]} of a CIS container's command and args (``--flag=value`` or ``--flag value``)."""
+    words = [str(w) for w in (container.get("command") or []) + (container.get("args") or [])]
+    flags = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("--"):
+            name, sep, value = word[2:].partition("=")
+            if not sep and i + 1 < len(words) and not words[i + 1].startswith("--"):
+                value, i = words[i + 1], i + 1
+            flags.setdefault(name, []).append(value.strip("\"'") if sep or value else "true")
+        i += 1
+    return flags
+
+
+def cis_controllers(deployments):
+    """The CIS Deployments: ref, replicas, watched namespaces / namespace label, pool member type, partitions."""
+    out = []
+    for dep in deployments:
+        if not is_cis(dep):
+            continue
+        spec = dep.get("spec") or {}
+        containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+        cis = [c for c in containers if _is_cis_container(c)] or containers[:1]
+        flags = cis_args(cis[0]) if cis else {}
+        namespaces = [n for v in flags.get("namespace", []) for n in [v] if n]
+        label = (flags.get("namespace-label") or [""])[-1]
+        out.append({
+            "ref": "%s/%s" % (meta(dep, "namespace"), meta(dep, "name")),
+            "replicas": spec.get("replicas", 1),
+            "ready": (dep.get("status") or {}).get("readyReplicas") or 0,
+            "namespaces": namespaces, "namespace_label": label, "namespace_labels": None,
+            "watch": ("namespaces %s" % ", ".join(namespaces)) if namespaces else
+                     ("namespaces labelled %s" % label) if label else "all namespaces",
+            "pool_member_type": (flags.get("pool-member-type") or ["nodeport"])[-1],
+            "partitions": flags.get("bigip-partition", []),
+        })
+    return out
+
+
+def label_matches(selector, labels):
+    """``key``, ``key=value`` or ``key==value`` (what CIS users put in --namespace-label) against labels."""
+    key, sep, value = selector.replace("==", "=").partition("=")
+    return key in labels and (not sep or labels[key] == value)
+
+
+def resolve_namespace_labels(controllers, namespaces):
+    """Fill each controller's watched namespaces from its --namespace-label and the cluster's Namespaces."""
+    for c in controllers:
+        if c["namespace_label"] and not c["namespaces"]:
+            c["namespace_labels"] = sorted(meta(n, "name") for n in namespaces
+                                           if label_matches(c["namespace_label"], (n.get("metadata") or {}).get("labels") or {}))
+    return controllers
+
+
+def watches(controller, namespace):
+    if controller["namespaces"]:
+        return namespace in controller["namespaces"]
+    if controller["namespace_label"]:
+        return namespace in (controller["namespace_labels"] or [])
+    return True
+
+
+def detect_mode(deployments, pods, configmaps):
+    """("gdc" or "cis", why): GDC's integrated mode when its load-balancer-f5 exists or labelled the ConfigMaps."""
+    for dep in deployments or []:
+        if meta(dep, "name") == GDC_CONTROLLER:
+            return "gdc", "Deployment %s/%s" % (meta(dep, "namespace"), GDC_CONTROLLER)
+    for pod in pods:
+        if meta(pod, "namespace") == CONTROLLER_NAMESPACE and (meta(pod, "name") or "").startswith(GDC_CONTROLLER):
+            return "gdc", "pod %s/%s" % (CONTROLLER_NAMESPACE, meta(pod, "name"))
+    for cm in configmaps:
+        if GDC_LABEL in ((cm.get("metadata") or {}).get("labels") or {}):
+            return "gdc", "ConfigMap %s/%s labelled %s" % (meta(cm, "namespace"), meta(cm, "name"), GDC_LABEL)
+    return "cis", "no %s Deployment or pod, no ConfigMap labelled %s" % (GDC_CONTROLLER, GDC_LABEL)
+
+
+def check_cis(controllers, pods, cluster=None):
+    """In CIS mode: a CIS Deployment exists, is not scaled to zero, and has a ready pod."""
+    if not controllers:
+        return [finding(
+            "f5.controller_not_running", "critical", "control-plane", _subject(cluster, CIS_IMAGE),
+            "no Deployment runs F5 CIS (image .../%s or label app=%s): nothing pushes ConfigMaps to the BIG-IP"
+            % (CIS_IMAGE, CIS_IMAGE),
+            {"mode": "cis", "cis_pods": sample("%s/%s" % (meta(p, "namespace"), meta(p, "name")) for p in pods if is_cis(p))},
+            "deploy CIS (F5's k8s-bigip-ctlr Deployment), or give controller_pods if it runs another way")]
+    found = []
+    for c in controllers:
+        if c["replicas"] == 0:
+            found.append(finding(
+                "f5.controller_scaled_to_zero", "critical", "control-plane", _subject(cluster, c["ref"]),
+                "CIS Deployment %s is scaled to 0 replicas: ConfigMap changes are not pushed to the BIG-IP" % c["ref"],
+                {"replicas": 0, "mode": "cis"},
+                "kubectl -n %s scale deployment %s --replicas=1" % tuple(c["ref"].split("/"))))
+        elif not c["ready"]:
+            found.append(finding(
+                "f5.controller_not_running", "critical", "control-plane", _subject(cluster, c["ref"]),
+                "CIS Deployment %s has no ready replica (of %s): ConfigMap changes are not pushed to the BIG-IP"
+                % (c["ref"], c["replicas"]),
+                {"replicas": c["replicas"], "ready": 0, "mode": "cis"},
+                "kubectl -n %s describe deployment %s, and the logs of its pods (bigip-login secret, BIG-IP reachable?)"
+                % tuple(c["ref"].split("/"))))
+    return found
 
 
 def shared_partitions(partitions):
@@ -256,8 +622,10 @@ def shared_partitions(partitions):
 
 
 def partitions_of(parsed):
+    """{BIG-IP partition: [ConfigMap refs]}: a virtual-server ConfigMap's frontend.partition, an AS3 tenant."""
     parts = {}
     for cm in parsed:
-        if cm["partition"]:
-            parts.setdefault(cm["partition"], []).append(cm["ref"])
+        for partition in [cm["partition"]] + sorted(cm.get("tenants") or []):
+            if partition:
+                parts.setdefault(partition, []).append(cm["ref"])
     return parts

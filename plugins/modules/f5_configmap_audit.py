@@ -7,18 +7,41 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: f5_configmap_audit
-short_description: Audit F5 BIG-IP Controller (CIS) ConfigMaps against LoadBalancer Services
+short_description: Audit F5 BIG-IP Controller (CIS) ConfigMaps, alone or in GDC's integrated F5 mode
 version_added: 0.1.0
 description:
-  - For every Service of type C(LoadBalancer) and each of its ports, expects exactly one ConfigMap labelled
-    C(f5type=virtual-server) in the Service's namespace, with schema C(f5schemadb://bigip-virtual-server_v0.1.7.json),
-    data that validates against that schema, C(frontend.virtualAddress.bindAddr) equal to the Service's
-    load-balancer IP, C(port) equal to the Service port and C(backend.serviceName)/C(servicePort) naming the Service.
-  - Checks that the controller pods run in C(kube-system), and, across O(clusters), that no BIG-IP partition is
-    used by more than one cluster.
-  - Findings C(f5.missing_configmap), C(f5.invalid_configmap), C(f5.vip_mismatch), C(f5.port_mismatch),
-    C(f5.orphan_configmap), C(f5.duplicate_configmap), C(f5.controller_not_running), C(f5.shared_partition),
-    C(f5.cluster_unreachable).
+  - Judges each cluster in one of two modes, returned in RV(modes) and in the findings' C(evidence.mode).
+    GDC's integrated mode is chosen when a C(load-balancer-f5) Deployment or pod (C(kube-system)) exists, or a
+    ConfigMap carries the label C(onprem.cluster.gke.io/legacy-f5-resource); otherwise the cluster is judged as
+    F5 Container Ingress Services (CIS) alone.
+  - Every ConfigMap labelled C(f5type=virtual-server) is read. A virtual-server ConfigMap is validated against
+    the schema version it names (C(f5schemadb://bigip-virtual-server_v0.1.0.json) to C(_v0.1.8.json), F5's
+    published schemas, shipped); a version F5 never published is C(f5.unknown_schema_version) and is validated
+    against the nearest known one. An AS3 ConfigMap (label C(as3) or C(overrideAS3)) must hold in
+    C(data.template) an AS3 declaration (class C(AS3) / C(ADC)); its tenants, applications, virtual addresses
+    and pools are read, each pool's Services found by the labels C(cis.f5.com/as3-tenant), C(-app), C(-pool)
+    or a member's C(serviceName).
+  - In both modes, a ConfigMap's Service (of any type) and port must exist (C(f5.orphan_configmap) names the
+    Service, C(f5.port_mismatch) the ports the Service has).
+  - In GDC's integrated mode only, every LoadBalancer Service port, except Services handed to another
+    implementation (C(spec.loadBalancerClass), MetalLB's C(metallb.universe.tf/*) or C(metallb.io/*)
+    annotations), has exactly one virtual-server ConfigMap naming schema v0.1.7, with
+    C(frontend.virtualAddress.bindAddr) equal to the Service's load-balancer IP and C(port) equal to the
+    Service port; the controller pods O(controller_pods) run in C(kube-system).
+  - CIS is found by what it is, a Deployment whose container image is C(.../k8s-bigip-ctlr) or labelled
+    C(app=k8s-bigip-ctlr); its arguments C(--namespace), C(--namespace-label), C(--pool-member-type) and
+    C(--bigip-partition) are read. A ConfigMap in a namespace no CIS watches (C(f5.unwatched_namespace)), a
+    ClusterIP Service behind a CIS whose pool member type is C(nodeport) (C(f5.pool_member_type_mismatch)), a
+    partition CIS does not manage (C(f5.partition_not_managed)), a CIS Deployment scaled to zero
+    (C(f5.controller_scaled_to_zero)) or without a ready replica are findings. When Deployments cannot be
+    listed, the pods O(controller_pods) in C(kube-system) are checked instead (without C(load-balancer-f5)
+    outside GDC's mode).
+  - Across O(clusters), no BIG-IP partition (a virtual-server ConfigMap's C(frontend.partition), an AS3 tenant)
+    may be used by more than one cluster.
+  - Findings C(f5.missing_configmap), C(f5.invalid_configmap), C(f5.unknown_schema_version), C(f5.vip_mismatch),
+    C(f5.port_mismatch), C(f5.orphan_configmap), C(f5.duplicate_configmap), C(f5.unwatched_namespace),
+    C(f5.pool_member_type_mismatch), C(f5.partition_not_managed), C(f5.controller_not_running),
+    C(f5.controller_scaled_to_zero), C(f5.shared_partition), C(f5.cluster_unreachable).
   - With O(clusters), a cluster whose API cannot be read (unreachable, TLS, 401, 403) gets one critical
     C(f5.cluster_unreachable) finding and the findings of the other clusters are still returned; the
     C(f5.shared_partition) comparison then covers only the clusters that were read. A cluster whose options
@@ -63,7 +86,8 @@ options:
     default: []
   controller_pods:
     description:
-      - Names or name prefixes of the controller pods expected to run (ready) in C(kube-system).
+      - Names or name prefixes of the controller pods expected to run (ready) in C(kube-system), in GDC's integrated
+        mode, or when Deployments cannot be listed (then without C(load-balancer-f5) outside GDC's mode).
       - At most 1024 names of at most 253 characters.
     type: list
     elements: str
@@ -94,6 +118,25 @@ clusters:
   sample:
     - {name: prod-a, server: "https://198.18.0.1:6443", reached: true, load_balancer_ports: 4, configmaps: 5, partitions: [kubernetes]}
     - {name: prod-b, server: "https://198.18.0.2:6443", reached: false, error: "cannot reach the Kubernetes API ..."}
+modes:
+  description:
+    - Per cluster read, the mode it was judged in (C(gdc) or C(cis)) and why, whether Deployments could be listed,
+      the ConfigMaps by kind, the schema versions they name and the CIS controllers found with their arguments.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - name: prod-a
+      server: "https://198.18.0.1:6443"
+      mode: cis
+      mode_name: F5 CIS without GDC
+      why: no load-balancer-f5 Deployment or pod, no ConfigMap labelled onprem.cluster.gke.io/legacy-f5-resource
+      deployments_read: true
+      configmaps: {virtual-server: 2, as3: 1}
+      schema_versions: [v0.1.0, v0.1.6]
+      cis_controllers:
+        - {ref: kube-system/k8s-bigip-ctlr, replicas: 1, ready: 1, watch: namespaces default, pool_member_type: nodeport,
+           partitions: [kubernetes]}
 findings:
   description: Findings (see the collection's findings contract).
   returned: always
@@ -119,19 +162,48 @@ from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG
 CLUSTER_IDENTITY = ("host", "api_key", "ca_cert", "client_cert", "client_key")
 
 
+def deployments(kube):
+    """Every Deployment, or None when the API does not let us list them (RBAC, or not served)."""
+    try:
+        return kube.pages("list deployments (all namespaces)", "AppsV1Api", "list_deployment_for_all_namespaces", ())
+    except PrivilegeError:
+        return None
+    except ReadError as exc:
+        if exc.details.get("status") == 404:
+            return None
+        raise
+
+
 def audit_cluster(kube, namespaces, controllers):
     name = kube.name
     services, configmaps = [], []
     for namespace in namespaces or [None]:
         services.extend(kube.services(namespace))
         configmaps.extend(kube.config_maps(namespace, label_selector=f5.F5_LABEL))
-    found, parsed = f5.audit(services, configmaps, cluster=name)
-    found.extend(f5.check_controllers(kube.pods(f5.CONTROLLER_NAMESPACE), controllers, cluster=name))
+    pods = kube.pods(f5.CONTROLLER_NAMESPACE)
+    deps = deployments(kube)
+    mode, why = f5.detect_mode(deps, pods, configmaps)
+    cis = f5.cis_controllers(deps or [])
+    if any(c["namespace_label"] and not c["namespaces"] for c in cis):
+        f5.resolve_namespace_labels(cis, kube.namespaces())
+    found, parsed = f5.audit(services, configmaps, cluster=name, mode=mode, controllers=cis)
+    if mode == "gdc" or deps is None:
+        expected = [c for c in controllers if mode == "gdc" or c != f5.GDC_CONTROLLER]
+        found.extend(f5.check_controllers(pods, expected, cluster=name))
+    else:
+        found.extend(f5.check_cis(cis, pods, cluster=name))
     ports = sum(len(s["spec"].get("ports") or []) for s in services if s.get("spec", {}).get("type") == "LoadBalancer")
     partitions = f5.partitions_of(parsed)
     summary = {"name": name, "server": kube.server, "reached": True, "load_balancer_ports": ports,
                "configmaps": len(parsed), "partitions": sorted(partitions)}
-    return found, summary, partitions
+    judged = {"name": name, "server": kube.server, "mode": mode, "mode_name": f5.MODES[mode], "why": why,
+              "deployments_read": deps is not None,
+              "configmaps": {"virtual-server": len([c for c in parsed if c["kind"] == "virtual-server"]),
+                             "as3": len([c for c in parsed if c["kind"] == "as3"])},
+              "schema_versions": sorted(set(c["schema_version"] for c in parsed if c["schema_version"])),
+              "cis_controllers": [dict((k, c[k]) for k in ("ref", "replicas", "ready", "watch", "pool_member_type",
+                                                          "partitions")) for c in cis]}
+    return found, summary, partitions, judged
 
 
 RULES = dict(
@@ -170,13 +242,13 @@ def main():
     several = bool(targets)
     if not targets:
         targets = [(None, p)]
-    found, summaries, partitions = [], [], {}
+    found, summaries, partitions, modes = [], [], {}, []
     try:
         # every cluster's options first: a wrong one fails before anything is read
         kubes = [Kube(params, name=name) for name, params in targets]
         for kube in kubes:
             try:
-                cluster_found, summary, parts = audit_cluster(kube, p["namespaces"], p["controller_pods"])
+                cluster_found, summary, parts, judged = audit_cluster(kube, p["namespaces"], p["controller_pods"])
             except (ReadError, PrivilegeError) as exc:
                 if not several:
                     raise
@@ -185,15 +257,20 @@ def main():
                 continue
             found.extend(cluster_found)
             summaries.append(summary)
+            modes.append(judged)
             partitions[kube.name or summary["server"]] = parts
     except TriageError as exc:
         fail_from(module, exc, clusters=summaries)
     found.extend(f5.shared_partitions(partitions))
     if not found:
+        gdc = [m for m in modes if m["mode"] == "gdc"]
         found.append(finding("f5.audit_clean", "ok", "L4", ", ".join(s["name"] or s["server"] for s in summaries),
-                             "every LoadBalancer Service port has exactly one valid, matching ConfigMap",
-                             {"load_balancer_ports": sum(s["load_balancer_ports"] for s in summaries)}))
-    module.exit_json(changed=False, clusters=summaries, findings=sort_findings(found))
+                             ("every LoadBalancer Service port has exactly one valid, matching ConfigMap" if gdc else
+                              "every CIS ConfigMap validates against its schema and names an existing Service and port")
+                             + " (judged as %s)" % "; ".join(sorted(set(m["mode_name"] for m in modes))),
+                             {"load_balancer_ports": sum(s["load_balancer_ports"] for s in summaries),
+                              "modes": dict((m["name"] or m["server"], m["mode"]) for m in modes)}))
+    module.exit_json(changed=False, clusters=summaries, modes=modes, findings=sort_findings(found))
 
 
 if __name__ == "__main__":
