@@ -45,7 +45,7 @@ from .store import KINDS, PLURALS, FixtureError, Store, merge_patch, pod_log_par
 
 GIT_VERSION = "v1.31.4"
 SHORT_NAMES = {"nodes": ["no"], "namespaces": ["ns"], "pods": ["po"], "services": ["svc"],
-               "configmaps": ["cm"], "endpointslices": [], "events": ["ev"],
+               "configmaps": ["cm"], "deployments": ["deploy"], "endpointslices": [], "events": ["ev"],
                "validatingwebhookconfigurations": [], "mutatingwebhookconfigurations": [], "servicel2statuses": []}
 # what a merge patch may change (the collection's repairs): Services, admission webhook configurations
 PATCHABLE = ("services", "validatingwebhookconfigurations", "mutatingwebhookconfigurations")

@@ -23,6 +23,7 @@ KINDS = {
     "Pod": ("pods", "v1", True, "V1Pod"),
     "Service": ("services", "v1", True, "V1Service"),
     "ConfigMap": ("configmaps", "v1", True, "V1ConfigMap"),
+    "Deployment": ("deployments", "apps/v1", True, "V1Deployment"),
     "EndpointSlice": ("endpointslices", "discovery.k8s.io/v1", True, "V1EndpointSlice"),
     "Event": ("events", "v1", True, "CoreV1Event"),
     "ValidatingWebhookConfiguration": ("validatingwebhookconfigurations", "admissionregistration.k8s.io/v1", False,
