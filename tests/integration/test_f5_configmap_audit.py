@@ -95,3 +95,75 @@ def test_bad_input(ansible, clusters):
         {"name": "a", "kubeconfig": str(clusters[0].kubeconfig())}, {"name": "z", "kubeconfig": "/etc/passwd"}]})["localhost"]
     assert result["failed"] and result["msg"].startswith("kubeconfig /etc/passwd is not a kubeconfig")
     assert len(clusters[0].requests) == before
+
+
+# ---------------------------------------------------------------- F5 CIS without GDC (fixtures f5_cis/)
+@pytest.fixture(scope="module")
+def cis_clusters(lab):
+    clean = start(lab, "f5_cis/cluster.yaml", "f5_cis/cis.yaml", label="kube-api-f5-cis")
+    broken = start(lab, "f5_cis/cluster.yaml", "f5_cis/cis_scaled_to_zero.yaml", "f5_cis/broken.yaml",
+                   label="kube-api-f5-cis-broken")
+    yield clean, broken
+    clean.stop()
+    broken.stop()
+
+
+def test_plain_cis_cluster_with_f5_examples_is_clean(ansible, cis_clusters):
+    """F5's own examples (v0.1.6, v0.1.7, iApp, AS3) behind NodePort Services, CIS alone: nothing to report."""
+    clean = cis_clusters[0]
+    result = ansible.module("localhost", "f5_configmap_audit", {"kubeconfig": str(clean.kubeconfig())})["localhost"]
+    assert [(f["check"], f["severity"]) for f in result["findings"]] == [("f5.audit_clean", "ok")], result["findings"]
+    assert "F5 CIS without GDC" in result["findings"][0]["summary"]
+    [mode] = result["modes"]
+    assert (mode["mode"], mode["deployments_read"], mode["configmaps"], mode["schema_versions"]) == (
+        "cis", True, {"virtual-server": 3, "as3": 1}, ["v0.1.6", "v0.1.7"])
+    # the CIS the audit judged is the Deployment kubectl sees, with the arguments it runs with
+    [dep] = kubectl(clean.kubeconfig(), "get", "deployments", "-A")["items"]
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert mode["cis_controllers"] == [{
+        "ref": "kube-system/%s" % dep["metadata"]["name"], "replicas": dep["spec"]["replicas"], "ready": 1,
+        "watch": "namespaces default", "pool_member_type": "nodeport", "partitions": ["kubernetes"]}]
+    assert "--namespace=default" in args and "--pool-member-type=nodeport" in args
+    # the ConfigMaps counted are those kubectl lists, and the LoadBalancer Services are MetalLB's / another class's
+    cms = kubectl(clean.kubeconfig(), "get", "configmaps", "-A", "-l", "f5type=virtual-server")["items"]
+    assert result["clusters"][0]["configmaps"] == len(cms) == 4
+    lbs = [s for s in kubectl(clean.kubeconfig(), "get", "services", "-A")["items"] if s["spec"]["type"] == "LoadBalancer"]
+    assert len(lbs) == 2 and all(s["spec"].get("loadBalancerClass") or s["metadata"].get("annotations") for s in lbs)
+
+
+EXPECTED_BROKEN = [
+    ("f5.controller_scaled_to_zero", "kube-system/k8s-bigip-ctlr-deployment"),
+    ("f5.invalid_configmap", "default/bad-mode"),
+    ("f5.pool_member_type_mismatch", "default/to-cluster-ip"),
+    ("f5.port_mismatch", "default/wrong-port"),
+    ("f5.schema_not_loadable", "default/example-vs-v0-1-0"),
+    ("f5.unknown_schema_version", "default/future-schema"),
+    ("f5.unwatched_namespace", "other-team/unwatched"),
+]
+
+
+def test_plain_cis_cluster_broken_variants(ansible, cis_clusters):
+    broken = cis_clusters[1]
+    kc = broken.kubeconfig()
+    result = ansible.module("localhost", "f5_configmap_audit", {"kubeconfig": str(kc)})["localhost"]
+    assert checks(result["findings"]) == EXPECTED_BROKEN
+    found = dict(((f["check"], f["subject"]), f) for f in result["findings"])
+    assert all(f["evidence"]["mode"] == "cis" for f in result["findings"])
+    # the port finding names the ports the Service has, as kubectl shows them
+    svc = kubectl(kc, "get", "service", "-n", "default", "example-service")
+    ports = [p["port"] for p in svc["spec"]["ports"]]
+    assert found[("f5.port_mismatch", "default/wrong-port")]["evidence"]["service_ports"] == ports == [443, 4445]
+    assert "8443" in found[("f5.port_mismatch", "default/wrong-port")]["summary"]
+    # scaled to zero: what kubectl says of the Deployment
+    [dep] = kubectl(kc, "get", "deployments", "-n", "kube-system")["items"]
+    assert dep["spec"]["replicas"] == 0
+    assert found[("f5.controller_scaled_to_zero", "kube-system/k8s-bigip-ctlr-deployment")]["severity"] == "critical"
+    bad = found[("f5.invalid_configmap", "default/bad-mode")]
+    assert "bigip-virtual-server_v0.1.7.json" in bad["summary"] and "https" in bad["summary"]
+    internal = kubectl(kc, "get", "service", "-n", "default", "internal")
+    assert internal["spec"]["type"] == "ClusterIP"
+    assert "v0.1.8" in found[("f5.unknown_schema_version", "default/future-schema")]["summary"]
+    assert "v0.1.9" in found[("f5.unknown_schema_version", "default/future-schema")]["summary"]
+    # no load-balancer-f5 and no one-ConfigMap-per-LoadBalancer-port rule outside GDC's mode
+    assert not [f for f in result["findings"] if f["check"] == "f5.missing_configmap" or "load-balancer-f5" in f["subject"]]
+    assert result["modes"][0]["mode"] == "cis"
