@@ -15,13 +15,13 @@ Writes, from the commits named below:
 """
 
 import json
-import pprint
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 REPO = "F5Networks/k8s-bigip-ctlr"
+URI = "f5schemadb://bigip-virtual-server_%s.json"
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests/unit/plugins/module_utils/fixtures/f5"
 MODULE = ROOT / "plugins/module_utils/f5_schema.py"
@@ -96,6 +96,18 @@ def main(git_dir):
     write_module(schemas)
 
 
+def literal(obj, indent=""):
+    """A Python literal of a JSON value, on one line when it fits in 120 columns, else with hanging indents."""
+    one = repr(obj)
+    if len(indent) + len(one) <= 100 or not isinstance(obj, (dict, list)) or not obj:
+        return one
+    inner = indent + "    "
+    if isinstance(obj, dict):
+        body = ["%s%r: %s," % (inner, k, literal(v, inner)) for k, v in obj.items()]
+        return "{\n%s\n%s}" % ("\n".join(body), indent)
+    return "[\n%s\n%s]" % ("\n".join("%s%s," % (inner, literal(v, inner)) for v in obj), indent)
+
+
 def write_module(schemas):
     lines = [
         "# -*- coding: utf-8 -*-",
@@ -119,13 +131,14 @@ def write_module(schemas):
         "",
         'URI_FORMAT = "f5schemadb://bigip-virtual-server_%s.json"',
         "",
-        "# version -> (upstream commit, schema)",
-        "SCHEMAS = {}",
     ]
     for version, (schema, commit) in schemas.items():
-        lines.append("")
-        lines.append("SCHEMAS[%r] = (%r, %s)" % (version, commit, pprint.pformat(schema, width=110, sort_dicts=False)))
+        lines += ["", "# %s" % (URI % version), "SCHEMA_%s = %s" % (version.upper().replace(".", "_"), literal(schema))]
+    lines += ["", "# version -> (upstream commit, schema)", "SCHEMAS = {"]
+    for version, (schema, commit) in schemas.items():
+        lines.append('    "%s": ("%s", SCHEMA_%s),' % (version, commit, version.upper().replace(".", "_")))
     lines += [
+        "}",
         "",
         "VERSIONS = tuple(SCHEMAS)",
         "# what GDC's load-balancer-f5 writes",
