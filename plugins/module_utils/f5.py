@@ -477,10 +477,14 @@ def _gdc_checks(services, parsed, cluster):
 
 
 # ------------------------------------------------------------------ the controller and the mode
+def image_name(image):
+    """The last path part of an image reference without tag or digest (``host:5000/f5networks/x:1@sha256:..`` -> x)."""
+    name = (image or "").split("@")[0].rsplit("/", 1)[-1]
+    return name.split(":")[0]
+
+
 def _is_cis_container(container):
-    image = (container.get("image") or "").split("@")[0].rsplit(":", 1)[0] if "/" in (container.get("image") or "") \
-        else (container.get("image") or "").split("@")[0].split(":")[0]
-    return image.rsplit("/", 1)[-1] == CIS_IMAGE
+    return image_name(container.get("image")) == CIS_IMAGE
 
 
 def is_cis(workload):

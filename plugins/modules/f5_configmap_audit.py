@@ -160,6 +160,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG
 
 # API options that name one cluster's server and identity: not inherited by a clusters entry with its own kubeconfig
 CLUSTER_IDENTITY = ("host", "api_key", "ca_cert", "client_cert", "client_key")
+# what RV(modes) shows of each CIS controller
+CIS_SHOWN = ("ref", "replicas", "ready", "watch", "pool_member_type", "partitions")
 
 
 def deployments(kube):
@@ -201,8 +203,7 @@ def audit_cluster(kube, namespaces, controllers):
               "configmaps": {"virtual-server": len([c for c in parsed if c["kind"] == "virtual-server"]),
                              "as3": len([c for c in parsed if c["kind"] == "as3"])},
               "schema_versions": sorted(set(c["schema_version"] for c in parsed if c["schema_version"])),
-              "cis_controllers": [dict((k, c[k]) for k in ("ref", "replicas", "ready", "watch", "pool_member_type",
-                                                          "partitions")) for c in cis]}
+              "cis_controllers": [dict((k, c[k]) for k in CIS_SHOWN) for c in cis]}
     return found, summary, partitions, judged
 
 
