@@ -9,7 +9,8 @@ and REST paths) with one way of misbehaving, ``mode``:
 * ``continue``: every list has a ``continue`` token, a new one on every page, without end;
 * ``continue_same``: every list has the same ``continue`` token on every page;
 * ``huge``: every list is a valid JSON list of ``huge_bytes`` (400 MB), generated while it is sent (no
-  Content-Length, as a chunked or close-delimited answer of the API server);
+  Content-Length, as a chunked or close-delimited answer of the API server); an object (a get) carries an
+  annotation that long;
 * ``items_empty``: lists answer ``items: [{}]`` (a get answers ``{}``);
 * ``spec_null``: every object has ``spec: null`` and ``status: null`` (legal JSON the API server never sends);
 * ``top_list``: a list is a top-level JSON array of its items (a get: an array of the object);
@@ -18,13 +19,16 @@ and REST paths) with one way of misbehaving, ``mode``:
 * ``429``: the first ``throttled`` requests are refused with 429 Too Many Requests and ``Retry-After: 1``
   (as the API server's priority and fairness answers), then everything is answered.
 
-Pod logs (text) are answered normally except in ``hang``, ``trickle`` and ``trickle_headers``.
+Pod logs (text) are answered normally except in ``hang``, ``trickle`` and ``trickle_headers``.  In these three
+modes, a request's record (``requests``) gets ``held``: the seconds from the request to the client closing the
+connection (the client's own deadline, measured by the server).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import select
 import threading
 import time
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -54,13 +58,33 @@ class HostileHandler(Handler):
         self._hostile("PATCH")
 
     def _wait(self, seconds):
-        return self.server.stopping.wait(seconds)
+        """Wait ``seconds``; True when the client closed the connection (the time is then recorded) or the
+        server stops."""
+        end = time.monotonic() + seconds
+        while not self.server.stopping.is_set():
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            if select.select([self.connection], [], [], min(left, 0.05))[0] and self._closed():
+                return True
+        return True
+
+    def _closed(self):
+        try:
+            data = self.connection.recv(1)
+        except (OSError, ValueError):
+            data = b""
+        if data:
+            return False
+        self.request_record["held"] = time.monotonic() - self.request_record["at"]
+        return True
 
     def _hostile(self, method):
         server = self.server
         mode = server.mode
         if mode == "hang":
-            server.requests.append({"method": method, "path": self.path, "hung": True})
+            self.request_record = {"method": method, "path": self.path, "at": time.monotonic()}
+            server.requests.append(self.request_record)
             self._wait(300)
             return
         if mode in ("continue", "continue_same"):
@@ -68,8 +92,11 @@ class HostileHandler(Handler):
             url = urlsplit(self.path)
             self.path = urlunsplit(url._replace(query=urlencode([(k, v) for k, v in parse_qsl(url.query)
                                                                  if k != "continue"])))
+        at = time.monotonic()
         code, body = self._route(method)
-        parts = server.requests[-1]["parts"]
+        self.request_record = server.requests[-1]
+        self.request_record["at"] = at
+        parts = self.request_record["parts"]
         is_list = isinstance(body, dict) and isinstance(body.get("items"), list) and code == 200
         if mode == "429":
             with server.lock:
@@ -91,6 +118,8 @@ class HostileHandler(Handler):
                 "continue": "same-token" if mode == "continue_same" else "token-%d" % number}))
         elif mode == "huge" and is_list:
             return self._huge(body)
+        elif mode == "huge" and code == 200 and _objects(body):
+            return self._huge_object(body)
         elif mode == "items_empty" and code == 200 and not isinstance(body, Text):
             body = dict(body, items=[{}]) if is_list else {}
         elif mode in ("spec_null", "name_null") and code == 200 and not isinstance(body, Text):
@@ -130,6 +159,7 @@ class HostileHandler(Handler):
                 self.wfile.write(data[index:index + 1])
                 self.wfile.flush()
             except OSError:
+                self.request_record.setdefault("held", time.monotonic() - self.request_record["at"])
                 return False
             if self._wait(self.server.interval):
                 return False
@@ -149,6 +179,26 @@ class HostileHandler(Handler):
         except OSError:
             return
         self._drip(data)
+
+    def _huge_object(self, obj):
+        """One object with an annotation of about HUGE_BYTES, made while sent."""
+        marker = "@@pad@@"
+        text = json.dumps(dict(obj, metadata=dict(obj["metadata"], annotations={"pad": marker})))
+        head, tail = text.split(marker)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        sent, block = 0, b"x" * 65536
+        try:
+            self.wfile.write(head.encode())
+            while sent < self.server.huge_bytes and not self.server.stopping.is_set():
+                self.wfile.write(block)
+                sent += len(block)
+            self.wfile.write(tail.encode())
+        except OSError:
+            pass
+        with self.server.lock:
+            self.server.huge_sent.append(sent)
 
     def _huge(self, body):
         """A valid list of about HUGE_BYTES, its items copies of the real ones (or a ConfigMap), made while sent."""

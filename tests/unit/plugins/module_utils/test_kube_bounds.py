@@ -52,6 +52,8 @@ def test_a_hung_or_trickling_api_ends_at_the_module_deadline(hostile, mode):
     msg, took = _fails(client.nodes, "deadline")
     assert 1.4 <= took <= 1.5 * 1.1, took
     assert "did not answer list nodes within 1.5 s (the module's api_timeout" in msg and server.url in msg
+    time.sleep(0.2)  # the server sees the connection closed
+    assert 1.3 <= server.requests[0]["held"] <= 1.5 * 1.1
     # the budget is spent: the next call fails at once, naming it
     msg, took = _fails(client.nodes, "deadline")
     assert took < 0.1 and "(api_timeout 1.5 s) is spent" in msg
