@@ -576,14 +576,18 @@ def detect_mode(deployments, pods, configmaps):
 
 
 def check_cis(controllers, pods, cluster=None):
-    """In CIS mode: a CIS Deployment exists, is not scaled to zero, and has a ready pod."""
+    """In CIS mode: a CIS Deployment exists (or a ready CIS pod in ``pods``), is not scaled to zero, and has a
+    ready replica."""
     if not controllers:
+        if any(is_cis(p) and _pod_ready(p) for p in pods):
+            return []  # CIS runs as a pod that no Deployment of ours owns (a bare pod, another workload kind)
         return [finding(
             "f5.controller_not_running", "critical", "control-plane", _subject(cluster, CIS_IMAGE),
             "no Deployment runs F5 CIS (image .../%s or label app=%s): nothing pushes ConfigMaps to the BIG-IP"
             % (CIS_IMAGE, CIS_IMAGE),
             {"mode": "cis", "cis_pods": sample("%s/%s" % (meta(p, "namespace"), meta(p, "name")) for p in pods if is_cis(p))},
-            "deploy CIS (F5's k8s-bigip-ctlr Deployment), or give controller_pods if it runs another way")]
+            "deploy CIS (F5's k8s-bigip-ctlr Deployment, F5's sample in its docs/config_examples/Install), or check "
+            "that it runs: kubectl get pods -A -l app=k8s-bigip-ctlr")]
     found = []
     for c in controllers:
         if c["replicas"] == 0:

@@ -67,6 +67,11 @@ def test_cis_scaled_to_zero_not_ready_or_absent():
     assert checks(f5.check_cis([zero, unready], [])) == [
         ("f5.controller_not_running", "kube-system/b"), ("f5.controller_scaled_to_zero", "kube-system/k8s-bigip-ctlr")]
     assert checks(f5.check_cis([], [])) == [("f5.controller_not_running", "k8s-bigip-ctlr")]
+    # a ready CIS pod without a Deployment (another workload kind) runs CIS; a not-ready one does not
+    pod = of_kind(CIS, "Pod")[0]
+    assert f5.check_cis([], [pod]) == []
+    unready = dict(pod, status=dict(pod["status"], conditions=[{"type": "Ready", "status": "False"}]))
+    assert checks(f5.check_cis([], [unready])) == [("f5.controller_not_running", "k8s-bigip-ctlr")]
     assert f5.check_cis(f5.cis_controllers(of_kind(CIS, "Deployment")), of_kind(CIS, "Pod")) == []
 
 
