@@ -363,8 +363,8 @@ def audit(services, configmaps, cluster=None, mode="gdc", controllers=None):
                     cm["ref"], URI_FORMAT % cm["validated_with"],
                     "; ".join("%s %s is %r, not an integer" % d for d in defects)),
                 {"schema": cm["schema"], "defects": ["%s %s=%r" % d for d in defects], "mode": mode,
-                 "source": "F5Networks/k8s-bigip-ctlr vendor/github.com/xeipuuv/gojsonschema/schema.go "
-                           "(minLength must be an integer) at 7c845c534ba5"},
+                 "source": "F5Networks/k8s-bigip-ctlr vendor/github.com/xeipuuv/gojsonschema/schema.go (minLength "
+                           "must be an integer), vendored from df94ce9c (2017-05-25, CIS v1.1.0) to 7c845c534ba5"},
                 "name a later schema version that the data validates against, and look for 'must be of an "
                 "integer' in CIS's log"))
         watchers = None
