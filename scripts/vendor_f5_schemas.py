@@ -59,6 +59,12 @@ EXAMPLES = [
 ]
 
 
+def blob(git_dir, commit, path):
+    """The git blob id of path at commit (the test recomputes it from the fixture: byte for byte)."""
+    return subprocess.run(["git", "-C", git_dir, "rev-parse", "%s:%s" % (commit, path)], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
 def show(git_dir, commit, path):
     return subprocess.run(["git", "-C", git_dir, "show", "%s:%s" % (commit, path)], check=True,
                           capture_output=True).stdout
@@ -74,7 +80,8 @@ def main(git_dir):
         out = FIXTURES / "schemas" / Path(path).name
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(raw)
-        sources["schemas/" + out.name] = {"repo": REPO, "path": path, "commit": commit}
+        sources["schemas/" + out.name] = {"repo": REPO, "path": path, "commit": commit,
+                                          "blob": blob(git_dir, commit, path)}
         schemas[version] = (json.loads(raw), commit)
     for version, commit in TEST_COMMITS.items():
         path = "schemas/test/test-bigip-virtual-server.js"
@@ -91,7 +98,8 @@ def main(git_dir):
         out = FIXTURES / "examples" / name
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(show(git_dir, commit, path))
-        sources["examples/" + name] = {"repo": REPO, "path": path, "commit": commit}
+        sources["examples/" + name] = {"repo": REPO, "path": path, "commit": commit,
+                                       "blob": blob(git_dir, commit, path)}
     (FIXTURES / "SOURCES.json").write_text(json.dumps(sources, indent=1, sort_keys=True) + "\n")
     write_module(schemas)
 

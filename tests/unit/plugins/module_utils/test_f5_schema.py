@@ -8,6 +8,7 @@ no test file for v0.1.0 to v0.1.3), and example ConfigMaps from docs/.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -36,6 +37,13 @@ def test_vendored_schema_is_the_upstream_file(version):
     assert schema == json.loads((FIXTURES / name).read_text())
     assert commit == SOURCES[name]["commit"] and SOURCES[name]["path"] == name
     assert schema["id"] == f5_schema.URI_FORMAT % version
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SOURCES if "blob" in SOURCES[n]))
+def test_fixture_is_the_upstream_file_byte_for_byte(name):
+    """Each fixture's git blob id is the one upstream's tree holds for that path at that commit."""
+    data = (FIXTURES / name).read_bytes()
+    assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == SOURCES[name]["blob"]
 
 
 def test_every_published_version_and_no_other():
