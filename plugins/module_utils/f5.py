@@ -246,8 +246,9 @@ def cluster_unreachable(cluster, server, error):
         "controller and partitions were not checked" % cluster)
 
 
-def check_controllers(pods, prefixes, cluster=None):
-    """f5.controller_not_running for every prefix without a Running, ready pod in kube-system."""
+def check_controllers(pods, prefixes, cluster=None, mode=None):
+    """f5.controller_not_running for every prefix without a Running, ready pod in kube-system (``mode``, when
+    given, goes into the evidence)."""
     found = []
     for prefix in prefixes:
         matching = [p for p in pods if (meta(p, "name") or "").startswith(prefix)]
@@ -260,7 +261,7 @@ def check_controllers(pods, prefixes, cluster=None):
             "no running, ready %s pod in %s: ConfigMap changes are not pushed to the BIG-IP"
             % (prefix, CONTROLLER_NAMESPACE) if matching else
             "no %s pod in %s: nothing pushes ConfigMaps to the BIG-IP" % (prefix, CONTROLLER_NAMESPACE),
-            {"pods": sample(states), "pod_count": len(matching)},
+            dict({"pods": sample(states), "pod_count": len(matching)}, **({"mode": mode} if mode else {})),
             "kubectl -n %s describe pod and logs of %s; check the bigip-login secret and the BIG-IP's reachability"
             % (CONTROLLER_NAMESPACE, prefix)))
     return found
@@ -456,7 +457,7 @@ def _gdc_checks(services, parsed, cluster):
                     "f5.duplicate_configmap", "warning", "L4", _subject(cluster, ref),
                     "%d ConfigMaps configure Service %s/%s port %s; CIS applies them in turn"
                     % (len(covering), namespace, name, port),
-                    {"configmaps": sample(cm["ref"] for cm in covering)},
+                    {"configmaps": sample(cm["ref"] for cm in covering), "mode": "gdc"},
                     "keep exactly one ConfigMap per Service port and delete the others"))
             for cm in covering:
                 if cm["port"] is not None and cm["port"] != port:

@@ -191,7 +191,7 @@ def audit_cluster(kube, namespaces, controllers):
     found, parsed = f5.audit(services, configmaps, cluster=name, mode=mode, controllers=cis)
     if mode == "gdc" or deps is None:
         expected = [c for c in controllers if mode == "gdc" or c != f5.GDC_CONTROLLER]
-        found.extend(f5.check_controllers(pods, expected, cluster=name))
+        found.extend(f5.check_controllers(pods, expected, cluster=name, mode=mode))
     else:
         found.extend(f5.check_cis(cis, pods, cluster=name))
     ports = sum(len(s["spec"].get("ports") or []) for s in services if s.get("spec", {}).get("type") == "LoadBalancer")

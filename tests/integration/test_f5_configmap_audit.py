@@ -167,3 +167,14 @@ def test_plain_cis_cluster_broken_variants(ansible, cis_clusters):
     # no load-balancer-f5 and no one-ConfigMap-per-LoadBalancer-port rule outside GDC's mode
     assert not [f for f in result["findings"] if f["check"] == "f5.missing_configmap" or "load-balancer-f5" in f["subject"]]
     assert result["modes"][0]["mode"] == "cis"
+
+
+def test_gdc_cluster_is_judged_in_gdc_mode(ansible, clusters):
+    """The runbook's cluster: load-balancer-f5 (as kubectl lists it) makes it GDC's integrated mode."""
+    a = clusters[0]
+    result = ansible.module("localhost", "f5_configmap_audit", {"kubeconfig": str(a.kubeconfig())})["localhost"]
+    [mode] = result["modes"]
+    pods = [p["metadata"]["name"] for p in kubectl(a.kubeconfig(), "get", "pods", "-n", "kube-system")["items"]]
+    [gdc_pod] = [p for p in pods if p.startswith("load-balancer-f5")]
+    assert (mode["mode"], mode["why"]) == ("gdc", "pod kube-system/%s" % gdc_pod)
+    assert {f["evidence"].get("mode") for f in result["findings"] if f["check"] != "f5.vip_mismatch"} == {"gdc"}
