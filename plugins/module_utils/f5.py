@@ -193,12 +193,19 @@ def _classed(obj, prefix):
 def parse_as3(cm):
     """An AS3 ConfigMap: its declaration's tenants, applications, virtual addresses and pools with their members."""
     data = cm.get("data") or {}
+    labels = (cm.get("metadata") or {}).get("labels") or {}
     parsed = {
         "ref": "%s/%s" % (meta(cm, "namespace"), meta(cm, "name")),
         "kind": "as3", "namespace": meta(cm, "namespace"), "name": meta(cm, "name"),
         "schema": None, "schema_version": None, "validated_with": None, "errors": [], "tenants": {},
         "service": None, "service_port": None, "bind_addr": None, "port": None, "partition": None,
+        # as3 "false" asks CIS to remove what the ConfigMap declared; an overrideAS3 one amends the objects CIS
+        # generates (and needs --override-as3-declaration): neither has pools of its own to check
+        "override": labels.get("overrideAS3") in ("true", "false"),
+        "active": labels.get("as3") == "true" and labels.get("overrideAS3") not in ("true", "false"),
     }
+    if labels.get("as3") == "false" and not parsed["override"]:
+        return parsed
     try:
         body = json.loads(data.get("template") or "")
     except ValueError as exc:
@@ -313,6 +320,8 @@ def _backends(cm, services, by_labels):
         svc = services.get((cm["namespace"], cm["service"]))
         return [("backend", cm["namespace"], cm["service"], cm["service_port"], [svc] if svc else [])]
     out = []
+    if not cm["active"]:
+        return out
     for tenant, apps in sorted(cm["tenants"].items()):
         for app, body in sorted(apps.items()):
             for pool in body["pools"]:
@@ -634,7 +643,7 @@ def partitions_of(parsed):
     """{BIG-IP partition: [ConfigMap refs]}: a virtual-server ConfigMap's frontend.partition, an AS3 tenant."""
     parts = {}
     for cm in parsed:
-        for partition in [cm["partition"]] + sorted(cm.get("tenants") or []):
+        for partition in [cm["partition"]] + sorted(cm["tenants"] if cm.get("active") else []):
             if partition:
                 parts.setdefault(partition, []).append(cm["ref"])
     return parts

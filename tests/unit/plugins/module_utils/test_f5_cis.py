@@ -129,3 +129,16 @@ def test_partition_not_managed_by_cis():
     found, dummy = f5.audit(of_kind(CIS, "Service"), of_kind(CIS, "ConfigMap"), mode="cis", controllers=controllers)
     assert checks(found) == [("f5.partition_not_managed", "default/example-udp-vs"), ("f5.partition_not_managed", "default/example-vs"),
                              ("f5.partition_not_managed", "default/example-vs-iapp")]
+
+
+def test_as3_false_and_override_configmaps_have_no_pools_to_check():
+    """as3: "false" removes what the ConfigMap declared; overrideAS3 amends CIS's own objects."""
+    removed = as3([{"servicePort": 80, "serviceName": "gone"}])
+    removed["metadata"]["labels"]["as3"] = "false"
+    override = as3([{"servicePort": 80, "serviceName": "gone"}], tenant="t2")
+    del override["metadata"]["labels"]["as3"]
+    override["metadata"]["labels"]["overrideAS3"] = "true"
+    found, parsed = f5.audit(of_kind(CIS, "Service"), [removed, override], mode="cis")
+    assert found == [] and f5.partitions_of(parsed) == {}
+    override["data"]["template"] = "{"
+    assert checks(f5.audit([], [override], mode="cis")[0]) == [("f5.invalid_configmap", "default/as3-t2")]
