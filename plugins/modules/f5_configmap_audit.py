@@ -20,7 +20,8 @@ description:
     against the nearest known one. An AS3 ConfigMap (label C(as3) or C(overrideAS3)) must hold in
     C(data.template) an AS3 declaration (class C(AS3) / C(ADC)); its tenants, applications, virtual addresses
     and pools are read, each pool's Services found by the labels C(cis.f5.com/as3-tenant), C(-app), C(-pool)
-    or a member's C(serviceName).
+    or a member's C(serviceName); an C(overrideAS3) one amends CIS's own objects and only has to parse, an
+    C(as3=false) one (a removal) is not checked.
   - In both modes, a ConfigMap's Service (of any type) and port must exist (C(f5.orphan_configmap) names the
     Service, C(f5.port_mismatch) the ports the Service has).
   - In GDC's integrated mode only, every LoadBalancer Service port, except Services handed to another
