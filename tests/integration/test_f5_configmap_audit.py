@@ -98,9 +98,14 @@ def test_bad_input(ansible, clusters):
 
 
 # ---------------------------------------------------------------- F5 CIS without GDC (fixtures f5_cis/)
+NO_DEPLOYMENTS = "f5-audit-without-deployments"
+
+
 @pytest.fixture(scope="module")
 def cis_clusters(lab):
-    clean = start(lab, "f5_cis/cluster.yaml", "f5_cis/cis.yaml", label="kube-api-f5-cis")
+    clean = start(lab, "f5_cis/cluster.yaml", "f5_cis/cis.yaml", label="kube-api-f5-cis",
+                  tokens={"k8snet-lab-token": {"user": "lab-admin"},
+                          NO_DEPLOYMENTS: {"user": "system:serviceaccount:ops:f5-audit", "deny": ["list deployments"]}})
     broken = start(lab, "f5_cis/cluster.yaml", "f5_cis/cis_scaled_to_zero.yaml", "f5_cis/broken.yaml",
                    label="kube-api-f5-cis-broken")
     yield clean, broken
@@ -178,3 +183,18 @@ def test_gdc_cluster_is_judged_in_gdc_mode(ansible, clusters):
     [gdc_pod] = [p for p in pods if p.startswith("load-balancer-f5")]
     assert (mode["mode"], mode["why"]) == ("gdc", "pod kube-system/%s" % gdc_pod)
     assert {f["evidence"].get("mode") for f in result["findings"] if f["check"] != "f5.vip_mismatch"} == {"gdc"}
+
+
+def test_deployments_not_readable_falls_back_to_the_cis_pod(ansible, cis_clusters):
+    """RBAC without list deployments: CIS is judged by its pod in kube-system, and the result says so."""
+    clean = cis_clusters[0]
+    kc = clean.kubeconfig(clean.workdir / "kc-no-deployments", token=NO_DEPLOYMENTS)
+    before = len(clean.requests)
+    result = ansible.module("localhost", "f5_configmap_audit", {"kubeconfig": str(kc)})["localhost"]
+    assert [(f["check"], f["severity"]) for f in result["findings"]] == [("f5.audit_clean", "ok")], result["findings"]
+    [mode] = result["modes"]
+    assert (mode["mode"], mode["deployments_read"], mode["cis_controllers"]) == ("cis", False, [])
+    assert any("/apis/apps/v1/deployments" in str(r) for r in clean.requests[before:])
+    # what the fallback judged: the one kube-system pod kubectl lists is CIS's, running and ready
+    [pod] = kubectl(clean.kubeconfig(), "get", "pods", "-n", "kube-system")["items"]
+    assert pod["metadata"]["name"].startswith("k8s-bigip-ctlr") and pod["status"]["phase"] == "Running"
