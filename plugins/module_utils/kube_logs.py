@@ -187,8 +187,8 @@ def api_check(params, kube_factory, now=None):
         # events are optional: a 403, a timeout or a malformed answer is a warning and the logs still count
         events = []
         for namespace, pods in sorted(pods_by_namespace.items()):
-            got, failed = optional_read(functools.partial(kube.events, namespace, field_selector="involvedObject.kind=Pod"),
-                                        "the events of namespace %s" % namespace, namespace, "pod events")
+            read = functools.partial(kube.events, namespace, field_selector="involvedObject.kind=Pod")
+            got, failed = optional_read(read, "the events of namespace %s" % namespace, namespace, "pod events")
             skipped.extend([failed] if failed else [])
             for event in got or []:
                 name = (event.get("involvedObject") or {}).get("name")

@@ -19,7 +19,8 @@ byte every 2 s, or an endless ``continue`` token, never ends.  Here:
   ``Retry-After``: the API server's priority-and-fairness and max-in-flight rejections answer before any
   handler runs).
 * ``check_list`` / ``check_object``: a JSON answer that is not the object expected is refused naming
-  it; ``null`` sections are normalised (``NULL_SECTIONS``) so domain code reads them as empty.
+  it (a ``spec`` or ``status`` of null too); the null maps and lists a real API server may send are read as
+  empty (``NULL_SECTIONS``, ``NULL_LIST_SECTIONS``) so domain code does not crash on them.
 
 Pure apart from the clock and the signal; no import of the client (tests use it without one).
 """
@@ -47,8 +48,13 @@ BACKOFF = 0.5
 MAX_BACKOFF = 8.0
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 
-# A section that is null in an object is read as empty: {} for these, [] for the list ones.
-NULL_SECTIONS = ("spec", "status", "data", "binaryData")
+# Null sections.  The API server never sends ``spec: null`` or ``status: null`` (Go structs: at least {}): such an
+# object went through something that broke it, and reading it as empty would give false findings (a Service of
+# type ClusterIP, a node without pods), so it is refused naming it.  Maps that mean the same when null and absent
+# are read as {}; lists the API server itself sends as null when empty (EndpointSlice ``endpoints`` and ``ports``
+# have no omitempty in k8s.io/api discovery/v1 types.go) are read as [].
+REFUSED_NULL = ("spec", "status")
+NULL_SECTIONS = ("data", "binaryData")
 NULL_LIST_SECTIONS = ("webhooks", "endpoints", "ports", "subsets")
 NULL_META = ("labels", "annotations")
 
@@ -255,8 +261,10 @@ def check_object(obj, what):
     if not isinstance(obj, dict):
         raise ValueError("%s is %s, not an object" % (what, _kind(obj)))
     metadata = obj.get("metadata")
+    if metadata is None:
+        raise ValueError("%s has no metadata (%s)" % (what, "null" if "metadata" in obj else "absent"))
     if not isinstance(metadata, dict):
-        raise ValueError("%s has %s metadata, not an object" % (what, _kind(metadata)))
+        raise ValueError("%s has metadata that is %s, not an object" % (what, _kind(metadata)))
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError("%s has no metadata.name (got %s)" % (what, _kind(name) if name != "" else "an empty string"))
@@ -268,7 +276,11 @@ def check_object(obj, what):
             metadata[key] = {}
         elif key in metadata and not isinstance(metadata[key], dict):
             raise ValueError("%s (%s) has metadata.%s that is %s, not a map" % (what, name, key, _kind(metadata[key])))
-    for key in NULL_SECTIONS:
+    for key in REFUSED_NULL:
+        if key in obj and obj[key] is None:
+            raise ValueError("%s (%s) has %s: null, which the API server never sends (it sends {} or leaves it out)"
+                             % (what, name, key))
+    for key in REFUSED_NULL + NULL_SECTIONS:
         if key in obj and obj[key] is None:
             obj[key] = {}
         elif key in obj and not isinstance(obj[key], dict):

@@ -17,7 +17,9 @@ description:
   - Every ready endpoint of the Service's EndpointSlices (C(discovery.k8s.io/v1), label
     C(kubernetes.io/service-name)) with its pod (C(targetRef)), node (C(nodeName)), IP and port.
   - The node MetalLB says announces the VIP, from its C(servicel2statuses.metallb.io) objects (C(status.node))
-    when that CRD is served, else from the speaker's C(nodeAssigned) events on the Service.
+    when that CRD is served, else from the speaker's C(nodeAssigned) events on the Service. Both reads are
+    optional - one that fails (403, a timeout, a malformed answer) is a C(kube.read_skipped) warning and the
+    announcer is left to the ARP answers.
   - With O(inventory), every node is mapped to its inventory host (the host variable C(k8s_node_name), else the
     inventory name); a backend's or the announcer's node that is no inventory host is named in a
     C(service.node_not_in_inventory) finding.

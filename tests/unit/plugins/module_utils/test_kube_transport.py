@@ -116,7 +116,11 @@ def test_list_page_items_and_token():
 @pytest.mark.parametrize("page, message", [
     ([_obj()], "the answer is a JSON array where a list object"),
     ({"items": {"a": 1}}, "its items are a JSON object, not a list"),
-    ({"items": [{}]}, "item 0 has null metadata"),
+    ({"items": [{}]}, "item 0 has no metadata (absent)"),
+    ({"items": [{"metadata": None}]}, "item 0 has no metadata (null)"),
+    ({"items": [{"metadata": []}]}, "item 0 has metadata that is a JSON array, not an object"),
+    ({"items": [_obj(spec=None)]}, "item 0 (a) has spec: null, which the API server never sends"),
+    ({"items": [_obj(status=None)]}, "item 0 (a) has status: null"),
     ({"items": [_obj(), "x"]}, "item 1 is a str ('x'), not an object"),
     ({"items": [{"metadata": {"name": None}}]}, "item 0 has no metadata.name (got null)"),
     ({"items": [{"metadata": {"name": ""}}]}, "item 0 has no metadata.name (got an empty string)"),
@@ -129,8 +133,7 @@ def test_malformed_pages_are_named(page, message):
     assert message in str(info.value)
 
 
-def test_null_sections_read_as_empty():
-    obj = t.check_object({"metadata": {"name": "web", "labels": None}, "spec": None, "status": None, "data": None,
-                          "endpoints": None, "webhooks": None}, "the object")
-    assert obj == {"metadata": {"name": "web", "labels": {}}, "spec": {}, "status": {}, "data": {}, "endpoints": [],
-                   "webhooks": []}
+def test_null_maps_and_lists_read_as_empty():
+    obj = t.check_object({"metadata": {"name": "web", "labels": None}, "data": None, "endpoints": None,
+                          "ports": None, "webhooks": None}, "the object")
+    assert obj == {"metadata": {"name": "web", "labels": {}}, "data": {}, "endpoints": [], "ports": [], "webhooks": []}
