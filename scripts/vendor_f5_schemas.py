@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
 # Copyright (c) 2026, k8snet.triage contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Vendor F5's CIS virtual-server schemas, schema test cases and example ConfigMaps (not shipped).
 
-Usage: scripts/vendor_f5_schemas.py <git dir of github.com/F5Networks/k8s-bigip-ctlr>
+Usage: python scripts/vendor_f5_schemas.py <git dir of github.com/F5Networks/k8s-bigip-ctlr>
 
 Writes, from the commits named below:
 - tests/unit/plugins/module_utils/fixtures/f5/: the upstream files byte for byte (schemas, examples),
