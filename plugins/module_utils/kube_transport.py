@@ -65,13 +65,13 @@ class Abort(BaseException):
 
 class Expired(Abort):
     def __init__(self, phase="answer"):
-        BaseException.__init__(self, phase)
+        super(Expired, self).__init__(phase)
         self.phase = phase
 
 
 class TooLarge(Abort):
     def __init__(self, size, declared):
-        BaseException.__init__(self, size)
+        super(TooLarge, self).__init__(size)
         self.size = size
         self.declared = declared
 
