@@ -17,7 +17,8 @@ and REST paths) with one way of misbehaving, ``mode``:
 * ``name_null``: every object has ``metadata.name: null``;
 * ``events403``: events are forbidden (RBAC), everything else is answered;
 * ``429``: the first ``throttled`` requests are refused with 429 Too Many Requests and ``Retry-After: 1``
-  (as the API server's priority and fairness answers), then everything is answered.
+  (as the API server's priority and fairness answers), then everything is answered;
+* ``reset``: the first ``throttled`` connections are closed (TCP reset) once the request is read, unanswered.
 
 Pod logs (text) are answered normally except in ``hang``, ``trickle`` and ``trickle_headers``.  In these three
 modes, a request's record (``requests``) gets ``held``: the seconds from the request to the client closing the
@@ -29,6 +30,8 @@ from __future__ import annotations
 import copy
 import json
 import select
+import socket
+import struct
 import threading
 import time
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -36,7 +39,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from .server import Handler, StandIn, Text, status
 
 MODES = ("hang", "trickle", "trickle_headers", "continue", "continue_same", "huge", "items_empty", "spec_null",
-         "top_list", "name_null", "events403", "429")
+         "top_list", "name_null", "events403", "429", "reset")
 HUGE_BYTES = 400 * 1024 * 1024
 
 
@@ -82,6 +85,16 @@ class HostileHandler(Handler):
     def _hostile(self, method):
         server = self.server
         mode = server.mode
+        if mode == "reset":
+            with server.lock:
+                server.throttled -= 1
+                reset = server.throttled >= 0
+            if reset:
+                server.requests.append({"method": method, "path": self.path, "reset": True})
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.close_connection = True
+                self.connection.close()
+                return
         if mode == "hang":
             self.request_record = {"method": method, "path": self.path, "at": time.monotonic()}
             server.requests.append(self.request_record)

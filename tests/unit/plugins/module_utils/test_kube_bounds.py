@@ -137,3 +137,18 @@ def test_an_optional_read_degrades_to_a_warning(hostile):
     with pytest.raises(PrivilegeError):
         client.events("default")  # a required read lets the error go
     assert len(client.nodes()) == 3
+
+
+def test_a_reset_read_is_retried(hostile):
+    server = hostile("reset")
+    assert len(_client(server).nodes()) == 3
+    assert [r.get("reset", False) for r in server.requests] == [True, False]
+
+
+def test_a_reset_patch_is_not_retried(hostile):
+    """The connection broke after the request was sent: the patch may have been applied, it is not sent again."""
+    server = hostile("reset")
+    with pytest.raises(ReadError) as info:
+        _client(server).merge_patch("services", "web", "default", {"metadata": {"labels": {"a": "b"}}})
+    assert "cannot reach the Kubernetes API" in str(info.value) and "patch services default/web" in str(info.value)
+    assert [r["method"] for r in server.requests] == ["PATCH"]
