@@ -38,6 +38,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.bird_options import 
     CALICO_SOCKETS, default_sockets, not_calico_reason, resolve_socket)
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.sockets import BoundedSocket
 
 # calicoctl's socket paths, and where it falls back to (calicoctl node status reads the same ones).
 DEFAULT_TIMEOUT = 5
@@ -152,8 +153,7 @@ class BirdClient(object):
         if not stat.S_ISSOCK(mode):
             raise BirdDown("%s is not a socket: BIRD is not running on this node, or the path is wrong" % self.path,
                            self.path, "not a socket")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
+        sock = BoundedSocket(socket.AF_UNIX, socket.SOCK_STREAM).arm(self.timeout)
         try:
             sock.connect(self.path)
         except PermissionError:
@@ -170,8 +170,8 @@ class BirdClient(object):
                            self.path, "refused")
         except socket.timeout:
             sock.close()
-            raise ReadError("BIRD's control socket %s did not accept a connection within %ss: BIRD is hung or overloaded"
-                            % (self.path, self.timeout), socket=self.path)
+            raise ReadError("BIRD's control socket %s did not accept a connection within the %gs deadline: BIRD is hung or "
+                            "overloaded" % (self.path, self.timeout), socket=self.path, deadline=self.timeout)
         except OSError as exc:
             sock.close()
             raise ReadError("connecting to BIRD's control socket %s failed: %s" % (self.path, os.strerror(exc.errno or errno.EIO)),
@@ -190,7 +190,8 @@ class BirdClient(object):
             try:
                 chunk = sock.recv(65536)
             except socket.timeout:
-                raise ReadError("BIRD at %s did not finish its reply within %ss" % (self.path, self.timeout), socket=self.path)
+                raise ReadError("BIRD at %s did not finish its reply within the %gs deadline (from connect to the last byte)"
+                                % (self.path, self.timeout), socket=self.path, deadline=self.timeout)
             except OSError as exc:
                 raise ReadError("reading from BIRD at %s failed: %s" % (self.path, os.strerror(exc.errno or errno.EIO)),
                                 socket=self.path)
@@ -207,6 +208,9 @@ class BirdClient(object):
             welcome, rest = self._read_reply(sock, b"")
             try:
                 sock.sendall(command.encode("ascii") + b"\n")
+            except socket.timeout:
+                raise ReadError("BIRD at %s did not take the command within the %gs deadline" % (self.path, self.timeout),
+                                socket=self.path, deadline=self.timeout)
             except OSError as exc:
                 raise ReadError("writing to BIRD at %s failed: %s" % (self.path, os.strerror(exc.errno or errno.EIO)),
                                 socket=self.path)

@@ -4,7 +4,7 @@
 
 """The Cilium agent's own view of this node, read without kubectl (stdlib only).
 
-Readers (bounded: a timeout per request, a deadline per response, a cap on its size):
+Readers (bounded: one deadline per request from connect to the last byte, caps on the headers and the body):
 
 * the agent's REST API on its unix socket (``/var/run/cilium/cilium.sock``, base path ``/v1``):
   ``GET /v1/healthz`` answers a ``StatusResponse`` (Cilium's ``api/v1/openapi.yaml``): one
@@ -41,7 +41,7 @@ import socket
 import stat
 import time
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
+from ansible_collections.k8snet.triage.plugins.module_utils import cni_files, sockets
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.cilium_agent_options import (
@@ -122,24 +122,6 @@ REMEDIATION = {
 # ------------------------------------------------------------------ the HTTP client over a unix socket
 
 
-class UnixHTTPConnection(http_client.HTTPConnection):
-    """http.client's HTTP/1.1 connection, connected to a unix socket instead of a TCP address."""
-
-    def __init__(self, path, timeout):
-        super().__init__("localhost", timeout=timeout)
-        self.socket_path = path
-
-    def connect(self):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self.socket_path)
-        except Exception:
-            sock.close()
-            raise
-        self.sock = sock
-
-
 class Unreachable(ReadError):
     """A socket or URL that does not answer: ``reason`` is absent, not a socket, refused, timeout, http, invalid."""
 
@@ -148,44 +130,34 @@ class Unreachable(ReadError):
         self.reason = reason
 
 
-def _read_body(response, max_bytes, deadline, what):
-    chunks, size = [], 0
-    while True:
-        if time.monotonic() > deadline:
-            raise Unreachable("%s: the answer did not arrive in time" % what, "timeout")
-        chunk = response.read1(65536)  # what one recv gives: the deadline is checked between them
-        if not chunk:
-            return b"".join(chunks)
-        size += len(chunk)
-        if size > max_bytes:
-            raise Unreachable("%s: the answer is larger than %d bytes; refusing to read more" % (what, max_bytes), "invalid")
-        chunks.append(chunk)
+def unix_connect(path):
+    """How get_json reaches a unix socket: ``connect(timeout)`` -> a connected sockets.BoundedSocket."""
+    return lambda timeout: sockets.unix_socket(path, timeout)
 
 
-def http_get(connection, path, what, timeout, max_bytes):
-    """``GET path`` on ``connection`` -> the body (bytes) of a 200 answer; Unreachable otherwise."""
-    deadline = time.monotonic() + timeout
+def http_get(connect, path, what, timeout, max_bytes):
+    """``GET path`` on the socket ``connect(timeout)`` gives -> the body (bytes) of a 200 answer; Unreachable otherwise.
+
+    One deadline, ``timeout`` seconds, covers the connection, the status line, the headers and the body."""
     try:
-        try:
-            connection.request("GET", path, headers={"Accept": "application/json, text/plain", "Connection": "close"})
-            response = connection.getresponse()
-            body = _read_body(response, max_bytes, deadline, what)
-        except socket.timeout:
-            raise Unreachable("%s: no answer within %gs" % (what, timeout), "timeout")
-        except PermissionError:
-            raise PrivilegeError("%s: permission denied; run as root (become: true)" % what)
-        except (ConnectionRefusedError, FileNotFoundError) as exc:
+        status, reason, body = sockets.http_get(connect(timeout), path, max_bytes)
+    except socket.timeout:
+        raise Unreachable("%s: no complete answer within the %gs deadline (from connect to the last byte)"
+                          % (what, timeout), "timeout", deadline=timeout)
+    except sockets.TooLarge as exc:
+        raise Unreachable("%s: %s; refusing to read more" % (what, exc), "invalid")
+    except PermissionError:
+        raise PrivilegeError("%s: permission denied; run as root (become: true)" % what)
+    except (ConnectionRefusedError, FileNotFoundError) as exc:
+        raise Unreachable("%s: %s (nothing listens)" % (what, exc.strerror or exc), "refused")
+    except (OSError, http_client.HTTPException) as exc:
+        if isinstance(exc, OSError) and exc.errno in (errno.ECONNREFUSED, errno.ENOENT):
             raise Unreachable("%s: %s (nothing listens)" % (what, exc.strerror or exc), "refused")
-        except (OSError, http_client.HTTPException) as exc:
-            if isinstance(exc, OSError) and exc.errno in (errno.ECONNREFUSED, errno.ENOENT):
-                raise Unreachable("%s: %s (nothing listens)" % (what, exc.strerror or exc), "refused")
-            raise Unreachable("%s: %s" % (what, exc.__class__.__name__ + (": %s" % exc if str(exc) else "")), "refused")
-    finally:
-        connection.close()
-    if response.status != 200:
+        raise Unreachable("%s: %s" % (what, exc.__class__.__name__ + (": %s" % exc if str(exc) else "")), "refused")
+    if status != 200:
         text = body[:200].decode("utf-8", "replace").strip()
-        raise Unreachable("%s: HTTP %d %s%s" % (what, response.status, response.reason, (": " + text) if text else ""),
-                          "http", status=response.status)
+        raise Unreachable("%s: HTTP %d %s%s" % (what, status, reason, (": " + text) if text else ""),
+                          "http", status=status)
     return body
 
 
@@ -200,13 +172,13 @@ def socket_state(path):
     return "ok" if stat.S_ISSOCK(mode) else "not a socket"
 
 
-def get_json(path, url_path, timeout=5.0, max_bytes=MAX_JSON_BYTES, connection=UnixHTTPConnection):
+def get_json(path, url_path, timeout=5.0, max_bytes=MAX_JSON_BYTES, connect=unix_connect):
     """The JSON answer of ``GET url_path`` on the unix socket ``path``."""
     what = "GET %s on %s" % (url_path, path)
     state = socket_state(path)
     if state != "ok":
         raise Unreachable("%s: the socket is %s" % (what, state), state)
-    body = http_get(connection(path, timeout), url_path, what, timeout, max_bytes)
+    body = http_get(connect(path), url_path, what, timeout, max_bytes)
     try:
         data = json.loads(body.decode("utf-8"))
     except ValueError as exc:
@@ -219,7 +191,7 @@ def get_json(path, url_path, timeout=5.0, max_bytes=MAX_JSON_BYTES, connection=U
 def get_metrics(url, timeout=5.0, max_bytes=MAX_METRICS_BYTES, names=METRICS_READ):
     """The samples of ``names`` in the Prometheus text answer of ``url``."""
     host, port, path = split_url(url)
-    body = http_get(http_client.HTTPConnection(host, port, timeout=timeout), path, "GET %s" % url, timeout, max_bytes)
+    body = http_get(lambda seconds: sockets.tcp_socket(host, port, seconds), path, "GET %s" % url, timeout, max_bytes)
     return parse_metrics(body.decode("utf-8", "replace"), names)
 
 

@@ -1,0 +1,74 @@
+"""One total deadline per socket read, from connect to the last byte: Cilium's unix-socket HTTP and BIRD's
+control socket against hostile peers (real unix sockets, served from a thread)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_agent as ca, sockets
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+from tests.cilium_agent.hostile import Hostile
+
+TIMEOUT = 1.0
+SLACK = 1.10  # the acceptance bound: the deadline + 10 %
+
+
+@pytest.fixture
+def hostile(tmp_path):
+    servers = []
+
+    def serve(mode, pace=0.05):
+        path = str(tmp_path / ("%s.sock" % mode))
+        servers.append(Hostile(path, mode, pace))
+        return path
+
+    yield serve
+    for server in servers:
+        server.close()
+
+
+@pytest.mark.parametrize("mode", ["trickle_status", "trickle_headers", "endless_headers"])
+def test_cilium_socket_that_trickles_is_cut_at_one_total_deadline(hostile, mode):
+    path = hostile(mode)
+    started = time.monotonic()
+    with pytest.raises(ca.Unreachable) as info:
+        ca.get_json(path, ca.HEALTHZ_PATH, timeout=TIMEOUT)
+    elapsed = time.monotonic() - started
+    assert elapsed <= TIMEOUT * SLACK, "%s held the reader %.2fs for a %gs deadline" % (mode, elapsed, TIMEOUT)
+    message = str(info.value)
+    assert info.value.reason == "timeout"
+    assert path in message and "within the 1s deadline" in message and "from connect to the last byte" in message
+
+
+def test_headers_larger_than_the_cap_are_refused(hostile):
+    path = hostile("flood_headers")
+    started = time.monotonic()
+    with pytest.raises(ca.Unreachable) as info:
+        ca.get_json(path, ca.HEALTHZ_PATH, timeout=5)
+    assert time.monotonic() - started < 5
+    # either cap may strike first: the header bytes (64 KiB) or http.client's 100 header lines
+    assert path in str(info.value) and ("larger than 65536 bytes" in str(info.value) or "100 headers" in str(info.value))
+    assert info.value.reason in ("invalid", "refused")
+
+
+def test_header_byte_cap_is_counted_on_the_socket(tmp_path):
+    left, right = socket.socketpair()
+    bounded = sockets.BoundedSocket(fileno=left.detach()).arm(5)
+    right.sendall(b"HTTP/1.1 200 OK\r\nX-Long: " + b"v" * 60000 + b"\r\nX-Long2: " + b"v" * 60000 + b"\r\n\r\n")
+    with pytest.raises(sockets.TooLarge, match="status line and headers are larger than 65536 bytes"):
+        sockets.http_get(bounded, "/v1/healthz", max_bytes=1000)
+    right.close()
+
+
+def test_bird_socket_that_trickles_is_cut_at_one_total_deadline(hostile):
+    path = hostile("trickle_bird")
+    started = time.monotonic()
+    with pytest.raises(ReadError) as info:
+        bird.BirdClient(path, timeout=TIMEOUT).query("show protocols all")
+    elapsed = time.monotonic() - started
+    assert elapsed <= TIMEOUT * SLACK, "BIRD held the reader %.2fs for a %gs deadline" % (elapsed, TIMEOUT)
+    assert path in str(info.value) and "within the 1s deadline" in str(info.value)
+    assert info.value.details.get("deadline") == TIMEOUT
