@@ -49,6 +49,7 @@ LB_MAPS = {
 # the datapath looks backends up in the newest map present
 BACKEND_PREFERENCE = ("v3", "v2", "v1")
 CLEANUP_MODES = ("none", "orphans", "stale")
+MAX_ORPHAN_SHARE = 0.95
 
 EXAMPLES = 5
 
@@ -498,7 +499,7 @@ def progress_details(progress):
 
 # ------------------------------------------------------------------ service
 def check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, max_delete, max_stale_share=0.25,
-                  allow_empty_live_frontends=False, verify_deleted=None):
+                  allow_empty_live_frontends=False, verify_deleted=None, max_orphan_share=MAX_ORPHAN_SHARE):
     """Validate the options before anything is read; returns the live frontends (LiveFrontends) or None."""
     if not 0 < warn_ratio <= critical_ratio <= 1:
         raise InputError("warn_ratio=%s and critical_ratio=%s must satisfy 0 < warn_ratio <= critical_ratio <= 1"
@@ -510,14 +511,16 @@ def check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, ma
     if not 0 < max_stale_share <= 1:  # also refuses NaN
         raise InputError("max_stale_share=%s must be a fraction in (0, 1], e.g. 0.25 (at most a quarter of the "
                          "frontends may be deleted as stale in one run)" % (max_stale_share,))
+    if not 0 < max_orphan_share <= 1:  # also refuses NaN
+        raise InputError("max_orphan_share=%s must be a fraction in (0, 1], e.g. 0.95 (at most 95%% of the backend "
+                         "and reverse-NAT entries may be deleted as orphans in one run)" % (max_orphan_share,))
     if cleanup == "stale" and live_frontends is None:
         raise InputError("cleanup=stale needs live_frontends (the ip:port/proto of every Kubernetes service "
                          "frontend); without it every frontend would look stale")
-    if cleanup == "stale" and not live_frontends and not allow_empty_live_frontends:
-        raise InputError("cleanup=stale was given an empty live_frontends list, which would make every frontend "
-                         "stale: refusing to delete anything. An empty list usually means the Kubernetes API read "
-                         "failed or returned nothing (every cluster has the kubernetes Service). If the cluster "
-                         "really has no Service, set allow_empty_live_frontends=true (and max_stale_share=1)")
+    if cleanup == "stale" and not live_frontends:
+        refuse_empty("stale", "an empty live_frontends list", "every frontend stale",
+                     "the Kubernetes API read failed or returned nothing (every cluster has the kubernetes Service)",
+                     "allow_empty_live_frontends", allow_empty_live_frontends, "max_stale_share")
     if verify_deleted and live_frontends is None:
         raise InputError("verify_deleted needs live_frontends: it says which deleted frontends are live")
     for value in verify_deleted or []:
@@ -527,19 +530,50 @@ def check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, ma
     return live
 
 
+def refuse_empty(mode, given, effect, usually, override, allowed, share_option):
+    """The guard of both cleanups against an empty live set: refused unless ``override`` (``allowed``) says so."""
+    if allowed:
+        return
+    raise InputError("cleanup=%s was given %s, which would make %s: refusing to delete anything. That usually means "
+                     "%s. If it really is empty, set %s=true (and %s=1)"
+                     % (mode, given, effect, usually, override, share_option))
+
+
+def refuse_share(mode, directory, count, total, cap, option, noun, examples):
+    """The guard of both cleanups against an implausible share: refused when ``count`` of ``total`` is above ``cap``."""
+    if total and float(count) / total > cap:
+        raise InputError(
+            "cleanup=%s would delete %d of the %d %s in %s (%.0f%%), more than %s=%s allows: refusing to delete "
+            "anything. A live set this far from the maps is implausible; compare the examples with "
+            "`kubectl get svc -A` (and the agent's `cilium-dbg service list`), and raise %s only if they really "
+            "are to go. Examples: %s" % (mode, count, total, noun, directory, 100.0 * count / total, option, cap,
+                                         option, ", ".join(examples)),
+            **{mode: count, noun.replace(" ", "_").replace("-", "_"): total})
+
+
 def refuse_implausible(models, max_stale_share):
     """Refuse a stale cleanup that would take more than ``max_stale_share`` of any directory's frontends."""
     for directory, model in sorted(models.items()):
-        total, stale = len(model["frontends"]), len(model["stale_frontends"])
-        if total and float(stale) / total > max_stale_share:
-            raise InputError(
-                "cleanup=stale would delete %d of the %d frontends in %s (%.0f%%), more than max_stale_share=%s "
-                "allows: refusing to delete anything. A live set this far from the maps is implausible (an "
-                "incomplete live_frontends list, a wrong cluster, an API read that missed Services); compare "
-                "the examples with `kubectl get svc -A`, and raise max_stale_share only if they really are stale. "
-                "Examples: %s" % (stale, total, directory, 100.0 * stale / total, max_stale_share,
-                                  ", ".join(frontend_text(*fe) for fe in model["stale_frontends"][:EXAMPLES])),
-                stale=stale, frontends=total)
+        refuse_share("stale", directory, len(model["stale_frontends"]), len(model["frontends"]), max_stale_share,
+                     "max_stale_share", "frontends",
+                     [frontend_text(*fe) for fe in model["stale_frontends"][:EXAMPLES]])
+
+
+def refuse_orphan_sweep(models, plans, allow_empty_services, max_orphan_share):
+    """Refuse an orphans cleanup that reads an empty services map (every backend and reverse-NAT entry would go)
+    or would take more than ``max_orphan_share`` of a directory's backend and reverse-NAT entries."""
+    for directory, model in sorted(models.items()):
+        plan = plans.get(directory, (None, []))[1]
+        if not plan:
+            continue
+        if not model["masters"] and not model["slots"]:
+            refuse_empty("orphans", "an empty services map (%s/cilium_lb4_services_v2)" % directory,
+                         "every backend and reverse-NAT entry an orphan",
+                         "the agent is restarting and has not written its services yet, or the map was replaced",
+                         "allow_empty_services", allow_empty_services, "max_orphan_share")
+        total = sum(len(entries) for entries in model["backend_maps"].values()) + len(model["revnat"])
+        refuse_share("orphans", directory, len(plan), total, max_orphan_share, "max_orphan_share",
+                     "backend and reverse-NAT entries", [describe(item) for item in plan[:EXAMPLES]])
 
 
 def deleted_live_findings(verify_deleted, live, subject):
@@ -595,11 +629,11 @@ def _halfway(exc, result, plans, done_dirs):
 
 def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup="none", live_frontends=None,
                  max_delete=10000, check_mode=False, max_stale_share=0.25, allow_empty_live_frontends=False,
-                 verify_deleted=None):
+                 verify_deleted=None, max_orphan_share=MAX_ORPHAN_SHARE, allow_empty_services=False):
     """Everything bpf_map_usage returns: maps, findings, deleted, changed, diff."""
     bpffs = os.path.realpath(bpffs)
     live = check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, max_delete, max_stale_share,
-                         allow_empty_live_frontends, verify_deleted)
+                         allow_empty_live_frontends, verify_deleted, max_orphan_share)
     pins, unmatched = bpf.find_pinned(bpffs, maps)
     models, skipped, groups = [], [], {}
     for path in pins:
@@ -643,6 +677,8 @@ def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup=
             plans[directory] = ([val[0] for val in group.values()], plan)
     if cleanup == "stale":
         refuse_implausible(lb_models, max_stale_share)  # before anything is deleted, in check mode too
+    if cleanup == "orphans":
+        refuse_orphan_sweep(lb_models, plans, allow_empty_services, max_orphan_share)  # likewise
     if verify_deleted is not None:
         result["deleted_live"], found = deleted_live_findings(verify_deleted, live, bpffs)
         findings.extend(found)

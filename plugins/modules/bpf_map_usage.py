@@ -38,7 +38,9 @@ options:
   cleanup:
     description:
       - V(none) changes nothing.
-      - V(orphans) deletes backends no service slot references and reverse-NAT entries no frontend uses.
+      - V(orphans) deletes backends no service slot references and reverse-NAT entries no frontend uses. It is
+        refused, and nothing is deleted, when the services map is empty (see O(allow_empty_services)) or when it
+        would delete more than O(max_orphan_share) of the backend and reverse-NAT entries.
       - V(stale) also deletes the services entries (frontend and slots) of frontends O(live_frontends) does not
         count as live, then the backends and reverse-NAT entries only they used. Needs O(live_frontends). It is
         refused, and nothing is deleted, when O(live_frontends) is empty (see O(allow_empty_live_frontends)) or
@@ -60,6 +62,20 @@ options:
         check mode too), since a live set that far from the maps is implausible.
     type: float
     default: 0.25
+  allow_empty_services:
+    description:
+      - With O(cleanup=orphans), accept an empty services map (every backend and reverse-NAT entry is then an
+        orphan). By default it is refused, as an agent that is restarting or a replaced map shows the same.
+      - O(max_orphan_share) still applies; set it to V(1) as well to really remove every entry.
+    type: bool
+    default: false
+  max_orphan_share:
+    description:
+      - With O(cleanup=orphans), the largest share (0 to 1) of the backend and reverse-NAT entries of one
+        directory of LB maps that may be deleted as orphans in one run. A cleanup that would delete more is
+        refused and deletes nothing (in check mode too).
+    type: float
+    default: 0.95
   verify_deleted:
     description:
       - Post-check of an earlier cleanup, read-only. Frontends it deleted (its RV(deleted_frontends)), checked
@@ -252,6 +268,8 @@ def main():
             max_delete=dict(type="int", default=10000),
             max_stale_share=dict(type="float", default=0.25),
             allow_empty_live_frontends=dict(type="bool", default=False),
+            max_orphan_share=dict(type="float", default=cilium_lb.MAX_ORPHAN_SHARE),
+            allow_empty_services=dict(type="bool", default=False),
             verify_deleted=dict(type="list", elements="str"),
         ),
         supports_check_mode=True,
@@ -263,7 +281,8 @@ def main():
             critical_ratio=params["critical_ratio"], cleanup=params["cleanup"],
             live_frontends=params["live_frontends"], max_delete=params["max_delete"], check_mode=module.check_mode,
             max_stale_share=params["max_stale_share"], allow_empty_live_frontends=params["allow_empty_live_frontends"],
-            verify_deleted=params["verify_deleted"],
+            verify_deleted=params["verify_deleted"], max_orphan_share=params["max_orphan_share"],
+            allow_empty_services=params["allow_empty_services"],
         )
     except TriageError as exc:
         fail_from(module, exc)

@@ -219,6 +219,42 @@ def test_empty_or_implausible_live_set_is_refused_and_nothing_deleted(lab, ansib
     assert len(lb.bpftool_entries(lab, "node2", made["services"])) == 3 * 3
 
 
+# ------------------------------ cleanup=orphans: an empty services map or an implausible share is refused
+@pytest.mark.parametrize("check_mode", [True, False])
+def test_orphan_sweep_of_an_empty_services_map_is_refused_and_nothing_deleted(lab, ansible, clean_bpffs, check_mode):
+    # the agent's services map read empty (restarting agent, replaced map): every backend would look orphaned
+    made = lb.cilium_lb_maps(lab, "node2", services=0, orphans=6, orphan_revnat=2)
+    before = snapshot(lab, "node2", made)
+    assert not before["services"] and len(before["backends"]) == 6 and len(before["reverse_nat"]) == 2
+    cases = [({}, ["empty services map", "allow_empty_services=true", "max_orphan_share=1"]),
+             ({"allow_empty_services": True}, ["would delete 8 of the 8", "max_orphan_share=0.95"])]
+    for args, words in cases:
+        run = ansible._run(["ansible", "node2", "-i", str(lab.inventory_path), "-m", "k8snet.triage.bpf_map_usage",
+                            "-a", json.dumps(dict(args, cleanup="orphans"))] + (["--check"] if check_mode else []))
+        status, result = run.records[0]["status"], run.records[0]["result"]
+        assert status == "failed", result
+        for word in words:
+            assert word in result["msg"], result["msg"]
+        assert snapshot(lab, "node2", made) == before  # bpftool: nothing deleted
+    # both overrides, taken deliberately: the sweep goes through
+    ok = ansible.module("node2", "bpf_map_usage", {"cleanup": "orphans", "allow_empty_services": True,
+                                                   "max_orphan_share": 1})["node2"]
+    assert ok["changed"] and ok["deleted"] == {made["backends"]: 6, made["reverse_nat"]: 2}
+    assert not lb.bpftool_entries(lab, "node2", made["backends"])
+    assert not lb.bpftool_entries(lab, "node2", made["reverse_nat"])
+
+
+def test_orphan_sweep_above_its_share_is_refused_naming_the_option(lab, ansible, clean_bpffs):
+    made = lb.cilium_lb_maps(lab, "node2", services=2, backends_per_service=1, orphans=6)
+    before = snapshot(lab, "node2", made)
+    status, result = statuses(ansible, "node2", {"cleanup": "orphans", "max_orphan_share": 0.5})["node2"]
+    assert status == "failed" and "would delete 6 of the 10" in result["msg"] and "max_orphan_share=0.5" in result["msg"]
+    assert snapshot(lab, "node2", made) == before
+    ok = ansible.module("node2", "bpf_map_usage", {"cleanup": "orphans", "max_orphan_share": 0.6})["node2"]
+    assert ok["deleted"] == {made["backends"]: 6}
+    assert len(lb.bpftool_entries(lab, "node2", made["backends"])) == 2
+
+
 # ---------------------------------------------------- partial progress is never lost (issue 11)
 def test_cleanup_failing_halfway_returns_what_it_deleted(lab, ansible, clean_bpffs):
     """Regression: a cleanup that failed after deleting keys returned only the pin path.
