@@ -28,6 +28,7 @@ options:
     description:
       - The agent's Prometheus metrics, C(http://ADDRESS:PORT/PATH) with ADDRESS an IP address (or C(localhost)) of
         the node, read twice O(interval) seconds apart for the drop reasons and the API rate limiter.
+      - ADDRESS must be loopback or an address the node itself holds (read with netlink); any other is refused.
       - The agent serves them when its C(prometheus-serve-addr) is set (Helm C(prometheus.enabled=true), port 9962).
         When they cannot be read, an info C(cilium.metrics_unavailable) finding says the drops and the rate limiter
         were not checked.

@@ -34,6 +34,7 @@ apply (``applicable`` false) and reports nothing.
 from __future__ import annotations
 
 import errno
+import ipaddress
 import json
 import os
 import re
@@ -559,12 +560,39 @@ def validate(params_):
     return interval, timeout
 
 
-def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep):
+def node_addresses(runner):
+    """The IP addresses this node holds (every interface, lo included), read with netlink."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+
+    with Netlink(runner) as netlink:
+        return [a["address"] for a in netlink.addresses()]
+
+
+def check_metrics_host(url, own_addresses):
+    """Refuse a ``metrics_url`` whose host is neither loopback nor an address this node holds: the check
+    reads this node's agent, and must not be pointed at another host (``own_addresses()`` is only read then)."""
+    host = split_url(url)[0]
+    if host == "localhost" or ipaddress.ip_address(host).is_loopback:
+        return
+    try:
+        own = sorted(set(str(ipaddress.ip_address(a.split("%")[0])) for a in own_addresses()))
+    except ReadError as exc:
+        raise InputError("metrics_url %r: cannot check that %s is this node's own address (%s); give a loopback "
+                         "URL such as %s" % (url, host, exc.message, METRICS_URL))
+    if str(ipaddress.ip_address(host)) not in own:
+        raise InputError("metrics_url %r: %s is not an address of this node (it holds %s): the agent's metrics are "
+                         "read on the node itself; give a loopback URL such as %s, an address the node holds, or '' "
+                         "to read no metrics" % (url, host, ", ".join(own[:12]) or "none", METRICS_URL),
+                         metrics_url=url, node_addresses=own)
+
+
+def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep, own_addresses=None):
     """The Cilium agent check of this node: ``params`` (cilium_agent_status' options) in,
     ``{"data": {applicable, skip_reason, agent, health, metrics}, "findings": [...]}`` out.
 
     The metrics are read twice ``interval`` seconds apart; the agent's and cilium-health's status
-    are read in the window.  No command runs: ``runner`` is unused."""
+    are read in the window.  ``runner`` reads the node's addresses (netlink) when ``metrics_url`` is not
+    loopback, to refuse a URL outside the node."""
     interval, timeout = validate(params)
     subject = params.get("node_name") or socket.gethostname()
     agent_path = params.get("agent_socket") or AGENT_SOCKET
@@ -572,6 +600,8 @@ def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep):
     url = params.get("metrics_url")
     if url is None:
         url = METRICS_URL
+    if url:
+        check_metrics_host(url, own_addresses or (lambda: node_addresses(runner)))
     found = []
     state = socket_state(agent_path)
     if state == "absent":

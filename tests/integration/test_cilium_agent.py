@@ -149,3 +149,16 @@ def test_the_scenario_playbook_keeps_findings_and_skip_reasons_per_host(lab, ans
     for host in ("node2", "node3"):
         assert facts[host]["cilium_agent_findings"] == [], host
         assert facts[host]["cilium_agent_skip_reason"].startswith("not a Cilium node"), host
+
+
+def test_metrics_url_outside_the_node_is_refused(lab, ansible, node1_agent):
+    # another node's address: refused, naming it; the node's own address is accepted (read with ip -j address)
+    other = lab.node("node2").ip
+    result = ansible.module("node1", "cilium_agent_status",
+                            {"node_name": "node1", "interval": 0, "metrics_url": "http://%s:9962/metrics" % other})["node1"]
+    assert result["failed"] and "%s is not an address of this node" % other in result["msg"], result
+    own = [a["local"] for link in json.loads(lab.ns_run("node1", ["ip", "-j", "address", "show"]).stdout)
+           for a in link.get("addr_info", []) if a["family"] == "inet" and not a["local"].startswith("127.")]
+    assert lab.node("node1").ip in own and other not in own
+    result = run(ansible, "node1", interval=0, metrics_url="http://%s:9962/metrics" % lab.node("node1").ip)
+    assert result["metrics"]["url"] == "http://%s:9962/metrics" % lab.node("node1").ip

@@ -403,3 +403,22 @@ def test_bad_options_fail_clearly():
         with pytest.raises(InputError):
             ca.node_check(dict(params, node_name="n1"))
     assert os.path.isabs(ca.AGENT_SOCKET)
+
+
+def test_metrics_url_outside_the_node_is_refused():
+    def never():
+        raise AssertionError("a loopback URL needs no address read")
+
+    for url in ("http://127.0.0.1:9962/metrics", "http://127.0.0.53:9962/metrics", "http://[::1]:9962/metrics",
+                "http://localhost:9962/metrics"):
+        ca.check_metrics_host(url, never)
+    own = lambda: ["127.0.0.1", "198.18.2.11", "fe80::1"]  # noqa: E731
+    ca.check_metrics_host("http://198.18.2.11:9962/metrics", own)
+    with pytest.raises(InputError) as info:
+        ca.check_metrics_host("http://198.18.2.12:9962/metrics", own)
+    assert "198.18.2.12 is not an address of this node" in str(info.value) and "198.18.2.11" in str(info.value)
+    # refused before anything is read: no socket, no metrics request
+    with pytest.raises(InputError, match="not an address of this node"):
+        ca.node_check({"node_name": "n1", "metrics_url": "http://198.51.100.7:9962/metrics",
+                       "agent_socket": "/nonexistent/agent.sock"},
+                      read_metrics=lambda *a: never(), own_addresses=own)
