@@ -194,15 +194,33 @@ def not_attempted(entries, failed):
     return [dict(entry, reason=reason) for entry in entries]
 
 
-def apply_flush(netlink, planned, check_mode, force=False):
-    """Delete each planned entry, re-reading it right before its own delete; returns (flushed, kept).
+def not_the_planned_delete(now, gone, force):
+    """Why the entry the kernel says it deleted (``gone``, from its RTM_DELNEIGH) was not the one checked
+    right before (``now``) and must be put back (None: it was).  Another MAC means another writer
+    replaced the entry between the re-read and the delete; a protected state or flag the re-read did
+    not show (PERMANENT, NOARP, extern_learn...) is never deleted without ``force``."""
+    if gone["mac"] != now["mac"]:
+        return ("the delete took %s, not the stale entry (%s): the entry was replaced between the re-read and "
+                "the delete" % (describe(gone), describe(now)))
+    if is_protected(gone) and not is_protected(now) and not force:
+        return ("the delete took %s, which became protected between the re-read and the delete (force is false)"
+                % describe(gone))
+    return None
 
-    ``flushed`` holds the entries as re-read just before they were deleted (address, device,
-    the old MAC, state, flags).  The first failure stops the flush: it raises FlushIncomplete
-    carrying what was already deleted, what was kept, the entry that failed (with the error)
-    and the entries not attempted, so no partial progress is lost.
+
+def apply_flush(netlink, planned, check_mode, force=False, events=None):
+    """Delete each planned entry, re-reading it right before its own delete; returns (flushed, kept, raced).
+
+    ``flushed`` holds the entries deleted, as the kernel's own RTM_DELNEIGH notification describes
+    them when ``events`` (neigh_events.NeighborEvents, subscribed before the first re-read) is given,
+    else as re-read just before each delete (address, device, the old MAC, state, flags).  When the
+    notification shows that the delete took another entry than the stale one checked (another MAC,
+    or a protected state), that entry is put back at once and reported in ``raced`` (``deleted``,
+    ``restored``, ``reason``), not in ``flushed``.  The first failure stops the flush: it raises
+    FlushIncomplete carrying what was already deleted, what was kept, the entry that failed (with
+    the error) and the entries not attempted, so no partial progress is lost.
     """
-    flushed, kept = [], []
+    flushed, kept, raced = [], [], []
     for index, entry in enumerate(planned):
         try:
             now = netlink.neighbor(entry["address"], entry["interface"])
@@ -210,24 +228,62 @@ def apply_flush(netlink, planned, check_mode, force=False):
             if reason:
                 kept.append(dict(entry, reason=reason))
                 continue
+            gone = now
             if not check_mode:
+                ifindex = events.ifindex(now["interface"]) if events is not None else None
                 netlink.delete_neighbor(entry["address"], entry["interface"])
+                if events is not None:
+                    told = events.deleted(now["address"], ifindex, now)
+                    if told is None:
+                        gone = dict(now, verified=False)
+                    else:
+                        gone = dict((k, v) for k, v in told.items() if k != "ifindex")
+                        gone.update(interface=now["interface"], verified=True)
+                        why = not_the_planned_delete(now, gone, force)
+                        if why:
+                            restored = events.restore(told, ifindex, now["interface"])
+                            raced.append(dict(address=now["address"], interface=now["interface"], deleted=gone,
+                                              restored=restored, stale_mac=entry["mac"], reason=why))
+                            continue
         except TriageError as exc:
             failed = dict(entry, error=exc.message)
-            raise FlushIncomplete(exc, flushed, kept, [failed], not_attempted(planned[index + 1:], failed))
-        flushed.append(now)
-    return flushed, kept
+            raise FlushIncomplete(exc, flushed, kept, [failed], not_attempted(planned[index + 1:], failed), raced)
+        flushed.append(gone)
+    return flushed, kept, raced
+
+
+def race_findings(raced, unverified):
+    """Findings for deletes that took another entry (put back) and deletes no notification confirmed."""
+    out = []
+    for race in raced:
+        out.append(finding(
+            "arp.flush_race", "critical", "L2", "%s dev %s" % (race["address"], race["interface"]),
+            "the flush's delete of %s dev %s (stale MAC %s) took another entry, %s, and put it back: %s"
+            % (race["address"], race["interface"], race["stale_mac"], describe(race["deleted"]), race["restored"]),
+            {"deleted": describe(race["deleted"]), "restored": race["restored"], "stale_mac": race["stale_mac"],
+             "reason": race["reason"]},
+            "Something (an admin, a CNI, a keepalived) wrote this entry while the flush ran: it was restored as it "
+            "was. Find the writer, then check the entry with `ip neigh show %s dev %s` and run the check again."
+            % (race["address"], race["interface"])))
+    for entry in unverified:
+        out.append(finding(
+            "arp.flush_unverified", "warning", "L2", "%s dev %s" % (entry["address"], entry["interface"]),
+            "the kernel's notification of the delete of %s dev %s did not arrive in time: what it deleted is not "
+            "confirmed" % (entry["address"], entry["interface"]),
+            {"entry": describe(entry)},
+            "Check the entry with `ip neigh show %s dev %s`." % (entry["address"], entry["interface"])))
+    return out
 
 
 class FlushIncomplete(ChangeError):
     """A flush stopped halfway; ``details`` say what was deleted, kept, failed and not attempted."""
 
-    def __init__(self, cause, flushed, kept, failed, rest):
+    def __init__(self, cause, flushed, kept, failed, rest, raced=()):
         message = "flushing the stale neighbor entries %s: %s. %s" % (
-            "stopped halfway" if flushed else "failed before any was deleted", cause.message,
+            "stopped halfway" if flushed or raced else "failed before any was deleted", cause.message,
             progress_text(flushed, failed, rest))
         super(FlushIncomplete, self).__init__(message, flushed=flushed, kept=kept, flush_failed=failed,
-                                              not_attempted=rest, changed=bool(flushed))
+                                              not_attempted=rest, raced=list(raced), changed=bool(flushed or raced))
         self.cause = cause
 
 
@@ -315,7 +371,13 @@ def probe_requests(addresses, local, links, netlink, interface=None):
     return requests
 
 
-def arp_check(netlink, prober, params, check_mode):
+def open_events():
+    from ansible_collections.k8snet.triage.plugins.module_utils.neigh_events import NeighborEvents
+
+    return NeighborEvents()
+
+
+def arp_check(netlink, prober, params, check_mode, events=open_events):
     """The whole arp_check run: read, validate, probe, check, and flush when asked. Returns the result dict."""
     links = netlink.links()
     addresses, expected = validate(params["addresses"], params["expected"], params["interface"], links)
@@ -332,18 +394,27 @@ def arp_check(netlink, prober, params, check_mode):
               "changed": False}
     if params["flush"] == "stale":
         planned, kept = plan_flush(stale, params["force"], params["max_flush"])
+        result["raced"] = []
+        subscribe, events = events, None
+        if planned and not check_mode:
+            events = subscribe()  # subscribed before the first re-read: every delete's notification is seen
         try:
-            flushed, changed_meanwhile = apply_flush(netlink, planned, check_mode, params["force"])
+            try:
+                flushed, changed_meanwhile, raced = apply_flush(netlink, planned, check_mode, params["force"], events)
+            finally:
+                if events is not None:
+                    events.close()
         except FlushIncomplete as exc:
             # fail with everything this run saw and did, not only the message
             done = exc.details
-            exc.details = dict(result, findings=findings + [flush_failed_finding(exc)], flushed=done["flushed"],
-                               kept=kept + done["kept"], flush_failed=done["flush_failed"],
-                               not_attempted=done["not_attempted"], changed=bool(done["flushed"]),
-                               diff=diff(entries, done["flushed"]))
+            exc.details = dict(result, findings=findings + race_findings(done["raced"], []) + [flush_failed_finding(exc)],
+                               flushed=done["flushed"], kept=kept + done["kept"], flush_failed=done["flush_failed"],
+                               not_attempted=done["not_attempted"], raced=done["raced"],
+                               changed=bool(done["flushed"] or done["raced"]), diff=diff(entries, done["flushed"]))
             raise
-        result.update(flushed=flushed, kept=kept + changed_meanwhile, changed=bool(flushed),
-                      diff=diff(entries, flushed))
+        unverified = [e for e in flushed if e.get("verified") is False]
+        result.update(flushed=flushed, kept=kept + changed_meanwhile, raced=raced, changed=bool(flushed or raced),
+                      findings=findings + race_findings(raced, unverified), diff=diff(entries, flushed))
     return result
 
 

@@ -18,6 +18,8 @@ description:
     within O(probe_timeout); more than one MAC means an IP conflict.
   - With O(flush=stale), deletes exactly the entries proven stale (address and device), re-reading each
     entry right before deleting it and keeping it when its MAC changed or it became protected meanwhile.
+    What each delete removed is read from the kernel's own notification (RTM_DELNEIGH); an entry another
+    writer put there between the re-read and the delete is written back at once and reported (RV(raced)).
     It never runs C(ip neigh flush all). A failure stops the flush and returns what was already deleted.
   - The neighbor table is read before probing; note that the kernel itself learns from ARP replies, so a
     probe may refresh a non-permanent entry that was stale.
@@ -140,14 +142,17 @@ probes:
 findings:
   description:
     - Findings (the k8snet.triage findings contract) with checks C(arp.stale_entry), C(arp.ip_conflict),
-      C(arp.unresolved), C(arp.not_cached), C(arp.ok), and C(arp.flush_incomplete) when a flush failed halfway.
+      C(arp.unresolved), C(arp.not_cached), C(arp.ok), C(arp.flush_incomplete) when a flush failed halfway,
+      C(arp.flush_race) (critical) when a delete took another entry than the stale one (put back, see RV(raced)),
+      and C(arp.flush_unverified) when the kernel's notification of a delete did not arrive in time.
   returned: always
   type: list
   elements: dict
 flushed:
   description:
-    - The entries deleted (in check mode, that would be deleted), as re-read right before each delete
-      (address, interface, the old MAC, state, flags).
+    - The entries deleted (in check mode, that would be deleted), as the kernel's own RTM_DELNEIGH notification
+      describes them (address, interface, the old MAC, state, flags, C(verified) true), or as re-read right before
+      the delete with C(verified) false when no notification came in time.
     - Also returned when the flush fails halfway, with the entries deleted before the failure.
   returned: always
   type: list
@@ -157,6 +162,15 @@ kept:
     - Stale entries not deleted, each with a C(reason) (protected, cap reached, gone, or changed between the
       check and its delete, to another MAC or to C(permanent)/C(noarp)/C(extern_learn)/C(managed)).
   returned: always
+  type: list
+  elements: dict
+raced:
+  description:
+    - Deletes that took another entry than the stale one checked right before (another writer replaced it in
+      between: another MAC, or C(permanent)/C(noarp) without O(force)). Each such entry was put back at once;
+      each item has C(address), C(interface), C(deleted) (the entry the kernel deleted), C(restored) (the entry
+      written back, as C(ip neigh replace) arguments), C(stale_mac) and C(reason).
+  returned: when O(flush=stale)
   type: list
   elements: dict
 flush_failed:

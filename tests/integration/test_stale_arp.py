@@ -15,6 +15,7 @@ import pytest
 from tests.lab.faults import arp
 
 WRONG = "02:de:ad:00:be:ef"
+OTHER = "02:0a:0b:0c:0d:0e"
 PLAYBOOK = "playbooks/stale_arp.yml"
 
 
@@ -327,6 +328,27 @@ class TestPlaybook(object):
         assert cached(lab, "node2", a) is None and cached(lab, "node2", c)["lladdr"] == WRONG
         assert not run.results(host="node3", task="Flush the stale entries of this client")
 
+    def test_delete_that_took_a_replaced_entry_is_restored_recorded_and_fails_the_host(self, lab, ansible, vips, clean,
+                                                                                       hooked):
+        """A writer replaces node2's stale entry with a PERMANENT one (another MAC) right before the delete:
+        the role records the arp.flush_race finding and fails the host; the entry is back (ip -j neigh)."""
+        a = lab.vip(0)
+        hooked.append("node2")
+        arp.stale_neighbor(lab, "node2", a, WRONG, state="permanent")  # never collected; deleted only with force
+        arp.ip_hook(lab, "node2", "neigh del %s dev eth0" % a,
+                    ["neigh replace %s lladdr %s dev eth0 nud permanent" % (a, OTHER)])
+        run = ansible.playbook(PLAYBOOK, {"stale_arp_vips": [a], "stale_arp_flush": True, "stale_arp_force": True})
+        assert run.rc != 0, run
+        facts = run.result("Record the findings of this host after the flush", "node2")["ansible_facts"]["stale_arp_findings"]
+        raced = [f for f in facts if f["check"] == "arp.flush_race"]
+        assert len(raced) == 1 and raced[0]["severity"] == "critical" and OTHER in raced[0]["summary"]
+        failed = [r for r in run.records if r["status"] == "failed"]
+        assert [(r["host"], r["task"].split(" : ")[-1]) for r in failed] == [
+            ("node2", "Fail this host if a delete took another entry than the stale one (it was put back)")]
+        assert "lladdr %s nud permanent" % OTHER in failed[0]["result"]["msg"]
+        entry = cached(lab, "node2", a)
+        assert entry["lladdr"] == OTHER and entry["state"] == ["PERMANENT"]
+
     @pytest.fixture
     def owners_inventory(self, lab, tmp_path):
         """The lab inventory plus two owner nodes that cannot answer: node99 (no host at that address)
@@ -368,3 +390,30 @@ class TestPlaybook(object):
             checks = sorted(f["check"] for f in facts if f["severity"] != "ok")
             assert "arp.vip_unowned" not in checks
             assert {"arp.owner_unreachable", "arp.vip_owner_unknown"} <= set(checks), facts
+
+
+
+@pytest.mark.parametrize("client", ["node2", "node3"])
+def test_entry_replaced_by_a_permanent_one_right_before_the_delete_is_put_back(lab, ansible, vips, clean, hooked, client):
+    """Between the re-read and `ip neigh del`, a writer replaces the stale entry with a PERMANENT one with
+    another MAC: the delete takes it, the kernel's RTM_DELNEIGH says so, and the module writes it back."""
+    a = lab.vip(0)
+    hooked.append(client)
+    arp.ip_hook(lab, client, "neigh del %s dev eth0" % a, ["neigh replace %s lladdr %s dev eth0 nud permanent" % (a, OTHER)])
+    owner = lab.node("node1").mac
+    for dummy in range(4):
+        lab.ns_run(client, ["ip", "neigh", "del", a, "dev", "eth0"], check=False)
+        arp.stale_neighbor(lab, client, a, WRONG)
+        result = ansible.module(client, "arp_check", {"addresses": [a], "expected": {a: owner}, "flush": "stale"})[client]
+        if result.get("raced"):
+            break  # the stale entry lived until its re-read, so the hook ran (else the kernel's GC took it first)
+    assert result["failed"] is False and result["changed"] is True, result
+    assert result["flushed"] == []  # the stale MAC is not claimed deleted: the kernel said it deleted OTHER
+    [race] = result["raced"]
+    assert (race["deleted"]["mac"], race["deleted"]["state"], race["stale_mac"]) == (OTHER, ["PERMANENT"], WRONG)
+    assert race["restored"] == "%s dev eth0 lladdr %s nud permanent" % (a, OTHER)
+    [found] = [f for f in result["findings"] if f["check"] == "arp.flush_race"]
+    assert found["severity"] == "critical" and OTHER in found["summary"] and WRONG in found["summary"]
+    # verified independently with ip -j neigh in the node's namespace: the PERMANENT entry is back as it was
+    entry = cached(lab, client, a)
+    assert entry["lladdr"] == OTHER and entry["state"] == ["PERMANENT"]

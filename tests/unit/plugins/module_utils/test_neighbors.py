@@ -159,7 +159,7 @@ def test_flush_re_reads_and_spares_an_entry_that_changed():
     stale = [e for e in ENTRIES if e["address"] == "198.18.0.210"]
     refreshed = [dict(stale[0], mac=OWNER, state=["REACHABLE"])]
     fake = FakeNetlink(refreshed)
-    flushed, kept = neighbors.apply_flush(fake, stale, check_mode=False)
+    flushed, kept, _raced = neighbors.apply_flush(fake, stale, check_mode=False)
     assert not flushed and not fake.deleted
     assert "changed since it was read" in kept[0]["reason"]
 
@@ -167,7 +167,7 @@ def test_flush_re_reads_and_spares_an_entry_that_changed():
 def test_flush_deletes_exactly_address_and_device():
     stale = [e for e in ENTRIES if e["address"] == "198.18.0.210"]
     fake = FakeNetlink(ENTRIES)
-    flushed, kept = neighbors.apply_flush(fake, stale, check_mode=False)
+    flushed, kept, _raced = neighbors.apply_flush(fake, stale, check_mode=False)
     assert fake.deleted == [("198.18.0.210", "eth0")] and flushed == stale and not kept
 
 
@@ -196,7 +196,7 @@ def test_entry_that_becomes_protected_between_read_and_delete_is_kept(change, wo
                 e.update(change)
 
     fake = FakeNetlink(entries, on_delete={("198.18.0.201", "eth0"): protect})
-    flushed, kept = neighbors.apply_flush(fake, entries, check_mode=False)
+    flushed, kept, _raced = neighbors.apply_flush(fake, entries, check_mode=False)
     assert fake.deleted == [("198.18.0.201", "eth0"), ("198.18.0.203", "eth0")]
     assert [e["address"] for e in kept] == ["198.18.0.202"]
     assert "became protected since it was read" in kept[0]["reason"] and word in kept[0]["reason"]
@@ -210,7 +210,7 @@ def test_entry_that_becomes_protected_is_deleted_with_force():
         table[0]["state"] = ["PERMANENT"]
 
     fake = FakeNetlink(entries, on_delete={("198.18.0.201", "eth0"): protect})
-    flushed, kept = neighbors.apply_flush(fake, entries, check_mode=False, force=True)
+    flushed, kept, _raced = neighbors.apply_flush(fake, entries, check_mode=False, force=True)
     assert len(fake.deleted) == 3 and not kept and flushed[1]["state"] == ["PERMANENT"]
 
 
@@ -221,7 +221,7 @@ def test_mac_change_between_read_and_delete_is_kept_even_with_force():
         table[0]["mac"] = OWNER
 
     fake = FakeNetlink(entries, on_delete={("198.18.0.201", "eth0"): relearn})
-    flushed, kept = neighbors.apply_flush(fake, entries, check_mode=False, force=True)
+    flushed, kept, _raced = neighbors.apply_flush(fake, entries, check_mode=False, force=True)
     assert ("198.18.0.202", "eth1") not in fake.deleted
     assert "changed since it was read" in kept[0]["reason"] and OWNER in kept[0]["reason"]
 
@@ -229,7 +229,7 @@ def test_mac_change_between_read_and_delete_is_kept_even_with_force():
 def test_entry_gone_before_its_delete_is_reported_not_failed():
     entries = stale_pair()
     fake = FakeNetlink(entries, on_delete={("198.18.0.201", "eth0"): lambda table: table.pop(0)})
-    flushed, kept = neighbors.apply_flush(fake, entries, check_mode=False)
+    flushed, kept, _raced = neighbors.apply_flush(fake, entries, check_mode=False)
     assert [e["address"] for e in flushed] == ["198.18.0.201", "198.18.0.203"]
     assert kept[0]["address"] == "198.18.0.202" and "gone since it was read" in kept[0]["reason"]
 
@@ -291,7 +291,7 @@ def test_arp_check_fails_with_the_whole_result_and_a_finding():
     params = {"addresses": [e["address"] for e in entries], "expected": {e["address"]: OWNER for e in entries},
               "interface": None, "probe": False, "probe_timeout": 0.5, "flush": "stale", "force": False, "max_flush": 32}
     with pytest.raises(neighbors.FlushIncomplete) as err:
-        neighbors.arp_check(fake, None, params, check_mode=False)
+        neighbors.arp_check(fake, None, params, check_mode=False, events=lambda: None)
     result = err.value.details
     assert result["changed"] is True and [e["address"] for e in result["flushed"]] == ["198.18.0.201"]
     assert [e["address"] for e in result["not_attempted"]] == ["198.18.0.203"]
@@ -330,3 +330,82 @@ def test_failure_before_any_delete_says_so_and_keeps_the_privilege_hint():
     assert err.value.message.startswith("flushing the stale neighbor entries failed before any was deleted")
     assert "become: true" in err.value.message and err.value.details["changed"] is False
     assert len(err.value.details["not_attempted"]) == 2
+
+
+# --------------------------------------------- what the kernel deleted (its RTM_DELNEIGH notification)
+
+class FakeEvents(object):
+    """The kernel's neighbour notifications: ``told`` maps (address, ifindex) to what it says it deleted."""
+
+    def __init__(self, told):
+        self.told, self.restored, self.closed = told, [], False
+
+    @staticmethod
+    def ifindex(interface):
+        return {"eth0": 2, "eth1": 3}[interface]
+
+    def deleted(self, address, ifindex, before):
+        return self.told.get((address, ifindex))
+
+    def restore(self, entry, ifindex, interface):
+        self.restored.append((dict(entry), ifindex, interface))
+        return "%s dev %s lladdr %s nud %s" % (entry["address"], interface, entry["mac"], " ".join(entry["state"]).lower())
+
+    def close(self):
+        self.closed = True
+
+
+def kernel_entry(entry, ifindex, **changes):
+    out = dict(entry, ifindex=ifindex, **changes)
+    out.pop("interface")
+    return out
+
+
+def test_a_delete_that_took_a_permanent_entry_with_another_mac_puts_it_back_and_says_so():
+    first, second = stale_pair()[:2]
+    other = "02:0a:0b:0c:0d:0e"
+    events = FakeEvents({(first["address"], 2): kernel_entry(first, 2, mac=other, state=["PERMANENT"]),
+                         (second["address"], 3): kernel_entry(second, 3)})
+    fake = FakeNetlink([first, second])
+    flushed, kept, raced = neighbors.apply_flush(fake, [first, second], check_mode=False, events=events)
+    # only the entry the kernel confirms is reported deleted; the other was restored as it was
+    assert [(e["address"], e["mac"], e["verified"]) for e in flushed] == [(second["address"], second["mac"], True)]
+    assert not kept
+    [race] = raced
+    assert race["deleted"]["mac"] == other and race["deleted"]["state"] == ["PERMANENT"] and race["stale_mac"] == first["mac"]
+    assert events.restored == [(kernel_entry(first, 2, mac=other, state=["PERMANENT"]), 2, "eth0")]
+    assert "replaced between the re-read and the delete" in race["reason"]
+    [found] = neighbors.race_findings(raced, [])
+    assert found["check"] == "arp.flush_race" and found["severity"] == "critical"
+    assert other in found["summary"] and "put it back" in found["summary"]
+
+
+def test_a_delete_that_took_an_entry_turned_permanent_is_put_back_unless_force():
+    first = stale_pair()[0]
+    told = {(first["address"], 2): kernel_entry(first, 2, state=["PERMANENT"])}
+    flushed, _kept, raced = neighbors.apply_flush(FakeNetlink([first]), [first], False, events=FakeEvents(told))
+    assert not flushed and len(raced) == 1 and "became protected" in raced[0]["reason"]
+    flushed, _kept, raced = neighbors.apply_flush(FakeNetlink([first]), [first], False, force=True, events=FakeEvents(told))
+    assert len(flushed) == 1 and not raced
+
+
+def test_a_delete_no_notification_confirms_is_a_warning_not_a_silent_ok():
+    first = stale_pair()[0]
+    entries = [first]
+
+    class Kernel(FakeNetlink):
+        name = "iproute2"
+
+        def links(self):
+            return [{"ifindex": 2, "ifname": "eth0", "mac": "02:18:00:00:00:0a", "operstate": "UP", "up": True,
+                     "kind": "veth"}]
+
+        def addresses(self):
+            return []
+
+    params = {"addresses": [first["address"]], "expected": {first["address"]: OWNER}, "interface": None,
+              "probe": False, "probe_timeout": 0.5, "flush": "stale", "force": False, "max_flush": 32}
+    events = FakeEvents({})
+    result = neighbors.arp_check(Kernel(entries), None, params, check_mode=False, events=lambda: events)
+    assert events.closed and [e["verified"] for e in result["flushed"]] == [False]
+    assert [f["severity"] for f in result["findings"] if f["check"] == "arp.flush_unverified"] == ["warning"]
