@@ -167,7 +167,7 @@ kept:
 raced:
   description:
     - Deletes that took another entry than the stale one checked right before (another writer replaced it in
-      between: another MAC, or C(permanent)/C(noarp) without O(force)). Each such entry was put back at once;
+      between, with another MAC, or C(permanent)/C(noarp) without O(force)). Each such entry was put back at once;
       each item has C(address), C(interface), C(deleted) (the entry the kernel deleted), C(restored) (the entry
       written back, as C(ip neigh replace) arguments), C(stale_mac) and C(reason).
   returned: when O(flush=stale)
