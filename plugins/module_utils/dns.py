@@ -29,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ansible_collections.k8snet.triage.plugins.module_utils import conntrack, params, pod_netns
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.sockets import tcp_socket
 from ansible_collections.k8snet.triage.plugins.module_utils.dns_options import RESOLV_CONFS, server_item
 
 try:
@@ -139,7 +140,7 @@ def _wire_exchange(server, port, wire, protocol, timeout):
                 if data[:2] == wire[:2]:
                     return data
                 sock.settimeout(max(0.01, deadline - time.time()))
-    with socket.create_connection((server, port), timeout=timeout) as sock:
+    with tcp_socket(server, port, timeout) as sock:  # one deadline for the connect, the query and the answer
         sock.sendall(struct.pack("!H", len(wire)) + wire)
         size = struct.unpack("!H", _recv_exact(sock, 2))[0]
         return _recv_exact(sock, size)

@@ -21,13 +21,14 @@ from __future__ import annotations
 import json
 import socket
 
-from urllib.error import HTTPError, URLError
-from urllib.request import build_opener, ProxyHandler, Request
+import http.client as http_client
 
+from ansible_collections.k8snet.triage.plugins.module_utils import sockets
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
 
+MAX_BODY_BYTES = 1024 * 1024  # kube-proxy's answer is a few hundred bytes
 TRADE_OFF = ("externalTrafficPolicy: Cluster makes every node pass the health check, but the client "
              "source IP is lost (SNAT to the node) and traffic may take an extra hop to a node with an endpoint")
 
@@ -67,14 +68,15 @@ def parse_health(status, body):
 def probe(address, port, timeout):
     """GET http://address:port/ -> {"status", "local_endpoints", "error"}; never raises."""
     url = "http://%s:%d/" % ("[%s]" % address if ":" in address else address, port)
-    opener = build_opener(ProxyHandler({}))  # health checks go straight to the node
-    try:
-        response = opener.open(Request(url, headers={"User-Agent": "k8snet.triage lb_health"}), timeout=timeout)
-        status, body = response.getcode(), response.read().decode("utf-8", "replace")
-    except HTTPError as exc:
-        status, body = exc.code, exc.read().decode("utf-8", "replace")
-    except (URLError, socket.timeout, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
+    try:  # straight to the node (no proxy), one deadline from the connect to the body's last byte
+        status, _reason, body = sockets.http_get(sockets.tcp_socket(address, port, timeout), "/", MAX_BODY_BYTES,
+                                                 host="[%s]" % address if ":" in address else address)
+        body = body.decode("utf-8", "replace")
+    except socket.timeout:
+        return {"url": url, "status": None, "local_endpoints": None,
+                "error": "no answer: no complete answer within the %gs deadline" % timeout}
+    except (OSError, http_client.HTTPException) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else (str(exc) or exc.__class__.__name__)
         return {"url": url, "status": None, "local_endpoints": None, "error": "no answer: %s" % reason}
     count, error = parse_health(status, body)
     return {"url": url, "status": status, "local_endpoints": count, "error": error}

@@ -72,3 +72,63 @@ def test_bird_socket_that_trickles_is_cut_at_one_total_deadline(hostile):
     assert elapsed <= TIMEOUT * SLACK, "BIRD held the reader %.2fs for a %gs deadline" % (elapsed, TIMEOUT)
     assert path in str(info.value) and "within the 1s deadline" in str(info.value)
     assert info.value.details.get("deadline") == TIMEOUT
+
+
+class TcpTrickle(object):
+    """A TCP peer on 127.0.0.1 (port 0) that answers every connection one byte every ``pace`` seconds."""
+
+    def __init__(self, data, pace=0.05):
+        import threading
+
+        self.data, self.pace, self.stop = data, pace, threading.Event()
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen(4)
+        self.server.settimeout(0.2)
+        self.port = self.server.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while not self.stop.is_set():
+            try:
+                conn, _addr = self.server.accept()
+            except OSError:
+                continue
+            try:
+                conn.recv(4096)
+                for index in range(len(self.data)):
+                    if self.stop.is_set():
+                        break
+                    conn.sendall(self.data[index:index + 1])
+                    self.stop.wait(self.pace)
+            except OSError:
+                pass
+            finally:
+                conn.close()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(2)
+        self.server.close()
+
+
+def test_tcp_reads_of_the_dns_and_lb_health_checks_keep_one_deadline():
+    from ansible_collections.k8snet.triage.plugins.module_utils import dns, lb_health
+
+    peer = TcpTrickle(b"HTTP/1.1 200 OK\r\n" + b"X-Slow: 1\r\n" * 500)
+    try:
+        started = time.monotonic()
+        out = lb_health.probe("127.0.0.1", peer.port, TIMEOUT)
+        assert time.monotonic() - started <= TIMEOUT * SLACK
+        assert out["status"] is None and "within the 1s deadline" in out["error"]
+    finally:
+        peer.close()
+    peer = TcpTrickle(b"\x01\x00" + b"\x00" * 256)  # a DNS-over-TCP answer of 256 bytes, one byte at a time
+    try:
+        started = time.monotonic()
+        with pytest.raises(socket.timeout):
+            dns._wire_exchange("127.0.0.1", peer.port, b"\x12\x34" + b"\x00" * 10, "tcp", TIMEOUT)
+        assert time.monotonic() - started <= TIMEOUT * SLACK
+    finally:
+        peer.close()
