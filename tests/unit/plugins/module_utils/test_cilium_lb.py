@@ -496,3 +496,18 @@ def test_map_gone_halfway_over_two_directories_keeps_the_progress(monkeypatch):
     assert err.value.message.startswith("the cleanup stopped halfway: ")
     assert "cilium_lb4_reverse_nat does not exist" in err.value.message
     assert "Already deleted: 8 keys" in err.value.message and "Not attempted: 2 keys" in err.value.message
+
+
+def test_orphan_sweep_of_an_empty_services_map_or_above_its_share_is_refused():
+    empty = cilium_lb.analyze([], {"v3": dump("v3", BACKEND_MAP["v3"])}, dump("v3", "cilium_lb4_reverse_nat"))
+    plan = cilium_lb.plan_cleanup(empty, "orphans")
+    total = len(empty["backend_maps"]["v3"]) + len(empty["revnat"])
+    assert len(plan) == total > 0  # without the guard, every backend and reverse-NAT entry would go
+    with pytest.raises(InputError, match="empty services map.*allow_empty_services=true.*max_orphan_share=1"):
+        cilium_lb.refuse_orphan_sweep({"/d": empty}, {"/d": ([], plan)}, False, 0.95)
+    with pytest.raises(InputError, match=r"would delete %d of the %d backend and reverse-NAT entries in /d \(100%%\), "
+                                         r"more than max_orphan_share=0.95" % (total, total)):
+        cilium_lb.refuse_orphan_sweep({"/d": empty}, {"/d": ([], plan)}, True, 0.95)
+    cilium_lb.refuse_orphan_sweep({"/d": empty}, {"/d": ([], plan)}, True, 1)  # both overrides: allowed
+    with pytest.raises(InputError, match="max_orphan_share=0 must be a fraction"):
+        cilium_lb.check_options("/nonexistent", 0.8, 0.95, "orphans", None, 10, max_orphan_share=0)
