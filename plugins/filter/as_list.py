@@ -17,6 +17,8 @@ description:
   - C(null) and the empty string give an empty list. Any other type (a number, a mapping) fails
     with a message naming the variable, so that a wrong value is never taken as one item.
   - Items of a list are not split again, so a list item that contains a comma stays one item.
+  - A string that starts with C([) is read as JSON text (C(-e 'x=["a","b"]') and C(-e x=[]) give
+    strings): it must be a JSON list, else the filter fails naming the variable.
 options:
   _input:
     description: A list, or a string of items separated by newlines or commas.
@@ -36,6 +38,7 @@ EXAMPLES = """
 # "10.0.0.100\\n10.0.0.101" -> ["10.0.0.100", "10.0.0.101"]
 # "kube-system, calico-system" -> ["kube-system", "calico-system"]
 # ["a,b"] -> ["a,b"]
+# '["a", "b"]' (JSON text, as -e key=value gives it) -> ["a", "b"]; "[]" -> []
 """
 
 RETURN = """
@@ -45,6 +48,7 @@ _value:
   elements: raw
 """
 
+import json
 import re
 from collections.abc import Mapping
 
@@ -58,6 +62,17 @@ def as_list(value, name="value"):
     if value is None:
         return []
     if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                parsed = json.loads(text)
+            except ValueError as err:
+                raise AnsibleFilterError(
+                    "%s looks like a JSON list but is not valid JSON (%s); give a list, JSON text such as "
+                    "'[\"a\", \"b\"]', or items separated by newlines or commas" % (name, err))
+            if not isinstance(parsed, list):
+                raise AnsibleFilterError("%s must be a JSON list; got %s" % (name, type(parsed).__name__))
+            return parsed
         return [item.strip() for item in SEPARATORS.split(value) if item.strip()]
     if isinstance(value, (list, tuple)):
         return list(value)

@@ -45,3 +45,23 @@ def test_other_types_fail_naming_the_variable(value, shown):
         as_list(value, "stale_arp_vips")
     assert str(err.value) == ("stale_arp_vips must be a list, or a string of items separated by newlines or "
                               "commas; got %s" % shown)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("[]", []),                                   # -e triage_api_scenarios=[] gives the string "[]"
+    ('["a", "b"]', ["a", "b"]),                   # -e 'x=["a","b"]'
+    ('  ["198.18.96.200"]\n', ["198.18.96.200"]),
+    ('[{"address": "10.96.0.10"}]', [{"address": "10.96.0.10"}]),
+])
+def test_json_text(value, expected):
+    assert as_list(value, "x") == expected
+
+
+@pytest.mark.parametrize("value, says", [
+    ("[a, b", "stale_arp_vips looks like a JSON list but is not valid JSON"),
+    ('["a", ', "stale_arp_vips looks like a JSON list but is not valid JSON"),
+])
+def test_bad_json_text_fails_naming_the_variable(value, says):
+    with pytest.raises(AnsibleFilterError) as err:
+        as_list(value, "stale_arp_vips")
+    assert str(err.value).startswith(says)
