@@ -297,7 +297,7 @@ def _scenarios(variables, host, groups, dns_servers, api_reason, pod_ip=None):
     """(scenarios to run, {scenario: reason} for the wanted ones that do not apply to this host)."""
     wanted = variables.get("triage_scenarios")
     wanted = NODE_SCENARIOS + ["stale_arp"] if wanted is None else list(wanted)
-    cni = variables.get("triage_cni") or "auto"
+    cni = str(variables.get("triage_cni") or "auto").lower()
     nodes_group = variables.get("triage_nodes_group") or "k8s_nodes"
     clients_group = variables.get("stale_arp_clients_group") or "admin_control_plane"
     is_node = host in _group(groups, nodes_group)
