@@ -169,3 +169,66 @@ def test_textarea_answers_become_the_items_the_roles_use():
     assert answers["cni_daemonsets"] == "calico-node\ncilium\nanetd"   # what AWX passes: one string
     assert as_list(answers["cni_daemonsets"]) == ["calico-node", "cilium", "anetd"]
     assert role_options("cni")["cni_daemonsets"]["default"] == as_list(answers["cni_daemonsets"])
+
+
+def survey_problems(survey, name):
+    """What a survey asks that the playbook's roles would refuse: a variable nothing reads, or an answer
+    (each choice, a two-line textarea, the default) that the role's argument spec rejects."""
+    options = {}
+    for role in roles_of(name):
+        options.update(role_options(role))
+    text = playbook_text(name)
+    problems = []
+    for item in survey["spec"]:
+        variable = item["variable"]
+        spec = options.get(variable)
+        if spec is None:
+            if not re.search(r"\b%s\b" % re.escape(variable), text):
+                problems.append("%s: no role of %s accepts it" % (variable, name))
+            continue
+        answers = [awx_answer(item)]
+        if item["type"] == "multiplechoice":
+            answers += list(item["choices"])
+        if item["type"] == "textarea":
+            answers.append("a\nb\n")  # what AWX passes for a two-line answer
+        for answer in answers:
+            if answer == "" and not item["required"]:
+                continue
+            result = ArgumentSpecValidator({variable: spec}).validate({variable: answer})
+            if result.error_messages:
+                problems.append("%s=%r: %s" % (variable, answer, "; ".join(result.error_messages)))
+    return problems
+
+
+@pytest.mark.parametrize("path", SURVEYS, ids=[p.stem for p in SURVEYS])
+def test_every_answer_of_every_question_passes_the_role_spec(path):
+    assert survey_problems(json.loads(path.read_text()), path.stem) == []
+
+
+def test_survey_problems_catch_an_unknown_variable_and_a_rejected_answer():
+    survey = json.loads((ROOT / "extensions/awx/surveys/lb_health.json").read_text())
+    survey["spec"].append({"question_name": "q", "variable": "lb_health_remediat", "type": "text",
+                           "required": False, "default": ""})
+    survey["spec"].append({"question_name": "q", "variable": "lb_health_remediate", "type": "multiplechoice",
+                           "required": True, "default": "none", "choices": ["none", "Cluster"]})
+    problems = survey_problems(survey, "lb_health")
+    assert any(p.startswith("lb_health_remediat: no role") for p in problems), problems
+    assert any(p.startswith("lb_health_remediate='Cluster'") for p in problems), problems
+
+
+def test_lb_health_survey_asks_which_services_a_remediation_may_patch():
+    """lb_health_remediate=cluster refuses to patch without lb_health_remediate_services: a survey that
+    offers the switch must ask for the Services."""
+    spec = {item["variable"]: item for item in json.loads((ROOT / "extensions/awx/surveys/lb_health.json").read_text())["spec"]}
+    assert "cluster" in spec["lb_health_remediate"]["choices"]
+    assert spec["lb_health_remediate_services"]["type"] == "textarea"
+    assert as_list("default/web\nshop/front\n", "lb_health_remediate_services") == ["default/web", "shop/front"]
+
+
+def test_boolean_answers_are_strings_the_specs_accept():
+    """A multiple choice answers "true"/"false" as text (dns_host_resolvers, dns_api)."""
+    options = role_options("dns")
+    for answer in ("true", "false"):
+        for variable in ("dns_host_resolvers", "dns_api"):
+            result = ArgumentSpecValidator({variable: options[variable]}).validate({variable: answer})
+            assert not result.error_messages, (variable, answer)
