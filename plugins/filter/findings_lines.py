@@ -13,6 +13,9 @@ version_added: 0.1.0
 description:
   - Turns a list of findings (the C(findings) every k8snet.triage module returns) into
     short lines, C(SEVERITY check subject) then the summary, sorted critical first, for a terminal.
+  - Control characters (ESC, CR, newlines, other C0 and C1 controls), bidirectional overrides and other
+    invisible format characters in a finding are shown as visible escapes such as C(\\x1b), so that text
+    read from logs or the cluster cannot move the cursor, recolour or forge lines on the terminal.
 options:
   _input:
     description: A list of findings.
@@ -42,6 +45,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
+from ansible_collections.k8snet.triage.plugins.plugin_utils.terminal import terminal_text
 
 
 def findings_lines(findings, ok=False):
@@ -49,7 +53,8 @@ def findings_lines(findings, ok=False):
         raise AnsibleFilterError("findings_lines expects a list of findings, got %s" % type(findings).__name__)
     lines = []
     for item in sort_findings([f for f in findings if ok or f.get("severity") != "ok"]):
-        lines.append("%-8s %-28s %s: %s" % (item["severity"].upper(), item["check"], item["subject"], item["summary"]))
+        lines.append("%-8s %-28s %s: %s" % tuple(terminal_text(v) for v in (
+            str(item["severity"]).upper(), item["check"], item["subject"], item["summary"])))
     return lines
 
 

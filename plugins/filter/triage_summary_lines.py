@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
+from ansible_collections.k8snet.triage.plugins.plugin_utils.terminal import terminal_text
 
 DOCUMENTATION = """
 name: triage_summary_lines
@@ -17,6 +18,9 @@ description:
     the coverage (hosts not checked, scenarios skipped or failed with the reason) and layer first, then the
     problems grouped by check (critical first) with up to five hosts each and the
     next step to run.
+  - Control characters (ESC, CR, newlines, other C0 and C1 controls), bidirectional overrides and other
+    invisible format characters in the report are shown as visible escapes such as C(\\x1b): one line stays
+    one line and nothing in a finding can drive the terminal.
 options:
   _input:
     description: The report built by P(k8snet.triage.triage_report#filter).
@@ -47,7 +51,12 @@ def _count_line(title, counter):
 
 
 def triage_summary_lines(report, limit=40):
-    """A concise terminal summary: coverage and counts, then problems grouped by check, critical first."""
+    """A concise terminal summary: coverage and counts, then problems grouped by check, critical first;
+    every line passed through ``terminal_text`` (what the report holds is shown, never obeyed)."""
+    return [terminal_text(line) for line in _summary_lines(report, limit)]
+
+
+def _summary_lines(report, limit):
     counts = report["counts"]["severity"]
     hosts = report["hosts"]
     lines = ["%d critical, %d warning, %d info, %d ok on %d hosts" % (
