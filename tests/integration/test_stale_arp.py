@@ -392,7 +392,6 @@ class TestPlaybook(object):
             assert {"arp.owner_unreachable", "arp.vip_owner_unknown"} <= set(checks), facts
 
 
-
 @pytest.mark.parametrize("client", ["node2", "node3"])
 def test_entry_replaced_by_a_permanent_one_right_before_the_delete_is_put_back(lab, ansible, vips, clean, hooked, client):
     """Between the re-read and `ip neigh del`, a writer replaces the stale entry with a PERMANENT one with
