@@ -6,7 +6,8 @@
 
 * Node side (standard library only): ``read_journal`` asks journald (``journalctl -o json``) for the
   units' recent lines, bounded by ``--since`` and ``-n``; ``read_files`` reads the tail of each log
-  file that exists, bounded by bytes and lines, refusing what is not a regular file under /var/log.
+  file that exists, bounded by bytes and lines, skipping (with a note) what is not a regular file under
+  /var/log, reading a file given under two names once, and skipping the NUL holes of copytruncate rotation.
 * Both sides: ``match`` runs every line through the signature table (``log_signatures``) and
   ``findings`` turns the matches into findings whose evidence holds the matching lines (a few, with
   their timestamps, secrets masked).  The controller side (pod logs and events through the API) is
@@ -251,56 +252,125 @@ def read_journal(runner, units, since, max_lines, max_bytes, subject, kernel=Tru
     return entries, rows
 
 
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def _kind(mode):
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def _open_log(path):
-    """An open file object for ``path``, after checking that it resolves inside /var/log to a regular file."""
+    """(file object, stat, None) for ``path`` when it resolves inside /var/log to a regular file that can be
+    read; (None, None, None) when it does not exist; (None, None, reason) when it cannot be read.
+
+    The type is checked with lstat before anything is opened (a FIFO or a device is never opened, so a
+    FIFO cannot block the read), and the open uses O_NOFOLLOW | O_NONBLOCK and is checked again with fstat
+    against the same inode (a file swapped in between is not read)."""
     real = os.path.realpath(path)
     if real != LOG_ROOT and not real.startswith(LOG_ROOT + "/"):
-        raise InputError("%s resolves to %s, outside %s: log files are read only under %s (give the real file's "
-                         "path under %s, or leave it out of node_log_files)" % (path, real, LOG_ROOT, LOG_ROOT, LOG_ROOT))
+        return None, None, ("resolves to %s, outside %s: log files are read only under %s (give the real file's "
+                            "path under %s, or leave it out of node_log_files)" % (real, LOG_ROOT, LOG_ROOT, LOG_ROOT))
     try:
-        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        before = os.lstat(real)
     except FileNotFoundError:
-        return None, None  # a dangling symlink inside /var/log: nothing to read
+        return None, None, None  # a dangling symlink inside /var/log: nothing to read
     except OSError as exc:
-        raise ReadError("cannot open %s: %s (run as root)" % (path, exc.strerror))
+        return None, None, "cannot be examined: %s" % exc.strerror
+    if not stat.S_ISREG(before.st_mode):
+        return None, None, "is %s, not a regular file: only log files are read (leave it out of node_log_files)" % (
+            _kind(before.st_mode))
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(real, flags)
+    except FileNotFoundError:
+        return None, None, None
+    except OSError as exc:
+        return None, None, "cannot be opened: %s (run as root)" % exc.strerror
     info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
+    if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != (before.st_dev, before.st_ino):
         os.close(fd)
-        raise InputError("%s is not a regular file: only log files are read (leave it out of node_log_files)" % path)
-    return os.fdopen(fd, "rb"), info
+        return None, None, "was replaced while it was opened: not read (run the check again)"
+    return os.fdopen(fd, "rb"), info, None
+
+
+_NUL_RUN = re.compile(b"\0+")
+
+
+def tail_lines(data, cut):
+    """(lines, NUL bytes) of the bytes read from a log file's tail.  ``cut``: the first line starts before
+    ``data`` (it is dropped).  A run of NUL bytes (the hole copytruncate rotation leaves when the writer goes
+    on at its old offset, or a crash's unwritten blocks) is not a line: it ends the line before it, and the
+    line after it starts whole."""
+    nuls = data.count(b"\0")
+    if nuls:
+        if cut and data.startswith(b"\0"):
+            cut = False  # the tail starts inside a hole: what follows it is a whole line
+        data = _NUL_RUN.sub(b"\n", data)
+    lines = [line for line in data.decode("utf-8", "replace").splitlines()]
+    if cut and lines:
+        lines = lines[1:]
+    return [line for line in lines if line.strip()] if nuls else lines, nuls
 
 
 def read_file_tail(path, max_bytes, max_lines):
-    """(lines, size, truncated): the last ``max_lines`` complete lines within the last ``max_bytes`` of a log file."""
-    handle, info = _open_log(path)
+    """(lines, size, truncated, info, note): the last ``max_lines`` complete lines within the last ``max_bytes``
+    of a log file (runs of NUL bytes skipped); lines None when it does not exist or cannot be read (``note``
+    says why), ``info`` its stat."""
+    handle, info, note = _open_log(path)
     if handle is None:
-        return None, 0, False
+        return None, 0, False, None, note
     with handle:
         size = info.st_size
         start = max(0, size - max_bytes)
+        cut = False
+        if start > 0:  # the byte before the window says whether its first line is whole
+            handle.seek(start - 1)
+            cut = handle.read(1) not in (b"\n", b"\0")
         handle.seek(start)
         data = handle.read(max_bytes)
-    text = data.decode("utf-8", "replace")
-    lines = text.splitlines()
-    if start > 0 and lines:
-        lines = lines[1:]  # the first one is cut
+    lines, nuls = tail_lines(data, cut)
     truncated = start > 0 or len(lines) > max_lines
-    return lines[-max_lines:], size, truncated
+    return lines[-max_lines:], size, truncated, info, ("%d NUL bytes skipped (a hole left by copytruncate "
+                                                        "rotation or a crash)" % nuls if nuls else None)
 
 
 def read_files(paths, since, max_bytes, max_lines, subject, now=None):
     """(entries, read rows) from the log files that exist; lines older than ``since`` seconds are dropped
-    (lines without a known timestamp are kept: they are within the size bound)."""
+    (lines without a known timestamp are kept: they are within the size bound).
+
+    A file that cannot be read (outside /var/log through a symlink, a FIFO, a device, unreadable) is
+    skipped with a row saying why, and the others are read; a file given twice, or under two names (a
+    symlink or a hard link to the same inode), is read once, its other rows say ``duplicate``."""
     now = time.time() if now is None else now
-    entries, rows = [], []
+    entries, rows, seen = [], [], {}
     for path in paths:
+        row = {"origin": path, "status": "missing", "lines": 0, "bytes": 0, "truncated": False}
+        rows.append(row)
         if not os.path.lexists(path):
-            rows.append({"origin": path, "status": "missing", "lines": 0, "bytes": 0, "truncated": False})
             continue
-        lines, size, truncated = read_file_tail(path, max_bytes, max_lines)
+        try:
+            identity = os.stat(path)
+        except OSError:
+            identity = None
+        if identity is not None and (identity.st_dev, identity.st_ino) in seen:
+            row.update(status="duplicate", same_as=seen[(identity.st_dev, identity.st_ino)],
+                       note="the same file as %s (same device and inode): read once" % seen[(identity.st_dev, identity.st_ino)])
+            continue
+        lines, size, truncated, info, note = read_file_tail(path, max_bytes, max_lines)
         if lines is None:
-            rows.append({"origin": path, "status": "missing", "lines": 0, "bytes": 0, "truncated": False})
+            if note:
+                row.update(status="skipped", note=note)
             continue
+        key = (info.st_dev, info.st_ino)
+        if key in seen:  # the path now names a file read already
+            row.update(status="duplicate", same_as=seen[key],
+                       note="the same file as %s (same device and inode): read once" % seen[key])
+            continue
+        seen[key] = path
         kept = 0
         for text in lines:
             stamp, epoch = line_time(text, now)
@@ -308,8 +378,9 @@ def read_files(paths, since, max_bytes, max_lines, subject, now=None):
                 continue
             kept += 1
             entries.append({"text": text[:MAX_LINE], "time": stamp, "subject": subject, "origin": path})
-        rows.append({"origin": path, "status": "read", "lines": kept, "bytes": min(size, max_bytes),
-                     "truncated": truncated})
+        row.update(status="read", lines=kept, bytes=min(size, max_bytes), truncated=truncated)
+        if note:
+            row["note"] = note
     return entries, rows
 
 
@@ -351,18 +422,27 @@ def node_check(params, runner, now=None, journald=None):
     found = findings(groups)
     read = sum(row["lines"] for row in rows)
     origins = [row["origin"] for row in rows if row["status"] == "read"]
-    if not found and read:
+    skipped = [row for row in rows if row["status"] == "skipped"]
+    if skipped:
+        found.append(finding(
+            "log.file_skipped", "info", "control-plane", node,
+            "%d log file%s not read on %s: %s" % (len(skipped), "" if len(skipped) == 1 else "s", node, "; ".join(
+                "%s %s" % (row["origin"], row["note"]) for row in skipped)),
+            {"skipped": skipped},
+            "give node_log_files the real log files under /var/log (a log moved elsewhere is not read through its "
+            "symlink; a FIFO or device is never read)"))
+    if not groups and read:
         found.append(finding(
             "log.no_signature", "info", "control-plane", node,
             "%d log lines of the last %ds read (%s): none matches a known network signature" % (
                 read, since, ", ".join(origins)),
             {"read": rows}, ""))
-    elif not found:
+    elif not read:
         found.append(finding(
             "log.nothing_read", "info", "control-plane", node,
             "no log line was read on %s: %s" % (node, "the journal had no line of %s in the last %ds" % (
-                ", ".join(units), since) if used == "journal" else "none of %s exists or has recent lines"
-                % ", ".join(files) if files else "node_log_files is empty"),
+                ", ".join(units), since) if used == "journal" else "none of %s exists, can be read or has recent "
+                "lines" % ", ".join(files) if files else "node_log_files is empty"),
             {"read": rows, "source": used},
             "set node_log_files to kubelet's and the runtime's log files on this host (under /var/log)"))
     return {"data": {"source": used, "read": rows, "matches": [group_data(g) for g in groups]},

@@ -20,8 +20,12 @@ description:
     for the kernel's messages (O(kernel)). Otherwise reads the tail (the last O(max_bytes) bytes, at most
     O(max_lines) lines) of each file of O(node_log_files) that exists, and drops lines whose timestamp is older
     than O(since) seconds.
-  - Log files are read only under C(/var/log); a file that resolves (through a symlink) outside C(/var/log), or that
-    is not a regular file, is refused with a message naming it.
+  - Log files are read only under C(/var/log); a file that resolves (through a symlink) outside C(/var/log), that
+    is not a regular file (a FIFO, a socket, a device, a directory: never opened) or that cannot be opened is
+    skipped, its row in RV(read) and the finding C(log.file_skipped) (info) say why, and the other files are read.
+  - A file given twice, or under two names (symlinks or hard links to the same device and inode), is read once;
+    its other rows say C(duplicate). Runs of NUL bytes (the hole copytruncate rotation leaves) are skipped: the
+    line after a hole is read whole.
   - One finding per signature matched (C(log.*)), whose evidence holds a few of the matching lines with their
     timestamps and where they were read (tokens, C(Authorization) headers and passwords masked), the findings the
     line explains, and the signature's upstream source. C(log.no_signature) (info) when lines were read and none
@@ -60,7 +64,11 @@ source:
   type: str
   sample: files
 read:
-  description: One row per file or journal query (C(origin), C(status) read/missing, C(lines) kept, C(bytes), C(truncated)).
+  description:
+    - One row per file or journal query (C(origin), C(status) read/missing/skipped/duplicate, C(lines) kept,
+      C(bytes), C(truncated)).
+    - C(note) says why a file was skipped, which file a duplicate is (also C(same_as)), or how many NUL bytes
+      were skipped.
   returned: always
   type: list
   elements: dict

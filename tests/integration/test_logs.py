@@ -91,15 +91,72 @@ def test_node_logs_reads_the_tail_of_the_files_over_ssh(lab, ansible, node_files
     assert checks(one["findings"]) == [("log.nothing_read", "node1")]
 
 
-def test_symlinks_out_of_var_log_and_bad_paths_are_refused(lab, ansible, node_files):
+def test_symlinks_out_of_var_log_are_skipped_and_bad_paths_are_refused(lab, ansible, node_files):
     log_faults.node_log_file(lab, "node3", "/var/log/syslog", symlink_to="/etc/passwd")
     assert lab.ssh("node3", "readlink /var/log/syslog").stdout.strip() == "/etc/passwd"
-    result = ansible.module("node3", "node_logs", {"source": "files"})["node3"]
-    assert result["failed"]
-    assert result["msg"].startswith("/var/log/syslog resolves to /etc/passwd, outside /var/log")
+    result = ansible.module("node3", "node_logs", {"source": "files", "node_name": "node3"})["node3"]
+    assert not result["failed"]
+    row = [r for r in result["read"] if r["origin"] == "/var/log/syslog"][0]
+    assert row["status"] == "skipped" and row["note"].startswith("resolves to /etc/passwd, outside /var/log")
+    assert checks(result["findings"]) == [("log.file_skipped", "node3"), ("log.nothing_read", "node3")]
     assert "root:" not in str(result)
     result = ansible.module("node3", "node_logs", {"node_log_files": ["/var/log/../../etc/shadow"]})["node3"]
     assert result["failed"] and "'..' segments are not allowed" in result["msg"]
+
+
+def test_a_fifo_a_relocated_log_a_nul_hole_and_duplicates_keep_kubelets_findings(lab, ansible, node_files):
+    """The default files as a node can leave them: kubelet.log truncated by copytruncate while kubelet kept
+    its 2 MiB offset (a sparse NUL hole, then the new line), syslog a FIFO nobody writes, messages moved
+    elsewhere behind a symlink; and kubelet.log given again under a second name."""
+    line = ('E%s   2150 kubelet.go:2373] "Container runtime network not ready" networkReady="NetworkReady=false '
+            'reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"' % klog(20))
+    log_faults.node_log_file(lab, "node3", "/var/log/messages", symlink_to="/etc/passwd")
+    lab.node_run("node3", ["sh", "-c", 'truncate -s 2M /var/log/kubelet.log && printf "%s\\n" "$1" >> /var/log/kubelet.log '
+                           "&& mkfifo /var/log/syslog && ln -s kubelet.log /var/log/kubelet-current.log", "sh", line])
+    # independent readers: what an SSH session on the node sees
+    assert lab.ssh("node3", "stat -c %F /var/log/syslog").stdout.strip() == "fifo"
+    size, blocks = lab.ssh("node3", "stat -c '%s %b' /var/log/kubelet.log").stdout.split()
+    assert int(size) == 2 * 1024 * 1024 + len(line) + 1 and int(blocks) * 512 < 64 * 1024  # sparse: a hole
+    assert lab.ssh("node3", "head -c 2097152 /var/log/kubelet.log | tr -d '\\000' | wc -c").stdout.strip() == "0"
+    assert lab.ssh("node3", "tr -d '\\000' < /var/log/kubelet.log").stdout == line + "\n"
+    assert lab.ssh("node3", "stat -L -c %i /var/log/kubelet-current.log").stdout == \
+        lab.ssh("node3", "stat -c %i /var/log/kubelet.log").stdout
+    # a writer waiting on the FIFO: opening it for reading (even non-blocking) would let it through
+    node = lab.node("node3")
+    writer = subprocess.Popen(["nsenter", "-t", str(node.sshd_pid), "-m", "--", "sh", "-c",
+                               "echo forged > /var/log/syslog && touch /var/log/fifo-was-opened"])
+    try:
+        started = time.monotonic()
+        result = ansible.module("node3", "node_logs", {"since": 600, "node_name": "{{ inventory_hostname }}"})["node3"]
+        assert time.monotonic() - started < 60
+        assert not result["failed"] and result["source"] == "files"
+        assert [(r["origin"], r["status"]) for r in result["read"]] == [
+            ("/var/log/kubelet.log", "read"), ("/var/log/syslog", "skipped"), ("/var/log/messages", "skipped")]
+        kubelet, syslog, messages = result["read"]
+        assert kubelet["lines"] == 1 and kubelet["note"].startswith("%d NUL bytes skipped" % (1024 * 1024 - len(line) - 1))
+        assert syslog["note"].startswith("is a FIFO (named pipe), not a regular file")
+        assert messages["note"].startswith("resolves to /etc/passwd, outside /var/log")
+        assert checks(result["findings"]) == [("log.cni_not_initialized", "node3"), ("log.file_skipped", "node3")]
+        cni = result["findings"][0]["evidence"]
+        assert cni["count"] == 1 and cni["lines"][0]["origin"] == "/var/log/kubelet.log"
+        assert "root:" not in str(result) and "forged" not in str(result)
+        assert writer.poll() is None  # still waiting: the FIFO was never opened
+        assert lab.ssh("node3", "test -e /var/log/fifo-was-opened", check=False).returncode != 0
+
+        files = ["/var/log/kubelet.log", "/var/log/kubelet-current.log", "/var/log/kubelet.log"]
+        result = ansible.module("node3", "node_logs", {"since": 600, "node_log_files": files})["node3"]
+        assert [r["status"] for r in result["read"]] == ["read", "duplicate", "duplicate"]
+        assert all(r["same_as"] == "/var/log/kubelet.log" for r in result["read"][1:])
+        assert result["findings"][0]["evidence"]["count"] == 1  # counted once, not three times
+    finally:
+        # release the writer (it proves a reader would have let it through) and make sure it has ended
+        lab.node_run("node3", ["timeout", "10", "cat", "/var/log/syslog"], check=False)
+        try:
+            writer.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            writer.kill()
+            writer.wait(timeout=5)
+    assert lab.ssh("node3", "test -e /var/log/fifo-was-opened", check=False).returncode == 0
 
 
 def test_kube_logs_reads_previous_logs_and_events_through_the_api(lab, ansible, api):

@@ -162,25 +162,114 @@ def test_file_reader_reads_only_the_tail_and_recent_lines(tmp_path, monkeypatch)
     assert "abcdefghijkl" not in groups[0]["lines"][0]["text"]
 
 
-def test_symlink_out_of_var_log_and_non_regular_files_are_refused(tmp_path, monkeypatch):
+def test_unreadable_files_are_skipped_with_a_note_and_the_rest_is_read(tmp_path, monkeypatch):
     root = tmp_path / "log"
     root.mkdir()
     monkeypatch.setattr(logs, "LOG_ROOT", str(root))
     monkeypatch.setattr(logs_options, "LOG_ROOT", str(root))
-    (tmp_path / "secret").write_text("x")
-    os.symlink(str(tmp_path / "secret"), str(root / "syslog"))
-    with pytest.raises(InputError, match="outside"):
-        logs.read_files([str(root / "syslog")], 60, 4096, 10, "n1")
-    os.mkfifo(str(root / "fifo"))
-    with pytest.raises(InputError, match="not a regular file"):
-        logs.read_files([str(root / "fifo")], 60, 4096, 10, "n1")
+    (tmp_path / "secret").write_text("root:x:0:0\n")
+    os.symlink(str(tmp_path / "secret"), str(root / "syslog"))  # a log relocated outside the directory
+    os.mkfifo(str(root / "fifo"))  # nobody writes it: opening it for reading without O_NONBLOCK would block
+    os.symlink("/dev/null", str(root / "null.log"))
+    os.symlink(str(root), str(root / "dir.log"))
     (root / "real.log").write_text("Apr 16 22:26:30 h kubelet[1]: ok\n")
     os.symlink(str(root / "real.log"), str(root / "messages"))  # inside the log directory: followed
-    entries, rows = logs.read_files([str(root / "messages")], 10 ** 9, 4096, 10, "n1")
-    assert rows[0]["status"] == "read" and entries[0]["origin"] == str(root / "messages")
     os.symlink(str(root / "rotated-away.log"), str(root / "kubelet.log"))  # dangling, inside the directory
-    entries, rows = logs.read_files([str(root / "kubelet.log")], 60, 4096, 10, "n1")
-    assert rows[0]["status"] == "missing" and entries == []
+    paths = [str(root / n) for n in ("syslog", "fifo", "null.log", "dir.log", "messages", "kubelet.log")]
+    entries, rows = logs.read_files(paths, 10 ** 9, 4096, 10, "n1")
+    assert [r["status"] for r in rows] == ["skipped", "skipped", "skipped", "skipped", "read", "missing"]
+    assert rows[0]["note"].startswith("resolves to %s, outside %s" % (tmp_path / "secret", root))
+    assert rows[1]["note"].startswith("is a FIFO (named pipe), not a regular file")
+    assert "outside" in rows[2]["note"]  # /dev/null is outside the log directory
+    assert rows[3]["note"].startswith("is a directory")
+    assert [e["origin"] for e in entries] == [str(root / "messages")]
+    assert "root:x" not in str(entries)
+
+
+def test_a_device_or_unreadable_file_inside_the_directory_is_skipped(tmp_path, monkeypatch):
+    monkeypatch.setattr(logs, "LOG_ROOT", "/dev")
+    _entries, rows = logs.read_files(["/dev/null"], 60, 4096, 10, "n1")
+    assert rows[0]["status"] == "skipped" and rows[0]["note"].startswith("is a character device")
+    monkeypatch.setattr(logs, "LOG_ROOT", str(tmp_path))
+    locked = tmp_path / "locked.log"
+    locked.write_text("x\n")
+
+    def refuse(path, flags, *args):
+        raise PermissionError(13, "Permission denied")
+    monkeypatch.setattr(logs.os, "open", refuse)
+    _entries, rows = logs.read_files([str(locked)], 60, 4096, 10, "n1")
+    assert rows[0] == {"origin": str(locked), "status": "skipped", "lines": 0, "bytes": 0, "truncated": False,
+                       "note": "cannot be opened: Permission denied (run as root)"}
+
+
+def test_node_check_keeps_kubelet_findings_when_another_default_file_is_a_fifo(tmp_path, monkeypatch):
+    monkeypatch.setattr(logs, "LOG_ROOT", str(tmp_path))
+    monkeypatch.setattr(logs_options, "LOG_ROOT", str(tmp_path))
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    (tmp_path / "kubelet.log").write_text(
+        '%s E1 kubelet "Container runtime network not ready" networkReady="NetworkReady=false '
+        'reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"\n' % now)
+    os.mkfifo(str(tmp_path / "syslog"))
+    os.symlink("/etc/hostname", str(tmp_path / "messages"))
+    files = [str(tmp_path / n) for n in ("kubelet.log", "syslog", "messages")]
+    result = logs.node_check({"node_log_files": files, "node_name": "n1"}, FakeRunner([]), journald=False)
+    assert [f["check"] for f in result["findings"]] == ["log.cni_not_initialized", "log.file_skipped"]
+    skipped = result["findings"][1]
+    assert skipped["severity"] == "info" and [r["origin"] for r in skipped["evidence"]["skipped"]] == files[1:]
+    assert "syslog is a FIFO" in skipped["summary"] and "messages resolves to /etc/hostname" in skipped["summary"]
+
+
+def test_nothing_read_because_files_were_skipped_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(logs, "LOG_ROOT", str(tmp_path))
+    monkeypatch.setattr(logs_options, "LOG_ROOT", str(tmp_path))
+    os.mkfifo(str(tmp_path / "kubelet.log"))
+    result = logs.node_check({"node_log_files": [str(tmp_path / "kubelet.log")], "node_name": "n1"}, FakeRunner([]),
+                             journald=False)
+    assert [f["check"] for f in result["findings"]] == ["log.file_skipped", "log.nothing_read"]
+
+
+def test_a_nul_hole_from_copytruncate_keeps_the_line_after_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(logs, "LOG_ROOT", str(tmp_path))
+    monkeypatch.setattr(logs_options, "LOG_ROOT", str(tmp_path))
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    line = ('%s E1 kubelet "Container runtime network not ready" networkReady="NetworkReady=false '
+            'reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"' % now)
+    path = tmp_path / "kubelet.log"
+    # copytruncate: the file was truncated to 0 while kubelet kept its offset (1 MiB): its next write leaves a
+    # sparse run of NUL bytes before the new line
+    with open(str(path), "wb") as handle:
+        handle.seek(1 << 20)
+        handle.write(line.encode() + b"\n")
+    for max_bytes in (4096, 2 << 20):  # the tail starts inside the hole; the whole file is read
+        entries, rows = logs.read_files([str(path)], 600, max_bytes, 100, "n1")
+        assert [e["text"] for e in entries] == [line], max_bytes
+        assert rows[0]["status"] == "read" and rows[0]["lines"] == 1 and "NUL bytes skipped" in rows[0]["note"]
+    result = logs.node_check({"node_log_files": [str(path)], "node_name": "n1"}, FakeRunner([]), journald=False)
+    assert [f["check"] for f in result["findings"]] == ["log.cni_not_initialized"]
+    # a hole between lines ends the line before it; a cut first line is still dropped
+    path.write_bytes(b"partial old line\nwhole old\x00\x00\x00\x00" + line.encode() + b"\n")
+    entries, _rows = logs.read_files([str(path)], 10 ** 9, len(line) + 20, 100, "n1")
+    assert [e["text"] for e in entries] == ["whole old", line]
+    assert logs.tail_lines(b"cut\nwhole\x00\x00next\n", cut=True) == (["whole", "next"], 2)
+    assert logs.tail_lines(b"\x00\x00\x00next\n", cut=True) == (["next"], 3)
+    assert logs.tail_lines(b"cut\nwhole\n", cut=True) == (["whole"], 0)
+    assert logs.tail_lines(b"a\n\nb\n", cut=False) == (["a", "", "b"], 0)  # no hole: lines as they are
+
+
+def test_the_same_file_given_twice_or_under_two_names_is_read_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(logs, "LOG_ROOT", str(tmp_path))
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    path = tmp_path / "kubelet.log"
+    path.write_text("%s net/http: TLS handshake timeout\n" % now)
+    os.symlink(str(path), str(tmp_path / "kubelet-current.log"))
+    os.link(str(path), str(tmp_path / "kubelet.hard.log"))
+    paths = [str(path), str(path), str(tmp_path / "kubelet-current.log"), str(tmp_path / "kubelet.hard.log")]
+    entries, rows = logs.read_files(paths, 600, 4096, 100, "n1")
+    assert len(entries) == 1
+    assert [r["status"] for r in rows] == ["read", "duplicate", "duplicate", "duplicate"]
+    assert all(r["same_as"] == str(path) and "same device and inode" in r["note"] for r in rows[1:])
+    groups = logs.match(entries)
+    assert groups[0]["count"] == 1
 
 
 @pytest.mark.parametrize("option, value, message", [
