@@ -21,7 +21,10 @@ options:
     required: true
     suboptions:
       address:
-        description: IPv4 address of the peer.
+        description:
+          - IPv4 unicast address of the peer. Not C(0.0.0.0) (nor 0.0.0.0/8), a loopback, multicast, broadcast or
+            240.0.0.0/4 address, nor this node's own address; M(k8snet.triage.pmtu_check) refuses them,
+            node_triage's pmtu skips them with the finding C(net.pmtu_target_skipped) (info) and measures the others.
         type: str
         required: true
       name:

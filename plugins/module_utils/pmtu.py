@@ -33,7 +33,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.pmtu_options import MAX_SIZE, MIN_SIZE
+from ansible_collections.k8snet.triage.plugins.module_utils.pmtu_options import MAX_SIZE, MIN_SIZE, not_a_peer, refusal
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import echo_request, enter_netns, parse_echo_reply
@@ -251,14 +251,25 @@ def validate_targets(targets):
     out = []
     for index, item in enumerate(targets):
         address = params.address(4)("targets[%d].address" % index, item.get("address"))
-        out.append({"address": address, "name": item.get("name") or address})
+        out.append({"address": address, "name": item.get("name") or address, "option": "targets[%d].address" % index})
     return out
 
 
-def node_check(params, runner):
+def unusable(target, route):
+    """Why ``target`` is not a peer (None when it is): an address no peer has, or one this host answers itself
+    (the kernel's route to it is of type local, through lo: this node's own address)."""
+    why = not_a_peer(target["address"])
+    if why is None and (route.get("type") == "local" or route.get("dev") == "lo"):
+        why = "this node's own address (the kernel's route to it is local, through %s)" % (route.get("dev") or "lo")
+    return why
+
+
+def node_check(params, runner, strict=False):
     """The path-MTU search from this node to each target, in parallel: ``params`` (pmtu_check's options)
-    in, ``{"data": {peers, interfaces}, "findings": [...]}`` out.  ``runner`` runs ``ip`` (the netlink
-    reader)."""
+    in, ``{"data": {peers, interfaces, skipped}, "findings": [...]}`` out.  ``runner`` runs ``ip`` (the
+    netlink reader).  A target that is not a peer (``unusable``) is refused with ``strict`` (module
+    pmtu_check), else (node_triage's pass over the fleet) skipped with a note and the finding
+    ``net.pmtu_target_skipped`` (info)."""
     from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 
     targets = validate_targets(params.get("targets") or [])
@@ -267,20 +278,35 @@ def node_check(params, runner):
     if ceiling is not None and ceiling < low:
         raise InputError("max_size %d is below min_size %d; give max_size of at least min_size or leave it out "
                          "(the route's interface MTU)" % (ceiling, low))
+    if strict:
+        for target in targets:
+            why = not_a_peer(target["address"])
+            if why:
+                raise refusal(target["option"], target["address"], why)
     netns_pid = params.get("netns_pid")
     if netns_pid is not None:
         # a pod's view: only for a process that runs nothing else (module pmtu_check); the one pass never passes it
         enter_netns(netns_pid)
     netlink = Netlink(runner, params.get("reader") or "auto")
+    skipped = []
     try:
         links = netlink.links()
         mtus = dict((link["ifname"], link.get("mtu")) for link in links)
+        usable = []
         for target, route in zip(targets, netlink.routes_get([t["address"] for t in targets])):
+            why = unusable(target, route)
+            if why and strict:
+                raise refusal(target["option"], target["address"], why)
+            if why:
+                skipped.append({"address": target["address"], "name": target["name"], "reason": why})
+                continue
             target["dev"] = route.get("dev")
             mtu = mtus.get(route.get("dev")) or 1500
             target["high"] = min(mtu, ceiling) if ceiling else mtu
+            usable.append(target)
     finally:
         netlink.close()
+    targets = usable
     jobs = [t for t in targets if t["dev"]]
     rows = []
     with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, max(1, len(jobs)))) as pool:
@@ -294,4 +320,19 @@ def node_check(params, runner):
     subject = params.get("node_name") or "this node"
     if netns_pid is not None:
         subject = "%s (netns of pid %d)" % (subject, netns_pid)
-    return {"data": {"peers": rows, "interfaces": interfaces}, "findings": check(rows, interfaces, subject)}
+    found = check(rows, interfaces, subject)
+    if skipped:
+        found.append(finding(
+            "net.pmtu_target_skipped", "info", "L3", subject,
+            "%d target%s not measured, not a peer: %s" % (len(skipped), "" if len(skipped) == 1 else "s", "; ".join(
+                "%s is %s" % (s["name"] if s["name"] == s["address"] else "%s (%s)" % (s["name"], s["address"]),
+                              s["reason"]) for s in skipped)),
+            {"skipped": skipped},
+            "give that peer's unicast address (its node InternalIP or k8s_node_ip host variable), or leave it out "
+            "of the targets"))
+    return {"data": {"peers": rows, "interfaces": interfaces, "skipped": skipped}, "findings": found}
+
+
+def module_check(params, runner):
+    """Module pmtu_check's check: ``node_check`` refusing a target that is not a peer."""
+    return node_check(params, runner, strict=True)

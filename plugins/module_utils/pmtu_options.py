@@ -7,7 +7,10 @@ apart from the check's code, which node_triage imports only once its sampled che
 
 from __future__ import annotations
 
+import ipaddress
+
 from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
 
 MIN_SIZE = 576
@@ -30,8 +33,47 @@ CHECK_SPEC = dict(
     reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
 )
 
+_THIS_NETWORK = ipaddress.ip_network("0.0.0.0/8")
+_BROADCAST = ipaddress.ip_address("255.255.255.255")
+
+
+def not_a_peer(address):
+    """Why an IPv4 address cannot be a peer whose path MTU is measured (None when it can): probes to it
+    would stay on this host (loopback, unspecified: the kernel routes them through lo) or reach no one
+    host (multicast, broadcast, reserved)."""
+    ip = ipaddress.ip_address(address)
+    if ip.is_unspecified:
+        return "the unspecified address (the kernel sends probes to it through lo, to this host)"
+    if ip in _THIS_NETWORK:
+        return "an address of 'this network' (0.0.0.0/8), which no host has"
+    if ip.is_loopback:
+        return "a loopback address (probes to it never leave this host)"
+    if ip.is_multicast:
+        return "a multicast address, not one peer"
+    if ip == _BROADCAST:
+        return "the limited broadcast address, not one peer"
+    if ip.is_reserved:
+        return "a reserved address (240.0.0.0/4), which no host has"
+    return None
+
+
+def refusal(option, address, why):
+    return InputError("%s=%r is invalid: %s is %s; the path MTU is measured to another node or a pod: give a "
+                      "peer's unicast address (a node's InternalIP, a pod IP on another node)"
+                      % (option, address, address, why), option=option)
+
+
+def peer_address(option, value):
+    """Rule: a peer's IPv4 unicast address (not unspecified, loopback, multicast, broadcast or reserved)."""
+    address = params.address(4)(option, value)
+    why = not_a_peer(address)
+    if why:
+        raise refusal(option, address, why)
+    return address
+
+
 # The option rules (bounds, shapes) of the pmtu options, used by module pmtu_check and by node_triage.
-TARGET_RULE = params.fields(address=params.address(4), name=params.short_text)
+TARGET_RULE = params.fields(address=peer_address, name=params.short_text)
 RULES = dict(
     targets=params.each(TARGET_RULE, max_items=MAX_PEERS, non_empty=True, what="give at least one peer address"),
     min_size=params.count(68, 9000, "bytes"),
@@ -40,7 +82,10 @@ RULES = dict(
     node_name=params.node_name,
     netns_pid=params.count(1, 4194304),
 )
-# node_triage: no targets is not an error there, the scenario is skipped and says why
+# node_triage: no targets is not an error there, the scenario is skipped and says why; a target that is
+# not a peer (a fleet's peer whose variables give 0.0.0.0, this node's own address) is skipped with a note
+# by the check (pmtu.node_check), the other peers are measured
 PASS_RULES = dict(RULES)
 del PASS_RULES["netns_pid"]
-PASS_RULES["targets"] = params.each(TARGET_RULE, max_items=MAX_PEERS)
+PASS_RULES["targets"] = params.each(params.fields(address=params.address(4), name=params.short_text),
+                                    max_items=MAX_PEERS)

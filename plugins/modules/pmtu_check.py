@@ -20,6 +20,9 @@ description:
     or C(net.pmtu) (ok; full-size packets reach every target).
   - The evidence holds the MTU of every interface that matters on this node; the route's device (uplink or
     tunnel), every tunnel (vxlan, ipip, geneve, wireguard ...) and the pod veths (C(lxc*), C(cali*) ...).
+  - A target that is not a peer is refused with an error naming it, before anything is sent; the unspecified
+    address C(0.0.0.0) and 0.0.0.0/8, loopback, multicast, the broadcast address, 240.0.0.0/4, and this node's
+    own addresses (the kernel's route to them is local, through C(lo)). Probes to them would measure C(lo).
   - Targets are probed in parallel; one target costs about log2(MTU - O(min_size)) sizes of two probes, a lost
     size costs O(timeout). Read-only; standard library and C(ip) (pyroute2 where C(ip) is missing).
 extends_documentation_fragment:
@@ -81,6 +84,14 @@ interfaces:
     route_devices: [{ifname: eth0, kind: veth, mtu: 1500, up: true}]
     tunnels: [{ifname: vxlan.calico, kind: vxlan, mtu: 1450, up: true}]
     pod_veths: {count: 12, mtus: {"1450": 12}, sample: [{ifname: cali12ab34cd56e, kind: veth, mtu: 1450, up: true}]}
+skipped:
+  description:
+    - Targets that are not peers, with the reason. Always empty for this module, which refuses them; node_triage's
+      pmtu skips them there (and in the finding C(net.pmtu_target_skipped), info) and measures the others.
+  returned: always
+  type: list
+  elements: dict
+  sample: []
 findings:
   description: The findings (see the collection's findings contract).
   returned: always
@@ -101,7 +112,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.scenario import modu
 
 
 def main():
-    module_main(AnsibleModule, pmtu.node_check, pmtu_options.RULES, dict(pmtu_options.CHECK_SPEC, node_name=dict(type="str"), netns_pid=dict(type="int")))
+    module_main(AnsibleModule, pmtu.module_check, pmtu_options.RULES, dict(pmtu_options.CHECK_SPEC, node_name=dict(type="str"), netns_pid=dict(type="int")))
 
 
 if __name__ == "__main__":

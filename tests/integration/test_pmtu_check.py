@@ -141,3 +141,47 @@ def test_from_a_pod_across_an_overlay_lowered_on_one_side(lab, ansible, inject):
     own = run_pmtu(ansible, "node2", [{"address": target, "name": "node1-overlay"}])
     assert [f["check"] for f in own["findings"]] == ["net.pmtu"]
     assert own["peers"][0]["probed_max"] == 1400
+
+
+def lo_packets(lab, node):
+    stats = lab.node_json(node, ["ip", "-s", "-j", "link", "show", "lo"])[0]["stats64"]
+    return stats["tx"]["packets"], stats["rx"]["packets"]
+
+
+@pytest.mark.parametrize("address, why", [
+    ("0.0.0.0", "is the unspecified address"), ("127.0.0.1", "is a loopback address"),
+    ("224.0.0.1", "is a multicast address"), ("255.255.255.255", "is the limited broadcast address"),
+    ("own", "is this node's own address (the kernel's route to it is local, through lo)")])
+def test_targets_that_are_not_peers_are_refused_and_nothing_is_sent(lab, ansible, address, why):
+    node1 = lab.node("node1")
+    address = node1.ip if address == "own" else address
+    # the kernel's own view: a probe to these would go through lo (or not leave the host)
+    if address in ("0.0.0.0", "127.0.0.1", node1.ip):
+        route = lab.node_json("node1", ["ip", "-j", "route", "get", address])[0]
+        assert route["type"] == "local" and route["dev"] == "lo"
+    before = lo_packets(lab, "node1")
+    result = ansible.module("node1", "pmtu_check", {"targets": [{"address": lab.node("node2").ip, "name": "node2"},
+                                                                {"address": address, "name": "peer"}]})["node1"]
+    assert result["failed"]
+    assert result["msg"].startswith("targets[1].address=%r is invalid: %s %s" % (address, address, why)), result["msg"]
+    assert "net.pmtu" not in str(result.get("findings"))
+    assert lo_packets(lab, "node1") == before  # nothing was sent through lo
+
+
+def test_the_one_pass_skips_what_is_not_a_peer_and_measures_the_rest(lab, ansible):
+    node1, node2 = lab.node("node1"), lab.node("node2")
+    targets = [{"address": "0.0.0.0", "name": "ghost"}, {"address": node1.ip, "name": "node1"},
+               {"address": node2.ip, "name": "node2"}]
+    result = ansible.module("node1", "node_triage", {"node_name": "node1", "scenarios": ["pmtu"],
+                                                     "pmtu": {"targets": targets}})["node1"]
+    pmtu_result = result["scenarios"]["pmtu"]
+    assert pmtu_result["status"] == "ran", pmtu_result
+    assert [p["name"] for p in pmtu_result["data"]["peers"]] == ["node2"]
+    assert [(s["name"], s["address"]) for s in pmtu_result["data"]["skipped"]] == [("ghost", "0.0.0.0"),
+                                                                                  ("node1", node1.ip)]
+    assert [(f["check"], f["severity"]) for f in pmtu_result["findings"]] == [
+        ("net.pmtu", "ok"), ("net.pmtu_target_skipped", "info")]
+    assert "lo" not in [d["ifname"] for d in pmtu_result["data"]["interfaces"]["route_devices"]]
+    # independent reader: node2 is reached through eth0 at full size, as the pass says
+    route = lab.node_json("node1", ["ip", "-j", "route", "get", node2.ip])[0]
+    assert route["dev"] == "eth0" and pmtu_result["data"]["peers"][0]["largest"] == mtu.link_mtu(lab, "node1", "eth0")

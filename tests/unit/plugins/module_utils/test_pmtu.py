@@ -97,3 +97,96 @@ def test_bad_targets_and_sizes_are_refused():
         pmtu_options.RULES["min_size"]("min_size", 67)
     with pytest.raises(InputError, match="timeout"):
         pmtu_options.RULES["timeout"]("timeout", 0)
+
+
+NOT_PEERS = [
+    ("0.0.0.0", "the unspecified address"),
+    ("0.1.2.3", "an address of 'this network' (0.0.0.0/8)"),
+    ("127.0.0.1", "a loopback address"),
+    ("127.4.5.6", "a loopback address"),
+    ("224.0.0.1", "a multicast address"),
+    ("239.255.255.250", "a multicast address"),
+    ("255.255.255.255", "the limited broadcast address"),
+    ("240.0.0.1", "a reserved address"),
+]
+
+
+@pytest.mark.parametrize("address, why", NOT_PEERS)
+def test_targets_that_are_not_peers_are_refused_naming_them(address, why):
+    rule = pmtu_options.RULES["targets"]
+    with pytest.raises(InputError) as raised:
+        rule("targets", [{"address": "198.18.64.12"}, {"address": address}])
+    message = str(raised.value)
+    assert message.startswith("targets[1].address=%r is invalid: %s is %s" % (address, address, why)), message
+    assert "give a peer's unicast address" in message
+    # the module's check refuses them too, before any route is read or probe sent
+    with pytest.raises(InputError, match=r"targets\[0\]\.address=%r is invalid" % address):
+        pmtu.module_check({"targets": [{"address": address}]}, None)
+
+
+@pytest.mark.parametrize("address", ["198.18.64.12", "10.0.0.1", "192.168.1.255", "169.254.1.1", "100.64.0.1"])
+def test_unicast_peers_are_accepted(address):
+    assert pmtu_options.RULES["targets"]("targets", [{"address": address}])[0]["address"] == address
+    assert pmtu_options.not_a_peer(address) is None
+
+
+class FakeNetlink(object):
+    """Routes as ``ip -j route get`` gives them: this node's own 198.18.64.11 is local, through lo."""
+
+    ROUTES = {"198.18.64.11": {"type": "local", "dev": "lo"}, "198.18.64.12": {"type": "unicast", "dev": "eth0"},
+              "0.0.0.0": {"type": "local", "dev": "lo"}}
+
+    def __init__(self, runner, reader):
+        pass
+
+    def links(self):
+        return [{"ifname": "lo", "mtu": 65536}, {"ifname": "eth0", "mtu": 1500, "kind": "veth"}]
+
+    def routes_get(self, addresses):
+        return [dict(self.ROUTES[a]) for a in addresses]
+
+    def close(self):
+        pass
+
+
+@pytest.fixture()
+def fake_paths(monkeypatch):
+    from ansible_collections.k8snet.triage.plugins.module_utils import netlink
+    monkeypatch.setattr(netlink, "Netlink", FakeNetlink)
+    probed = []
+
+    def probe(target, high, low, timeout):
+        probed.append(target["address"])
+        return {"address": target["address"], "name": target["name"], "dev": target["dev"], "probed_min": low,
+                "probed_max": high, "largest": high, "frag_needed": None, "probes": 2, "seconds": 0.1}
+    monkeypatch.setattr(pmtu, "probe_peer", probe)
+    return probed
+
+
+def test_the_module_refuses_this_nodes_own_address(fake_paths):
+    with pytest.raises(InputError) as raised:
+        pmtu.module_check({"targets": [{"address": "198.18.64.12"}, {"address": "198.18.64.11"}]}, None)
+    assert str(raised.value).startswith("targets[1].address='198.18.64.11' is invalid: 198.18.64.11 is this node's "
+                                        "own address (the kernel's route to it is local, through lo)")
+    assert fake_paths == []  # nothing was probed
+
+
+def test_the_pass_skips_what_is_not_a_peer_with_a_note_and_measures_the_rest(fake_paths):
+    params = pmtu_options.PASS_RULES["targets"]("targets", [
+        {"address": "0.0.0.0", "name": "node9"}, {"address": "198.18.64.11", "name": "node1"},
+        {"address": "198.18.64.12", "name": "node2"}])
+    result = pmtu.node_check({"targets": params, "node_name": "node1"}, None)
+    assert fake_paths == ["198.18.64.12"]
+    assert [r["name"] for r in result["data"]["peers"]] == ["node2"]
+    assert [(s["name"], s["reason"].split(" (")[0]) for s in result["data"]["skipped"]] == [
+        ("node9", "the unspecified address"), ("node1", "this node's own address")]
+    checks = [(f["check"], f["severity"], f["subject"]) for f in result["findings"]]
+    assert checks == [("net.pmtu", "ok", "node1"), ("net.pmtu_target_skipped", "info", "node1")]
+    assert "node9 (0.0.0.0) is the unspecified address" in result["findings"][1]["summary"]
+    assert not any(f["check"] == "net.pmtu_reduced" for f in result["findings"])
+
+
+def test_the_pass_with_only_unusable_targets_is_not_ok(fake_paths):
+    result = pmtu.node_check({"targets": [{"address": "0.0.0.0"}], "node_name": "node1"}, None)
+    assert [(f["check"], f["severity"]) for f in result["findings"]] == [("net.pmtu_target_skipped", "info")]
+    assert fake_paths == []
