@@ -7,8 +7,13 @@ arp_check.
 
 from __future__ import annotations
 
+import json
+
+import ansible_runner
 import pytest
 
+from tests.integration.conftest import ROOT
+from tests.kube_api.helpers import start
 from tests.lab.faults import arp
 
 WRONG = "02:de:ad:00:be:ef"
@@ -82,3 +87,93 @@ def test_survey_flush_false_string_does_not_flush(lab, ansible, vips):
     assert lladdr(lab, "node3", vips[0]) == WRONG
     assert not any(r["result"].get("changed") for r in run.results(action="arp_check"))
     lab.ns_run("node3", ["ip", "neigh", "del", vips[0], "dev", "eth0"], check=False)
+
+
+# ------------------------------------------------------------------ every shipped survey, as AWX runs it
+SURVEYS = sorted((ROOT / "extensions" / "awx" / "surveys").glob("*.json"))
+
+
+def awx_extra_vars(survey, answers, required):
+    """What AWX passes: a textarea / text / multiple choice answer as a string, a multiselect as a list,
+    an empty optional answer not at all; ``answers`` overrides the defaults (strings, as typed)."""
+    out = {}
+    for item in survey["spec"]:
+        value = answers.get(item["variable"], item.get("default", ""))
+        if value in ("", []) and item["required"]:
+            value = required[item["variable"]]  # AWX does not launch without an answer
+        if item["type"] == "multiselect" and isinstance(value, str):
+            value = [v for v in value.splitlines() if v.strip()]
+        if value in ("", []) and not item["required"]:
+            continue
+        out[item["variable"]] = value
+    return out
+
+
+def survey_answers(lab, name, vip):
+    """Non-default answers as a user types them in AWX: textareas with several lines, booleans as text."""
+    return {
+        "triage": {"stale_arp_vips": "%s\n%s\n" % (vip, lab.vip(9)), "triage_scenarios": "cni\nstale_arp\ndns",
+                   "triage_cni": "auto", "report_fail_on_critical": "false"},
+        "stale_arp": {"stale_arp_vips": "%s\n" % vip, "dry_run": "true"},
+        "dns": {"dns_host_resolvers": "false", "dns_names": "kubernetes.default.svc.cluster.local\n",
+                "dns_protocols": "udp"},
+        "cni": {"cni_daemonsets": "calico-node\ncilium\n", "cni_namespaces": "kube-system, calico-system"},
+        "lb_health": {"lb_health_remediate": "cluster", "lb_health_remediate_services": "openshift-ingress/router-default\n",
+                      "dry_run": "true"},
+        "f5": {"f5_namespaces": "kube-system\n"},
+        "cilium_maps": {"cilium_maps_cleanup": "false", "dry_run": "false"},
+        "pod_network": {"pod_network_destinations": "%s\n" % lab.node("node2").ip},
+        "firewall_drops": {"firewall_drops_backends": "legacy\nnft"},
+        "calico": {"calico_node_to_node_mesh": "false"},
+    }.get(name, {})
+
+
+@pytest.fixture(scope="module")
+def awx_api(lab):
+    server = start(lab, "network.yaml", "router.yaml", label="kube-api-awx-survey",
+                   tokens={"k8snet-lab-token": {"user": "lab-admin"}, "awx-token": {"user": "awx"}})
+    yield server
+    server.stop()
+
+
+def runner_artifacts(result):
+    stats = [e["event_data"] for e in result.events if e.get("event") == "playbook_on_stats"]
+    assert stats, "ansible-runner wrote no playbook_on_stats event"
+    return (stats[-1].get("artifact_data") or {}).get("k8snet_triage")
+
+
+@pytest.mark.parametrize("answers", ["defaults", "typed"])
+@pytest.mark.parametrize("path", SURVEYS, ids=[p.stem for p in SURVEYS])
+def test_every_survey_runs_with_the_awx_credential(lab, vips, awx_api, tmp_path, path, answers):
+    """Each shipped survey, answered with its defaults and with typed text (textareas of several lines,
+    booleans as "true"/"false"), run through ansible-runner with only K8S_AUTH_* (AWX's Kubernetes
+    credential) in the environment: the run reaches its job artifacts (the report's summary), and the
+    triage its report files."""
+    survey = json.loads(path.read_text())
+    given = survey_answers(lab, path.stem, vips[0]) if answers == "typed" else {}
+    extra = awx_extra_vars(survey, given, {"stale_arp_vips": vips[0]})
+    out = tmp_path / "report"
+    out.mkdir()
+    extra["report_output_dir"] = str(out)
+    private = tmp_path / "runner"
+    (private / "inventory").mkdir(parents=True)
+    (private / "inventory" / "hosts.json").write_text(open(lab.inventory_path).read())
+    result = ansible_runner.run(
+        private_data_dir=str(private), playbook=str(ROOT / "playbooks" / (path.stem + ".yml")), quiet=True,
+        extravars=extra,
+        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "KUBECONFIG": "/nonexistent/kubeconfig",
+                 "K8S_AUTH_HOST": awx_api.url, "K8S_AUTH_API_KEY": "awx-token",
+                 "K8S_AUTH_SSL_CA_CERT": str(awx_api.certs["ca"]), "K8S_AUTH_VERIFY_SSL": "true"})
+    stdout = result.stdout.read()
+    published = runner_artifacts(result)
+    assert published is not None, stdout[-3000:]
+    checks = published["counts"]["check"]
+    # only the triage with its defaults fails: critical findings and report_fail_on_critical true
+    assert (result.rc != 0) == (path.stem == "triage" and answers == "defaults"), stdout[-3000:]
+    if path.stem == "dns":
+        # the servers came from the API through K8S_AUTH_* (the stand-in's kube-dns pod without an IP),
+        # and were asked also with dns_host_resolvers "false"
+        assert checks.get("kube.dns_pod_without_ip") == 1 and checks.get("dns.all_servers_fail") == 3, checks
+    if path.stem == "triage":
+        report = json.loads((out / "triage-report.json").read_text())
+        assert report["hosts"]["localhost"]["scenarios"]["lb_health"]["status"] == "ran", report["hosts"]["localhost"]

@@ -186,6 +186,9 @@ def survey_problems(survey, name):
             if not re.search(r"\b%s\b" % re.escape(variable), text):
                 problems.append("%s: no role of %s accepts it" % (variable, name))
             continue
+        # (the triage runs a scenario whose required variable is not given as skipped, with the reason)
+        if spec.get("required") and not item["required"] and name != "triage":
+            problems.append("%s: the role requires it, the survey does not" % variable)
         answers = [awx_answer(item)]
         if item["type"] == "multiplechoice":
             answers += list(item["choices"])
