@@ -19,6 +19,7 @@ status is one of STATUSES.  Parsers and checks below are pure.
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import struct
@@ -27,7 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.k8snet.triage.plugins.module_utils import conntrack, params, pod_netns
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.sockets import tcp_socket
 from ansible_collections.k8snet.triage.plugins.module_utils.dns_options import RESOLV_CONFS, server_item
@@ -734,6 +735,8 @@ def pod_view(params, runner, resolver, servers, names, expect):
     glibc would from inside the namespace and from the node, optional repeated queries with the
     node's conntrack counters around them.  Returns {"data", "findings"}."""
     found = pod_netns.find_by_ip(params["pod_ip"], runner)
+    if found.get("host_network"):
+        return host_network_view(params, found, resolver, servers, names)
     conf_file = pod_netns.pod_file(found, "/etc/resolv.conf")
     config = parse_resolver_config(conf_file["text"])
     pid, used = conf_file["pid"], config["nameservers"]
@@ -769,6 +772,62 @@ def pod_view(params, runner, resolver, servers, names, expect):
             "repeat": dict(stats, server=target, name=name) if stats else None,
             "conntrack": counters if counters and counters.get("delta") else None}
     return {"data": data, "findings": check_pod_view(view)}
+
+
+def host_network_view(params, found, resolver, servers, names):
+    """The pod view of an IP that is the node's own address (``found["host_network"]``): a pod with it runs
+    with hostNetwork: true, in the node's network namespace, and which one cannot be told by the IP.
+    Its DNS path is the node's: the servers (and host resolvers) asked from this node are what it
+    reaches.  Its resolv.conf is kubelet's choice by dnsPolicy: ClusterFirstWithHostNet gives the
+    cluster DNS (the servers), Default (and ClusterFirst, which falls back to Default on the host
+    network) the node's resolv.conf, read here.  No pod-only verdict (dead nameserver, pod-only
+    failure) is given: there is no pod-only path.  Repeated queries (``repeat``) go from the node to
+    the first of ``servers``, else the node's first nameserver."""
+    node_conf, conf_error = None, None
+    try:
+        node_conf = pod_netns.read_root_file(os.getpid(), "/etc/resolv.conf")
+    except (ReadError, InputError) as exc:
+        conf_error = exc.message
+    config = parse_resolver_config(node_conf["text"]) if node_conf else None
+    subject = "pod %s" % found["ip"]
+    findings = []
+    summary = ("%s is this node's own address: a pod with it runs on the host network (hostNetwork: true), in the "
+               "node's network namespace, so its DNS path is the node's; which pod cannot be told by its IP. Its "
+               "resolv.conf follows its dnsPolicy: ClusterFirstWithHostNet names the cluster DNS%s, Default (and "
+               "ClusterFirst on the host network) the node's: %s" % (
+                   found["ip"], " (%s, asked from this node above)" % ", ".join(s["address"] for s in servers)
+                   if servers else "",
+                   "nameservers %s" % ", ".join(config["nameservers"]) if config and config["nameservers"]
+                   else "no nameserver (glibc then asks 127.0.0.1)" if config else "unreadable (%s)" % conf_error))
+    findings.append(finding(
+        "dns.pod_host_network", "info", "DNS", subject, summary,
+        {"ip": found["ip"], "netns_inode": found["inode"], "node_nameservers": config["nameservers"] if config else None,
+         "servers": [s["address"] for s in servers]},
+        "the node's resolvers are checked with host_resolvers: true; to see one pod's own view, give the IP of a "
+        "pod that is not on the host network"))
+    repeat = params.get("repeat") or 0
+    repeated = target = name = None
+    if repeat:
+        target = servers[0]["address"] if servers else (config["nameservers"][0] if config and config["nameservers"]
+                                                         else None)
+        if target is None:
+            raise InputError("repeat: %s is on the host network and this node's resolv.conf names no nameserver: "
+                             "give servers (the kube-dns Service IP) to repeat the queries to" % found["ip"])
+        name = next((n for n in names if "." in n.rstrip(".")), names[0])
+        repeated = repeat_with_counters(resolver, target, name, repeat, params.get("repeat_interval") or 0)
+        findings += check_pod_view({"subject": subject, "config": config, "nameservers": [], "pod": [], "node": [],
+                                    "lookups": [], "repeat": repeated["stats"], "conntrack": repeated["conntrack"],
+                                    "repeat_target": target})
+    data = {"ip": found["ip"], "host_network": True, "pid": None, "netns_inode": found["inode"],
+            "netns_name": found["netns_name"], "found_by": found["method"],
+            "namespaces_scanned": found["namespaces_scanned"],
+            "resolv_conf": dict([(k, config[k]) for k in ("nameservers", "search", "ndots", "timeout", "attempts",
+                                                          "options", "default_nameserver")],
+                                truncated=node_conf["truncated"], of="node") if config else None,
+            "repeat": dict(repeated["stats"], server=target, name=name) if repeated else None,
+            "conntrack": repeated["conntrack"] if repeated and repeated["conntrack"] and
+            repeated["conntrack"].get("delta") else None}
+    return {"data": data, "findings": findings}
 
 
 def repeat_with_counters(resolver, server, name, count, interval, netns_pid=None):

@@ -201,20 +201,24 @@ def _named_addresses(runner, name):
 def find_by_ip(ip, runner=None, proc=PROC, netns_dirs=NETNS_DIRS):
     """The network namespace on this host that holds ``ip`` as a local address.
 
-    Returns {"ip", "inode", "pids", "netns_name", "method", "namespaces_scanned"}: ``pids`` are
-    processes in it (empty for a named namespace nothing runs in), ``method`` says how it was
-    found (``crictl`` or ``scan``).  InputError when no namespace or several hold it."""
+    Returns {"ip", "inode", "pids", "netns_name", "method", "namespaces_scanned", "host_network"}:
+    ``pids`` are processes in it (empty for a named namespace nothing runs in), ``method`` says how it
+    was found (``crictl`` or ``scan``), ``host_network`` that it is this process's own namespace (the
+    node's: ``ip`` is the node's own address, so a pod with it runs with hostNetwork: true, and which
+    pod cannot be told by its IP).  InputError when no namespace or several hold it."""
     try:
         ip = str(ipaddress.ip_address(ip))
     except ValueError:
         raise InputError("pod_ip=%r is not an IP address: give the pod's IP (kubectl get pod -o wide)" % (ip,))
     by_inode = process_namespaces(proc)
     names = named_namespaces(netns_dirs)
+    own = _inode("%s/self/ns/net" % proc)
     for sandbox in _crictl_candidates(runner, ip):
         inode = _inode("%s/%d/ns/net" % (proc, sandbox["pid"]))
         if inode is not None and _holds([sandbox["pid"]], ip, proc):
             return {"ip": ip, "inode": inode, "pids": by_inode.get(inode) or [sandbox["pid"]],
-                    "netns_name": names.get(inode), "method": "crictl", "namespaces_scanned": 1}
+                    "netns_name": names.get(inode), "method": "crictl", "namespaces_scanned": 1,
+                    "host_network": inode == own}
     found = []
     for inode, pids in sorted(by_inode.items()):
         if _holds(pids, ip, proc):
@@ -230,7 +234,8 @@ def find_by_ip(ip, runner=None, proc=PROC, netns_dirs=NETNS_DIRS):
         raise InputError("%d network namespaces on this host hold %s (processes %s): an address conflict between "
                          "pods; check the CNI's IPAM" % (len(found), ip, "; ".join(
                              ",".join(str(p) for p in f["pids"][:3]) or f["netns_name"] for f in found)))
-    return dict(found[0], ip=ip, method="scan", namespaces_scanned=scanned)
+    return dict(found[0], ip=ip, method="scan", namespaces_scanned=scanned,
+                host_network=own is not None and found[0]["inode"] == own)
 
 
 def named_path(name, dirs=NETNS_DIRS):

@@ -32,6 +32,12 @@ description:
     C(dns.dead_nameserver) (a resolv.conf entry that never answers the pod), C(dns.pod_only_failure)
     (fails from the pod, works from the node), C(dns.search_amplification) (one lookup costs 3 or more
     queries that return NXDOMAIN, no data or time out) and C(dns.pod_ok).
+  - When O(pod_ip) is this node's own address (the namespace found is the node's), a pod with it runs on the
+    host network (C(hostNetwork: true)) and which pod cannot be told by the IP; its DNS path is the node's and its
+    resolv.conf follows its dnsPolicy (C(ClusterFirstWithHostNet) the cluster DNS, C(Default) the node's). The
+    info finding C(dns.pod_host_network) says so, with the node's nameservers, and no pod-only verdict is given
+    (the node's resolvers are judged by O(host_resolvers)); O(repeat) then goes from the node to the first of
+    O(servers), else to the node's first nameserver.
   - With O(repeat), that many queries (no retries) of the first name to the pod's first nameserver (without
     O(pod_ip), to the first of O(servers) from the node), with the node's conntrack counters
     (C(/proc/net/stat/nf_conntrack)) read before and after. Findings C(dns.intermittent_timeout) (a share
@@ -112,6 +118,8 @@ pod:
       glibc walks them), C(pod_matrix) and C(node_matrix) (each name of each server alone, from the pod and
       from the node), C(repeat) and C(conntrack) (with O(repeat)), C(pid) (the process whose namespace and
       root were used) and C(found_by).
+    - C(host_network) true when O(pod_ip) is this node's own address; then only C(ip), C(netns_inode), C(found_by),
+      C(resolv_conf) (the node's), C(repeat) and C(conntrack) are given, C(pid) is null.
   returned: always
   type: dict
   sample:
@@ -131,7 +139,7 @@ findings:
   description:
     - Findings (the collection's findings contract) with checks C(dns.all_servers_fail), C(dns.some_servers_fail),
       C(dns.upstream), C(dns.host_resolver) and C(dns.ok); with O(pod_ip) C(dns.dead_nameserver),
-      C(dns.pod_only_failure), C(dns.search_amplification) and C(dns.pod_ok); with O(repeat)
+      C(dns.pod_only_failure), C(dns.search_amplification), C(dns.pod_ok) and C(dns.pod_host_network); with O(repeat)
       C(dns.intermittent_timeout) and C(conntrack.insert_failed).
   returned: always
   type: list

@@ -214,6 +214,33 @@ def test_pod_ip_no_namespace_holds_fails_clearly(lab, ansible, world):
     assert "the pod runs on another node, is gone, or its IP changed" in res["msg"]
 
 
+def test_a_host_network_pods_ip_is_the_nodes_view_not_a_dead_nameserver(lab, ansible, world):
+    """A pod with hostNetwork: true has the node's IP: its namespace is the node's, so the check says so
+    and gives no pod-only verdict (the node's resolv.conf names a nameserver the lab cannot reach: before,
+    that was reported as a critical dns.dead_nameserver "in the pod's resolv.conf")."""
+    node = lab.node(NODE)
+    # independent readers: the address is one of node2's own, in node2's namespace; node2's resolv.conf
+    assert node.ip in [a["local"] for link in lab.node_json(NODE, ["ip", "-j", "addr", "show"])
+                       for a in link.get("addr_info", [])]
+    node_conf = lab.node_run(NODE, ["cat", "/etc/resolv.conf"]).stdout
+    nameservers = [line.split()[1] for line in node_conf.splitlines() if line.startswith("nameserver ")][:3]
+    inode = int(lab.run(["stat", "-L", "-c", "%i", "/run/netns/%s" % node.ns]).stdout)
+    res = ansible.module(NODE, "dns_check", {"names": [CLUSTER], "servers": servers(world), "pod_ip": node.ip,
+                                             "timeout": 1.0, "retries": 0, "protocols": ["udp"]})[NODE]
+    assert not res["failed"], res.get("msg")
+    found = [(f["check"], f["severity"], f["subject"]) for f in res["findings"]]
+    assert ("dns.pod_host_network", "info", "pod %s" % node.ip) in found
+    assert not [f for f in found if f[0] in ("dns.dead_nameserver", "dns.pod_only_failure", "dns.pod_ok")], found
+    assert res["pod"]["host_network"] is True and res["pod"]["netns_inode"] == inode
+    assert res["pod"]["resolv_conf"]["nameservers"] == nameservers
+    summary = [f for f in res["findings"] if f["check"] == "dns.pod_host_network"][0]["summary"]
+    assert "the node's: nameservers %s" % ", ".join(nameservers) in summary
+    assert "ClusterFirstWithHostNet names the cluster DNS (%s" % world["dns"]["kube_dns"] in summary
+    # the cluster DNS itself was asked from the node (the host-network pod's path) and answers
+    assert [f["check"] for f in res["findings"] if f["subject"] == "cluster DNS"] == ["dns.ok"]
+    assert independent(lab, node.ns, world["dns"]["kube_dns"], CLUSTER) == "NOERROR"
+
+
 # ----------------------------------------------------------------------------- the role, dns_pod
 def stand_in(lab, pod_ip, name):
     """The API stand-in with the fixtures' pod dns-client-5f7d9c8b6-k2x9p running on node2 at ``pod_ip``."""

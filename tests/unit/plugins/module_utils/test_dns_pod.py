@@ -181,3 +181,26 @@ def test_single_label_names_need_a_search_list():
         d.node_check({"names": ["web"], "servers": ["127.0.0.1"], "timeout": 0.1, "retries": 0})
     with pytest.raises(d.InputError, match="give pod_ip or servers"):
         d.node_check({"names": ["web.example.test"], "host_resolvers": True, "repeat": 3, "timeout": 0.1})
+
+
+def test_a_host_network_pods_ip_is_the_nodes_view_not_a_dead_nameserver(monkeypatch):
+    # the node's resolv.conf names a nameserver nothing answers: judged by host_resolvers, not as the pod's
+    found = {"ip": "198.18.0.11", "inode": 4026531840, "pids": [1], "netns_name": None, "method": "scan",
+             "namespaces_scanned": 3, "host_network": True}
+    monkeypatch.setattr(d.pod_netns, "find_by_ip", lambda ip, runner=None: dict(found))
+    monkeypatch.setattr(d.pod_netns, "read_root_file", lambda pid, path: {
+        "path": path, "text": "nameserver 10.255.255.53\nsearch example.net\n", "truncated": False})
+
+    def no_walk(*args, **kwargs):
+        raise AssertionError("no pod view is walked for a host-network IP")
+    monkeypatch.setattr(d, "walks", no_walk)
+    monkeypatch.setattr(d, "_in_netns", no_walk)
+    servers = [{"address": "10.96.0.10", "name": "kube-dns", "role": "service"}]
+    out = d.pod_view({"pod_ip": "198.18.0.11"}, None, None, servers, ["kubernetes.default.svc.cluster.local"], {})
+    assert [(f["check"], f["severity"]) for f in out["findings"]] == [("dns.pod_host_network", "info")]
+    summary = out["findings"][0]["summary"]
+    assert summary.startswith("198.18.0.11 is this node's own address: a pod with it runs on the host network")
+    assert "ClusterFirstWithHostNet names the cluster DNS (10.96.0.10" in summary
+    assert "the node's: nameservers 10.255.255.53" in summary
+    assert out["data"]["host_network"] is True and out["data"]["pid"] is None
+    assert out["data"]["resolv_conf"]["nameservers"] == ["10.255.255.53"] and out["data"]["resolv_conf"]["of"] == "node"

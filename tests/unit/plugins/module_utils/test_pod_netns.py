@@ -139,3 +139,13 @@ def test_named_path_finds_the_namespace_file_and_refuses_others(tmp_path):
     for name in ("gone", "../cni-1234", ""):
         with pytest.raises(ReadError):
             p.named_path(name, (str(tmp_path),))
+
+
+def test_find_by_ip_says_when_the_ip_is_the_nodes_own(tmp_path):
+    # a host-network pod's IP is the node's address: the namespace holding it is this process's own
+    proc, netns, inodes = _fake_proc(tmp_path, [(1, "node", ["198.18.0.11"]), (700, "pod-a", ["198.19.0.5"])])
+    (proc / "self" / "ns").mkdir(parents=True)
+    os.link(inodes["node"], proc / "self" / "ns" / "net")
+    found = p.find_by_ip("198.18.0.11", proc=str(proc), netns_dirs=[str(netns)])
+    assert found["host_network"] is True and found["pids"] == [1]
+    assert p.find_by_ip("198.19.0.5", proc=str(proc), netns_dirs=[str(netns)])["host_network"] is False
