@@ -17,8 +17,8 @@ description:
   - C(null) and the empty string give an empty list. Any other type (a number, a mapping) fails
     with a message naming the variable, so that a wrong value is never taken as one item.
   - Items of a list are not split again, so a list item that contains a comma stays one item.
-  - A string that starts with C([) is read as JSON text (C(-e 'x=["a","b"]') and C(-e x=[]) give
-    strings): it must be a JSON list, else the filter fails naming the variable.
+  - A string that starts with C([) is read as JSON text, as C(-e 'x=["a","b"]') and C(-e x=[]) give
+    strings; it must be a JSON list, else the filter fails naming the variable.
 options:
   _input:
     description: A list, or a string of items separated by newlines or commas.
