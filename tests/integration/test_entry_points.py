@@ -92,10 +92,10 @@ def vip(lab):
 
 
 def test_strings_where_lists_are_expected_and_a_capitalised_cni(ansible, api, vip, tmp_path):
-    """-e triage_scenarios=cni,dns,stale_arp with a kubeconfig: dns reads its servers from the API (never
+    """-e triage_scenarios=cni,dns,stale_arp,calico with a kubeconfig: dns reads its servers from the API (never
     "no Kubernetes credentials"), stale_arp_vips as one string checks the VIP, triage_cni=Calico is calico,
     and triage_api_scenarios=[] (the string "[]") runs no API scenario."""
-    result = run(ansible, "triage.yml", "triage_scenarios=cni,dns,stale_arp", "triage_cni=Calico",
+    result = run(ansible, "triage.yml", "triage_scenarios=cni,dns,stale_arp,calico", "triage_cni=Calico",
                  "stale_arp_vips=" + vip, "triage_api_scenarios=[]", "triage_kubeconfig=" + str(api.kubeconfig()),
                  "report_output_dir=" + str(tmp_path), "report_fail_on_critical=false")
     assert result.rc == 0, result
@@ -105,6 +105,8 @@ def test_strings_where_lists_are_expected_and_a_capitalised_cni(ansible, api, vi
         assert scenarios["cni"]["status"] == "ran", scenarios
         assert scenarios["dns"]["status"] == "ran", scenarios["dns"]
         assert "credentials" not in json.dumps(scenarios["dns"]), scenarios["dns"]
+        # Calico is calico: its check runs on every node (no "triage_cni is Calico" skip)
+        assert scenarios["calico"]["status"] == "ran", scenarios["calico"]
     assert report["hosts"]["node3"]["scenarios"]["stale_arp"]["status"] == "ran"
     stale = [f for f in report["findings"] if f["check"] == "arp.stale_entry"]
     assert [(f["host"], f["subject"]) for f in stale] == [("node3", "%s dev eth0" % vip)], stale
