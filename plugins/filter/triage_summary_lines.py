@@ -19,7 +19,7 @@ description:
     problems grouped by check (critical first) with up to five hosts each and the
     next step to run.
   - Control characters (ESC, CR, newlines, other C0 and C1 controls), bidirectional overrides and other
-    invisible format characters in the report are shown as visible escapes such as C(\\x1b): one line stays
+    invisible format characters in the report are shown as visible escapes such as C(\\x1b), so one line stays
     one line and nothing in a finding can drive the terminal.
 options:
   _input:

@@ -808,8 +808,8 @@ def host_network_view(params, found, resolver, servers, names):
     repeat = params.get("repeat") or 0
     repeated = target = name = None
     if repeat:
-        target = servers[0]["address"] if servers else (config["nameservers"][0] if config and config["nameservers"]
-                                                         else None)
+        node_first = config["nameservers"][0] if config and config["nameservers"] else None
+        target = servers[0]["address"] if servers else node_first
         if target is None:
             raise InputError("repeat: %s is on the host network and this node's resolv.conf names no nameserver: "
                              "give servers (the kube-dns Service IP) to repeat the queries to" % found["ip"])

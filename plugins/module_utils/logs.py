@@ -26,7 +26,7 @@ import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.log_signatures import SIGNATURES
 from ansible_collections.k8snet.triage.plugins.module_utils.logs_options import DEFAULT_FILES, DEFAULT_UNITS, LOG_ROOT, RULES
@@ -310,7 +310,7 @@ def tail_lines(data, cut):
         if cut and data.startswith(b"\0"):
             cut = False  # the tail starts inside a hole: what follows it is a whole line
         data = _NUL_RUN.sub(b"\n", data)
-    lines = [line for line in data.decode("utf-8", "replace").splitlines()]
+    lines = data.decode("utf-8", "replace").splitlines()
     if cut and lines:
         lines = lines[1:]
     return [line for line in lines if line.strip()] if nuls else lines, nuls
@@ -334,8 +334,8 @@ def read_file_tail(path, max_bytes, max_lines):
         data = handle.read(max_bytes)
     lines, nuls = tail_lines(data, cut)
     truncated = start > 0 or len(lines) > max_lines
-    return lines[-max_lines:], size, truncated, info, ("%d NUL bytes skipped (a hole left by copytruncate "
-                                                        "rotation or a crash)" % nuls if nuls else None)
+    note = "%d NUL bytes skipped (a hole left by copytruncate rotation or a crash)" % nuls if nuls else None
+    return lines[-max_lines:], size, truncated, info, note
 
 
 def read_files(paths, since, max_bytes, max_lines, subject, now=None):

@@ -33,7 +33,7 @@ description:
     (fails from the pod, works from the node), C(dns.search_amplification) (one lookup costs 3 or more
     queries that return NXDOMAIN, no data or time out) and C(dns.pod_ok).
   - When O(pod_ip) is this node's own address (the namespace found is the node's), a pod with it runs on the
-    host network (C(hostNetwork: true)) and which pod cannot be told by the IP; its DNS path is the node's and its
+    host network (C(hostNetwork=true)) and which pod cannot be told by the IP; its DNS path is the node's and its
     resolv.conf follows its dnsPolicy (C(ClusterFirstWithHostNet) the cluster DNS, C(Default) the node's). The
     info finding C(dns.pod_host_network) says so, with the node's nameservers, and no pod-only verdict is given
     (the node's resolvers are judged by O(host_resolvers)); O(repeat) then goes from the node to the first of

@@ -21,10 +21,10 @@ description:
     O(max_lines) lines) of each file of O(node_log_files) that exists, and drops lines whose timestamp is older
     than O(since) seconds.
   - Log files are read only under C(/var/log); a file that resolves (through a symlink) outside C(/var/log), that
-    is not a regular file (a FIFO, a socket, a device, a directory: never opened) or that cannot be opened is
+    is not a regular file (a FIFO, a socket, a device, a directory, never opened) or that cannot be opened is
     skipped, its row in RV(read) and the finding C(log.file_skipped) (info) say why, and the other files are read.
   - A file given twice, or under two names (symlinks or hard links to the same device and inode), is read once;
-    its other rows say C(duplicate). Runs of NUL bytes (the hole copytruncate rotation leaves) are skipped: the
+    its other rows say C(duplicate). Runs of NUL bytes (the hole copytruncate rotation leaves) are skipped, and the
     line after a hole is read whole.
   - One finding per signature matched (C(log.*)), whose evidence holds a few of the matching lines with their
     timestamps and where they were read (tokens, C(Authorization) headers and passwords masked), the findings the
