@@ -122,3 +122,12 @@ def test_a_scenario_as_one_string_runs_it(ansible, tmp_path):
     for node in ("node1", "node2", "node3"):
         assert set(report["hosts"][node]["scenarios"]) == {"cni"}, report["hosts"][node]
         assert report["hosts"][node]["scenarios"]["cni"]["status"] == "ran"
+
+
+def test_logs_units_as_json_text(ansible):
+    """-e 'logs_units=["kubelet","containerd"]' (JSON text) reaches node_logs as two units (the module's
+    own list type would split the text at the comma into '["kubelet"' and '"containerd"]')."""
+    result = run(ansible, "logs.yml", 'logs_units=["kubelet","containerd"]', "logs_api=false")
+    assert result.rc == 0, result
+    invocations = [r["result"]["invocation"]["module_args"] for r in result.results(action="node_logs")]
+    assert len(invocations) == 3 and all(a["units"] == ["kubelet", "containerd"] for a in invocations), invocations
