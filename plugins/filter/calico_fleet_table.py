@@ -14,6 +14,8 @@ description:
   - Turns the C(calico_bgp_status) results of several nodes into text lines, one per node
     and peer, with the peer's node name, type, state, BGP state, since and cause.
   - A node with no result (failed or unreachable) and a node whose BIRD is down get one row each.
+  - Control and bidirectional-override characters in what BIRD or the API reported are shown as visible
+    escapes such as C(\\x1b).
 options:
   _input:
     description: "Results by inventory host, C({host: calico_bgp_status result}); a null result means no data."
@@ -48,13 +50,15 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, fleet_table, normalise_nodes
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
+from ansible_collections.k8snet.triage.plugins.plugin_utils.terminal import terminal_text
 
 
 def calico_fleet_table(statuses, nodes=None, resources=None):
     if not isinstance(statuses, dict):
         raise AnsibleFilterError("calico_fleet_table expects a dict of results by host, got %s" % type(statuses).__name__)
     try:
-        return fleet_table(statuses, normalise_nodes(nodes, "nodes"), normalise_nodes(resources, "resources"))
+        return [terminal_text(line) for line in fleet_table(
+            statuses, normalise_nodes(nodes, "nodes"), normalise_nodes(resources, "resources"))]
     except NodeListError as exc:
         raise AnsibleFilterError(str(exc))
 

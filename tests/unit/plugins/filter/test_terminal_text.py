@@ -80,3 +80,14 @@ def test_triage_summary_lines_neutralises_every_field():
     assert "CRITICAL log.cni_failure (1): %s" % shown in lines
     assert "    node1  %s" % shown in lines
     assert "    next: next %s" % shown in lines
+
+
+def test_calico_fleet_table_neutralises_birds_text():
+    from ansible_collections.k8snet.triage.plugins.filter.calico_fleet_table import calico_fleet_table
+    # BIRD's "info" column (the cause) as a peer's misbehaving daemon could make it read
+    peer = {"address": "198.18.96.11", "name": "Node_198_18_96_11", "type": "node-to-node mesh", "state": "start",
+            "since": "2026-01-01", "bgp_state": "Connect", "cause": "Socket: \x1b[2K\rEstablished\nnode9 up"}
+    status = {"peers": [peer], "findings": [], "sockets": [], "changed": False}
+    lines = calico_fleet_table({"node1": status}, [{"name": "node1", "address": "198.18.96.11"}])
+    assert len(lines) == 2 and lines[1].endswith("Socket: \\x1b[2K\\rEstablished\\nnode9 up")
+    assert not any(c in "".join(lines) for c in "\x1b\r\n")
