@@ -51,6 +51,7 @@ REFUSED = [
      "stale_arp_clients_group=admins: no such group in the inventory"),
     ("triage.yml", ["stale_arp_vips=198.18.96.200", "stale_arp_owners_group=cp"],
      "stale_arp_owners_group=cp: no such group in the inventory"),
+    ("triage.yml", ["connectivity_group=peers"], "connectivity_group=peers: no such group in the inventory"),
     ("stale_arp.yml", ["stale_arp_owners_group=masters"], "stale_arp_owners_group=masters: no such group"),
     ("stale_arp.yml", ["stale_arp_clients_group=spare"], "stale_arp_clients_group=spare: the group has no host"),
     ("triage.yml", ["triage_nodes_group=spare"], "triage_nodes_group=spare: the group has no host"),
