@@ -41,18 +41,18 @@ TEST_COMMITS = {
 }
 # (fixture name, upstream path, commit)
 EXAMPLES = [
-    ("example-vs-resource_v0.1.0.configmap.yaml", "docs/_static/config_examples/example-vs-resource.configmap.yaml",
+    ("example-vs-resource_v0.1.0.configmap.yaml.upstream", "docs/_static/config_examples/example-vs-resource.configmap.yaml",
      "4b7d5836503fc2bbfbda05175924de4bb1eebd21"),
-    ("example-vs-resource_v0.1.7.configmap.yaml", "docs/_static/config_examples/example-vs-resource.configmap.yaml",
+    ("example-vs-resource_v0.1.7.configmap.yaml.upstream", "docs/_static/config_examples/example-vs-resource.configmap.yaml",
      "900de544dece393a7fbd34ea52d6eb9119f31073"),
-    ("example-vs-resource-udp_v0.1.6.configmap.yaml", "docs/_static/config_examples/example-vs-resource-udp.configmap.yaml",
+    ("example-vs-resource-udp_v0.1.6.configmap.yaml.upstream", "docs/_static/config_examples/example-vs-resource-udp.configmap.yaml",
      "f09ffb0d3f40662d7abece1a83d9e42063b0c0b4"),
     ("example-vs-resource-iapp.json", "docs/_static/config_examples/example-vs-resource-iapp.json",
      "22a0344caf33595759589e57421ed680aaf3fb20"),
-    ("sample-as3-cm-with-pool-member-disable.yaml",
+    ("sample-as3-cm-with-pool-member-disable.yaml.upstream",
      "docs/config_examples/configmap/user-defined-configmap/sample-as3-cm-with-pool-member-disable.yaml",
      "97bb49f8b67dd6ce6c27c3765e8498174bb7b541"),
-    ("f5-hello-world-service.yaml",
+    ("f5-hello-world-service.yaml.upstream",
      "docs/config_examples/configmap/user-defined-configmap/deployments/f5-hello-world-service.yaml",
      "5c170e59ead22356229e12d8d024724cc19198e0"),
 ]

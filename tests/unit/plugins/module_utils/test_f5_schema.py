@@ -70,9 +70,9 @@ def example(name):
 
 
 @pytest.mark.parametrize("name, version", [
-    ("example-vs-resource_v0.1.0.configmap.yaml", "v0.1.0"),
-    ("example-vs-resource-udp_v0.1.6.configmap.yaml", "v0.1.6"),
-    ("example-vs-resource_v0.1.7.configmap.yaml", "v0.1.7"),
+    ("example-vs-resource_v0.1.0.configmap.yaml.upstream", "v0.1.0"),
+    ("example-vs-resource-udp_v0.1.6.configmap.yaml.upstream", "v0.1.6"),
+    ("example-vs-resource_v0.1.7.configmap.yaml.upstream", "v0.1.7"),
 ])
 def test_f5_example_configmaps_validate_against_the_version_they_name(name, version):
     parsed = f5.parse_configmap(example(name), mode="cis")
@@ -99,14 +99,14 @@ def test_v0_1_0_schema_defect_is_named():
 
 def test_v0_1_0_refuses_what_v0_1_6_added():
     """udp mode came with a later schema: the same data is valid for v0.1.6 and invalid for v0.1.0 (its enum)."""
-    cm = example("example-vs-resource-udp_v0.1.6.configmap.yaml")
+    cm = example("example-vs-resource-udp_v0.1.6.configmap.yaml.upstream")
     data = json.loads(cm["data"]["data"])
     assert f5.schema_errors(data, "v0.1.6") == []
     assert f5.schema_errors(data, "v0.1.0") != []
 
 
 def test_as3_example_is_read():
-    parsed = f5.parse_configmap(example("sample-as3-cm-with-pool-member-disable.yaml"), mode="cis")
+    parsed = f5.parse_configmap(example("sample-as3-cm-with-pool-member-disable.yaml.upstream"), mode="cis")
     assert parsed["kind"] == "as3" and parsed["errors"] == []
     assert parsed["tenants"] == {"test": {"app1": {
         "virtual_addresses": ["10.8.1.183"],
