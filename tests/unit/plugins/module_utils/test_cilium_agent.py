@@ -412,7 +412,10 @@ def test_metrics_url_outside_the_node_is_refused():
     for url in ("http://127.0.0.1:9962/metrics", "http://127.0.0.53:9962/metrics", "http://[::1]:9962/metrics",
                 "http://localhost:9962/metrics"):
         ca.check_metrics_host(url, never)
-    own = lambda: ["127.0.0.1", "198.18.2.11", "fe80::1"]  # noqa: E731
+
+    def own():
+        return ["127.0.0.1", "198.18.2.11", "fe80::1"]
+
     ca.check_metrics_host("http://198.18.2.11:9962/metrics", own)
     with pytest.raises(InputError) as info:
         ca.check_metrics_host("http://198.18.2.12:9962/metrics", own)
