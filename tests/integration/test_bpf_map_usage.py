@@ -255,6 +255,22 @@ def test_orphan_sweep_above_its_share_is_refused_naming_the_option(lab, ansible,
     assert len(lb.bpftool_entries(lab, "node2", made["backends"])) == 2
 
 
+
+def test_playbook_passes_the_orphan_guards_as_role_variables(lab, ansible, clean_bpffs):
+    """The role's cilium_maps_max_orphan_share reaches the module, also as the string -e gives."""
+    made = lb.cilium_lb_maps(lab, "node2", services=2, backends_per_service=1, orphans=6)
+    before = snapshot(lab, "node2", made)
+    run = ansible.playbook("playbooks/cilium_maps.yml", {"cilium_maps_cleanup": True,
+                                                         "cilium_maps_max_orphan_share": "0.5"}, limit="node2")
+    assert run.rc != 0
+    failed = [r for r in run.records if r["host"] == "node2" and r["status"] == "failed"]
+    assert failed and "max_orphan_share=0.5" in failed[0]["result"]["msg"], failed
+    assert snapshot(lab, "node2", made) == before  # bpftool: nothing deleted
+    ok = ansible.playbook("playbooks/cilium_maps.yml", {"cilium_maps_cleanup": True,
+                                                        "cilium_maps_max_orphan_share": 0.6}, limit="node2")
+    assert ok.rc == 0, ok
+    assert len(lb.bpftool_entries(lab, "node2", made["backends"])) == 2
+
 # ---------------------------------------------------- partial progress is never lost (issue 11)
 def test_cleanup_failing_halfway_returns_what_it_deleted(lab, ansible, clean_bpffs):
     """Regression: a cleanup that failed after deleting keys returned only the pin path.
