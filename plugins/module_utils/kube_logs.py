@@ -148,6 +148,79 @@ def read_pod(kube, pod, containers, tail_lines, since_seconds, limit_bytes):
     return entries, row
 
 
+LAST_LINES = 10
+WAITING = ("ContainerCreating", "PodInitializing")
+
+
+def _pod_state(pod):
+    """(phase, waiting reasons, last termination) of a pod, as kubectl describe shows them."""
+    status = pod.get("status") or {}
+    waiting, last = [], None
+    for item in status.get("containerStatuses") or []:
+        reason = ((item.get("state") or {}).get("waiting") or {}).get("reason")
+        if reason:
+            waiting.append(reason)
+        ended = (item.get("lastState") or {}).get("terminated")
+        if ended and last is None:
+            last = {"container": item.get("name"), "reason": ended.get("reason"), "exit_code": ended.get("exitCode"),
+                    "finished": ended.get("finishedAt")}
+    return status.get("phase"), waiting, last
+
+
+def unexplained(pod, lines, events, events_read=True):
+    """Findings for a pod that is not running and ready, or restarted, and whose lines and events matched no
+    signature: ``log.crash_unexplained`` (info: its last lines as they are, previous container first) and
+    ``log.pod_not_started`` (warning: the Warning events of a Pending or ContainerCreating pod, latest first;
+    info when the events were read and none says why).  A healthy pod that never restarted gives nothing."""
+    phase, waiting, last = _pod_state(pod)
+    restarts = _restarts(pod)
+    if _healthy(pod) and not restarts:
+        return []
+    subject = pod_subject(pod)
+    name = "%s/%s" % (meta(pod, "namespace"), meta(pod, "name"))
+    node = (pod.get("spec") or {}).get("nodeName")
+    where = " on %s" % node if node else " (not scheduled)"
+    parts = ["phase %s" % phase if phase else "",
+             "waiting: %s" % ", ".join(sorted(set(waiting))) if waiting else "",
+             "%d restart%s" % (restarts, "" if restarts == 1 else "s") if restarts else "",
+             "last exit %s (%s)" % (last["exit_code"], last["reason"]) if last else ""]
+    state = "; ".join(part for part in parts if part)
+    found = []
+    previous = [e for e in lines if e["origin"].endswith(" previous")]
+    shown = (previous or lines)[-LAST_LINES:]
+    if shown:
+        texts = [{"time": e["time"], "text": logs.excerpt(e["text"]), "origin": e["origin"]} for e in shown]
+        found.append(finding(
+            "log.crash_unexplained", "info", "control-plane", subject,
+            "%s%s is not running and ready (%s) and none of its %d log lines matches a known network "
+            "signature; its last line: %s" % (name, where, state, len(lines), texts[-1]["text"]),
+            {"pod": name, "node": node, "state": state, "last_termination": last, "last_lines": texts,
+             "lines_read": len(lines)},
+            "read the last lines below (kubectl logs -n %s %s%s) for the cause the signatures do not "
+            "know" % (meta(pod, "namespace"), meta(pod, "name"), " --previous" if previous else "")))
+    starting = phase == "Pending" or bool(set(waiting) & set(WAITING))
+    if events and starting:
+        events = sorted(events, key=lambda e: event_time(e) or "", reverse=True)
+        latest = events[0]
+        rows = [{"time": event_time(e), "reason": e.get("reason"), "count": e.get("count") or 1,
+                 "message": logs.excerpt(e.get("message") or "", 300)} for e in events[:LAST_LINES]]
+        found.append(finding(
+            "log.pod_not_started", "warning", "control-plane", subject,
+            "%s%s has not started (%s): %s %s" % (
+                name, where, state, latest.get("reason") or "", logs.excerpt(latest.get("message") or "", 300)),
+            {"pod": name, "node": node, "state": state, "events": rows, "events_count": len(events)},
+            "the events say why the pod cannot start (kubectl describe pod -n %s %s): a sandbox the CNI could "
+            "not set up, a volume, an image, or no node that fits" % (meta(pod, "namespace"), meta(pod, "name"))))
+    elif starting and not lines and events_read:
+        found.append(finding(
+            "log.pod_not_started", "info", "control-plane", subject,
+            "%s%s has not started (%s): no Warning event of it says why" % (name, where, state or "no status"),
+            {"pod": name, "node": node, "state": state, "events": [], "events_count": 0},
+            "kubectl describe pod -n %s %s; on the node, the runtime's view (crictl pods, crictl ps -a) and "
+            "kubelet's log" % (meta(pod, "namespace"), meta(pod, "name"))))
+    return found
+
+
 def api_check(params, kube_factory, now=None):
     """The whole kube_logs run: ``params`` in, ``{"data": {"pods", "events", "matches"}, "findings": [...]}`` out."""
     checked = rules.validate(params, RULES)
@@ -162,7 +235,7 @@ def api_check(params, kube_factory, now=None):
     want_events = params.get("events", True)
     kube = kube_factory(params)
 
-    entries, pods_read, errors, seen = [], [], [], set()
+    entries, pods_read, errors, seen, pod_lines = [], [], [], set(), {}
     pods_by_namespace = {}
     for target in targets:
         pods = kube.pods(target["namespace"], label_selector=target["label_selector"])
@@ -180,9 +253,10 @@ def api_check(params, kube_factory, now=None):
             row["target"] = target["name"]
             entries.extend(got)
             pods_read.append(row)
+            pod_lines[key] = got
             errors.extend("%s/%s %s: %s" % (key[0], key[1], c["name"], e) for c in row["containers"] for e in c["errors"])
 
-    warnings, skipped = [], []
+    warnings, skipped, pod_events, events_failed = [], [], {}, set()
     if want_events:
         # events are optional: a 403, a timeout or a malformed answer is a warning and the logs still count
         events = []
@@ -190,10 +264,14 @@ def api_check(params, kube_factory, now=None):
             read = functools.partial(kube.events, namespace, field_selector="involvedObject.kind=Pod")
             got, failed = optional_read(read, "the events of namespace %s" % namespace, namespace, "pod events")
             skipped.extend([failed] if failed else [])
+            if failed:
+                events_failed.add(namespace)
             for event in got or []:
                 name = (event.get("involvedObject") or {}).get("name")
                 if name in pods:
                     events.append((event, pod_subject(pods[name])))
+                    if event.get("type") == "Warning":
+                        pod_events.setdefault((namespace, name), []).append(event)
         if nodes:
             got, failed = optional_read(lambda: kube.events("default", field_selector="involvedObject.kind=Node"),
                                         "the node events (namespace default)", "default", "node events")
@@ -214,6 +292,13 @@ def api_check(params, kube_factory, now=None):
 
     groups = logs.match(entries)
     found = logs.findings(groups) + skipped
+    explained = set(g["subject"] for g in groups)
+    for namespace, pods in sorted(pods_by_namespace.items()):
+        for name, pod in sorted(pods.items()):
+            if pod_subject(pod) not in explained:
+                found.extend(unexplained(pod, pod_lines.get((namespace, name)) or [],
+                                         pod_events.get((namespace, name)) or [],
+                                         events_read=want_events and namespace not in events_failed))
     if errors:
         found.append(finding(
             "log.not_readable", "warning", "control-plane", "cluster",

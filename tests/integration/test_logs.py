@@ -179,6 +179,7 @@ def test_kube_logs_reads_previous_logs_and_events_through_the_api(lab, ansible, 
         ("log.calico_network_unavailable_update_failed", "node2/calico-node-m4q8z"),
         ("log.cni_not_initialized", "node3"),
         ("log.coredns_upstream_timeout", "node1/coredns-5d78c9869d-h2x7q"),
+        ("log.pod_not_started", "node3/calico-node-z9t5r"),  # Pending, no log, no event says why
         ("log.pod_sandbox_failed", "node3/coredns-5d78c9869d-p8k4n"),
     ]
     calico = result["findings"][0]
@@ -219,7 +220,7 @@ def test_logs_role_gives_each_node_its_findings(lab, ansible, api, node_files):
     assert ("log.calico_network_unavailable_update_failed", "node2/calico-node-m4q8z") in checks(facts["node2"]["logs_findings"])
     assert checks(facts["node3"]["logs_findings"]) == [
         ("log.cni_not_initialized", "node3"), ("log.conntrack_table_full", "node3"),
-        ("log.pod_sandbox_failed", "node3/coredns-5d78c9869d-p8k4n")]
+        ("log.pod_not_started", "node3/calico-node-z9t5r"), ("log.pod_sandbox_failed", "node3/coredns-5d78c9869d-p8k4n")]
     assert [m["check"] for m in facts["node2"]["logs_matches"]] == ["log.calico_network_unavailable_update_failed"]
 
 

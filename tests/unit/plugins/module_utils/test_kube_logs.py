@@ -35,8 +35,12 @@ def test_unhealthy_pods_first_and_previous_logs_only_after_a_restart():
     assert [p["name"] for p in out["data"]["pods"]] == ["calico-node-m4q8z", "calico-node-z9t5r"]
     assert fake.asked == [("calico-node-m4q8z", True, 50)]  # m4q8z is waiting (no current log); z9t5r never started
     found = [(f["check"], f["subject"]) for f in out["findings"]]
-    assert found == [("log.calico_network_unavailable_update_failed", "node2/calico-node-m4q8z")]
+    # z9t5r is Pending, wrote nothing and no event says why: said so (info), not silently dropped
+    assert found == [("log.calico_network_unavailable_update_failed", "node2/calico-node-m4q8z"),
+                     ("log.pod_not_started", "node3/calico-node-z9t5r")]
     assert out["findings"][0]["evidence"]["lines"][0]["time"] == "2026-01-01T11:54:02.131000000Z"
+    pending = out["findings"][1]
+    assert pending["severity"] == "info" and "no Warning event of it says why" in pending["summary"]
 
 
 def test_event_lines_carry_reason_and_object():
@@ -44,3 +48,74 @@ def test_event_lines_carry_reason_and_object():
     entry = kube_logs.event_entry(event, "node3/coredns-5d78c9869d-p8k4n")
     assert entry["text"].startswith("Warning FailedCreatePodSandBox Pod/coredns-5d78c9869d-p8k4n: Failed to create")
     assert entry["time"] == "2026-01-01T11:59:40Z"
+
+
+# cilium/cilium#4254 (2018-05, the agent's log as its reporter pasted it): a crash loop no signature knows.
+CILIUM_4254 = """level=warning msg="+ ip -6 route add table 2005 fe80::ec42:46ff:fe44:c4d1/128 dev cilium_host"
+level=warning msg="RTNETLINK answers: File exists"
+level=error msg="Error while initializing daemon" error="exit status 2"
+level=fatal msg="Error while creating daemon" error="exit status 2"
+"""
+# kubernetes/cloud-provider-alibaba-cloud#46 (2019-04): the scheduler's event for a pod no node takes.
+FAILED_SCHEDULING = "0/2 nodes are available: 2 node(s) had taints that the pod didn't tolerate."
+
+
+def _pod(name, node, phase, statuses, ready=False):
+    return {"metadata": {"namespace": "kube-system", "name": name, "labels": {"k8s-app": "cilium"}},
+            "spec": {"nodeName": node, "containers": [{"name": "cilium-agent"}]},
+            "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                       "containerStatuses": statuses}}
+
+
+class CrashKube(object):
+    """A crash-looping agent with a log no signature matches, and an agent no node takes."""
+
+    def __init__(self):
+        crashed = {"name": "cilium-agent", "restartCount": 5,
+                   "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                   "lastState": {"terminated": {"reason": "Error", "exitCode": 1,
+                                                "finishedAt": "2026-01-01T11:59:00Z"}}}
+        self.objects = [_pod("cilium-x1", "node2", "Running", [crashed]),
+                        _pod("cilium-p2", None, "Pending", [])]
+
+    def pods(self, namespace, label_selector=None):
+        return [p for p in self.objects if p["metadata"]["namespace"] == namespace]
+
+    def pod_log(self, namespace, name, container, previous=False, **bounds):
+        lines = CILIUM_4254.splitlines()
+        return "".join("2026-01-01T11:58:5%dZ %s\n" % (i, line) for i, line in enumerate(lines)) if previous else ""
+
+    def events(self, namespace, field_selector=None):
+        return [{"metadata": {"namespace": namespace, "name": "cilium-p2.1"}, "type": "Warning",
+                 "reason": "FailedScheduling", "message": FAILED_SCHEDULING, "count": 25,
+                 "lastTimestamp": "2026-01-01T11:59:30Z",
+                 "involvedObject": {"kind": "Pod", "namespace": namespace, "name": "cilium-p2"}}]
+
+
+def test_a_crash_no_signature_knows_shows_its_last_lines_and_a_pending_pod_its_events():
+    target = {"name": "cilium", "namespace": "kube-system", "label_selector": "k8s-app=cilium"}
+    out = kube_logs.api_check({"targets": [target]}, lambda params: CrashKube(), now=1767268800)
+    found = dict((f["check"], f) for f in out["findings"])
+    assert sorted(found) == ["log.crash_unexplained", "log.no_signature", "log.pod_not_started"]
+    crash = found["log.crash_unexplained"]
+    assert crash["subject"] == "node2/cilium-x1" and crash["severity"] == "info"
+    # the text the operator needs, in order, with its time and where it was read
+    assert [line["text"] for line in crash["evidence"]["last_lines"]] == CILIUM_4254.splitlines()
+    assert crash["evidence"]["last_lines"][-1]["origin"] == "kube-system/cilium-x1 cilium-agent previous"
+    assert 'Error while creating daemon' in crash["summary"] and "5 restarts" in crash["summary"]
+    assert "last exit 1 (Error)" in crash["summary"] and "--previous" in crash["remediation"]
+    pending = found["log.pod_not_started"]
+    assert pending["severity"] == "warning" and pending["subject"] == "kube-system/cilium-p2"
+    assert "FailedScheduling " + FAILED_SCHEDULING in pending["summary"] and "(not scheduled)" in pending["summary"]
+    assert pending["evidence"]["events"][0]["count"] == 25
+
+
+def test_a_matched_or_healthy_pod_gives_no_unexplained_finding():
+    healthy = _pod("cilium-ok", "node1", "Running", [{"name": "cilium-agent", "restartCount": 0,
+                                                      "state": {"running": {}}}], ready=True)
+    assert kube_logs.unexplained(healthy, [], []) == []
+    # m4q8z's previous log matches calico's signature: the signature finding speaks, nothing else
+    fake = FakeKube()
+    target = {"name": "calico-node", "namespace": "kube-system", "label_selector": "k8s-app=calico-node"}
+    out = kube_logs.api_check({"targets": [target], "max_pods": 1}, lambda params: fake, now=1767268800)
+    assert [f["check"] for f in out["findings"]] == ["log.calico_network_unavailable_update_failed"]
