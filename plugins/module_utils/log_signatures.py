@@ -73,7 +73,7 @@ SIGNATURES = (
         "severity": "critical",
         "layer": "L3",
         "pattern": r"(?:NetworkPluginNotReady|cni plugin not initialized|network plugin is not ready: "
-                   r"cni config uninitialized)",
+                   r"cni config uninitialized|[Nn]etwork plugin not installed)",
         "meaning": "kubelet reports the container runtime's network not ready: no usable CNI configuration or "
                    "plugin on this node yet",
         "remediation": "run the cni scenario (k8snet.triage.cni_config_check) on this node (/etc/cni/net.d, "
@@ -83,7 +83,9 @@ SIGNATURES = (
         "sources": ["https://github.com/kubernetes/kubernetes/issues/43815",
                     "https://github.com/containerd/containerd/issues/8419",
                     "https://github.com/kubernetes/kubernetes/blob/master/pkg/kubelet/kubelet.go "
-                    "(\"Container runtime network not ready\")"],
+                    "(\"Container runtime network not ready\")",
+                    "https://cloud.google.com/kubernetes-engine/distributed-cloud/bare-metal/docs/troubleshooting/"
+                    "networking (\"Network plugin not installed\")"],
     },
     {
         "check": "log.pod_sandbox_failed",

@@ -20,7 +20,7 @@ DEFAULT_CNI_DAEMONSETS = ("calico-node", "cilium", "anetd")
 DEFAULT_CNI_NAMESPACES = ("kube-system", "calico-system")
 WATCHED_TAINTS = ("node.kubernetes.io/network-unavailable", "node.kubernetes.io/not-ready",
                   "node.kubernetes.io/unreachable", "node.cilium.io/agent-not-ready")
-CNI_NOT_READY_MARKERS = ("NetworkPluginNotReady", "cni plugin not initialized")
+CNI_NOT_READY_MARKERS = ("NetworkPluginNotReady", "cni plugin not initialized", "Network plugin not installed")
 
 
 def parse_time(value):

@@ -61,3 +61,16 @@ def test_healthy_cluster_gives_one_ok():
 def test_parse_time():
     assert nn.parse_time("2026-01-01T00:00:00Z") == 1767225600
     assert nn.parse_time(None) is None and nn.parse_time("yesterday") is None
+
+
+def test_network_plugin_not_installed_in_the_ready_message_is_cni_not_ready():
+    """The GDC runbook's kubelet text (cloud.google.com/kubernetes-engine/distributed-cloud/bare-metal/docs/
+    troubleshooting/networking): "Network plugin not installed"."""
+    import copy
+    node3 = copy.deepcopy([n for n in of_kind(OBJS, "Node") if n["metadata"]["name"] == "node3"][0])
+    for condition in node3["status"]["conditions"]:
+        if condition["type"] == "Ready":
+            condition["message"] = "container runtime network not ready: Network plugin not installed"
+    dummy, found = run(nodes=[node3])
+    [ready] = [f for f in found if f["check"] == "node.cni_not_ready"]
+    assert "Network plugin not installed" in ready["summary"]
