@@ -7,16 +7,22 @@ as triage-report.json and triage-report.html, and published as AWX artifacts."""
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from datetime import datetime, timezone
 
 import jinja2
+import yaml
+
+from ansible.release import __version__ as ansible_version
 
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.k8snet.triage.plugins.filter.as_list import as_list
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.plugin_utils import report, report_history, report_metrics, report_silences
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_select
 
 ARGUMENT_SPEC = dict(
@@ -28,8 +34,63 @@ ARGUMENT_SPEC = dict(
     artifact_findings=dict(type="int", default=50),
     select=dict(type="str", default=""),
     scenarios=dict(type="list", elements="str"),
+    history=dict(type="raw", default=20),
+    previous=dict(type="path"),
+    silences=dict(type="path"),
+    silence_max_days=dict(type="raw", default=90),
+    metrics_dir=dict(type="path"),
+    metrics_file=dict(type="str", default="k8snet_triage.prom"),
+    metrics_labels=dict(type="dict", default={}),
+    started=dict(type="raw"),
 )
 NAMES = ("triage-report.json", "triage-report.html")
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def collection_version():
+    """The collection's version, from MANIFEST.json (installed) or galaxy.yml (a checkout); None if neither says."""
+    try:
+        with open(os.path.join(COLLECTION_ROOT, "MANIFEST.json")) as handle:
+            return str(json.load(handle)["collection_info"]["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        with open(os.path.join(COLLECTION_ROOT, "galaxy.yml")) as handle:
+            return str(yaml.safe_load(handle)["version"])
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return None
+
+
+def process_started(pid=None):
+    """When the ansible-playbook process started (seconds since the epoch), read from Linux's /proc: the
+    action runs in a worker that process forked.  None where /proc does not say."""
+    try:
+        with open("/proc/stat") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
+        with open("/proc/%d/stat" % (pid or os.getppid())) as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return boot + int(fields[19]) / float(os.sysconf("SC_CLK_TCK"))  # field 22, starttime
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def started_at(value, now):
+    """The run's start (seconds since the epoch): ``value`` (seconds, or ISO 8601 with a timezone) when
+    given, else the ansible-playbook process's start; None when neither is plausible (after now, or
+    more than a week before)."""
+    if value not in (None, ""):
+        try:
+            start = float(value)
+        except (TypeError, ValueError):
+            try:
+                start = report_silences.parse_expiry(value).timestamp()
+            except ValueError as exc:
+                raise AnsibleError("report_write: started %r is not a time: %s" % (value, exc))
+    else:
+        start = process_started()
+    if start is None or start > now + 1 or now - start > 7 * 86400:
+        return None
+    return min(start, now)
 
 
 class ActionModule(ActionBase):
@@ -75,6 +136,78 @@ class ActionModule(ActionBase):
                     pass  # refused where it is used, with its own message
         return out
 
+    @staticmethod
+    def _validated(args):
+        """The history, silence and metrics options checked before anything is gathered."""
+        try:
+            args["history"] = report_history.validate_keep(args["history"])
+            args["silence_max_days"] = report_silences.validate_max_days(args["silence_max_days"])
+            args["metrics_labels"] = report_metrics.validate_labels(args["metrics_labels"])
+            report_metrics.validate_file_name(args["metrics_file"])
+        except (ValueError, AnsibleError) as exc:
+            raise AnsibleError("report_write: %s" % getattr(exc, "message", exc))
+        if args["metrics_dir"] and not os.path.isdir(args["metrics_dir"]):
+            raise AnsibleError("report_write: report_metrics_dir %s is not an existing directory; give the directory "
+                               "node_exporter reads (--collector.textfile.directory)" % args["metrics_dir"])
+        return args
+
+    def _run_info(self, task_vars, requested, started, finished):
+        """The run's metadata for the report: inventory, limit, scenarios asked, versions, AWX job, duration."""
+        def var(name):
+            value = task_vars.get(name)
+            return None if value in (None, "") else report.plain(value)
+        job = var("awx_job_id") or var("tower_job_id") or os.environ.get("JOB_ID") or None
+        sources = var("ansible_inventory_sources")
+        return {"inventory": sources if isinstance(sources, list) else ([sources] if sources else []),
+                "limit": var("ansible_limit"), "scenarios": list(requested), "check_mode": bool(task_vars.get("ansible_check_mode")),
+                "collection_version": collection_version(), "ansible_version": ansible_version,
+                "awx_job_id": str(job) if job is not None else None,
+                "awx_job_template": var("awx_job_template_name") or var("tower_job_template_name"),
+                "awx_user": var("awx_user_name") or var("tower_user_name"),
+                "credentials": var("triage_api_source"),
+                "started": datetime.fromtimestamp(started, timezone.utc).isoformat() if started else None,
+                "duration_seconds": round(finished - started, 3) if started else None}
+
+    def _annotate(self, args, data, directory, now, generated):
+        """Silences, then the comparison with the previous report; returns warnings."""
+        warnings, extra = [], []
+        if args["silences"]:
+            active, problems, summary = report_silences.load(args["silences"], now, args["silence_max_days"])
+            extra.extend(problems)
+            data["silences"] = summary
+        previous, source, error = None, None, None
+        if args["previous"] or directory:
+            try:
+                previous, source = report_history.previous_report(directory, args["previous"])
+            except AnsibleError as exc:
+                error = str(getattr(exc, "message", exc))
+                warnings.append("report_write: %s; every finding counts as new" % error)
+                extra.append(finding("triage.history_unreadable", "warning", "control-plane", "previous report",
+                                     "the previous report cannot be read, so every finding counts as new: %s" % error,
+                                     {"error": error}, "Remove or repair the file named, or give report_previous"))
+        report.add_run_findings(data, extra)
+        if args["silences"]:
+            report_silences.apply(data["findings"], active, summary)
+        report_history.compare(data, previous, generated, source, error)
+        report.recount(data)
+        return warnings
+
+    def _write_extra(self, args, data, directory, generated, finished, started):
+        """The history entry and the metrics file; returns (changed, files)."""
+        changed, files = False, {}
+        if directory and args["history"]:
+            files["history"] = report_history.keep_history(directory, data, generated, args["history"])
+            changed = True
+        if args["metrics_dir"]:
+            text = report_metrics.render(data, finished, (finished - started) if started else None, args["metrics_labels"],
+                                         {"collection_version": data["run"]["collection_version"] or "",
+                                          "ansible_version": ansible_version})
+            where = report.check_directory(args["metrics_dir"], args["metrics_dir"])
+            path = os.path.join(where, args["metrics_file"])
+            changed = report.write_file(path, text, mode=0o644) or changed
+            files[args["metrics_file"]] = path
+        return changed, files
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
@@ -85,27 +218,45 @@ class ActionModule(ActionBase):
                           % args["artifact_findings"])
             return result
         try:
+            args = self._validated(args)
             limit = task_vars.get("ansible_limit")
-            data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], self._requested(args, task_vars),
+            requested = self._requested(args, task_vars)
+            data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], requested,
                                         str(limit) if limit else None)
+            now = datetime.now(timezone.utc)
+            started = started_at(args["started"], now.timestamp())
         except AnsibleError as exc:
-            result.update(failed=True, msg=str(exc))
+            result.update(failed=True, msg=str(getattr(exc, "message", exc)))
             return result
         # the files, then the artifacts whatever became of the files: a report that cannot be
         # written is said (write_error, and the role fails after the summary), never a lost summary
-        files, changed, error = {}, False, None
+        files, changed, error, directory, warnings = {}, False, None, None, []
         if args["output_dir"]:
             try:
                 directory = report.output_directory(args["output_dir"])
-                generated = datetime.now(timezone.utc)
-                texts = dict(zip(NAMES, (report.report_json(dict(data, generated=generated.isoformat())),
-                                         self._html(args["template"], data, generated))))
+            except AnsibleError as exc:
+                error = str(getattr(exc, "message", exc))
+        warnings.extend(self._annotate(args, data, directory, now, now.isoformat()))
+        data["generated"] = now.isoformat()
+        data["run"] = self._run_info(task_vars, requested, started, time.time())
+        if directory:
+            try:
+                texts = dict(zip(NAMES, (report.report_json(data), self._html(args["template"], data, now))))
                 # in check mode, said as a change that would be made
                 changed = True if self._task.check_mode else report.write_pair(directory, texts)
                 files = dict((name, os.path.join(directory, name)) for name in NAMES)
             except AnsibleError as exc:
                 error = str(getattr(exc, "message", exc))
-                result["warnings"] = ["report_write: the report files were not written: %s" % error]
+        if not self._task.check_mode and error is None:
+            try:
+                more, extra = self._write_extra(args, data, directory, now, now.timestamp(), started)
+                changed, files = changed or more, dict(files, **extra)
+            except AnsibleError as exc:
+                error = str(getattr(exc, "message", exc))
+        if error:
+            warnings.append("report_write: the report files were not written: %s" % error)
+        if warnings:
+            result["warnings"] = warnings
         if args["set_stats"]:
             try:
                 listed = (report_select(data, args["select"], task_vars.get("groups"))

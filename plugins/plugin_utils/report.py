@@ -272,6 +272,37 @@ def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
     }
 
 
+def recount(data):
+    """The counts and the worst severity again, after findings were added or silenced: ``counts.active``
+    is ``counts.severity`` without the silenced findings, ``counts.silenced`` how many are."""
+    data["findings"] = sort_findings(data["findings"])
+    flat = data["findings"]
+    problems = [f for f in flat if f["severity"] != "ok"]
+    counts = data["counts"]
+    counts["severity"] = dict((name, sum(1 for f in flat if f["severity"] == name)) for name in SEVERITIES)
+    counts["layer"] = dict(Counter(f["layer"] for f in problems))
+    counts["check"] = dict(Counter(f["check"] for f in problems))
+    counts["active"] = dict((name, sum(1 for f in flat if f["severity"] == name and not f.get("silenced")))
+                            for name in SEVERITIES)
+    counts["silenced"] = sum(1 for f in flat if f.get("silenced"))
+    data["worst"] = worst(flat)
+    return data
+
+
+def add_run_findings(data, items):
+    """Add the run's own findings (about the silences file, the history) as fleet findings of the
+    controller, as the coverage findings are; the caller recounts."""
+    where = "localhost" if "localhost" in data["hosts"] else None
+    for item in items:
+        data["findings"].append(dict(item, scenario="triage", scope="fleet", host=where, hosts=[where] if where else []))
+        if where:
+            entry = data["hosts"][where]
+            entry["counts"][item["severity"]] = entry["counts"].get(item["severity"], 0) + 1
+            before = [{"severity": entry["verdict"]}] if entry["verdict"] in SEVERITIES else []
+            entry["verdict"] = entry["worst"] = worst([item] + before)
+    return data
+
+
 ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _ESCAPE_TABLE = str.maketrans(ESCAPES)
 
@@ -285,6 +316,11 @@ def _plain(value):
     if value is None or isinstance(value, (bool, int, float)):
         return value
     return str(value)
+
+
+def plain(value):
+    """Public name of the conversion to plain JSON types (the history and the metrics use it)."""
+    return _plain(value)
 
 
 def triage_html_json(data):
@@ -310,8 +346,14 @@ def artifacts(report, listed, limit, html=None):
     hosts = dict((name, {"status": info["status"], "reason": _truncate(info["reason"], 200), "verdict": info["verdict"],
                          "counts": info["counts"]}) for name, info in report["hosts"].items())
     findings = [item for item in listed if isinstance(item, dict) and item.get("severity") != "ok"][:max(0, limit)]
-    return {"worst": report["worst"], "counts": report["counts"], "coverage": report["coverage"], "hosts": hosts,
-            "findings": findings, "report": html}
+    out = {"worst": report["worst"], "counts": report["counts"], "coverage": report["coverage"], "hosts": hosts,
+           "findings": findings, "report": html}
+    since = report.get("since")
+    if isinstance(since, dict):
+        # the comparison with the previous run, as counts (the JSON report lists what was resolved)
+        out["since"] = {"previous": since.get("previous"), "new": since.get("new", 0), "ongoing": since.get("ongoing", 0),
+                        "resolved": len(since.get("resolved") or []), "unverified": len(since.get("unverified") or [])}
+    return out
 
 
 def _truncate(text, length):
@@ -428,6 +470,12 @@ def _check_directory(directory, given, me):
             "could replace the report; give a directory of your own (chmod o-w)"
             % (given, directory, stat.S_IMODE(st.st_mode)))
     return directory
+
+
+def check_directory(directory, given):
+    """Refuse ``directory`` when another user could swap what it holds (as for report_output_dir);
+    returns its real path.  ``given``: the name the user gave, for the message."""
+    return _check_directory(directory, given, os.geteuid())
 
 
 def _unlink(path):

@@ -18,6 +18,13 @@ except ImportError:  # pragma: no cover - exercised by the unit test that hides 
     JMESPathError = Exception
 
 FINDING_KEYS = ("check", "severity")
+# report_fail_on's shorthand values: each is the JMESPath expression it stands for (a bare word is
+# never a useful condition of its own - it would name a field the report does not have).
+SHORTHANDS = {
+    "critical": "findings[?severity=='critical' && !silenced]",
+    "new_critical": "findings[?severity=='critical' && !silenced && (state=='new' || escalated)]",
+    "new_warning": "findings[?(severity=='critical' || severity=='warning') && !silenced && (state=='new' || escalated)]",
+}
 
 
 def _require(option):
@@ -90,12 +97,15 @@ def report_fail_on(report, expression, groups=None):
     _require("report_fail_on")
     findings = _findings_with_groups(report, groups, "report_fail_on")
     data = dict(report, findings=findings)
+    if isinstance(expression, str) and expression.strip() in SHORTHANDS:
+        expression = SHORTHANDS[expression.strip()]
     found = _search(expression, data, "report_fail_on")
     if found is None:
         # a misspelt field gives null, which would never fail the run: a false green, so refuse it
         raise AnsibleFilterError(
             "report_fail_on %r evaluated to null: it names a field the report does not have (the report has "
-            "findings, counts, hosts and worst; findings have check, severity, layer, subject, host and groups); "
+            "findings, counts, hosts, since and worst; findings have check, severity, layer, subject, host, groups, "
+            "state, first_seen, escalated and silenced); "
             "an expression that selects nothing must give [] or false, e.g. findings[?severity=='critical']"
             % (expression,))
     return _truthy(found)

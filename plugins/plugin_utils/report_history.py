@@ -1,0 +1,243 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The fleet report over time (controller side): each finding's stable identity, the comparison with
+the previous report (new, ongoing with first_seen, resolved, unverified) and the history of the last
+reports kept in the report directory.
+
+Identity: the first 16 hex digits of the SHA-256 of the JSON array ``[check, host, subject]``
+(``host`` as recorded, the controller's name for fleet findings).  The summary, the evidence and the
+severity are not part of it: a finding whose numbers change, or that turns from warning to critical,
+is the same finding (``escalated`` says the latter)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+from collections import Counter
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES
+from ansible_collections.k8snet.triage.plugins.plugin_utils import report
+
+HISTORY_DIR = "history"
+HISTORY_NAME = re.compile(r"^triage-report-(\d{8}T\d{6}\.\d{6}Z)\.json$")
+HISTORY_FORMAT = 1
+MAX_HISTORY = 1000
+MAX_HISTORY_FINDINGS = 10000
+TEXT_LIMIT = 300
+REACHED = ("reached", "controller")
+RANK = dict((name, i) for i, name in enumerate(SEVERITIES))
+
+
+def finding_id(item):
+    """The finding's stable identity: sha256 of the JSON array [check, host, subject], 16 hex digits."""
+    key = [str(item.get("check")), item.get("host"), item.get("subject")]
+    text = json.dumps(report.plain(key), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _problems(findings):
+    """{id: finding} of the findings that are not ok (ok findings have no state)."""
+    out = {}
+    for item in findings or []:
+        if isinstance(item, dict) and item.get("severity") in SEVERITIES and item.get("severity") != "ok":
+            out.setdefault(item.get("id") or finding_id(item), item)
+    return out
+
+
+def _rechecked(data, item):
+    """Whether this run looked again where ``item`` (a finding of the previous report) was found: its host
+    is in the report, reached, and its scenario ran there (the triage's own findings are made every run)."""
+    info = (data.get("hosts") or {}).get(item.get("host"))
+    if not isinstance(info, dict):
+        return False, "its host %s is not in this report" % item.get("host")
+    scenario = item.get("scenario")
+    if scenario in (None, "triage"):
+        return True, ""
+    if info.get("status") not in REACHED:
+        return False, "its host was %s this time" % info.get("status")
+    entry = (info.get("scenarios") or {}).get(scenario) or {}
+    if entry.get("status") != "ran":
+        return False, "scenario %s %s on %s this time" % (scenario, entry.get("status") or "was not run", item.get("host"))
+    return True, ""
+
+
+def _gone(item, previous, why=None):
+    out = {"id": item.get("id") or finding_id(item), "check": item.get("check"), "host": item.get("host"),
+           "subject": item.get("subject"), "severity": item.get("severity"), "scenario": item.get("scenario"),
+           "summary": _short(item.get("summary")), "first_seen": item.get("first_seen") or previous.get("generated"),
+           "last_seen": previous.get("generated")}
+    if why:
+        out["why"] = why
+    return out
+
+
+def compare(data, previous, now, source=None, error=None):
+    """Annotate ``data`` (the report, changed in place) against ``previous`` (a report or history entry,
+    or None): every finding gets ``id``; every finding that is not ok gets ``state`` (``new`` or
+    ``ongoing``), ``first_seen``, and ``escalated`` when it is more severe than before.  ``data["since"]``
+    lists what was in the previous report and is not now: ``resolved`` when this run checked again
+    where it was found, ``unverified`` when it did not (host not reached, scenario not run).
+    ``now``: this run's time (ISO 8601), the first_seen of new findings."""
+    previous = previous if isinstance(previous, dict) else None
+    before = _problems(previous.get("findings")) if previous else {}
+    for item in data["findings"]:
+        item["id"] = finding_id(item)
+        if item.get("severity") == "ok":
+            continue
+        old = before.get(item["id"])
+        if old is None:
+            item["state"], item["first_seen"] = "new", now
+        else:
+            item["state"] = "ongoing"
+            item["first_seen"] = str(old.get("first_seen") or previous.get("generated") or now)
+            if RANK.get(item["severity"], 0) > RANK.get(old.get("severity"), 0):
+                item["escalated"] = True
+                item["previous_severity"] = old.get("severity")
+    now_ids = set(_problems(data["findings"]))
+    resolved, unverified = [], []
+    for key, item in sorted(before.items(), key=lambda kv: (str(kv[1].get("check")), str(kv[1].get("host")), kv[0])):
+        if key in now_ids:
+            continue
+        checked, why = _rechecked(data, item)
+        if checked:
+            resolved.append(_gone(item, previous))
+        else:
+            unverified.append(_gone(item, previous, why))
+    states = Counter(item.get("state") for item in data["findings"] if item.get("state"))
+    data["since"] = {"previous": previous.get("generated") if previous else None, "source": source, "error": error,
+                     "new": states.get("new", 0), "ongoing": states.get("ongoing", 0),
+                     "resolved": resolved, "unverified": unverified}
+    data["counts"]["state"] = {"new": states.get("new", 0), "ongoing": states.get("ongoing", 0),
+                               "resolved": len(resolved), "unverified": len(unverified)}
+    return data
+
+
+def _short(text):
+    text = "" if text is None else str(text)
+    return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT - 3] + "..."
+
+
+def history_entry(data):
+    """What the history keeps of a report: enough to compare with (each finding's identity, check, host,
+    subject, scenario, severity, state, first_seen, the summary cut to 300 characters) and the hosts'
+    coverage; at most 10,000 findings (the most severe first), so an entry stays a few megabytes at most."""
+    kept = []
+    for item in data["findings"][:MAX_HISTORY_FINDINGS]:
+        entry = dict((key, item.get(key)) for key in ("id", "check", "host", "scenario", "severity", "state", "first_seen"))
+        entry["subject"] = item.get("subject") if isinstance(item.get("subject"), (str, int, float)) else report.plain(item.get("subject"))
+        entry["summary"] = _short(item.get("summary"))
+        if item.get("silenced"):
+            entry["silenced"] = True
+        kept.append(entry)
+    hosts = dict((name, {"status": info.get("status"),
+                         "scenarios": dict((s, {"status": v.get("status")}) for s, v in (info.get("scenarios") or {}).items())})
+                 for name, info in (data.get("hosts") or {}).items())
+    return {"format": HISTORY_FORMAT, "generated": data.get("generated"), "findings": kept, "hosts": hosts,
+            "counts": data.get("counts"), "truncated": max(0, len(data["findings"]) - MAX_HISTORY_FINDINGS)}
+
+
+def history_dir(directory):
+    return os.path.join(directory, HISTORY_DIR)
+
+
+def _entries(path):
+    """The history files in ``path`` (regular files named as the history names them), oldest first."""
+    try:
+        names = os.listdir(path)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise AnsibleFilterError("cannot read the report history %s: %s" % (path, exc.strerror))
+    out = []
+    for name in sorted(names):
+        if HISTORY_NAME.match(name):
+            try:
+                if stat.S_ISREG(os.lstat(os.path.join(path, name)).st_mode):
+                    out.append(name)
+            except OSError:
+                continue
+    return out
+
+
+def read_report(path):
+    """A previous report (triage-report.json, or a history entry) as a dict; AnsibleFilterError says why not."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(256 * 1024 * 1024 + 1)
+    except OSError as exc:
+        raise AnsibleFilterError("cannot read the previous report %s: %s" % (path, exc.strerror))
+    if len(text) > 256 * 1024 * 1024:
+        raise AnsibleFilterError("the previous report %s is larger than 256 MiB; give another report_previous" % path)
+    try:
+        data = json.loads(text.decode("utf-8"))
+    except ValueError as exc:
+        raise AnsibleFilterError("the previous report %s is not JSON (%s)" % (path, exc))
+    if not isinstance(data, dict) or not isinstance(data.get("findings"), list):
+        raise AnsibleFilterError("the previous report %s is not a triage report (no list of findings)" % path)
+    return data
+
+
+def previous_report(directory=None, path=None):
+    """(report, source) of the run before: ``path`` when given, else the newest history entry in
+    ``directory``, else its triage-report.json; (None, None) when there is none."""
+    if path:
+        return read_report(path), path
+    if not directory:
+        return None, None
+    names = _entries(history_dir(directory))
+    if names:
+        source = os.path.join(history_dir(directory), names[-1])
+        return read_report(source), source
+    source = os.path.join(directory, "triage-report.json")
+    if os.path.isfile(source):
+        return read_report(source), source
+    return None, None
+
+
+def history_name(generated):
+    """The history file name of a report generated at ``generated`` (an aware datetime)."""
+    return "triage-report-%s.json" % generated.strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def keep_history(directory, data, generated, keep):
+    """Write this report's history entry into ``directory``/history (atomically: a temporary file renamed)
+    and remove the oldest entries beyond ``keep``.  Returns the entry's path (None when keep is 0)."""
+    if keep <= 0:
+        return None
+    path = history_dir(directory)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise AnsibleFilterError("cannot create the report history %s: %s" % (path, exc.strerror))
+    report.check_directory(path, path)
+    target = os.path.join(path, history_name(generated))
+    report.write_file(target, json.dumps(report.plain(history_entry(data)), sort_keys=True, ensure_ascii=False,
+                                         allow_nan=False, separators=(",", ":")) + "\n", mode=0o600)
+    names = _entries(path)
+    for name in names[:max(0, len(names) - keep)]:
+        try:
+            os.unlink(os.path.join(path, name))
+        except OSError:
+            pass
+    return target
+
+
+def validate_keep(value):
+    """report_history as an int in 0..1000 (survey answers arrive as strings)."""
+    try:
+        keep = int(str(value).strip()) if not isinstance(value, bool) else None
+    except ValueError:
+        keep = None
+    if keep is None or keep < 0 or keep > MAX_HISTORY:
+        raise AnsibleFilterError("report_history must be a whole number from 0 (keep none) to %d, not %r"
+                                 % (MAX_HISTORY, value))
+    return keep

@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The fleet report as OpenMetrics text, for node_exporter's textfile collector or a Pushgateway.
+
+Only gauges, without timestamps, ``# EOF`` last: the same text is valid OpenMetrics 1.0 and valid
+Prometheus text format 0.0.4 (which reads ``# EOF`` as a comment), the two formats the textfile
+collector and the Pushgateway read.  Label values are escaped as the spec says (backslash, double
+quote, newline); other control characters are written as visible escapes (``\\x1b`` as the four
+characters), so no text from a finding can end a line, a label or the exposition."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES
+
+LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+RESERVED = ("check", "severity", "host", "silenced", "status", "state", "le", "quantile",
+            "collection_version", "ansible_version")
+FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.prom$")
+HOST_STATUSES = ("reached", "controller", "unreachable", "no usable Python", "failed", "not checked")
+SCENARIO_STATUSES = ("ran", "skipped", "failed", "not run")
+VALUE_LIMIT = 256
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def label_value(value):
+    """A label value as written between the quotes: \\ as \\\\, \" as \\\", newline as \\n; other
+    control characters (and lone surrogates) as visible escapes; cut to 256 characters."""
+    text = "" if value is None else str(value)
+    if len(text) > VALUE_LIMIT:
+        text = text[:VALUE_LIMIT - 3] + "..."
+    text = text.replace("\\", "\\\\").replace("\"", "\\\"").replace("\n", "\\n")
+    return _CONTROL.sub(lambda m: "\\\\x%02x" % ord(m.group()) if ord(m.group()) < 0x100
+                        else "\\\\u%04x" % ord(m.group()), text)
+
+
+def validate_labels(labels):
+    """The constant labels given (report_metrics_labels): a mapping of label names to text.  Returns
+    them as {name: str}; ValueError names what is wrong."""
+    if labels in (None, ""):
+        return {}
+    if not isinstance(labels, dict):
+        raise ValueError("report_metrics_labels must be a mapping of label names to values, e.g. {cluster: prod}, not %r"
+                         % (labels,))
+    out = {}
+    for name, value in labels.items():
+        name = str(name)
+        if not LABEL_NAME.match(name) or name.startswith("__"):
+            raise ValueError("report_metrics_labels: %r is not a label name (letters, digits and _, not first a digit, "
+                             "not starting with __)" % name)
+        if name in RESERVED:
+            raise ValueError("report_metrics_labels: %s is a label the metrics set themselves (%s); choose another name"
+                             % (name, ", ".join(RESERVED)))
+        if isinstance(value, (dict, list)) or value is None:
+            raise ValueError("report_metrics_labels: the value of %s must be text, not %r" % (name, value))
+        out[name] = str(value)
+    return out
+
+
+def validate_file_name(name):
+    if not isinstance(name, str) or not FILE_NAME.match(name):
+        raise ValueError("report_metrics_file must be a file name ending in .prom (letters, digits, _ . -; no /), "
+                         "as the textfile collector reads only *.prom, not %r" % (name,))
+    return name
+
+
+def _number(value):
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, int):
+        return str(value)
+    value = float(value)
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError("a metric value must be finite")
+    return repr(round(value, 6))
+
+
+class _Out(object):
+    def __init__(self, constant):
+        self.lines = []
+        self.constant = constant
+
+    def family(self, name, help_text):
+        self.lines.append("# HELP %s %s" % (name, help_text))
+        self.lines.append("# TYPE %s gauge" % name)
+
+    def sample(self, name, labels, value):
+        pairs = sorted(dict(self.constant, **labels).items())
+        text = ",".join('%s="%s"' % (k, label_value(v)) for k, v in pairs)
+        self.lines.append("%s%s %s" % (name, "{%s}" % text if text else "", _number(value)))
+
+
+def render(data, finished, duration=None, labels=None, versions=None):
+    """The OpenMetrics text of report ``data`` (annotated by the history and the silences when they ran).
+    ``finished``: the run's end as seconds since the epoch; ``duration``: seconds, or None (left out);
+    ``labels``: constant labels on every sample; ``versions``: {collection_version, ansible_version}."""
+    out = _Out(validate_labels(labels))
+    findings = Counter()
+    for item in data.get("findings") or []:
+        findings[(str(item.get("check")), str(item.get("severity")), str(item.get("host") or ""),
+                  "true" if item.get("silenced") else "false")] += 1
+    out.family("k8snet_triage_findings", "Findings of the last triage run by check, severity, host and whether silenced.")
+    for (check, severity, host, silenced), n in sorted(findings.items()):
+        out.sample("k8snet_triage_findings", {"check": check, "severity": severity, "host": host, "silenced": silenced}, n)
+    active = Counter(str(item.get("severity")) for item in data.get("findings") or [] if not item.get("silenced"))
+    out.family("k8snet_triage_findings_active", "Findings of the last triage run that no silence covers, by severity.")
+    for severity in SEVERITIES:
+        out.sample("k8snet_triage_findings_active", {"severity": severity}, active.get(severity, 0))
+    counts = (data.get("counts") or {}).get("state")
+    if isinstance(counts, dict):
+        out.family("k8snet_triage_findings_since_last_run",
+                   "Problems compared with the previous run: new, ongoing, resolved, unverified (not checked again).")
+        for state in ("new", "ongoing", "resolved", "unverified"):
+            out.sample("k8snet_triage_findings_since_last_run", {"state": state}, counts.get(state, 0))
+    coverage = data.get("coverage") or {}
+    hosts = Counter(dict((str(k), v) for k, v in (coverage.get("hosts") or {}).items()))
+    out.family("k8snet_triage_hosts", "Hosts of the last triage run by status (reached, unreachable, failed, not checked...).")
+    for status in sorted(set(HOST_STATUSES) | set(hosts)):
+        out.sample("k8snet_triage_hosts", {"status": status}, hosts.get(status, 0))
+    scenarios = Counter(dict((str(k), v) for k, v in (coverage.get("scenarios") or {}).items()))
+    out.family("k8snet_triage_scenarios", "Scenario runs (host x scenario) of the last triage run by status.")
+    for status in sorted(set(SCENARIO_STATUSES) | set(scenarios)):
+        out.sample("k8snet_triage_scenarios", {"status": status}, scenarios.get(status, 0))
+    silences = data.get("silences")
+    if isinstance(silences, list):
+        states = Counter(str(entry.get("state")) for entry in silences if isinstance(entry, dict))
+        out.family("k8snet_triage_silences", "Entries of the silences file by state (active, expired, invalid).")
+        for state in ("active", "expired", "invalid"):
+            out.sample("k8snet_triage_silences", {"state": state}, states.get(state, 0))
+    if duration is not None:
+        out.family("k8snet_triage_duration_seconds", "How long the last triage run took, from its start to its report.")
+        out.sample("k8snet_triage_duration_seconds", {}, duration)
+    out.family("k8snet_triage_last_run_timestamp_seconds", "When the last triage run wrote its report (Unix time).")
+    out.sample("k8snet_triage_last_run_timestamp_seconds", {}, finished)
+    if versions:
+        out.family("k8snet_triage_build_info", "The collection and ansible-core versions of the last triage run (always 1).")
+        out.sample("k8snet_triage_build_info", dict((k, str(v)) for k, v in versions.items()), 1)
+    return "\n".join(out.lines + ["# EOF"]) + "\n"

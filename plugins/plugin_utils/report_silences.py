@@ -1,0 +1,199 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Silences for the fleet report (controller side), as Alertmanager's: a known problem is shown as
+silenced, with who silenced it, why and until when, and does not fail the run.
+
+The file (YAML or JSON) is a list of silences, or a mapping with the key ``silences`` holding one::
+
+    silences:
+      - check: arp.stale_entry          # glob (fnmatch, case-sensitive) over the finding's check
+        host: "node[0-9]*"              # glob over the finding's host; default "*"
+        subject: "10.0.0.*"             # glob over the finding's subject (its text); default "*"
+        reason: VIP moved, the router's ARP cache is stale until its timeout (CHG-1234)
+        created_by: alice
+        expires: 2026-05-01T18:00:00Z   # required; with a timezone; at most max_days ahead
+
+An entry that breaks a rule (an unknown key, a missing or empty check, reason or created_by, no
+expiry, an expiry without a timezone or further than ``max_days`` ahead) silences nothing and is
+reported as the warning ``triage.silence_invalid``, naming the entry and the fix; an expired one
+silences nothing and is reported as ``triage.silence_expired``; a file that cannot be read or is not a
+list of silences as ``triage.silences_unreadable``.  None of them is itself silenced."""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import json
+import os
+
+import yaml
+
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+
+KEYS = ("check", "host", "subject", "reason", "created_by", "expires")
+REQUIRED = ("check", "reason", "created_by", "expires")
+CHECKS = ("triage.silence_invalid", "triage.silence_expired", "triage.silences_unreadable")
+MAX_FILE = 4 * 1024 * 1024
+MAX_DAYS = 3650
+
+
+def validate_max_days(value):
+    """report_silence_max_days as an int in 1..3650 (survey answers arrive as strings)."""
+    try:
+        days = int(str(value).strip()) if not isinstance(value, bool) else None
+    except ValueError:
+        days = None
+    if days is None or days < 1 or days > MAX_DAYS:
+        raise ValueError("report_silence_max_days must be a whole number of days from 1 to %d, not %r" % (MAX_DAYS, value))
+    return days
+
+
+def parse_expiry(value):
+    """An aware UTC datetime from a YAML timestamp, a date (the end of that day, UTC) or ISO 8601 text;
+    ValueError says what is wrong."""
+    if isinstance(value, dt.datetime):
+        moment = value
+    elif isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, 23, 59, 59, tzinfo=dt.timezone.utc)
+    elif isinstance(value, str) and value.strip():
+        text = value.strip()
+        if len(text) == 10:
+            try:
+                day = dt.date.fromisoformat(text)
+            except ValueError:
+                raise ValueError("%r is not a date or time in ISO 8601 (2026-05-01T18:00:00Z)" % value)
+            return parse_expiry(day)
+        try:
+            moment = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text)
+        except ValueError:
+            raise ValueError("%r is not a date or time in ISO 8601 (2026-05-01T18:00:00Z)" % value)
+    else:
+        raise ValueError("%r is not a date or time; write it as 2026-05-01T18:00:00Z" % (value,))
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError("%s has no timezone; add Z (UTC) or an offset such as +02:00" % moment.isoformat())
+    return moment.astimezone(dt.timezone.utc)
+
+
+def _check_entry(index, entry, now, max_days):
+    """(silence, None) or (None, why and how to fix it)."""
+    if not isinstance(entry, dict):
+        return None, "is a %s, not a mapping with check, host, subject, reason, created_by and expires" % type(entry).__name__
+    unknown = sorted(str(k) for k in entry if k not in KEYS)
+    if unknown:
+        return None, ("has unknown key(s) %s; the keys are %s (a typo here would silence nothing, or too much)"
+                      % (", ".join(unknown), ", ".join(KEYS)))
+    missing = [key for key in REQUIRED if entry.get(key) in (None, "")]
+    if missing:
+        return None, "has no %s; give %s" % (" and no ".join(missing), ", ".join(missing))
+    for key in ("check", "host", "subject", "reason", "created_by"):
+        if key in entry and (not isinstance(entry[key], str) or not entry[key].strip()):
+            return None, "%s must be non-empty text (quote it), not %r" % (key, entry[key])
+    try:
+        expires = parse_expiry(entry["expires"])
+    except ValueError as exc:
+        return None, "expires: %s" % exc
+    if expires > now + dt.timedelta(days=max_days):
+        return None, ("expires %s, more than %d days ahead (report_silence_max_days); silence for less and renew "
+                      "it if the problem is still known then" % (expires.strftime("%Y-%m-%dT%H:%M:%SZ"), max_days))
+    return {"index": index, "check": entry["check"], "host": entry.get("host", "*"), "subject": entry.get("subject", "*"),
+            "reason": entry["reason"], "created_by": entry["created_by"],
+            "expires": expires.strftime("%Y-%m-%dT%H:%M:%SZ"), "expires_at": expires}, None
+
+
+def _name(index, entry):
+    check = entry.get("check") if isinstance(entry, dict) else None
+    return "silence #%d%s" % (index, (" (check %s)" % check) if isinstance(check, str) and check else "")
+
+
+def _bad(check, severity, subject, summary, evidence, remediation):
+    return finding(check, severity, "control-plane", subject, summary, evidence, remediation)
+
+
+def read_file(path):
+    """The entries of the silences file at ``path``, or raise ValueError with what is wrong."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_FILE + 1)
+    except OSError as exc:
+        raise ValueError("cannot read %s: %s" % (path, exc.strerror))
+    if len(raw) > MAX_FILE:
+        raise ValueError("%s is larger than %d bytes" % (path, MAX_FILE))
+    try:
+        data = yaml.safe_load(raw.decode("utf-8")) if not path.endswith(".json") else json.loads(raw.decode("utf-8"))
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ValueError("%s is not valid %s: %s" % (path, "JSON" if path.endswith(".json") else "YAML", exc))
+    if data is None:
+        return []
+    if isinstance(data, dict) and set(data) == {"silences"}:
+        data = data["silences"] if data["silences"] is not None else []
+    if not isinstance(data, list):
+        raise ValueError("%s must hold a list of silences, or a mapping whose only key is silences, not a %s"
+                         % (path, type(data).__name__))
+    return data
+
+
+def load(path, now, max_days=90):
+    """(active silences, findings about the file, summary of every entry) for the file at ``path``.
+    ``now``: an aware datetime."""
+    try:
+        entries = read_file(path)
+    except ValueError as exc:
+        return [], [_bad("triage.silences_unreadable", "warning", "silences file %s" % os.path.basename(path),
+                         "the silences file cannot be used, nothing is silenced: %s" % exc, {"path": path},
+                         "Fix the file (a YAML list of silences with check, host, subject, reason, created_by, "
+                         "expires), or give another report_silences")], []
+    active, problems, summary = [], [], []
+    for index, entry in enumerate(entries, 1):
+        silence, why = _check_entry(index, entry, now, max_days)
+        name = _name(index, entry)
+        if silence is None:
+            problems.append(_bad("triage.silence_invalid", "warning", name,
+                                 "%s in %s silences nothing: it %s" % (name, path, why),
+                                 {"path": path, "entry": index, "why": why},
+                                 "Correct %s in %s as said, or remove it" % (name, path)))
+            summary.append({"index": index, "state": "invalid", "why": why,
+                            "check": entry.get("check") if isinstance(entry, dict) else None})
+            continue
+        view = dict((k, v) for k, v in silence.items() if k != "expires_at")
+        if silence["expires_at"] <= now:
+            problems.append(_bad("triage.silence_expired", "warning", name,
+                                 "%s expired at %s (by %s: %s); what it matched is no longer silenced"
+                                 % (name, silence["expires"], silence["created_by"], silence["reason"]),
+                                 {"path": path, "entry": index, "expires": silence["expires"]},
+                                 "Remove %s from %s, or renew its expiry if the problem is still known" % (name, path)))
+            summary.append(dict(view, state="expired", matched=0))
+            continue
+        active.append(silence)
+        summary.append(dict(view, state="active", matched=0))
+    return active, problems, summary
+
+
+def matches(silence, item):
+    """Whether ``silence`` covers the finding ``item`` (the triage's own silence findings never are)."""
+    if item.get("check") in CHECKS:
+        return False
+    subject = item.get("subject")
+    subject = subject if isinstance(subject, str) else json.dumps(subject, sort_keys=True, default=str)
+    return (fnmatch.fnmatchcase(str(item.get("check")), silence["check"])
+            and fnmatch.fnmatchcase(str(item.get("host") or ""), silence["host"])
+            and fnmatch.fnmatchcase(subject, silence["subject"]))
+
+
+def apply(findings, active, summary):
+    """Mark each finding that is not ok and that an active silence covers (the first one in the file)
+    with ``silenced``: {silence, reason, created_by, expires}.  Counts the matches in ``summary``."""
+    by_index = dict((entry["index"], entry) for entry in summary)
+    count = 0
+    for item in findings:
+        if item.get("severity") == "ok":
+            continue
+        for silence in active:
+            if matches(silence, item):
+                item["silenced"] = {"silence": silence["index"], "reason": silence["reason"],
+                                    "created_by": silence["created_by"], "expires": silence["expires"]}
+                by_index[silence["index"]]["matched"] += 1
+                count += 1
+                break
+    return count
