@@ -497,6 +497,21 @@ def progress_details(progress):
     return dict((k, progress[k]) for k in ("deleted", "deleted_keys", "deleted_frontends", "not_attempted"))
 
 
+def cleanup_failed_finding(bpffs, exc):
+    """``bpf.cleanup_incomplete`` (critical) for a cleanup that failed: its error, what it had already deleted
+    and what it did not attempt (the failed result's ``deleted``, ``deleted_keys``, ``not_attempted``)."""
+    details = exc.details or {}
+    deleted = details.get("deleted") or {}
+    return fnd.finding(
+        "bpf.cleanup_incomplete", "critical", "L4", bpffs,
+        "the cleanup failed after deleting %d keys: %s" % (sum(deleted.values()), exc.message),
+        {"deleted": deleted, "deleted_frontends": details.get("deleted_frontends") or [],
+         "not_attempted": details.get("not_attempted") or {},
+         "deleted_keys": dict((path, fnd.sample(keys)) for path, keys in (details.get("deleted_keys") or {}).items())},
+        "read the maps again (cleanup=none) before going on; every key already deleted is in the failed task's "
+        "deleted_keys")
+
+
 # ------------------------------------------------------------------ service
 def check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, max_delete, max_stale_share=0.25,
                   allow_empty_live_frontends=False, verify_deleted=None, max_orphan_share=MAX_ORPHAN_SHARE):

@@ -195,6 +195,8 @@ findings:
       C(bpf.deleted_live_frontends).
     - They describe the maps as read before any cleanup; RV(deleted) says what the cleanup removed. Run the module
       again (read-only) to see the state after it, as the C(cilium_maps) role's post-check does.
+    - When a cleanup fails (refused, or stopped halfway), the failed result holds one finding,
+      C(bpf.cleanup_incomplete) (critical), with what was already deleted and what was not attempted.
   returned: always
   type: list
   elements: dict
@@ -285,6 +287,8 @@ def main():
             allow_empty_services=params["allow_empty_services"],
         )
     except TriageError as exc:
+        if params["cleanup"] != "none":
+            fail_from(module, exc, findings=[cilium_lb.cleanup_failed_finding(params["bpffs"], exc)])
         fail_from(module, exc)
     if not module._diff:
         result.pop("diff")

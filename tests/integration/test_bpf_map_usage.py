@@ -296,6 +296,11 @@ def test_cleanup_failing_halfway_returns_what_it_deleted(lab, ansible, clean_bpf
         assert set(result["deleted_keys"][first[role]]) == decoded
     assert result["not_attempted"] == {second["backends"]: 4}
     assert result["changed"] is True
+    # the failed result carries its finding, built like every other (the progress as evidence)
+    [failed] = result["findings"]
+    assert (failed["check"], failed["severity"], failed["subject"]) == ("bpf.cleanup_incomplete", "critical", "/sys/fs/bpf")
+    assert failed["evidence"]["deleted"] == result["deleted"] and failed["evidence"]["not_attempted"] == {second["backends"]: 4}
+    assert failed["summary"].startswith("the cleanup failed after deleting 8 keys: the cleanup stopped halfway")
     assert lb.bpftool_count(lab, "node2", second["backends"]) == second["backend_entries"]
 
     # the role keeps it in the host's report and findings, and fails the host
@@ -307,6 +312,7 @@ def test_cleanup_failing_halfway_returns_what_it_deleted(lab, ansible, clean_bpf
     assert record["cilium_maps_report"]["not_attempted"] == {second["backends"]: 4}
     incomplete = [f for f in record["cilium_maps_findings"] if f["check"] == "bpf.cleanup_incomplete"]
     assert incomplete and incomplete[0]["severity"] == "critical"
+    assert incomplete[0]["evidence"]["deleted"] == {first["backends"]: 6, first["reverse_nat"]: 2}
     final = [r for r in run.records if r["status"] == "failed"][-1]["result"]["msg"]
     assert "Deleted per map" in final and "not attempted per map" in final
 
