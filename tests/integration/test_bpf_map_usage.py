@@ -255,7 +255,6 @@ def test_orphan_sweep_above_its_share_is_refused_naming_the_option(lab, ansible,
     assert len(lb.bpftool_entries(lab, "node2", made["backends"])) == 2
 
 
-
 def test_playbook_passes_the_orphan_guards_as_role_variables(lab, ansible, clean_bpffs):
     """The role's cilium_maps_max_orphan_share reaches the module, also as the string -e gives."""
     made = lb.cilium_lb_maps(lab, "node2", services=2, backends_per_service=1, orphans=6)
@@ -270,6 +269,7 @@ def test_playbook_passes_the_orphan_guards_as_role_variables(lab, ansible, clean
                                                         "cilium_maps_max_orphan_share": 0.6}, limit="node2")
     assert ok.rc == 0, ok
     assert len(lb.bpftool_entries(lab, "node2", made["backends"])) == 2
+
 
 # ---------------------------------------------------- partial progress is never lost (issue 11)
 def test_cleanup_failing_halfway_returns_what_it_deleted(lab, ansible, clean_bpffs):
