@@ -14,7 +14,11 @@ name: triage_summary_lines
 short_description: a concise terminal summary of a triage report
 version_added: 0.1.0
 description:
-  - Turns the output of P(k8snet.triage.triage_report#filter) into lines for a terminal, counts by severity,
+  - Turns the output of P(k8snet.triage.triage_report#filter) into lines for a terminal. When the report was
+    compared with the previous run (the C(report_write) action does), it leads with what changed - the new
+    problems (and those escalated) not silenced, then the resolved ones; silenced problems are listed apart,
+    with who silenced them, why and until when, and left out of the groups below.
+  - Then counts by severity,
     the coverage (hosts not checked, scenarios skipped or failed with the reason) and layer first, then the
     problems grouped by check (critical first) with up to five hosts each and the
     next step to run.
@@ -56,11 +60,40 @@ def triage_summary_lines(report, limit=40):
     return [terminal_text(line) for line in _summary_lines(report, limit)]
 
 
+def _where(item):
+    return "%s  %s" % (item.get("host") or "fleet", item.get("subject"))
+
+
+def _since_lines(report):
+    """What changed since the previous run, first: the new problems (not silenced), what was resolved."""
+    since = report.get("since")
+    if not isinstance(since, dict):
+        return []
+    resolved, unverified = since.get("resolved") or [], since.get("unverified") or []
+    silenced = report["counts"].get("silenced", 0)
+    lines = ["since the last run (%s): %d new, %d ongoing, %d resolved, %d not checked again%s" % (
+        since.get("previous") or "none before", since.get("new", 0), since.get("ongoing", 0), len(resolved),
+        len(unverified), ("; %d silenced" % silenced) if silenced else "")]
+    fresh = [f for f in report["findings"] if (f.get("state") == "new" or f.get("escalated")) and not f.get("silenced")
+             and f.get("severity") in ("critical", "warning")]
+    for item in fresh[:10]:
+        lines.append("NEW %s %s  %s%s" % (item["severity"].upper(), item["check"], _where(item),
+                                          " (was %s)" % item.get("previous_severity") if item.get("escalated") else ""))
+    if len(fresh) > 10:
+        lines.append("    ... and %d more new" % (len(fresh) - 10))
+    for item in resolved[:5]:
+        lines.append("RESOLVED %s  %s (since %s)" % (item.get("check"), _where(item), item.get("first_seen")))
+    if len(resolved) > 5:
+        lines.append("    ... and %d more resolved" % (len(resolved) - 5))
+    return lines
+
+
 def _summary_lines(report, limit):
     counts = report["counts"]["severity"]
     hosts = report["hosts"]
-    lines = ["%d critical, %d warning, %d info, %d ok on %d hosts" % (
-        counts.get("critical", 0), counts.get("warning", 0), counts.get("info", 0), counts.get("ok", 0), len(hosts))]
+    lines = _since_lines(report)
+    lines.append("%d critical, %d warning, %d info, %d ok on %d hosts" % (
+        counts.get("critical", 0), counts.get("warning", 0), counts.get("info", 0), counts.get("ok", 0), len(hosts)))
     coverage = report.get("coverage") or {}
     if coverage.get("hosts"):
         lines.append(_count_line("hosts", coverage["hosts"]))
@@ -77,10 +110,19 @@ def _summary_lines(report, limit):
             " and %d more" % (len(names) - 5) if len(names) > 5 else ""), gap["reason"]))
     if report["counts"]["layer"]:
         lines.append("by layer: " + ", ".join("%s %d" % kv for kv in sorted(report["counts"]["layer"].items())))
-    groups = {}
+    groups, silenced = {}, []
     for item in report["findings"]:
         if item["severity"] in ("critical", "warning"):
+            if item.get("silenced"):
+                silenced.append(item)
+                continue
             groups.setdefault((item["severity"], item["check"]), []).append(item)
+    for item in silenced[:5]:
+        mark = item["silenced"] if isinstance(item["silenced"], dict) else {}
+        lines.append("SILENCED %s %s  %s: %s (%s, until %s)" % (item["severity"], item["check"], _where(item),
+                                                                mark.get("reason"), mark.get("created_by"), mark.get("expires")))
+    if len(silenced) > 5:
+        lines.append("    ... and %d more silenced" % (len(silenced) - 5))
     shown = 0
     for (severity, check), items in sorted(groups.items(), key=lambda kv: (kv[0][0] != "critical", kv[0][1])):
         lines.append("%s %s (%d): %s" % (severity.upper(), check, len(items), items[0]["summary"]))

@@ -149,3 +149,20 @@ def test_fail_on_new_critical_ignores_ongoing_and_silenced_but_not_escalated():
     assert report_fail_on(fresh, "new_critical") is False and report_fail_on(fresh, "critical") is False
     warn = annotated({"n1": {"dns": [item("dns.new_warn", "warning", "w")]}}, first)
     assert report_fail_on(warn, "new_warning") is True and report_fail_on(warn, "new_critical") is False
+
+
+def test_the_terminal_summary_leads_with_what_is_new_then_resolved_and_lists_silenced_apart():
+    from ansible_collections.k8snet.triage.plugins.filter.triage_summary_lines import triage_summary_lines
+    first = annotated({"n1": {"dns": [item("dns.timeout", "critical", "x"), item("dns.gone", "warning", "g")]}}, now=T0)
+    second = annotated({"n1": {"dns": [item("dns.timeout", "critical", "x"), item("dns.fresh", "critical", "f\x1b[2J"),
+                                       item("dns.known", "critical", "k")]}}, first)
+    known = [f for f in second["findings"] if f["check"] == "dns.known"][0]
+    known["silenced"] = {"silence": 1, "reason": "migration", "created_by": "bob", "expires": "2026-01-02T00:00:00Z"}
+    lines = triage_summary_lines(report.recount(second))
+    assert lines[0] == "since the last run (%s): 2 new, 1 ongoing, 1 resolved, 0 not checked again; 1 silenced" % T0
+    assert lines[1] == "NEW CRITICAL dns.fresh  n1  f\\x1b[2J"  # shown, not obeyed
+    assert lines[2] == "RESOLVED dns.gone  n1  g (since %s)" % T0
+    assert lines[3].startswith("1 critical") is False and "3 critical" in lines[3]
+    assert "SILENCED critical dns.known  n1  k: migration (bob, until 2026-01-02T00:00:00Z)" in lines
+    assert not any(line.startswith("CRITICAL dns.known") for line in lines)
+    assert any(line.startswith("CRITICAL dns.timeout (1)") for line in lines)
