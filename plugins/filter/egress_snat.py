@@ -11,9 +11,13 @@ name: egress_snat
 short_description: findings on the source address of pod traffic leaving a node
 version_added: 0.1.0
 description:
-  - Reads a C(k8snet.triage.packet_capture) result taken on the node's external interface while a pod
-    sent traffic to O(target), and returns C(egress.ok) (SNAT to the node IP), C(egress.no_snat) (the pod
+  - Reads a C(k8snet.triage.packet_capture) result taken on the pod's node (interface C(any), both legs) while
+    the pod sent traffic to O(target), and returns one finding. On the source address, C(egress.no_snat) (the pod
     IP leaves the node), C(egress.unexpected_source) or C(egress.not_leaving).
+  - SNAT-ed to the node IP, by where the target's reply was last seen, C(egress.ok) (the pod's connect was
+    answered, open or refused, or replies went on toward the pod), C(egress.reply_not_delivered) (replies reached
+    the node's address and went no further) or C(egress.no_reply) (no reply reached the node, so the remote or the
+    path outside the cluster lost it).
 options:
   _input:
     description: The packet_capture result.
@@ -37,6 +41,11 @@ options:
   node:
     description: The node the pod runs on (inventory name), named in the finding's summary and evidence.
     type: str
+  probe:
+    description:
+      - The C(k8snet.triage.reachability) result of the pod's TCP probes to O(target) (its tcp status, C(open) or
+        C(refused), says that the pod got an answer). Without it, only the capture tells.
+    type: dict
 """
 
 EXAMPLES = """
@@ -56,11 +65,11 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import egress_snat as _egress_snat
+from ansible_collections.k8snet.triage.plugins.module_utils.egress import egress_snat as _egress_snat
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
-def egress_snat(capture, node_ip, pod_ip, target, pod=None, node=None):
+def egress_snat(capture, node_ip, pod_ip, target, pod=None, node=None, probe=None):
     if not isinstance(capture, dict) or not isinstance(capture.get("flows"), list):
         raise AnsibleFilterError("egress_snat expects a packet_capture result (with its flows), got %s%s" % (
             type(capture).__name__, ": %s" % capture.get("msg") if isinstance(capture, dict) and capture.get("msg") else ""))
@@ -73,7 +82,10 @@ def egress_snat(capture, node_ip, pod_ip, target, pod=None, node=None):
         if value is not None and (not isinstance(value, str) or len(value) > 253 or not value.strip()):
             raise AnsibleFilterError("egress_snat: %s must be a non-empty name of at most 253 characters, got %r"
                                      % (name, value))
-    return _egress_snat(capture, node_ip, pod_ip, target, pod=pod, node=node)
+    if probe is not None and not isinstance(probe, dict):
+        raise AnsibleFilterError("egress_snat: probe must be the reachability result of the pod's probes (a dict), "
+                                 "got %s" % type(probe).__name__)
+    return _egress_snat(capture, node_ip, pod_ip, target, pod=pod, node=node, probe=probe)
 
 
 class FilterModule(object):

@@ -162,3 +162,45 @@ def test_capture_by_pod_ip_as_a_background_job(lab, ansible, lb):
         lab.run(["rm", "-rf", str(Path(pcap).parent)], check=False)
     syns = [line for line in seen.splitlines() if "%s." % lb["pod_ip"] in line and "> %s.9:" % lb["client"] in line]
     assert len(syns) >= 2, seen  # reachability's count: 2 connection attempts from the pod
+
+
+def _drop_rule_packets(lab, ns, chain, rule):
+    """Packets the DROP rule counted (iptables -L -v -x in that namespace, not our module)."""
+    out = lab.run(["ip", "netns", "exec", ns, "iptables", "-w", "-L", chain, "-v", "-x", "-n"]).stdout
+    for line in out.splitlines():
+        if "DROP" in line and rule in line:
+            return int(line.split()[0])
+    raise AssertionError("no DROP rule %r in %s of %s:\n%s" % (rule, chain, ns, out))
+
+
+@pytest.mark.parametrize("where", ["remote_silent", "node_drops_reply"])
+def test_egress_masqueraded_without_a_reply_says_where_the_reply_was_last_seen(lab, ansible, lb, api, where):
+    """SNAT is right but the pod gets no answer: the target drops the packets (nothing comes back), or the node
+    drops the target's reply before it reaches the pod. egress.ok was given either way."""
+    (lab.workdir / "pcaps").mkdir(exist_ok=True)
+    node_ip = lab.node(lb["worker"]).ip
+    if where == "remote_silent":
+        ns, chain = lb["client_ns"], "INPUT"
+        rule = ["-s", node_ip, "-p", "tcp", "--dport", "9", "-j", "DROP"]
+    else:
+        ns, chain = lab.node(lb["worker"]).ns, "FORWARD"
+        rule = ["-s", lb["client"], "-d", lb["pod_ip"], "-p", "tcp", "-j", "DROP"]
+    lab.run(["ip", "netns", "exec", ns, "iptables", "-w", "-I", chain, *rule])
+    try:
+        run = ansible.playbook("k8snet.triage.egress", extra_vars=egress_vars(lab, lb, api, egress_duration=15))
+        assert run.rc == 0, run
+        dropped = _drop_rule_packets(lab, ns, chain, lb["client"] if where == "node_drops_reply" else node_ip)
+    finally:
+        lab.run(["ip", "netns", "exec", ns, "iptables", "-w", "-D", chain, *rule], check=False)
+    assert dropped > 0  # the rule did drop the probes (or their replies): counted by iptables itself
+    probe = run.result(PROBE, lb["worker"])
+    assert probe["targets"][0]["tcp"]["status"] == "timeout"
+    [finding] = run.result(RECORD, lb["worker"])["ansible_facts"]["egress_findings"]
+    replies = finding["evidence"]["replies"]
+    assert finding["evidence"]["source_seen"] == node_ip
+    if where == "remote_silent":
+        assert finding["check"] == "egress.no_reply" and replies["to_node"] == 0, finding
+    else:
+        assert finding["check"] == "egress.reply_not_delivered" and replies["to_node"] > 0, finding
+        assert replies["to_pod"] == 0
+    assert finding["severity"] == "critical"
