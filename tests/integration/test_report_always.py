@@ -33,7 +33,7 @@ stats = [e for e in result.events if e.get("event") == "playbook_on_stats"]
 # read in this process: a tmpfs of a private mount namespace is gone with it
 out = extravars["report_output_dir"]
 files = dict((name, open(os.path.join(out, name), "rb").read(200).decode("utf-8", "replace")) for name in sorted(os.listdir(out))
-             if name != "filler") if os.path.isdir(out) else None
+             if name != "filler" and os.path.isfile(os.path.join(out, name))) if os.path.isdir(out) else None
 print(json.dumps({"rc": result.rc, "status": result.status, "stdout": result.stdout.read(), "files": files,
                   "artifacts": stats[-1]["event_data"].get("artifact_data", {}) if stats else None}))
 """
@@ -63,7 +63,9 @@ def test_a_missing_report_directory_is_created_0700_and_holds_the_pair(lab, tmp_
     assert run["rc"] == 0, run["stdout"][-3000:]
     for directory in (out, out.parent):
         assert stat.S_IMODE(os.stat(directory).st_mode) == 0o700 and os.stat(directory).st_uid == os.geteuid()
-    assert sorted(os.listdir(out)) == ["triage-report.html", "triage-report.json"]
+    # the pair, and the history (report_history) with this run's entry
+    assert sorted(os.listdir(out)) == ["history", "triage-report.html", "triage-report.json"]
+    assert stat.S_IMODE(os.stat(out / "history").st_mode) == 0o700 and len(os.listdir(out / "history")) == 1
     report = json.loads((out / "triage-report.json").read_text())
     assert {h: report["hosts"][h]["scenarios"]["cni"]["status"] for h in ("node1", "node2", "node3")} == \
         dict.fromkeys(("node1", "node2", "node3"), "ran")
