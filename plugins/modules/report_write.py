@@ -22,6 +22,8 @@ description:
     published, and RV(write_error) says why (the role C(k8snet.triage.report) fails the run after the summary).
   - Every report says when nothing was checked - C(triage.nothing_checked) when no scenario ran on any
     host, C(triage.scenario_not_run) for each scenario asked for (O(scenarios)) that ran on none - with why.
+  - Compares the report with the previous one (O(history), O(previous)), marks what O(silences) silence, and
+    writes the run as OpenMetrics text for Prometheus (O(metrics_dir)).
   - With O(set_stats), publishes the summary as AWX / Automation Controller job artifacts (key
     C(k8snet_triage), not per host) - what C(ansible.builtin.set_stats) would publish.
   - An action plugin that runs on the controller only - one task instead of a fact, a copy, a
@@ -90,6 +92,61 @@ options:
         defaults are the scenarios that fit the inventory, not a request), or O(scenario).
     type: list
     elements: str
+  history:
+    description:
+      - How many past reports to keep in C(history/) under O(output_dir), 0 to 1000 (text such as V("20") is
+        read as the number). Each entry is written atomically, mode 0600, with what a comparison needs (each
+        finding's identity, check, host, subject, scenario, severity, state, first_seen, the summary cut to 300
+        characters; at most 10,000 findings); the oldest beyond the number are removed. V(0) keeps none.
+      - Every run compares with the newest entry, or without one with the C(triage-report.json) already in
+        O(output_dir) (or O(previous)) - each finding gets C(id) (the first 16 hex digits of the SHA-256 of
+        the JSON array C([check, host, subject])), and each that is not ok C(state) (V(new) or V(ongoing)),
+        C(first_seen) and, when more severe than before, C(escalated) and C(previous_severity). The report's
+        C(since) lists C(resolved) (checked again and gone) and C(unverified) (host not reached, scenario not run).
+    type: raw
+    default: 20
+  previous:
+    description:
+      - A report to compare with instead of the newest in O(output_dir). One that cannot be read gives the
+        warning C(triage.history_unreadable), and every finding counts as new.
+    type: path
+  silences:
+    description:
+      - A YAML or JSON file of silences - a list, or a mapping whose only key is C(silences) - each with C(check),
+        C(host), C(subject) (fnmatch globs, case-sensitive; C(host) and C(subject) default to V(*)), C(reason),
+        C(created_by) and C(expires) (ISO 8601 with a timezone, or a date meaning the end of that day UTC).
+      - A finding that is not ok and that an active entry covers gets C(silenced) (the entry's number, reason,
+        created_by, expires) and is left out of C(counts.active).
+      - An entry with an unknown key, a missing field, an expiry without timezone or more than O(silence_max_days)
+        ahead silences nothing and gives the warning C(triage.silence_invalid) naming the entry and the fix; an
+        expired one C(triage.silence_expired); an unreadable file C(triage.silences_unreadable). Those are
+        never silenced.
+    type: path
+  silence_max_days:
+    description: The furthest ahead, in days (1 to 3650), a silence may expire.
+    type: raw
+    default: 90
+  metrics_dir:
+    description:
+      - An existing directory (node_exporter's C(--collector.textfile.directory)) for the run as OpenMetrics
+        text, written atomically with mode 0644 - gauges only, no timestamps, C(# EOF) last, which the
+        textfile collector and a Pushgateway also read as Prometheus text 0.0.4.
+      - Label values are escaped as OpenMetrics says (backslash, double quote, newline); other control
+        characters are written as visible escapes.
+    type: path
+  metrics_file:
+    description: The file name in O(metrics_dir); it must end in C(.prom).
+    type: str
+    default: k8snet_triage.prom
+  metrics_labels:
+    description: Labels added to every metric, such as C(cluster); not one the metrics set themselves.
+    type: dict
+    default: {}
+  started:
+    description:
+      - When the run started (seconds since the epoch, or ISO 8601 with a timezone), for the duration. Left out,
+        the start of the ansible-playbook process (Linux C(/proc)); no duration when neither is known.
+    type: raw
 seealso:
   - plugin: k8snet.triage.triage_report
     plugin_type: filter
@@ -109,7 +166,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 files:
-  description: The files written (or, in check mode, that would be written), by name.
+  description:
+    - The files written (or, in check mode, that would be written), by name; also C(history) (this run's
+      history entry) and the metrics file when they were written (not in check mode).
   returned: always
   type: dict
   sample: {"triage-report.json": "/srv/triage/triage-report.json", "triage-report.html": "/srv/triage/triage-report.html"}
@@ -124,6 +183,11 @@ ansible_facts:
   type: complex
   contains:
     report_data:
-      description: C(findings), C(counts), C(hosts), C(coverage), C(details) and C(worst), as the P(k8snet.triage.triage_report#filter) filter returns them.
+      description:
+        - C(findings), C(counts), C(hosts), C(coverage), C(details) and C(worst), as the P(k8snet.triage.triage_report#filter)
+          filter returns them, and C(generated), C(since) (the comparison with the previous run), C(silences)
+          (each entry of O(silences) with its state and matches) and C(run) (inventory, limit, scenarios asked,
+          versions, AWX job, Kubernetes credentials' source, start and duration).
+        - C(counts) also has C(active) (by severity, silenced findings left out), C(silenced) and C(state).
       type: dict
 """
