@@ -49,8 +49,8 @@ def test_first_run_every_problem_is_new_and_ok_findings_have_no_state():
     found = by_check(data)
     assert found["dns.timeout"]["state"] == "new" and found["dns.timeout"]["first_seen"] == T1
     assert "state" not in found["dns.ok"] and found["dns.ok"]["id"]
-    assert data["since"]["previous"] is None and data["counts"]["state"] == {"new": 1, "ongoing": 0, "resolved": 0,
-                                                                              "unverified": 0}
+    assert data["since"]["previous"] is None
+    assert data["counts"]["state"] == {"new": 1, "ongoing": 0, "resolved": 0, "unverified": 0}
 
 
 def test_second_run_ongoing_keeps_first_seen_resolved_and_escalated():
