@@ -42,6 +42,7 @@ ARGUMENT_SPEC = dict(
     metrics_file=dict(type="str", default="k8snet_triage.prom"),
     metrics_labels=dict(type="dict", default={}),
     started=dict(type="raw"),
+    validate_only=dict(type="bool", default=False),
 )
 NAMES = ("triage-report.json", "triage-report.html")
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -219,6 +220,10 @@ class ActionModule(ActionBase):
             return result
         try:
             args = self._validated(args)
+            if args["validate_only"]:
+                # the triage's first play: the options refused before any host is touched, nothing gathered
+                result.update(changed=False, msg="report options valid")
+                return result
             limit = task_vars.get("ansible_limit")
             requested = self._requested(args, task_vars)
             data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], requested,

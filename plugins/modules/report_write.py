@@ -147,6 +147,13 @@ options:
       - When the run started (seconds since the epoch, or ISO 8601 with a timezone), for the duration. Left out,
         the start of the ansible-playbook process (Linux C(/proc)); no duration when neither is known.
     type: raw
+  validate_only:
+    description:
+      - Only check O(history), O(silence_max_days), O(metrics_dir), O(metrics_file) and O(metrics_labels), and
+        return; nothing is gathered or written. The triage does it in its first play, so that a wrong value fails
+        the run before any host is touched, not after the scan.
+    type: bool
+    default: false
 seealso:
   - plugin: k8snet.triage.triage_report
     plugin_type: filter

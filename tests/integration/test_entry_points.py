@@ -56,6 +56,12 @@ REFUSED = [
     ("stale_arp.yml", ["stale_arp_clients_group=spare"], "stale_arp_clients_group=spare: the group has no host"),
     ("triage.yml", ["triage_nodes_group=spare"], "triage_nodes_group=spare: the group has no host"),
     ("ingress_path.yml", ["ingress_path_hosts=node1:nodeX"], "ingress_path_hosts=nodeX: no such group"),
+    # the report's options: refused in the first play, not after the scan
+    ("triage.yml", ["report_history=ten"], "argument 'report_history' is of type str and we were unable to convert"),
+    ("triage.yml", ["report_silence_max_days=100000"], "report_silence_max_days"),
+    ("triage.yml", ["report_metrics_dir=/nonexistent/textfile"],
+     "report_metrics_dir /nonexistent/textfile is not an existing directory"),
+    ("triage.yml", ["report_fail_on=[?severity=='critical'"], "report_fail_on is not a valid JMESPath expression"),
 ] + [(name + ".yml", [var + "=k8s_node"], var + "=k8s_node: no such group in the inventory")
      for name, var in (("calico", "calico_nodes_group"), ("cilium_agent", "cilium_agent_hosts"),
                        ("cilium_maps", "cilium_maps_hosts"), ("connectivity", "connectivity_hosts"),
