@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import ssl
 import time
 import traceback
 from urllib.parse import urlparse
@@ -554,7 +555,7 @@ class Kube(object):
             self.pool.clear()
             reason = getattr(exc, "reason", None) or exc
             ssl_error = urllib3.exceptions.SSLError
-            if isinstance(reason, ssl_error) or isinstance(exc, ssl_error):
+            if (isinstance(reason, ssl_error) or isinstance(exc, ssl_error)) and not _tls_eof(exc):
                 raise ReadError(
                     "TLS to the Kubernetes API at %s failed to %s: %s; check ca_cert (or set validate_certs: false "
                     "for a test cluster)" % (self.server, action, _short(reason)), action=action)
@@ -564,7 +565,7 @@ class Kube(object):
             if timeout or (isinstance(reason, OSError) and "timed out" in str(reason)):
                 raise self._expired(action, deadline, "answer")
             reset = isinstance(exc, urllib3.exceptions.ProtocolError) or isinstance(
-                reason, (urllib3.exceptions.ProtocolError, ConnectionResetError))
+                reason, (urllib3.exceptions.ProtocolError, ConnectionResetError)) or _tls_eof(exc)
             raise ReadError(
                 "cannot reach the Kubernetes API at %s to %s: %s; check host / the kubeconfig server and that "
                 "the API server is up (node-side checks do not need it)" % (self.server, action, _short(reason)),
@@ -799,6 +800,23 @@ def optional_read(read, what, subject="cluster", why=""):
              "error": exc.message[:500]},
             "The error names the cause: RBAC (grant get/list on it), a slow or hung API server (api_timeout), a "
             "malformed answer (a proxy in between)")
+
+
+def _tls_eof(exc):
+    """True when a TLS error is the peer closing the connection (an EOF in the middle of the TLS stream: the
+    server or a proxy dropped it), not a certificate or protocol mismatch: a broken connection, said as such."""
+    seen, todo = set(), [exc]
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, ssl.SSLEOFError) or "EOF occurred in violation of protocol" in str(item) \
+                or "UNEXPECTED_EOF_WHILE_READING" in str(item):
+            return True
+        todo.extend([getattr(item, "reason", None), getattr(item, "__cause__", None), getattr(item, "__context__", None)]
+                    + [a for a in getattr(item, "args", ()) if isinstance(a, BaseException)])
+    return False
 
 
 def _short(reason):

@@ -152,3 +152,18 @@ def test_a_reset_patch_is_not_retried(hostile):
         _client(server).merge_patch("services", "web", "default", {"metadata": {"labels": {"a": "b"}}})
     assert "cannot reach the Kubernetes API" in str(info.value) and "patch services default/web" in str(info.value)
     assert [r["method"] for r in server.requests] == ["PATCH"]
+
+
+def test_a_tls_eof_is_a_broken_connection_not_a_certificate_problem():
+    """A server that drops the connection mid-TLS surfaces as ssl.SSLEOFError inside urllib3's SSLError and
+    MaxRetryError: a reset (not retried for a patch), not 'check ca_cert'."""
+    import ssl
+
+    import urllib3
+
+    eof = ssl.SSLEOFError(8, "EOF occurred in violation of protocol (_ssl.c:2427)")
+    wrapped = urllib3.exceptions.MaxRetryError(None, "/api/v1/services", urllib3.exceptions.SSLError(eof))
+    assert kube._tls_eof(wrapped)  # pylint: disable=protected-access
+    verify = ssl.SSLCertVerificationError(1, "certificate verify failed: unable to get local issuer certificate")
+    assert not kube._tls_eof(urllib3.exceptions.MaxRetryError(  # pylint: disable=protected-access
+        None, "/api/v1/services", urllib3.exceptions.SSLError(verify)))
