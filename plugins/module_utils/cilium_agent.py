@@ -43,6 +43,9 @@ import stat
 import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cni_files, sockets
+# imported here, not in node_addresses: the one pass runs this check in a thread while its main thread
+# may be importing (a lazy import there raced: ImportError in the AnsiballZ payload)
+from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.cilium_agent_options import (
@@ -562,8 +565,6 @@ def validate(params_):
 
 def node_addresses(runner):
     """The IP addresses this node holds (every interface, lo included), read with netlink."""
-    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
-
     with Netlink(runner) as netlink:
         return [a["address"] for a in netlink.addresses()]
 

@@ -17,6 +17,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import Change
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import macs_by_name, require_interface
 from ansible_collections.k8snet.triage.plugins.module_utils.macs import is_locally_administered, normalize_mac
+from ansible_collections.k8snet.triage.plugins.module_utils.neigh_events import NeighborEvents
 from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 
 # Entries the kernel or a CNI manages: never deleted unless force (Cilium installs its next hops as
@@ -372,8 +373,6 @@ def probe_requests(addresses, local, links, netlink, interface=None):
 
 
 def open_events():
-    from ansible_collections.k8snet.triage.plugins.module_utils.neigh_events import NeighborEvents
-
     return NeighborEvents()
 
 
