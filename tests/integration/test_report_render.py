@@ -101,3 +101,22 @@ def test_report_renders_details_and_the_path_diagram(tmp_path):
     assert dom.count('class="hop after"') == 1
     assert "<td>ingress.nat</td>" in dom
     assert "98%" in dom  # the map fill bar's label
+
+
+def test_a_long_report_is_paged_and_links_each_finding_to_its_hosts_card(tmp_path):
+    """700 findings: the first 300 rows are built and a button offers the rest; a host's findings link to
+    its card."""
+    run_report(tmp_path, [dict(FINDING, check="bulk.case%03d" % n, subject="s%03d" % n) for n in range(700)])
+    dom = chromium_dom(tmp_path)
+    assert dom.count('<tr class="row-critical">') == 300
+    assert "show 300 more of 400 findings not shown" in dom
+    assert '<a class="hostlink" href="#host-0" title="this host\'s card">localhost</a>' in dom
+    assert 'id="host-0"' in dom
+
+
+def test_a_next_step_command_is_shown_as_code(tmp_path):
+    run_report(tmp_path, [dict(FINDING, remediation="run `kubectl get pods -n kube-system -o wide` then "
+                                                    "`</script><b>y</b>`")])
+    dom = chromium_dom(tmp_path)
+    assert '<code title="click to copy">kubectl get pods -n kube-system -o wide</code>' in dom
+    assert '<code title="click to copy">&lt;/script&gt;&lt;b&gt;y&lt;/b&gt;</code>' in dom and "<b>y</b>" not in dom
