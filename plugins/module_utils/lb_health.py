@@ -9,17 +9,22 @@ kube-proxy (and Cilium) answer ``http://<node>:<healthCheckNodePort>/`` with JSO
 ready local endpoint fail the load balancer's health check by design.  This module relates the
 EndpointSlices (which nodes hold a ready endpoint) to the probes of every node.
 
-Readers: ``probe`` (one HTTP GET).  Pure: ``parse_health``, ``local_endpoints``, ``check_service``,
-``patch_reason`` (whether switching to Cluster would fix something that is not expected).
-Actions: ``set_cluster_policy`` (re-reads the Service, merge-patches with the resourceVersion it read)
-and ``remediate`` (the named Services in order, up to a cap, stopping at the first failure and
-saying what was patched, what failed and what was not attempted).
+Readers: ``probe`` (one HTTP GET of the health check) and ``traffic_probe`` (a TCP connect to the
+traffic nodePort and one HTTP request: answered, connected but silent, dropped or refused).  Pure:
+``parse_health``, ``local_endpoints``, ``check_service``, ``check_traffic``, ``pool_view``, ``owner``,
+``patch_reason`` (whether switching to Cluster would fix something that is not expected) and
+``forced_reason`` (the operator asked for the switch explicitly).  Actions: ``set_cluster_policy``
+(re-reads the Service, merge-patches with the resourceVersion it read), ``remediate`` (the named Services
+in order, up to a cap, stopping at the first failure and saying what was patched, what failed and what was
+not attempted) and ``verify_switch`` (the post-check: re-reads the Service and probes every node until all
+pass or a total deadline passes).
 """
 
 from __future__ import annotations
 
 import json
 import socket
+import time
 
 import http.client as http_client
 
@@ -31,6 +36,24 @@ from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, no
 MAX_BODY_BYTES = 1024 * 1024  # kube-proxy's answer is a few hundred bytes
 TRADE_OFF = ("externalTrafficPolicy: Cluster makes every node pass the health check, but the client "
              "source IP is lost (SNAT to the node) and traffic may take an extra hop to a node with an endpoint")
+TRAFFIC_BYTES = 4096  # the status line of the answer is all the traffic probe reads
+# The OpenShift ingress operator labels the Services it makes with the IngressController owning them
+# (openshift/cluster-ingress-operator pkg/operator/controller/ingress/load_balancer_service.go,
+# desiredLoadBalancerService, commit 001aa9373564309644735e5a1e27ff162589a6b7) and owns them through an
+# ownerReference to the router Deployment.
+OWNER_LABEL = "ingresscontroller.operator.openshift.io/owning-ingresscontroller"
+INGRESS_OPERATOR_NAMESPACE = "openshift-ingress-operator"
+# Same file and commit: the operator takes externalTrafficPolicy from the platform, not from the
+# IngressController (Cluster on IBMCloud and PowerVS platforms, the manifest's Local elsewhere); no field of
+# spec.endpointPublishingStrategy.loadBalancer (scope, allowedSourceRanges, providerParameters) sets it.
+# Its reconcile (loadBalancerServiceChanged) keeps spec fields it does not manage, but a Service it deletes
+# and recreates (auto-delete-load-balancer, a scope change) comes back with the desired policy.
+OWNER_NOTE = ("the ingress operator owns %s (IngressController %s/%s): the IngressController has no "
+              "externalTrafficPolicy setting (spec.endpointPublishingStrategy.loadBalancer has scope, "
+              "allowedSourceRanges and providerParameters, none of them the policy; the operator takes it from the "
+              "platform), so the switch is made on the Service itself and may be put back when the operator "
+              "recreates the Service or an OpenShift update manages the field: check it after every update "
+              "(k8snet.triage.lb_health) and keep the change recorded")
 
 
 def is_local_lb(service):
@@ -82,7 +105,50 @@ def probe(address, port, timeout):
     return {"url": url, "status": status, "local_endpoints": count, "error": error}
 
 
-def check_service(service, nodes, endpoints, probes):
+def owner(service):
+    """Who owns the Service and may revert a patch: {kind, namespace, name, owner_references, note} or None."""
+    labels = meta(service, "labels") or {}
+    refs = ["%s/%s" % (r.get("kind"), r.get("name")) for r in (service.get("metadata") or {}).get("ownerReferences") or []
+            if isinstance(r, dict)]
+    ref = "%s/%s" % (meta(service, "namespace"), meta(service, "name"))
+    if labels.get(OWNER_LABEL):
+        return {"kind": "IngressController", "namespace": INGRESS_OPERATOR_NAMESPACE, "name": labels[OWNER_LABEL],
+                "owner_references": refs, "label": OWNER_LABEL,
+                "note": OWNER_NOTE % (ref, INGRESS_OPERATOR_NAMESPACE, labels[OWNER_LABEL])}
+    if refs:
+        return {"kind": refs[0].split("/", 1)[0], "namespace": meta(service, "namespace"), "name": refs[0].split("/", 1)[1],
+                "owner_references": refs, "label": None,
+                "note": "%s is owned by %s: its controller may put the policy back; change it there if it has a setting "
+                        "for it" % (ref, ", ".join(refs))}
+    return None
+
+
+def _health_state(result):
+    if not result:
+        return "not probed", "no probe"
+    if result["error"]:
+        return "fail", result["error"]
+    if result["status"] == 200:
+        return "pass", "HTTP 200, localEndpoints %s" % result["local_endpoints"]
+    return "fail", "HTTP %s, localEndpoints %s" % (result["status"], result["local_endpoints"])
+
+
+def pool_view(nodes, endpoints, probes, traffic=None):
+    """The load balancer's view of every pool node: {node: {health_check, why, local_endpoints, traffic}}."""
+    view = {}
+    for node in nodes:
+        name = meta(node, "name")
+        state, why = _health_state(probes.get(name))
+        if state == "fail" and not endpoints.get(name) and not (probes.get(name) or {}).get("error"):
+            why += ": no local endpoint, taken out of the pool by design"
+        row = {"health_check": state, "why": why, "local_endpoints": endpoints.get(name, 0)}
+        if traffic and name in traffic:
+            row["traffic"] = traffic[name]["state"]
+        view[name] = row
+    return view
+
+
+def check_service(service, nodes, endpoints, probes, traffic=None):
     """Findings for one eTP=Local Service.
 
     ``nodes``: the candidate LB pool members (Node objects); ``endpoints``: node -> ready local
@@ -96,17 +162,39 @@ def check_service(service, nodes, endpoints, probes):
     replicas = sum(endpoints.values())
     found = []
     if without:
+        pool = pool_view(nodes, endpoints, probes, traffic)
+        passing = [n for n in names if pool[n]["health_check"] == "pass"]
+        failing = [n for n in names if pool[n]["health_check"] == "fail"]
+        who = owner(service)
+        if with_eps:
+            summary = ("%d of %d nodes (%s) have no ready local endpoint of %s (%d replicas, on %s) and fail the load "
+                       "balancer's health check: expected with policy Local: no impact unless the nodes with an "
+                       "endpoint (%s) fail it too, or a client bypasses the load balancer and connects to a node "
+                       "without an endpoint on its nodePort (that connection is accepted or dropped and never "
+                       "answered)" % (len(without), len(names), ", ".join(sample(without)), ref, replicas,
+                                      ", ".join(sample(with_eps)), ", ".join(sample(with_eps))))
+            if probes:
+                summary += "; pool: %s pass, %s fail" % (", ".join(sample(passing)) or "none",
+                                                         ", ".join(sample(failing)) or "none")
+        else:
+            summary = ("%d of %d nodes have no ready local endpoint of %s (%d replicas): the load balancer marks them "
+                       "down; no node passes, the Service is unreachable" % (len(without), len(names), ref, replicas))
+        remediation = (
+            "nothing to do for the nodes without an endpoint: the load balancer keeps them out of its pool by design "
+            "with externalTrafficPolicy Local. For a pool where every node passes: run one replica per pool node "
+            "(a DaemonSet or anti-affinity), limit the pool to the nodes with replicas, or switch the Service to "
+            "Cluster - %s. The switch: k8snet.triage.lb_health with remediate: cluster, remediate_services: [%s] and "
+            "force_policy_switch: true (check mode and --diff first), or by hand: kubectl -n %s patch svc %s -p "
+            "'{\"spec\":{\"externalTrafficPolicy\":\"Cluster\"}}'" % (TRADE_OFF, ref, meta(service, "namespace"),
+                                                                      meta(service, "name")))
+        if who:
+            remediation += ". " + who["note"][0].upper() + who["note"][1:]
         found.append(finding(
-            "lb.nodes_without_endpoints", "critical" if not with_eps else "warning", "L4", ref,
-            "%d of %d nodes have no ready local endpoint of %s (%d replicas): the load balancer marks them down%s"
-            % (len(without), len(names), ref, replicas, "; no node passes, the Service is unreachable" if not with_eps
-               else " (expected with externalTrafficPolicy Local)"),
+            "lb.nodes_without_endpoints", "critical" if not with_eps else "warning", "L4", ref, summary,
             {"nodes_without": sample(without), "nodes_with": sample(with_eps), "replicas": replicas,
-             "health_check_node_port": port, "expected": bool(with_eps), "trade_off": TRADE_OFF},
-            "expected with externalTrafficPolicy: Local when replicas < nodes; run more replicas (one per pool node, "
-            "e.g. a DaemonSet or anti-affinity) or limit the LB pool to nodes with replicas. Switching to Cluster "
-            "(remediate: cluster with remediate_services on k8snet.triage.lb_health) is done only when the nodes that "
-            "can serve fail the check, not for this alone (%s)" % TRADE_OFF))
+             "health_check_node_port": port, "expected": bool(with_eps), "trade_off": TRADE_OFF,
+             "pool": pool, "owner": who},
+            remediation))
     for name in names:
         result = probes.get(name)
         if not result:
@@ -122,6 +210,80 @@ def check_service(service, nodes, endpoints, probes):
                  "api_local_endpoints": api, "error": result["error"]},
                 "check kube-proxy (or the Cilium agent) on %s: it serves healthCheckNodePort %s from its own view of "
                 "the endpoints" % (name, port)))
+    found.extend(check_traffic(service, nodes, endpoints, traffic or {}))
+    return found
+
+
+def traffic_port(service):
+    """The nodePort of the Service's first TCP port (None when it has none)."""
+    for item in (service.get("spec") or {}).get("ports") or []:
+        if (item.get("protocol") or "TCP") == "TCP" and item.get("nodePort"):
+            return item["nodePort"]
+    return None
+
+
+def traffic_probe(address, port, timeout):
+    """Connect to ``address``:``port`` (the traffic nodePort) and send one HTTP request; never raises.
+
+    ``state``: ``answered`` (bytes came back: the first line), ``silent`` (the connect succeeded - the
+    connection is ESTABLISHED, kept with TCP keepalive - and nothing came back within ``timeout``),
+    ``dropped`` (the connect itself got no answer: the SYN was dropped), ``refused`` or ``closed`` (the peer
+    closed without a byte).  One deadline for the connect, one for the answer."""
+    url = "%s:%d" % ("[%s]" % address if ":" in address else address, port)
+    out = {"address": url, "state": None, "detail": None}
+    try:
+        sock = sockets.tcp_socket(address, port, timeout)
+    except socket.timeout:
+        return dict(out, state="dropped", detail="no answer to the connect within %gs (SYN dropped)" % timeout)
+    except OSError as exc:
+        refused = isinstance(exc, ConnectionRefusedError)
+        return dict(out, state="refused" if refused else "dropped", detail=exc.strerror or str(exc))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        sock.arm(timeout)
+        sock.budget(TRAFFIC_BYTES)
+        sock.sendall(("GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % url).encode("ascii"))
+        data = sock.recv(TRAFFIC_BYTES)
+    except socket.timeout:
+        return dict(out, state="silent", detail="connected (ESTABLISHED, keepalive) and no byte back within %gs"
+                                                % timeout)
+    except OSError as exc:
+        return dict(out, state="closed", detail="connected, then %s" % (exc.strerror or exc.__class__.__name__))
+    finally:
+        sock.close()
+    if not data:
+        return dict(out, state="closed", detail="connected, then closed without a byte")
+    return dict(out, state="answered", detail=data.decode("latin-1").split("\r\n", 1)[0][:120])
+
+
+def check_traffic(service, nodes, endpoints, traffic):
+    """Findings from the traffic nodePort probes: a node that should forward and does not answer.
+
+    With policy Local a node without a local endpoint does not forward (kube-proxy drops it:
+    kubernetes/kubernetes pkg/proxy/iptables/proxier.go, externalTrafficFilterTarget DROP "has no local
+    endpoints", commit 092dddd12ca4cc5e66597de66a81fc77fdd3f29b; other dataplanes accept the connect and never
+    answer): expected, part of lb.nodes_without_endpoints' pool view.  A node with a local endpoint (Local) or
+    any node (Cluster) that does not answer is ``lb.nodeport_silent``."""
+    if not traffic:
+        return []
+    ref = "%s/%s" % (meta(service, "namespace"), meta(service, "name"))
+    local = (service.get("spec") or {}).get("externalTrafficPolicy") == "Local"
+    found = []
+    for node in nodes:
+        name = meta(node, "name")
+        result = traffic.get(name)
+        if not result or result["state"] == "answered" or (local and not endpoints.get(name)):
+            continue
+        found.append(finding(
+            "lb.nodeport_silent", "critical", "L4", "%s@%s" % (ref, name),
+            "the traffic nodePort %s of %s on %s is %s (%s) although the node should forward it (%s)" % (
+                result["address"], ref, name, result["state"], result["detail"],
+                "%d local endpoint(s) with policy Local" % endpoints.get(name, 0) if local else "policy Cluster"),
+            {"address": result["address"], "state": result["state"], "detail": result["detail"],
+             "local_endpoints": endpoints.get(name, 0), "policy": "Local" if local else "Cluster"},
+            "on %s: iptables-save -t nat | grep %s (kube-proxy's rules for the nodePort) and the router pod's "
+            "readiness; kube-proxy (or the OVN / Cilium dataplane) forwards the nodePort from its own view of the "
+            "endpoints" % (name, ref)))
     return found
 
 
@@ -170,7 +332,18 @@ def patch_reason(service, nodes, endpoints, probes):
     return None, "every pool node has a ready endpoint: nothing to patch"
 
 
-def set_cluster_policy(kube, namespace, name, check_mode):
+def forced_reason(service, judged):
+    """(reason, None) for a switch the operator asked for explicitly (``force_policy_switch``), whatever the
+    module's own judgement ``judged`` ((reason, why not) of ``patch_reason``); only a Service that is not
+    LoadBalancer with policy Local is still refused (there is nothing to switch)."""
+    reason, why_not = judged
+    if not is_local_lb(service):
+        return None, why_not
+    return ("asked explicitly (force_policy_switch): %s; the trade-off is accepted: %s" % (
+        reason or why_not, TRADE_OFF)), None
+
+
+def set_cluster_policy(kube, namespace, name, check_mode, reason=None):
     """Re-read the Service, then merge-patch externalTrafficPolicy to Cluster with the resourceVersion just
     read (a concurrent change makes the API server answer 409, raised as ChangeError, never retried).
 
@@ -182,10 +355,17 @@ def set_cluster_policy(kube, namespace, name, check_mode):
     if policy != "Local":
         return False, None, "externalTrafficPolicy is already %s" % policy
     version = meta(current, "resourceVersion")
+    who = owner(current)
+    after = "externalTrafficPolicy: Cluster\n# healthCheckNodePort: released by the API server\n"
+    after += "# why: %s\n" % (reason or "the load balancer drops nodes that can serve")
+    after += "# trade-off: %s\n" % TRADE_OFF
+    if who:
+        after += "# warning: %s\n" % who["note"]
+    diff_owner = who
     diff = {"before_header": "%s/%s" % (namespace, name), "after_header": "%s/%s" % (namespace, name),
             "before": "externalTrafficPolicy: Local\nhealthCheckNodePort: %s\nresourceVersion: %s\n"
                       % (current["spec"].get("healthCheckNodePort"), version),
-            "after": "externalTrafficPolicy: Cluster\n"}
+            "after": after, "owner": diff_owner}
     if not check_mode:
         kube.merge_patch("services", name, namespace, {"spec": {"externalTrafficPolicy": "Cluster"}},
                          resource_version=version)
@@ -198,7 +378,7 @@ def remediate(kube, targets, max_patch, check_mode):
     ``targets``: [(namespace/name, reason or None, why not)] (``patch_reason`` of each).  The first
     failure stops the run: the rest is listed as not attempted.  Returns {patched: [ref],
     failures: [{service, reason, status}], not_attempted: [{service, reason}], diffs: [diff]}."""
-    out = {"patched": [], "failures": [], "not_attempted": [], "diffs": []}
+    out = {"patched": [], "failures": [], "not_attempted": [], "diffs": [], "owners": {}}
     stopped = None
     for ref, reason, why_not in targets:
         if stopped:
@@ -213,7 +393,7 @@ def remediate(kube, targets, max_patch, check_mode):
             continue
         namespace, name = ref.split("/", 1)
         try:
-            changed, diff, why = set_cluster_policy(kube, namespace, name, check_mode)
+            changed, diff, why = set_cluster_policy(kube, namespace, name, check_mode, reason)
         except TriageError as exc:
             out["failures"].append({"service": ref, "reason": exc.message, "status": exc.details.get("status")})
             stopped = "not attempted: the run stopped at the failure on %s" % ref
@@ -221,9 +401,111 @@ def remediate(kube, targets, max_patch, check_mode):
         if changed:
             out["patched"].append(ref)
             out["diffs"].append(diff)
+            owned_by = diff.pop("owner", None)
+            if owned_by:
+                out["owners"][ref] = owned_by
         else:
             out["not_attempted"].append({"service": ref, "reason": why})
     return out
+
+
+def _node_passes(service, result):
+    """Whether one post-check probe passes for the Service's current policy."""
+    if is_local_lb(service):
+        return bool(result and not result["error"] and result["status"] == 200)
+    return bool(result and result["state"] == "answered")
+
+
+def verify_switch(kube, namespace, name, nodes, addresses, timeout, deadline, interval=1.0, clock=time.monotonic,
+                  sleep=time.sleep):
+    """The post-check of a switch: re-read the Service, then probe every pool node until all pass or the total
+    ``deadline`` (seconds) passes (kube-proxy may take a moment to reprogram).
+
+    With policy Cluster the healthCheckNodePort is released, and a load balancer checks the traffic nodePort
+    (TCP) or kube-proxy's own health port instead (e.g. AKS's ServiceNodePort and Shared probe modes:
+    https://learn.microsoft.com/en-us/dotnet/api/azure.resourcemanager.containerservice.models.clusterserviceloadbalancerhealthprobemode):
+    every node must answer on the traffic nodePort.  Returns {service, policy, health_check_node_port,
+    traffic_node_port, passed, attempts, seconds, deadline, nodes: {node: {passes, state, detail}}, why}."""
+    ref = "%s/%s" % (namespace, name)
+    start = clock()
+    out = {"service": ref, "policy": None, "health_check_node_port": None, "traffic_node_port": None,
+           "passed": False, "attempts": 0, "seconds": 0.0, "deadline": deadline, "nodes": {}, "why": None}
+    while True:
+        out["attempts"] += 1
+        current = kube.get("services", name, namespace)
+        if current is None:
+            out["why"] = "the Service no longer exists"
+            break
+        spec = current.get("spec") or {}
+        out["policy"] = spec.get("externalTrafficPolicy")
+        out["health_check_node_port"] = spec.get("healthCheckNodePort")
+        out["traffic_node_port"] = traffic_port(current)
+        rows = {}
+        for node in nodes:
+            node_name = meta(node, "name")
+            address = addresses.get(node_name)
+            if not address:
+                rows[node_name] = {"passes": False, "state": "no address", "detail": "the Node has no such address"}
+                continue
+            left = max(0.1, min(timeout, deadline - (clock() - start)))
+            if out["policy"] == "Local" and out["health_check_node_port"]:
+                result = probe(address, out["health_check_node_port"], left)
+                rows[node_name] = {"passes": _node_passes(current, result), "state": "HTTP %s" % result["status"],
+                                   "detail": result["error"] or "localEndpoints %s" % result["local_endpoints"]}
+            elif out["traffic_node_port"]:
+                result = traffic_probe(address, out["traffic_node_port"], left)
+                rows[node_name] = {"passes": _node_passes(current, result), "state": result["state"],
+                                   "detail": result["detail"]}
+            else:
+                rows[node_name] = {"passes": False, "state": "no port", "detail": "the Service has no TCP nodePort"}
+        out["nodes"] = rows
+        if out["policy"] != "Cluster":
+            out["why"] = "externalTrafficPolicy is %s, not Cluster: the switch did not hold" % out["policy"]
+        elif rows and all(r["passes"] for r in rows.values()):
+            out["passed"], out["why"] = True, None
+            break
+        else:
+            out["why"] = "%s do not answer on the traffic nodePort %s yet" % (
+                ", ".join(sample(sorted(n for n, r in rows.items() if not r["passes"]))) or "no pool node",
+                out["traffic_node_port"])
+        if clock() - start + interval > deadline:
+            break
+        sleep(interval)
+    out["seconds"] = round(clock() - start, 2)
+    return out
+
+
+def owner_finding(ref, who, check_mode):
+    """``lb.owner_may_revert``: the Service (would be) patched directly although a controller owns it."""
+    return finding(
+        "lb.owner_may_revert", "warning", "L4", ref, "%s %s directly although %s %s/%s owns it: %s" % (
+            ref, "would be patched" if check_mode else "was patched", who["kind"], who["namespace"], who["name"],
+            who["note"]),
+        {"owner": who, "check_mode": bool(check_mode)},
+        "re-run k8snet.triage.lb_health after every update of the owner (an OpenShift update for the router) and "
+        "apply the switch again when it was put back")
+
+
+def verify_findings(result, who=None):
+    """The post-check's finding ``lb.policy_switched``: ok when every node passes, critical when not within the
+    deadline."""
+    ref = result["service"]
+    evidence = dict(result, owner=who)
+    if result["passed"]:
+        found = [finding("lb.policy_switched", "ok", "L4", ref,
+                         "%s now has policy Cluster and all %d pool nodes answer on the traffic nodePort %s (after %d "
+                         "attempt(s), %gs): the load balancer's check passes everywhere; %s" % (
+                             ref, len(result["nodes"]), result["traffic_node_port"], result["attempts"],
+                             result["seconds"], TRADE_OFF), evidence)]
+    else:
+        found = [finding("lb.policy_switched", "critical", "L4", ref,
+                         "%s was switched to Cluster but the post-check failed within %gs (%d attempt(s)): %s" % (
+                             ref, result["deadline"], result["attempts"], result["why"]), evidence,
+                         "kube-proxy (or the dataplane) has not reprogrammed the nodes, or something put the policy "
+                         "back: kubectl -n %s get svc %s -o jsonpath='{.spec.externalTrafficPolicy}', then "
+                         "iptables-save -t nat | grep %s on the failing nodes" % (
+                             ref.split("/", 1)[0], ref.split("/", 1)[1], ref))]
+    return found
 
 
 def node_ips(nodes, address_type="InternalIP"):

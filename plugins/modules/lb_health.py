@@ -15,11 +15,29 @@ description:
     node the way a load balancer does, parsing kube-proxy's JSON (C(localEndpoints), 200 or 503).
   - Findings C(lb.nodes_without_endpoints) (the nodes, the replica count, and the trade-off of C(Cluster)) and
     C(lb.health_probe_mismatch) (the probe disagrees with the API, or gets no answer).
+  - With O(probe_traffic=true) it also connects to the traffic nodePort (the Service's first TCP port) of every
+    node and sends one HTTP request. With policy C(Local) a node without a local endpoint does not forward (the
+    connect is dropped, or accepted and never answered): expected, shown in the pool view of
+    C(lb.nodes_without_endpoints). A node that should forward and does not answer is C(lb.nodeport_silent).
+  - C(lb.nodes_without_endpoints) says whether the condition is expected (policy C(Local), some nodes serve), gives
+    the load balancer's view of every pool node (passes or fails its check, and why), the trade-off of C(Cluster),
+    and the owner of the Service (the OpenShift ingress operator for C(router-default)), which may put a patch back.
   - Only with O(remediate=cluster), and not in check mode, does it merge-patch C(externalTrafficPolicy) to
     C(Cluster), and only on the Services named in O(remediate_services), at most O(max_patch) of them, and only
     where switching fixes something that is not expected. Nodes without a local endpoint failing the health
     check is what C(Local) does by design and is no reason to patch. Reasons are ready endpoints that run only
     on nodes outside the load balancer pool, or nodes with a ready endpoint that fail the probe.
+  - O(force_policy_switch=true) is the operator's explicit request to switch the named Services even when the
+    module judges the condition expected; the diff and RV(patched) then carry the reason and the trade-off.
+    A Service that is not a LoadBalancer with policy C(Local) is still not patched (nothing to switch).
+  - When a controller owns a (would-be) patched Service (label
+    C(ingresscontroller.operator.openshift.io/owning-ingresscontroller), or C(ownerReferences)), the diff and the
+    finding C(lb.owner_may_revert) warn that it may put the policy back. The OpenShift IngressController has no
+    externalTrafficPolicy setting, so the Service itself is patched.
+  - After a real switch (O(verify=true)) the post-check re-reads each patched Service and probes every pool node
+    on the traffic nodePort until all answer or O(verify_timeout) seconds have passed in total (kube-proxy takes
+    a moment to reprogram the nodes); RV(verification) and the finding C(lb.policy_switched) (ok or critical)
+    report the outcome.
   - Each patch re-reads the Service right before and carries the C(resourceVersion) it read. A Service
     changed in between is refused by the API server (409 Conflict) and reported in RV(failures), not retried.
     The first failure stops the remediation. The result lists what was patched, what failed and why,
@@ -82,6 +100,30 @@ options:
     type: list
     elements: str
     default: []
+  force_policy_switch:
+    description:
+      - With O(remediate=cluster), switch the Services of O(remediate_services) to C(Cluster) even when the module
+        judges that nothing unexpected is wrong (nodes without a local endpoint failing the health check, which is
+        what C(Local) does by design). The operator's explicit choice, accepting the trade-off (the client source
+        IP is lost, an extra hop). Use check mode and C(--diff) first.
+    type: bool
+    default: false
+  probe_traffic:
+    description:
+      - Also probe the traffic nodePort (the Service's first TCP port) of every node (a TCP connect and one HTTP
+        request). Off by default because a node that accepts and never answers costs O(probe_timeout) seconds.
+    type: bool
+    default: false
+  verify:
+    description: After a real switch, run the post-check (re-read the Service, probe every pool node).
+    type: bool
+    default: true
+  verify_timeout:
+    description:
+      - Total seconds the post-check waits for every pool node to pass, probing about once a second; a finite
+        number more than 0 and at most 600.
+    type: float
+    default: 30.0
   max_patch:
     description:
       - At most this many Services are patched (or, in check mode, would be) in one run. The others are listed
@@ -101,6 +143,16 @@ EXAMPLES = r"""
     remediate: cluster
     remediate_services: [openshift-ingress/router-default]
     max_patch: 1
+
+- name: The operator wants every pool node healthy - switch although the condition is expected, then verify
+  k8snet.triage.lb_health:
+    services: [openshift-ingress/router-default]
+    probe_traffic: true
+    remediate: cluster
+    remediate_services: [openshift-ingress/router-default]
+    force_policy_switch: true
+    verify_timeout: 60
+  register: switch
 """
 
 RETURN = r"""
@@ -135,6 +187,29 @@ not_attempted:
   type: list
   elements: dict
   sample: [{service: c/web, reason: "max_patch (1) reached: raise max_patch or run again to patch it"}]
+traffic:
+  description: Per Service (namespace/name), the traffic nodePort probe of every node (with O(probe_traffic=true)).
+  returned: always
+  type: dict
+  sample: {openshift-ingress/router-default: {node3: {address: "10.0.0.13:30080", state: silent,
+           detail: "connected (ESTABLISHED, keepalive) and no byte back within 2s"}}}
+owners:
+  description: Per (would-be) patched Service, the controller that owns it and may put the policy back.
+  returned: always
+  type: dict
+verification:
+  description: The post-check of every Service patched in this run (not in check mode), with its outcome.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - service: openshift-ingress/router-default
+      policy: Cluster
+      traffic_node_port: 30080
+      passed: true
+      attempts: 3
+      seconds: 2.1
+      nodes: {node3: {passes: true, state: answered, detail: "HTTP/1.0 200 OK"}}
 findings:
   description: Findings (see the collection's findings contract).
   returned: always
@@ -200,7 +275,7 @@ def run(module, kube, targets):
     services = select_services(kube, p["services"] or targets, p["namespaces"])
     nodes = lb_health.pool_nodes(kube.nodes())
     addresses = lb_health.node_ips(nodes, p["address_type"])
-    models, found, reasons = [], [], {}
+    models, found, reasons, traffic_all = [], [], {}, {}
     for svc in services:
         namespace, name = meta(svc, "namespace"), meta(svc, "name")
         ref = "%s/%s" % (namespace, name)
@@ -216,10 +291,31 @@ def run(module, kube, targets):
                 address = addresses[meta(node, "name")]
                 if address:
                     probes[meta(node, "name")] = lb_health.probe(address, port, p["probe_timeout"])
-        found.extend(lb_health.check_service(svc, nodes, endpoints, probes))
+        traffic = {}
+        node_port = lb_health.traffic_port(svc)
+        if p["probe_traffic"] and node_port:
+            for node in nodes:
+                address = addresses[meta(node, "name")]
+                if address:
+                    traffic[meta(node, "name")] = lb_health.traffic_probe(address, node_port, p["probe_timeout"])
+            traffic_all[ref] = traffic
+        found.extend(lb_health.check_service(svc, nodes, endpoints, probes, traffic))
         models.append(lb_health.service_model(svc, endpoints, probes))
         reasons[ref] = lb_health.patch_reason(svc, nodes, endpoints, probes)
+        if p["force_policy_switch"] and ref in targets:
+            reasons[ref] = lb_health.forced_reason(svc, reasons[ref])
     outcome = lb_health.remediate(kube, [(ref,) + reasons[ref] for ref in targets], p["max_patch"], module.check_mode)
+    for ref, who in outcome["owners"].items():
+        found.append(lb_health.owner_finding(ref, who, module.check_mode))
+    outcome["verification"] = []
+    if p["verify"] and not module.check_mode:
+        for ref in outcome["patched"]:
+            namespace, name = split_ref(ref)
+            result = lb_health.verify_switch(kube, namespace, name, nodes, addresses, p["probe_timeout"],
+                                             p["verify_timeout"])
+            outcome["verification"].append(result)
+            found.extend(lb_health.verify_findings(result, outcome["owners"].get(ref)))
+    outcome["traffic"] = traffic_all
     return models, found, outcome
 
 
@@ -228,6 +324,7 @@ RULES = dict(
     services=checks.each(checks.namespaced_name),
     namespaces=checks.each(checks.k8s_name),
     probe_timeout=checks.seconds(0, 60),
+    verify_timeout=checks.seconds(0, 600),
     remediate_services=checks.each(checks.namespaced_name),
 )
 
@@ -243,6 +340,10 @@ def main():
         remediate=dict(type="str", default="none", choices=["none", "cluster"]),
         remediate_services=dict(type="list", elements="str", default=[]),
         max_patch=dict(type="int", default=1),
+        force_policy_switch=dict(type="bool", default=False),
+        probe_traffic=dict(type="bool", default=False),
+        verify=dict(type="bool", default=True),
+        verify_timeout=dict(type="float", default=30.0),
     )
     module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
@@ -253,7 +354,8 @@ def main():
         fail_from(module, exc)
     patched = outcome["patched"]
     result = dict(changed=bool(patched), services=models, patched=patched, failures=outcome["failures"],
-                  not_attempted=outcome["not_attempted"], findings=sort_findings(found))
+                  not_attempted=outcome["not_attempted"], traffic=outcome["traffic"], owners=outcome["owners"],
+                  verification=outcome["verification"], findings=sort_findings(found))
     if outcome["diffs"]:
         result["diff"] = outcome["diffs"] if len(outcome["diffs"]) > 1 else outcome["diffs"][0]
     if outcome["failures"]:

@@ -97,7 +97,7 @@ def test_expected_condition_is_no_reason_to_patch():
     svc = [s for s in of_kind(LOCAL4, "Service") if s["metadata"]["namespace"] == "d"][0]
     found = lb.check_service(svc, _pool(), {"node1": 1}, {})
     assert found[0]["severity"] == "warning" and found[0]["evidence"]["expected"] is True
-    assert "(expected with externalTrafficPolicy Local)" in found[0]["summary"]
+    assert "expected with policy Local: no impact unless" in found[0]["summary"]
 
 
 def test_reasons_to_patch():

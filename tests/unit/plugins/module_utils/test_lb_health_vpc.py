@@ -1,0 +1,243 @@
+"""Issue 29: OpenShift on a VPC - router-default with externalTrafficPolicy Local and two replicas on three
+nodes.  The pure checks over the stand-in fixture, and the traffic nodePort probe and the post-check against
+real sockets on the loopback (127.0.0.11..13 play the three nodes)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import socket
+import threading
+import time
+
+import pytest
+
+from ansible_collections.k8snet.triage.plugins.module_utils import lb_health as lb
+
+from tests.kube_api import fixture_objects as objects, of_kind
+
+OBJS = objects("cluster.yaml", "router_vpc.yaml")
+NODES = of_kind(OBJS, "Node")
+ROUTER = of_kind(OBJS, "Service")[0]
+ENDPOINTS = lb.local_endpoints(of_kind(OBJS, "EndpointSlice"))
+REF = "openshift-ingress/router-default"
+
+
+def health(node_has_endpoint):
+    count = 1 if node_has_endpoint else 0
+    body = json.dumps({"service": {"namespace": "openshift-ingress", "name": "router-default"}, "localEndpoints": count,
+                       "serviceProxyHealthy": True})
+    status = 200 if count else 503
+    value, error = lb.parse_health(status, body)
+    return {"url": "http://x:31920/", "status": status, "local_endpoints": value, "error": error}
+
+
+PROBES = {"node1": health(True), "node2": health(True), "node3": health(False)}
+
+
+def traffic(state, detail="-"):
+    return {"address": "x:30180", "state": state, "detail": detail}
+
+
+def test_fixture_is_the_runbook_case():
+    assert lb.is_local_lb(ROUTER) and ENDPOINTS == {"node1": 1, "node2": 1} and len(NODES) >= 3
+    assert lb.traffic_port(ROUTER) == 30180
+
+
+def test_expected_finding_says_no_impact_with_the_pool_view_the_trade_off_and_the_owner():
+    silent = {"node1": traffic("answered"), "node2": traffic("answered"), "node3": traffic("silent")}
+    found = lb.check_service(ROUTER, NODES, ENDPOINTS, PROBES, silent)
+    assert [(f["check"], f["severity"]) for f in found] == [("lb.nodes_without_endpoints", "warning")]
+    [item] = found
+    assert "expected with policy Local: no impact unless the nodes with an endpoint (node1, node2) fail it too" \
+        in item["summary"]
+    assert item["summary"].endswith("; pool: node1, node2 pass, node3 fail")
+    pool = item["evidence"]["pool"]
+    assert {n: r["health_check"] for n, r in pool.items()} == {"node1": "pass", "node2": "pass", "node3": "fail"}
+    assert pool["node3"]["why"] == "HTTP 503, localEndpoints 0: no local endpoint, taken out of the pool by design"
+    assert pool["node3"]["traffic"] == "silent" and pool["node1"]["traffic"] == "answered"
+    assert item["evidence"]["expected"] is True and "source IP is lost" in item["evidence"]["trade_off"]
+    who = item["evidence"]["owner"]
+    assert (who["kind"], who["namespace"], who["name"]) == ("IngressController", "openshift-ingress-operator", "default")
+    assert who["owner_references"] == ["Deployment/router-default"]
+    assert "has no externalTrafficPolicy setting" in item["remediation"]
+    assert "force_policy_switch: true" in item["remediation"]
+
+
+@pytest.mark.parametrize("state", ["silent", "dropped"])
+def test_a_node_without_endpoint_not_answering_is_expected_under_local(state):
+    found = lb.check_service(ROUTER, NODES, ENDPOINTS, PROBES, {"node3": traffic(state)})
+    assert [f["check"] for f in found] == ["lb.nodes_without_endpoints"]
+
+
+def test_a_serving_node_not_answering_is_critical_and_under_cluster_every_node_must_answer():
+    found = lb.check_traffic(ROUTER, NODES, ENDPOINTS, {"node1": traffic("silent", "no byte back"),
+                                                        "node3": traffic("silent")})
+    assert [(f["check"], f["subject"], f["severity"]) for f in found] == [
+        ("lb.nodeport_silent", REF + "@node1", "critical")]
+    assert "1 local endpoint(s) with policy Local" in found[0]["summary"]
+    cluster = copy.deepcopy(ROUTER)
+    cluster["spec"]["externalTrafficPolicy"] = "Cluster"
+    found = lb.check_traffic(cluster, NODES, ENDPOINTS, {"node3": traffic("dropped")})
+    assert [f["subject"] for f in found] == [REF + "@node3"] and "policy Cluster" in found[0]["summary"]
+
+
+def test_owner_without_the_label_is_the_owner_reference_and_none_without_either():
+    svc = copy.deepcopy(ROUTER)
+    del svc["metadata"]["labels"][lb.OWNER_LABEL]
+    assert lb.owner(svc)["kind"] == "Deployment" and lb.owner(svc)["label"] is None
+    del svc["metadata"]["ownerReferences"]
+    assert lb.owner(svc) is None
+
+
+def test_the_module_alone_refuses_the_expected_case_the_operator_can_force_it():
+    judged = lb.patch_reason(ROUTER, NODES, ENDPOINTS, PROBES)
+    assert judged[0] is None and judged[1].startswith("expected with externalTrafficPolicy Local: 1 of 3 nodes")
+    reason, why_not = lb.forced_reason(ROUTER, judged)
+    assert why_not is None and reason.startswith("asked explicitly (force_policy_switch): expected with")
+    assert "source IP is lost" in reason
+    cluster = copy.deepcopy(ROUTER)
+    cluster["spec"]["externalTrafficPolicy"] = "Cluster"
+    assert lb.forced_reason(cluster, lb.patch_reason(cluster, NODES, ENDPOINTS, {}))[0] is None
+
+
+class StoreKube(object):
+    """get / merge_patch over one Service, as the API server answers them (healthCheckNodePort released)."""
+
+    def __init__(self, service):
+        self.service = copy.deepcopy(service)
+        self.service["metadata"]["resourceVersion"] = "7001"
+        self.calls = []
+
+    def get(self, plural, name, namespace):
+        self.calls.append(("get", "%s/%s" % (namespace, name)))
+        return copy.deepcopy(self.service)
+
+    def merge_patch(self, plural, name, namespace, patch, resource_version=None):
+        self.calls.append(("patch", "%s/%s" % (namespace, name), resource_version))
+        self.service["spec"].update(patch["spec"])
+        if self.service["spec"]["externalTrafficPolicy"] == "Cluster":
+            self.service["spec"].pop("healthCheckNodePort", None)
+
+
+def test_forced_switch_in_check_mode_shows_reason_trade_off_and_owner_and_patches_nothing():
+    kube = StoreKube(ROUTER)
+    reason = lb.forced_reason(ROUTER, lb.patch_reason(ROUTER, NODES, ENDPOINTS, PROBES))
+    out = lb.remediate(kube, [(REF,) + reason], 1, check_mode=True)
+    assert out["patched"] == [REF] and [c[0] for c in kube.calls] == ["get"]
+    after = out["diffs"][0]["after"]
+    assert after.startswith("externalTrafficPolicy: Cluster\n") and "# why: asked explicitly" in after
+    assert "# trade-off: externalTrafficPolicy: Cluster makes every node pass" in after
+    assert "# warning: the ingress operator owns openshift-ingress/router-default" in after
+    assert "owner" not in out["diffs"][0] and out["owners"][REF]["name"] == "default"
+    warning = lb.owner_finding(REF, out["owners"][REF], True)
+    assert warning["check"] == "lb.owner_may_revert" and "would be patched directly" in warning["summary"]
+
+
+# ------------------------------------------------------------------ real sockets on the loopback
+ADDRESSES = {"node1": "127.0.0.11", "node2": "127.0.0.12", "node3": "127.0.0.13"}
+
+
+class Node(object):
+    """A listener on one node address: ``mode`` answered (an HTTP answer), silent (accepts, never answers)."""
+
+    def __init__(self, address, port, mode):
+        self.mode = mode
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((address, port))
+        self.sock.listen(16)
+        self.held = []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.mode == "answered":
+                conn.recv(4096)
+                conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                conn.close()
+            else:
+                self.held.append(conn)
+
+    def close(self):
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.11", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def nodes():
+    port = free_port()
+    servers = {"node1": Node(ADDRESSES["node1"], port, "answered"), "node2": Node(ADDRESSES["node2"], port, "answered"),
+               "node3": Node(ADDRESSES["node3"], port, "silent")}
+    yield port, servers
+    for server in servers.values():
+        server.close()
+
+
+def test_traffic_probe_answered_silent_refused(nodes):
+    port, _servers = nodes
+    assert lb.traffic_probe(ADDRESSES["node1"], port, 2)["state"] == "answered"
+    assert lb.traffic_probe(ADDRESSES["node1"], port, 2)["detail"] == "HTTP/1.0 200 OK"
+    started = time.monotonic()
+    silent = lb.traffic_probe(ADDRESSES["node3"], port, 0.5)
+    assert silent["state"] == "silent" and 0.4 < time.monotonic() - started < 2
+    assert silent["detail"] == "connected (ESTABLISHED, keepalive) and no byte back within 0.5s"
+    assert lb.traffic_probe("127.0.0.14", port, 1)["state"] == "refused"
+
+
+def cluster_kube(port):
+    svc = copy.deepcopy(ROUTER)
+    svc["spec"]["externalTrafficPolicy"] = "Cluster"
+    svc["spec"].pop("healthCheckNodePort")
+    svc["spec"]["ports"][0]["nodePort"] = port
+    return StoreKube(svc)
+
+
+def test_post_check_waits_until_every_node_answers(nodes):
+    """node3 starts forwarding ~1.2 s after the switch (kube-proxy reprogramming): the post-check waits for it."""
+    port, servers = nodes
+    kube = cluster_kube(port)
+
+    def reprogram():
+        time.sleep(1.2)
+        servers["node3"].mode = "answered"
+        for conn in servers["node3"].held:
+            conn.close()
+    threading.Thread(target=reprogram, daemon=True).start()
+    result = lb.verify_switch(kube, "openshift-ingress", "router-default", NODES, ADDRESSES, 0.5, 10, interval=0.3)
+    assert result["passed"] is True and result["policy"] == "Cluster" and result["health_check_node_port"] is None
+    assert result["attempts"] >= 2 and 1.0 < result["seconds"] < 10
+    assert {n: r["state"] for n, r in result["nodes"].items()} == dict.fromkeys(ADDRESSES, "answered")
+    [item] = lb.verify_findings(result, lb.owner(ROUTER))
+    assert (item["check"], item["severity"]) == ("lb.policy_switched", "ok")
+    assert "all 3 pool nodes answer on the traffic nodePort" in item["summary"]
+
+
+def test_post_check_gives_up_at_the_total_deadline(nodes):
+    port, _servers = nodes
+    started = time.monotonic()
+    result = lb.verify_switch(cluster_kube(port), "openshift-ingress", "router-default", NODES, ADDRESSES, 0.4, 1.5,
+                              interval=0.3)
+    assert result["passed"] is False and time.monotonic() - started < 3.5
+    assert result["why"] == "node3 do not answer on the traffic nodePort %d yet" % port
+    [item] = lb.verify_findings(result)
+    assert item["severity"] == "critical" and "post-check failed within 1.5s" in item["summary"]
+
+
+def test_post_check_reports_a_switch_that_did_not_hold():
+    kube = StoreKube(ROUTER)  # still Local: something put it back
+    result = lb.verify_switch(kube, "openshift-ingress", "router-default", NODES, {"node1": None, "node2": None,
+                                                                                   "node3": None}, 0.2, 0.5, interval=0.2)
+    assert result["passed"] is False and result["why"].startswith("externalTrafficPolicy is Local, not Cluster")
