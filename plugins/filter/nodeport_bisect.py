@@ -42,6 +42,12 @@ options:
   probe:
     description: The client's C(k8snet.triage.reachability) result, one target per entry node's C(ip:port).
     type: dict
+  policy:
+    description:
+      - The Service's C(externalTrafficPolicy). With C(Local) an entry node without a backend does not forward the
+        nodePort by design; its probes are C(ingress.nodeport_no_local_endpoint) (info, expected), not C(ingress.nat).
+    type: str
+    choices: [Local, Cluster]
 """
 
 EXAMPLES = """
@@ -78,7 +84,7 @@ def _keyed(value, what):
     return dict((host, dict(result, host=host)) for host, result in value.items() if isinstance(result, dict))
 
 
-def nodeport_bisect(captures, entries, port, backends, probe=None):
+def nodeport_bisect(captures, entries, port, backends, probe=None, policy=None):
     try:
         if not isinstance(captures, dict):
             raise InputError("the input must be a dict {client, lb, workers} of capture results, got %s"
@@ -95,6 +101,8 @@ def nodeport_bisect(captures, entries, port, backends, probe=None):
         for index, backend in enumerate(backends):
             if not backend.get("ip") or not backend.get("port"):
                 raise InputError("backends[%d] needs ip and port" % index)
+        if policy not in (None, "", "Local", "Cluster"):
+            raise InputError("policy must be Local or Cluster (the Service's externalTrafficPolicy), got %r" % (policy,))
         if probe is not None and not isinstance(probe, dict):
             raise InputError("probe must be a reachability result (a dict), got %s" % type(probe).__name__)
         client = _keyed(captures.get("client") or {}, "client")
@@ -103,7 +111,7 @@ def nodeport_bisect(captures, entries, port, backends, probe=None):
                       "workers": _keyed(captures.get("workers") or {}, "workers")}
     except InputError as exc:
         raise AnsibleFilterError("nodeport_bisect: %s" % exc.message)
-    return _bisect(normalized, entries, port, backends, probe)
+    return _bisect(normalized, entries, port, backends, probe, policy or None)
 
 
 class FilterModule(object):

@@ -274,7 +274,23 @@ def _translated_sources(result, keys):
     return outs - ins
 
 
-def nodeport_bisect(captures, entries, port, backends, probe=None):
+def _no_local_endpoint(host, ip, port, backends, item):
+    """The finding for an entry node without a local endpoint under policy Local whose probes were not
+    translated: what the policy does by design, not a NAT failure."""
+    serving = sorted(set(b.get("node") or b.get("host") for b in backends if b.get("node") or b.get("host")))
+    evidence = dict(item["evidence"], policy="Local", local_endpoint=False, serving_nodes=serving)
+    return finding(
+        "ingress.nodeport_no_local_endpoint", "info", "L4", item["subject"],
+        "via node %s: expected with externalTrafficPolicy Local: %s has no local endpoint of the Service (they run "
+        "on %s), so it does not forward %s:%s - the connect is dropped, or accepted and never answered; a load "
+        "balancer's health check keeps the node out of its pool, so there is no impact unless clients connect to "
+        "it directly" % (host, host, ", ".join(serving) or "no node", ip, port), evidence,
+        "nothing to fix on %s; enter through a node with an endpoint (%s), or switch the Service to "
+        "externalTrafficPolicy Cluster (every node forwards, the client source IP is lost: "
+        "k8snet.triage.lb_health with force_policy_switch)" % (host, ", ".join(serving) or "none"))
+
+
+def nodeport_bisect(captures, entries, port, backends, probe=None, policy=None):
     """The bisection of a NodePort (or a ManualLB VIP outside the cluster, which forwards to the nodes):
     every entry node's ``ip:port`` was probed from the client and captured on that node and on the backends'
     nodes.  ``entries``: [{host, ip}]; ``captures`` as for ingress_bisect_backends, ``lb`` holding the entry
@@ -283,8 +299,14 @@ def nodeport_bisect(captures, entries, port, backends, probe=None):
     are left out of its walk, so one broken entry node is not hidden by the others.  Without SNAT every
     translated packet keeps the client's address and the entries cannot be told apart on the workers.
 
-    Returns {"entries": [{host, ip, vanished_at, backend}], "hops", "findings"}: every finding names its
-    entry node (``evidence.entry_node``)."""
+    With ``policy`` Local an entry node that holds no backend (by inventory host or node name) does not
+    forward the nodePort by design (kube-proxy drops it: kubernetes/kubernetes pkg/proxy/iptables/proxier.go,
+    "has no local endpoints", commit 092dddd12ca4cc5e66597de66a81fc77fdd3f29b; OVN-Kubernetes accepts the
+    connect and never answers): its untranslated probes are ``ingress.nodeport_no_local_endpoint`` (info,
+    expected), not ``ingress.nat``.
+
+    Returns {"entries": [{host, ip, vanished_at, backend, expected}], "hops", "findings"}: every finding names
+    its entry node (``evidence.entry_node``)."""
     client = captures.get("client")
     lbs = dict((r.get("host"), r) for r in captures.get("lb") or [] if r)
     workers = captures.get("workers") or {}
@@ -305,10 +327,16 @@ def nodeport_bisect(captures, entries, port, backends, probe=None):
         own = dict((name, _without(result, others)) for name, result in workers.items())
         result = ingress_bisect_backends({"client": client, "lb": [lb] if lb else [], "workers": own}, ip, port,
                                          backends, {"targets": [r for r in rows if r.get("address") == ip]} if probe else None)
-        for item in result["findings"]:
+        local = set(b.get("host") for b in backends) | set(b.get("node") for b in backends)
+        expected = policy == "Local" and host not in local and result["vanished_at"] == "nat"
+        for index, item in enumerate(result["findings"]):
             item["evidence"]["entry_node"] = host
-            item["summary"] = "via node %s: %s" % (host, item["summary"])
-        out["entries"].append({"host": host, "ip": ip, "vanished_at": result["vanished_at"], "backend": result["backend"]})
+            if expected:
+                result["findings"][index] = _no_local_endpoint(host, ip, port, backends, item)
+            else:
+                item["summary"] = "via node %s: %s" % (host, item["summary"])
+        out["entries"].append({"host": host, "ip": ip, "vanished_at": result["vanished_at"], "backend": result["backend"],
+                               "expected": expected})
         out["hops"].extend(dict(h, entry_node=host) for h in result["hops"])
         out["findings"].extend(result["findings"])
     if not entries:
