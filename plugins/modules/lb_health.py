@@ -17,7 +17,7 @@ description:
     C(lb.health_probe_mismatch) (the probe disagrees with the API, or gets no answer).
   - With O(probe_traffic=true) it also connects to the traffic nodePort (the Service's first TCP port) of every
     node and sends one HTTP request. With policy C(Local) a node without a local endpoint does not forward (the
-    connect is dropped, or accepted and never answered): expected, shown in the pool view of
+    connect is dropped, or accepted and never answered), which is expected and shown in the pool view of
     C(lb.nodes_without_endpoints). A node that should forward and does not answer is C(lb.nodeport_silent).
   - C(lb.nodes_without_endpoints) says whether the condition is expected (policy C(Local), some nodes serve), gives
     the load balancer's view of every pool node (passes or fails its check, and why), the trade-off of C(Cluster),
