@@ -154,7 +154,7 @@ class Node(object):
     def serve(self):
         while True:
             try:
-                conn, _ = self.sock.accept()
+                conn = self.sock.accept()[0]
             except OSError:
                 return
             if self.mode == "answered":
