@@ -6,8 +6,8 @@
 
 Ingress (client -> LoadBalancer VIP -> LB node -> DNAT -> worker -> pod veth -> pod) is walked
 in order and the first hop where the probes were not seen is reported with the runbook step
-that belongs to it.  Egress checks the source address pod traffic has when it leaves the
-node's external interface (masquerade to the node IP, or not).
+that belongs to it.  The egress checks (the source address pod traffic leaves the node with, and
+the reply coming back) live in ``egress``.
 
 Inputs are the ``packet_capture`` results (their ``flows``), so these run on the controller.
 """
@@ -346,40 +346,3 @@ def nodeport_bisect(captures, entries, port, backends, probe=None, policy=None):
             "run the role on the nodes (ingress_path_entry_nodes, or the play's nodes)"))
     return out
 
-
-def egress_snat(capture, node_ip, pod_ip, target, pod=None, node=None):
-    """Source addresses of pod traffic to ``target`` leaving the node (capture on the external interface).
-    ``pod`` (namespace/name) and ``node`` name the pod and its node in the finding."""
-    sources = {}
-    for flow in capture.get("flows") or []:
-        if flow.get("direction") == "out" and flow.get("dst") == target and flow.get("proto") != "arp":
-            sources[flow["src"]] = sources.get(flow["src"], 0) + flow.get("packets", 0)
-    ordered = sorted(sources, key=lambda s: -sources[s])
-    evidence = {"target": target, "node_ip": node_ip, "pod_ip": pod_ip, "sources": sources,
-                "source_seen": ordered[0] if ordered else None, "interfaces": capture.get("interfaces")}
-    if pod:
-        evidence["pod"] = pod
-    if node:
-        evidence["node"] = node
-    who = "pod %s (%s)" % (pod, pod_ip) if pod else "pod %s" % pod_ip
-    where = " on %s" % node if node else ""
-    subject = "%s -> %s" % (pod or pod_ip, target)
-    if not sources:
-        return [finding("egress.not_leaving", "warning", "L3", subject,
-                        "no packet from %s%s to %s left the node's external interface during the probe" % (
-                            who, where, target), evidence,
-                        "the pod's traffic does not leave the node: check the pod's default route, the node's route "
-                        "to the target and the FORWARD chain (k8snet.triage.route_check, iptables_drops)")]
-    if pod_ip in sources:
-        return [finding("egress.no_snat", "critical", "L3", subject,
-                        "traffic of %s leaves %s with the pod IP %s as source, not the node IP %s: no "
-                        "masquerade" % (who, node or "the node", pod_ip, node_ip), evidence,
-                        "restore the CNI's masquerade rule (iptables -t nat POSTROUTING MASQUERADE for the pod CIDR, "
-                        "Cilium enable-ipv4-masquerade / Calico natOutgoing) or route the pod CIDR back to this node")]
-    if set(sources) == {node_ip}:
-        return [finding("egress.ok", "ok", "L3", subject, "traffic of %s leaves %s SNAT-ed to the node IP %s" % (
-            who, node or "the node", node_ip), evidence)]
-    return [finding("egress.unexpected_source", "warning", "L3", subject,
-                    "traffic of %s leaves %s with source %s (neither the node IP %s nor the pod IP)" % (
-                        who, node or "the node", ", ".join(sorted(sources)), node_ip), evidence,
-                    "an egress gateway or another SNAT rule rewrites it: check that this is intended")]

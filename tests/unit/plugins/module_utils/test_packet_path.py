@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """packet_path: the ingress bisection on real packet_capture results taken in the lab on the
-client, the LB node (node1) and the worker (node2) while each break was injected, and the
-egress SNAT check."""
+client, the LB node (node1) and the worker (node2) while each break was injected (the egress
+checks are in test_egress)."""
 
 from __future__ import annotations
 
@@ -82,33 +82,6 @@ def test_filter_accepts_results_keyed_by_host():
              "worker": {"node2": case["captures"]["node2"]}}
     got = bisect_filter(keyed, v["ingress_path_vip"], "80", v["ingress_path_pod_ip"], "8080", case["probe"])
     assert got["vanished_at"] == "between_nodes" and got["hops"][-1]["host"] == "node2"
-
-
-def flows(*sources):
-    return {"flows": [{"direction": "out", "dst": "198.18.160.100", "proto": "tcp", "src": s, "packets": 2} for s in sources]}
-
-
-@pytest.mark.parametrize("sources, check, severity", [
-    (("198.18.160.12",), "egress.ok", "ok"),
-    (("198.19.161.3",), "egress.no_snat", "critical"),
-    (("198.18.160.12", "198.19.161.3"), "egress.no_snat", "critical"),
-    (("198.18.160.250",), "egress.unexpected_source", "warning"),
-    ((), "egress.not_leaving", "warning"),
-])
-def test_egress_snat(sources, check, severity):
-    [f] = pp.egress_snat(flows(*sources), "198.18.160.12", "198.19.161.3", "198.18.160.100")
-    assert (f["check"], f["severity"]) == (check, severity)
-
-
-def test_egress_snat_names_the_pod_the_node_and_the_source_seen():
-    [f] = pp.egress_snat(flows("198.19.161.3", "198.19.161.3"), "198.18.160.12", "198.19.161.3", "198.18.160.100",
-                         pod="default/web-5d8f7-abcde", node="node2")
-    assert f["check"] == "egress.no_snat" and f["subject"] == "default/web-5d8f7-abcde -> 198.18.160.100"
-    assert "pod default/web-5d8f7-abcde (198.19.161.3)" in f["summary"] and "leaves node2" in f["summary"]
-    assert (f["evidence"]["pod"], f["evidence"]["node"], f["evidence"]["source_seen"]) == (
-        "default/web-5d8f7-abcde", "node2", "198.19.161.3")
-    [f] = pp.egress_snat(flows("198.18.160.12"), "198.18.160.12", "198.19.161.3", "198.18.160.100")
-    assert "pod" not in f["evidence"] and f["evidence"]["source_seen"] == "198.18.160.12"
 
 
 def test_no_capture_from_any_hop_is_not_ok():
