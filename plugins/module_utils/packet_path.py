@@ -345,4 +345,3 @@ def nodeport_bisect(captures, entries, port, backends, probe=None, policy=None):
             "no entry node was given: no nodeIP:nodePort was probed", {"port": port},
             "run the role on the nodes (ingress_path_entry_nodes, or the play's nodes)"))
     return out
-
