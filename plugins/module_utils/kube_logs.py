@@ -272,6 +272,16 @@ def api_check(params, kube_factory, now=None):
                     events.append((event, pod_subject(pods[name])))
                     if event.get("type") == "Warning":
                         pod_events.setdefault((namespace, name), []).append(event)
+            # a pod its controller could not create has no events of its own: the controller's FailedCreate
+            # events say why (an admission webhook that did not answer, a quota)
+            read = functools.partial(kube.events, namespace, field_selector="reason=FailedCreate")
+            got, failed = optional_read(read, "the FailedCreate events of namespace %s" % namespace, namespace,
+                                        "controller events")
+            skipped.extend([failed] if failed else [])
+            for event in got or []:
+                obj = event.get("involvedObject") or {}
+                if obj.get("kind") != "Pod":
+                    events.append((event, "%s/%s/%s" % (namespace, obj.get("kind"), obj.get("name"))))
         if nodes:
             got, failed = optional_read(lambda: kube.events("default", field_selector="involvedObject.kind=Node"),
                                         "the node events (namespace default)", "default", "node events")

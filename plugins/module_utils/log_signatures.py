@@ -34,11 +34,31 @@ SIGNATURES = (
                        "or the control-plane address), then the admission webhooks with failurePolicy Fail whose "
                        "pods need this node's network (a CNI <-> webhook cycle); kubectl -n <ns> logs <calico-node pod> "
                        "--previous shows the error",
-        "explains": ["node.network_unavailable", "node.cni_pod_crashloop", "webhook.cni_deadlock"],
+        "explains": ["node.network_unavailable", "node.cni_pod_crashloop", "webhook.cni_deadlock",
+                     "webhook.cni_blocked_by_tunnel"],
         "sources": ["https://github.com/projectcalico/node/pull/387 (startup.go: "
                     "log.WithError(err).Warnf(\"Failed to set NetworkUnavailable to False; will retry\"))",
                     "https://github.com/projectcalico/calico/issues/8651",
                     "https://github.com/projectcalico/calico/issues/4597"],
+    },
+    {
+        "check": "log.webhook_call_failed",
+        "severity": "critical",
+        "layer": "control-plane",
+        "pattern": r'failed calling webhook \\?"(?P<target>[^"\\]+)\\?"(?P<rest>.*)',
+        "meaning": "the API server refused a request because an admission webhook with failurePolicy Fail did not "
+                   "answer (a timeout or refused connection is the path to the webhook's Service: its pods, or the "
+                   "API server's tunnel into the cluster)",
+        "remediation": "kubectl get validatingwebhookconfigurations,mutatingwebhookconfigurations: find the webhook "
+                       "named in the line, then its Service's endpoints and, on managed clusters, the tunnel pods "
+                       "(kubectl -n kube-system get pods -l app=konnectivity-agent, or -l app=vpn on IBM Cloud up to 1.20)",
+        "explains": ["webhook.cni_deadlock", "webhook.cni_blocked_by_tunnel", "node.cni_pod_missing",
+                     "node.cni_pod_pending"],
+        "sources": ["https://github.com/kubernetes/kubernetes staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/"
+                    "validating/dispatcher.go (fmt.Errorf(\"failed calling webhook %q: %v\", hook.Name, err))",
+                    "https://cloud.ibm.com/docs/containers?topic=containers-webhooks_update (Internal error occurred: "
+                    "failed calling webhook \"trust.hooks.securityenforcement.admission.cloud.ibm.com\": Post ...: "
+                    "dial tcp 172.21.xxx.xxx:443: connect: connection timed out)"],
     },
     {
         "check": "log.cilium_api_rate_limited",

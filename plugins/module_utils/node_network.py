@@ -64,8 +64,30 @@ def owner_daemonset(pod):
     return None
 
 
-def node_model(node, cni_pods, now):
-    """The compact status of one node: conditions, watched taints, its CNI pods."""
+def waiting_pod_model(pod):
+    """phase / waiting reason / owner of a pod (not the CNI's, not on the host network) that is not running and ready."""
+    status = pod.get("status") or {}
+    waiting = [((cs.get("state") or {}).get("waiting") or {}).get("reason")
+               for cs in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or [])]
+    owner = next(({"kind": o.get("kind"), "name": o.get("name")} for o in meta(pod, "ownerReferences") or []), None)
+    return {"name": meta(pod, "name"), "namespace": meta(pod, "namespace"), "phase": status.get("phase"),
+            "waiting": next((w for w in waiting if w), None), "owner": owner}
+
+
+def _waits_for_network(pod, daemonsets):
+    """A pod of the CNI's namespaces that needs the pod network and is not running and ready."""
+    spec = pod.get("spec") or {}
+    if spec.get("hostNetwork") or owner_daemonset(pod) in daemonsets:
+        return False
+    status = pod.get("status") or {}
+    if status.get("phase") in ("Succeeded", "Failed"):
+        return False
+    return not (status.get("phase") == "Running" and (condition(pod, "Ready") or {}).get("status") == "True")
+
+
+def node_model(node, cni_pods, now, waiting_pods=()):
+    """The compact status of one node: conditions, watched taints, its CNI pods, and the other pods of the CNI's
+    namespaces on it that wait for the pod network (``waiting_pods``, already filtered)."""
     name = meta(node, "name")
     taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") in WATCHED_TAINTS]
     return {
@@ -74,6 +96,7 @@ def node_model(node, cni_pods, now):
         "network_unavailable": _condition_model(condition(node, "NetworkUnavailable"), now),
         "taints": ["%s:%s" % (t.get("key"), t.get("effect")) for t in taints],
         "cni_pods": [cni_pod_model(p) for p in cni_pods if (p.get("spec") or {}).get("nodeName") == name],
+        "waiting_pods": [waiting_pod_model(p) for p in waiting_pods if (p.get("spec") or {}).get("nodeName") == name],
     }
 
 
@@ -109,6 +132,24 @@ def check_node(model, stuck_after, restart_threshold, cni_expected=True):
             {"reason": ready["reason"], "since": ready["since"], "seconds": ready["seconds"], "taints": model["taints"]},
             "check the CNI config and binaries on the node (/etc/cni/net.d, /opt/cni/bin: the cni role's "
             "node-side check) and the CNI agent pod on it"))
+    network_down = bool(nu and nu["status"] == "True") or any(f["check"] == "node.cni_not_ready" for f in found)
+    waiting = model.get("waiting_pods") or []
+    if network_down and waiting:
+        shown = ", ".join("%s/%s (%s)" % (p["namespace"], p["name"], p["waiting"] or p["phase"] or "not ready")
+                          for p in waiting[:5])
+        found.append(finding(
+            "node.pods_waiting_for_network", "warning", "L3", name,
+            "%d system pod%s on %s wait%s for the pod network: %s%s" % (
+                len(waiting), "" if len(waiting) == 1 else "s", name, "s" if len(waiting) == 1 else "",
+                shown, ", ..." if len(waiting) > 5 else ""),
+            {"pods": ["%s/%s" % (p["namespace"], p["name"]) for p in waiting[:20]], "count": len(waiting),
+             "phases": dict(("%s/%s" % (p["namespace"], p["name"]), p["waiting"] or p["phase"]) for p in waiting[:20]),
+             "owners": dict(("%s/%s" % (p["namespace"], p["name"]), "%s/%s" % (p["owner"]["kind"], p["owner"]["name"]))
+                            for p in waiting[:20] if p["owner"])},
+            "they start once the CNI agent on %s is up; until then what they serve is missing. When one of them is "
+            "the API server's tunnel (vpn, konnectivity-agent) or an admission webhook's backend, the CNI may be "
+            "waiting for it in turn (webhook.cni_deadlock); kubectl cordon %s and deleting the pod moves a "
+            "Deployment's pod to a node with network" % (name, name)))
     pods = model["cni_pods"]
     if not pods and cni_expected:
         found.append(finding(
@@ -138,7 +179,8 @@ def check_node(model, stuck_after, restart_threshold, cni_expected=True):
 def check_nodes(nodes, pods, daemonsets, now, stuck_after=300, restart_threshold=5):
     """(node models, findings) for every node; pods are filtered to the CNI DaemonSets."""
     cni_pods = [p for p in pods if owner_daemonset(p) in daemonsets]
-    models = [node_model(n, cni_pods, now) for n in sorted(nodes, key=lambda n: meta(n, "name"))]
+    waiting = [p for p in pods if _waits_for_network(p, daemonsets)]
+    models = [node_model(n, cni_pods, now, waiting) for n in sorted(nodes, key=lambda n: meta(n, "name"))]
     found = []
     if not cni_pods:
         found.append(finding(

@@ -14,19 +14,50 @@ nodes / nodes/status, its namespaceSelector / objectSelector do not exclude the 
 pods, and its backing Service has no ready endpoint, or only endpoints on nodes that are
 NetworkUnavailable or NotReady.  ``check`` joins that with the nodes without network whose CNI agent
 pod is not running and ready: each cycle is one ``webhook.cni_deadlock`` finding naming every link.
+
+On managed platforms the API server reaches in-cluster webhooks through a tunnel whose cluster end is a
+pod (IBM Cloud's OpenVPN client, later its konnectivity-agent; Konnectivity on AKS, GKE, HyperShift,
+Gardener).  When no tunnel pod is ready on a node with network, every Service-backed webhook is out
+of the API server's reach however healthy its own pods are, and the cycle closes through the tunnel:
+the tunnel pod waits for the CNI on its node, the CNI waits for the API server, which waits for the
+webhook it cannot reach.  ``TUNNEL_PODS`` lists where those pods are found (namespace/selector, with
+the source of each); ``tunnel_pods`` overrides it.  A tunnel that is down while its pods sit on nodes
+with network blocks the CNI without a cycle: ``webhook.cni_blocked_by_tunnel``.
 """
 
 from __future__ import annotations
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_network
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import SERVICE_NAME_LABEL, check_name, condition, meta
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import SERVICE_NAME_LABEL, check_name, check_namespace, condition, meta
 
 # resources as admission rules name them: "*" is every resource (no subresource), "x/*" every subresource of x
 POD_RESOURCES = ("pods", "*", "*/*")
 NODE_STATUS_RESOURCES = ("nodes/status", "nodes/*", "*/*")
 METADATA_NAME = "kubernetes.io/metadata.name"
+
+# Where the cluster end of the API server's tunnel runs: namespace/label selector, and the source.
+TUNNEL_PODS = (
+    # IBM Cloud Kubernetes Service up to 1.20 (OpenVPN client) and from 1.21 (Konnectivity): IBM Cloud docs,
+    # "Why do cluster operations fail due to a broken webhook?" (topic containers-webhooks_update, 2023-01-06)
+    ("kube-system/app=vpn", "IBM Cloud OpenVPN client"),
+    ("kube-system/app=konnectivity-agent", "konnectivity-agent (IBM Cloud 1.21+, AKS, HyperShift, Gardener)"),
+    # the upstream example: kubernetes.io "Set up Konnectivity service" (konnectivity-agent.yaml)
+    ("kube-system/k8s-app=konnectivity-agent", "konnectivity-agent (the Kubernetes docs' DaemonSet, GKE)"),
+    # AKS before Konnectivity: learn.microsoft.com "Tunnel connectivity issues" names tunnelfront; its pods
+    # carry component=tunnel (kubectl describe pod -n kube-system -l component=tunnel in AKS support scripts)
+    ("kube-system/component=tunnel", "AKS tunnelfront"),
+)
+DEFAULT_TUNNEL_PODS = tuple(entry for entry, _what in TUNNEL_PODS)
+
+
+def parse_tunnel(entry):
+    """``namespace/selector`` -> (namespace, selector); the namespace ends at the first ``/`` (label keys may
+    hold one, namespaces never)."""
+    namespace, _sep, selector = entry.partition("/")
+    return namespace, selector
 
 
 # ------------------------------------------------------------------ pure helpers
@@ -96,6 +127,26 @@ def pod_running(pod):
     return status.get("phase") == "Running" and (condition(pod, "Ready") or {}).get("status") == "True"
 
 
+def tunnel_state(tunnel_pods, down):
+    """(ready on a node with network, stuck on a node without network, the others not ready) tunnel pods."""
+    ready, stuck, other = [], [], []
+    for pod in tunnel_pods:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if pod_running(pod) and node not in down:
+            ready.append(pod)
+        elif node in down:
+            stuck.append(pod)
+        elif not pod_running(pod):
+            other.append(pod)
+    return ready, stuck, other
+
+
+def _pod_text(pods):
+    return ", ".join("%s/%s (%s on %s)" % (
+        meta(p, "namespace"), meta(p, "name"), (p.get("status") or {}).get("phase") or "no phase",
+        (p.get("spec") or {}).get("nodeName") or "no node: not scheduled") for p in pods[:5])
+
+
 def backends(service, slices, pods):
     """(ready endpoints [(pod name, node)], backend pods [pod]) of a Service from its EndpointSlices, and its
     selector's pods when the slices name none (a Pending pod has no endpoint)."""
@@ -114,8 +165,28 @@ def backends(service, slices, pods):
     return ready, chosen
 
 
-def check(configurations, namespaces, services, slices, pods, nodes, cni_pods, cni_namespaces):
-    """Findings (and the compact model of each webhook looked at) from the objects read."""
+def _remediation(configuration, kind, index, cni_namespaces, tunnel=None):
+    plural = "validatingwebhookconfiguration" if kind == "ValidatingWebhookConfiguration" else \
+        "mutatingwebhookconfiguration"
+    text = ("break the cycle: let the API server admit requests while the webhook is down, "
+            "kubectl patch %s %s --type=json -p '[{\"op\":\"replace\",\"path\":\"/webhooks/%d/failurePolicy\","
+            "\"value\":\"Ignore\"}]' (k8snet.triage.webhook_failure_policy state=relaxed does it with a dry run and "
+            "records the old value; security trade-off: until it is set back to Fail, requests the webhook would have "
+            "rejected are admitted unchecked); once the CNI agent and the webhook's pods are up, set failurePolicy back "
+            "to Fail (state=restored). Durable fix: exclude the CNI's namespace with a namespaceSelector "
+            "(kubernetes.io/metadata.name NotIn [%s]) and do not intercept nodes/status"
+            % (plural, meta(configuration, "name"), index, ", ".join(cni_namespaces)))
+    if tunnel:
+        text += ("; or bring the tunnel back without touching the webhook: kubectl -n %s delete pod %s lets it be "
+                 "rescheduled, and kubectl cordon %s first keeps it off the node without network"
+                 % (meta(tunnel[0], "namespace"), meta(tunnel[0], "name"),
+                    (tunnel[0].get("spec") or {}).get("nodeName") or "<node>"))
+    return text
+
+
+def check(configurations, namespaces, services, slices, pods, nodes, cni_pods, cni_namespaces, tunnel_pods=()):
+    """Findings (and the compact model of each webhook looked at) from the objects read.  ``tunnel_pods`` are the
+    pods of the API server's tunnel into the cluster (empty where the API server reaches pods directly)."""
     found, model = [], []
     ns_labels = dict((meta(ns, "name"), namespace_labels(ns)) for ns in namespaces)
     nodes_by_name = dict((meta(n, "name"), n) for n in nodes)
@@ -126,11 +197,14 @@ def check(configurations, namespaces, services, slices, pods, nodes, cni_pods, c
     # the nodes without network whose CNI agent is not running and ready: the other end of the cycle
     stuck = dict((name, [p for p in cni_by_node.get(name, []) if not pod_running(p)]) for name in down)
     stuck = dict((name, agents) for name, agents in stuck.items() if agents or not cni_by_node.get(name))
+    tunnel_ready, tunnel_stuck, tunnel_other = tunnel_state(tunnel_pods, down)
+    tunnel_down = bool(tunnel_pods) and not tunnel_ready
     for kind, configuration in configurations:
         for webhook in configuration.get("webhooks") or []:
             ref = "%s/%s" % (meta(configuration, "name"), webhook.get("name"))
             row = {"configuration": meta(configuration, "name"), "kind": kind, "webhook": webhook.get("name"),
-                   "failure_policy": webhook.get("failurePolicy") or "Fail", "closes_cycle": False, "why_not": ""}
+                   "failure_policy": webhook.get("failurePolicy") or "Fail", "closes_cycle": False, "why_not": "",
+                   "via_tunnel": False}
             model.append(row)
             what = intercepts(webhook)
             service_ref = (webhook.get("clientConfig") or {}).get("service")
@@ -162,54 +236,94 @@ def check(configurations, namespaces, services, slices, pods, nodes, cni_pods, c
             svc_pods = [p for p in pods if meta(p, "namespace") == svc_ns]
             ready, backend_pods = backends(service or {}, svc_slices, svc_pods)
             healthy = [(name, node) for name, node in ready if node not in down]
-            if healthy:
-                row["why_not"] = "its Service %s/%s has ready endpoints on nodes with network (%s)" % (
-                    svc_ns, svc_name, ", ".join(sorted(set(str(n) for _p, n in healthy))))
+            healthy_nodes = ", ".join(sorted(set(str(n) for _p, n in healthy)))
+            if healthy and not tunnel_down:
+                row["why_not"] = "its Service %s/%s has ready endpoints on nodes with network (%s)%s" % (
+                    svc_ns, svc_name, healthy_nodes,
+                    " and the API server's tunnel has ready pods (%s)" % ", ".join(
+                        meta(p, "name") for p in tunnel_ready[:5]) if tunnel_pods else "")
                 continue
-            backend_nodes = sorted(set((p.get("spec") or {}).get("nodeName") for p in backend_pods
-                                       if (p.get("spec") or {}).get("nodeName")) | set(n for _p, n in ready if n))
-            cycle_nodes = [n for n in backend_nodes if n in stuck] or sorted(stuck)
-            pod_text = ", ".join("%s (%s on %s)" % (
-                meta(p, "name"), (p.get("status") or {}).get("phase"), (p.get("spec") or {}).get("nodeName") or "no node")
-                for p in backend_pods[:5])
             if not stuck:
                 row["why_not"] = "no node is without network with its CNI agent down: the cycle is not closed now"
                 continue
-            row["closes_cycle"] = True
+            via_tunnel = tunnel_down
+            row["via_tunnel"] = via_tunnel
+            tunnel_nodes = [(p.get("spec") or {}).get("nodeName") for p in tunnel_stuck]
+            backend_nodes = sorted(set((p.get("spec") or {}).get("nodeName") for p in backend_pods
+                                       if (p.get("spec") or {}).get("nodeName")) | set(n for _p, n in ready if n))
+            if healthy:  # only the tunnel is down: the cycle runs through its pods' nodes
+                cycle_nodes = sorted(set(n for n in tunnel_nodes if n in stuck)) or sorted(stuck)
+            else:
+                cycle_nodes = sorted(set(n for n in backend_nodes + tunnel_nodes if n in stuck)) or sorted(stuck)
+            pod_text = ", ".join("%s (%s on %s)" % (
+                meta(p, "name"), (p.get("status") or {}).get("phase"), (p.get("spec") or {}).get("nodeName") or "no node")
+                for p in backend_pods[:5])
             agents = ["%s/%s" % (meta(p, "namespace"), meta(p, "name")) for n in cycle_nodes for p in stuck[n]]
-            links = [
-                "webhook %s %s (failurePolicy Fail, intercepts %s)" % (
-                    kind, ref, " and ".join(k for k in ("pods", "nodes/status") if what["pods" if k == "pods" else "nodes"])),
-                "Service %s/%s (%s)" % (svc_ns, svc_name, "no ready endpoint" if not ready else
-                                        "ready endpoints only on nodes without network"),
-                "pods %s" % (pod_text or "none (no pod selected)"),
-                "nodes %s" % ", ".join("%s (%s)" % (n, down[n]) for n in cycle_nodes),
-                "CNI pod %s" % (", ".join(agents) or "missing on %s" % ", ".join(cycle_nodes)),
-            ]
-            plural = "validatingwebhookconfiguration" if kind == "ValidatingWebhookConfiguration" else \
-                "mutatingwebhookconfiguration"
+            links = ["webhook %s %s (failurePolicy Fail, intercepts %s)" % (
+                kind, ref, " and ".join(k for k in ("pods", "nodes/status") if what["pods" if k == "pods" else "nodes"]))]
+            if via_tunnel:
+                links.append("the API server's tunnel into the cluster: no pod ready on a node with network (%s)" % (
+                    _pod_text(tunnel_stuck + tunnel_other)))
+            links.append("Service %s/%s (%s)" % (
+                svc_ns, svc_name, "no ready endpoint" if not ready else
+                "ready endpoints on %s, out of the API server's reach while the tunnel is down" % healthy_nodes
+                if healthy else "ready endpoints only on nodes without network"))
+            links += ["pods %s" % (pod_text or "none (no pod selected)"),
+                      "nodes %s" % ", ".join("%s (%s)" % (n, down[n]) for n in cycle_nodes),
+                      "CNI pod %s" % (", ".join(agents) or "missing on %s" % ", ".join(cycle_nodes))]
             index = (configuration.get("webhooks") or []).index(webhook)
+            evidence = {"links": links, "webhook": ref, "kind": kind, "service": "%s/%s" % (svc_ns, svc_name),
+                        "backend_pods": sample(meta(p, "name") for p in backend_pods),
+                        "nodes": cycle_nodes, "cni_pods": sample(agents), "intercepts": what}
+            if via_tunnel:
+                evidence["tunnel_pods"] = sample("%s/%s" % (meta(p, "namespace"), meta(p, "name"))
+                                                 for p in tunnel_stuck + tunnel_other)
+                evidence["tunnel_nodes"] = sorted(set(n for n in tunnel_nodes if n))
+            if healthy and not tunnel_stuck:
+                # the tunnel is down for another reason (its pods on nodes with network, or not scheduled): the
+                # CNI waits for it, but the tunnel does not wait for the CNI
+                row["why_not"] = "the API server's tunnel is down but its pods are not on a node without network"
+                found.append(finding(
+                    "webhook.cni_blocked_by_tunnel", "critical", "control-plane", "webhook:%s" % ref,
+                    "the CNI cannot recover on %s: its writes go through admission webhook %s (failurePolicy Fail), "
+                    "which the API server reaches only through its tunnel, and no tunnel pod is ready (%s)" % (
+                        ", ".join(cycle_nodes), ref, _pod_text(tunnel_other) or "none found"),
+                    evidence,
+                    "bring the tunnel back (kubectl -n %s describe pod %s: its events say why it is not ready); "
+                    "meanwhile %s" % (meta(tunnel_other[0], "namespace") if tunnel_other else "kube-system",
+                                      meta(tunnel_other[0], "name") if tunnel_other else "<tunnel pod>",
+                                      _remediation(configuration, kind, index, cni_namespaces))))
+                continue
+            row["closes_cycle"] = True
+            summary = "admission webhook %s closes a cycle with the CNI%s: %s" % (
+                ref, " through the API server's tunnel" if via_tunnel else "", " -> ".join(links))
             found.append(finding(
-                "webhook.cni_deadlock", "critical", "control-plane", "webhook:%s" % ref,
-                "admission webhook %s closes a cycle with the CNI: %s" % (ref, " -> ".join(links)),
-                {"links": links, "webhook": ref, "kind": kind, "service": "%s/%s" % (svc_ns, svc_name),
-                 "backend_pods": sample(meta(p, "name") for p in backend_pods),
-                 "nodes": cycle_nodes, "cni_pods": sample(agents), "intercepts": what},
-                "break the cycle: let the API server admit requests while the webhook is down, "
-                "kubectl patch %s %s --type=json -p '[{\"op\":\"replace\",\"path\":\"/webhooks/%d/failurePolicy\","
-                "\"value\":\"Ignore\"}]' (security trade-off: until it is set back to Fail, requests the webhook "
-                "would have rejected are admitted unchecked); once the CNI agent and the webhook's pods are up, set "
-                "failurePolicy back to Fail. Durable fix: exclude the CNI's namespace with a namespaceSelector "
-                "(kubernetes.io/metadata.name NotIn [%s]) and do not intercept nodes/status"
-                % (plural, meta(configuration, "name"), index, ", ".join(cni_namespaces))))
+                "webhook.cni_deadlock", "critical", "control-plane", "webhook:%s" % ref, summary, evidence,
+                _remediation(configuration, kind, index, cni_namespaces, tunnel_stuck if via_tunnel else None)))
     return model, found
 
 
 # ----------------------------------------------------------------- the check (one shape)
+def tunnel_entry(option, value):
+    """``namespace/label-selector`` of the API server's tunnel pods, like kube-system/app=konnectivity-agent."""
+    rules.label_selector(option, value)
+    namespace, selector = parse_tunnel(value)
+    if not selector.strip():
+        raise InputError("%s: %r is not namespace/selector: give the namespace and a label selector, like "
+                         "kube-system/app=konnectivity-agent" % (option, value), option=option)
+    try:
+        check_namespace(namespace)
+    except InputError as exc:
+        raise InputError("%s: %s; give namespace/selector, like kube-system/app=konnectivity-agent" % (
+            option, exc.message), option=option)
+    return value
+
+
 RULES = dict(
     rules.KUBE_AUTH_RULES,
     cni_daemonsets=rules.each(rules.short_text),
     cni_namespaces=rules.each(rules.k8s_name),
+    tunnel_pods=rules.each(tunnel_entry, max_items=64),
 )
 
 
@@ -239,7 +353,16 @@ def api_check(params, kube_factory):
         services.extend(kube.services(namespace))
         slices.extend(kube.endpoint_slices(namespace))
         pods.extend(kube.pods(namespace))
-    model, found = check(configurations, namespaces, services, slices, pods, nodes, cni_pods, cni_namespaces)
+    tunnel_pods, tunnel_seen = [], set()
+    for entry in checked.get("tunnel_pods", list(DEFAULT_TUNNEL_PODS)):
+        namespace, selector = parse_tunnel(entry)
+        for pod in kube.pods(namespace, label_selector=selector):
+            key = (meta(pod, "namespace"), meta(pod, "name"))
+            if key not in tunnel_seen:
+                tunnel_seen.add(key)
+                tunnel_pods.append(pod)
+    model, found = check(configurations, namespaces, services, slices, pods, nodes, cni_pods, cni_namespaces,
+                         tunnel_pods)
     if not found:
         closing = [m for m in model if m["failure_policy"] == "Fail"]
         found.append(finding(

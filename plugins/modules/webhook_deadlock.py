@@ -18,6 +18,14 @@ description:
     C(namespaceSelector) / C(objectSelector) do not exclude the CNI's namespaces and pods, its Service has no ready
     endpoint or only endpoints on nodes that are C(NetworkUnavailable) / C(NotReady), and a node without network
     has its CNI agent pod not running and ready.
+  - Where the API server reaches in-cluster webhooks through a tunnel whose cluster end is a pod (IBM Cloud's
+    OpenVPN client C(app=vpn) and its C(konnectivity-agent), Konnectivity on AKS, GKE, HyperShift and Gardener,
+    AKS tunnelfront; see O(tunnel_pods)), a Service-backed webhook is out of the API server's reach while no
+    tunnel pod is ready on a node with network, however healthy its own pods are. When a tunnel pod waits on a
+    node without network whose CNI agent is down, the cycle runs through it (the source runbook's incident, the
+    VPN client pod rescheduled onto the updated worker), C(webhook.cni_deadlock) names the tunnel pod as a link
+    and also offers rescheduling it. A tunnel down with its pods on nodes with network is
+    C(webhook.cni_blocked_by_tunnel) (critical, not a cycle).
   - Finding C(webhook.cni_deadlock) (critical) per webhook in a cycle, naming each link (webhook, Service, pods,
     nodes, CNI pod); its remediation gives the exact C(kubectl patch) that sets C(failurePolicy=Ignore) on that one
     webhook and its security trade-off. C(webhook.no_cni_deadlock) when none closes a cycle. Read-only; runs on
@@ -39,6 +47,19 @@ options:
     type: list
     elements: str
     default: [kube-system, calico-system]
+  tunnel_pods:
+    description:
+      - Where the cluster end of the API server's tunnel runs, as C(namespace/label-selector) entries (the
+        namespace ends at the first C(/)). The pods all entries select form one tunnel; an empty list says the API
+        server reaches pods directly.
+      - The defaults and their sources are C(kube-system/app=vpn) and C(kube-system/app=konnectivity-agent) (IBM
+        Cloud docs, "Why do cluster operations fail due to a broken webhook?"), C(kube-system/k8s-app=konnectivity-agent)
+        (the Kubernetes docs' "Set up Konnectivity service" example) and C(kube-system/component=tunnel) (AKS
+        tunnelfront). At most 64 entries.
+    type: list
+    elements: str
+    default: [kube-system/app=vpn, kube-system/app=konnectivity-agent, kube-system/k8s-app=konnectivity-agent,
+              kube-system/component=tunnel]
 """
 
 EXAMPLES = r"""
@@ -54,13 +75,13 @@ RETURN = r"""
 webhooks:
   description:
     - Every webhook read (C(configuration), C(kind), C(webhook), C(failure_policy)), whether it C(closes_cycle),
-      and C(why_not) when it does not.
+      whether the cycle runs C(via_tunnel) (the API server's tunnel is down), and C(why_not) when it does not.
   returned: always
   type: list
   elements: dict
   sample:
     - {configuration: policy-guard, kind: ValidatingWebhookConfiguration, webhook: validate.policy-guard.example.com,
-       failure_policy: Fail, closes_cycle: true, why_not: ""}
+       failure_policy: Fail, closes_cycle: true, via_tunnel: false, why_not: ""}
 findings:
   description: Findings (see the collection's findings contract).
   returned: always
@@ -83,6 +104,7 @@ def main():
     api_module_main(AnsibleModule, webhooks.api_check, webhooks.RULES, dict(
         cni_daemonsets=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_DAEMONSETS)),
         cni_namespaces=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_NAMESPACES)),
+        tunnel_pods=dict(type="list", elements="str", default=list(webhooks.DEFAULT_TUNNEL_PODS)),
     ))
 
 

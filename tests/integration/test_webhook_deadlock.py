@@ -6,6 +6,7 @@ Independent reader: kubectl against the stand-in."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,70 @@ def test_the_repair_refuses_what_it_cannot_do_and_changes_nothing(lab, ansible, 
         api.concurrent_writes.clear()
     assert result["failed"] and "409 Conflict" in result["msg"]
     assert _policies(kubeconfig) == start
+
+
+# ------------------------------------------------------------------ the runbook's own case: through the VPN pod
+TUNNEL_HOOK = "webhook:sysdig-admission-controller-webhook/audit.secure.sysdig.com"
+
+
+@pytest.fixture(scope="module")
+def tunnel_api(lab):
+    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in (
+        "cluster.yaml", "cni.yaml", "events.yaml", "webhooks_tunnel.yaml")]))
+    objects, logs = shift_to_now(objects, load_logs([LOGS], objects))
+    server = StandIn(objects, lab.workdir / "kube-api-tunnel", lab.controller_ip, logs=logs).start()
+    yield server
+    server.stop()
+
+
+def test_the_runbook_cycle_through_the_vpn_pod(lab, ansible, tunnel_api):
+    """The IBM runbook as it happened: the webhook's pod is healthy on node1, the VPN client pod is Pending on
+    node2 where calico-node crash-loops.  One run of the cni scenario names the cycle through the VPN pod and the
+    pod waiting on node2; calico's log line is evidence under the cycle."""
+    kubeconfig = tunnel_api.kubeconfig()
+    # independent reader: each link as kubectl sees it
+    pods = {p["metadata"]["name"]: p for p in kubectl(kubeconfig, "get", "pods", "-A")["items"]}
+    hook_pod = pods["sysdig-admission-controller-webhook-5c9d8f7b6-j4wzp"]
+    assert (hook_pod["status"]["phase"], hook_pod["spec"]["nodeName"]) == ("Running", "node1")
+    [vpn] = kubectl(kubeconfig, "get", "pods", "-n", "kube-system", "-l", "app=vpn")["items"]
+    assert (vpn["status"]["phase"], vpn["spec"]["nodeName"]) == ("Pending", "node2")
+    slices = kubectl(kubeconfig, "get", "endpointslices", "-n", "sysdig-admission-controller")["items"]
+    assert [[e["nodeName"] for e in s["endpoints"] if e["conditions"]["ready"]] for s in slices] == [["node1"]]
+
+    run = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": str(kubeconfig)})
+    assert run.rc == 0, run
+    [hooks] = run.results(action="webhook_deadlock")
+    found = hooks["result"]["findings"]
+    assert checks(found) == [("webhook.cni_deadlock", TUNNEL_HOOK)]
+    assert found[0]["evidence"]["tunnel_pods"] == ["kube-system/vpn-6b8f9d7c5-x2k4n"]
+    assert found[0]["evidence"]["nodes"] == ["node2"] and found[0]["evidence"]["cni_pods"] == ["kube-system/calico-node-m4q8z"]
+    assert hooks["result"]["webhooks"][0]["via_tunnel"] is True
+    facts = {r["host"]: r["result"]["ansible_facts"] for r in run.results(action="set_fact")}
+    assert ("webhook.cni_deadlock", TUNNEL_HOOK) in checks(facts["node1"]["cni_fleet_findings"])
+    assert ("node.pods_waiting_for_network", "node2") in checks(facts["node2"]["cni_findings"])
+    # with the tunnel model switched off (a cluster whose API server reaches pods directly) the healthy webhook clears it
+    run = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": str(kubeconfig), "cni_tunnel_pods": "[]"})
+    assert run.rc == 0, run
+    assert checks(run.results(action="webhook_deadlock")[0]["result"]["findings"]) == [
+        ("webhook.no_cni_deadlock", "cluster")]
+
+
+def test_triage_names_the_cycle_through_the_vpn_pod(lab, ansible, tunnel_api, tmp_path):
+    out = tmp_path / "report"
+    run = ansible.playbook("k8snet.triage.triage", extra_vars={
+        "triage_kubeconfig": str(tunnel_api.kubeconfig()), "triage_scenarios": ["cni", "logs"],
+        "report_output_dir": str(out), "report_fail_on_critical": False})
+    assert run.rc == 0, run
+    report = json.loads((out / "triage-report.json").read_text())
+    [cycle] = [f for f in report["findings"] if f["check"] == "webhook.cni_deadlock"]
+    assert cycle["subject"] == TUNNEL_HOOK and cycle["severity"] == "critical"
+    assert cycle["evidence"]["tunnel_pods"] == ["kube-system/vpn-6b8f9d7c5-x2k4n"]
+    # calico's own line is evidence under the cycle, not a finding beside it
+    lines = [line["text"] for group in cycle["evidence"].get("logs", []) for line in group["lines"]]
+    assert any("Failed to set NetworkUnavailable" in text for text in lines), cycle["evidence"].keys()
+    # and so is the API server's refusal, from the ReplicaSet controller's FailedCreate event
+    assert any('failed calling webhook "audit.secure.sysdig.com"' in text for text in lines), lines
+    assert "log.webhook_call_failed" not in [f["check"] for f in report["findings"]]
+    assert ("node.pods_waiting_for_network", "node2") in checks(report["findings"])
+    html = (out / "triage-report.html").read_text()
+    assert "vpn-6b8f9d7c5-x2k4n" in html and "webhook.cni_deadlock" in html

@@ -74,3 +74,27 @@ def test_network_plugin_not_installed_in_the_ready_message_is_cni_not_ready():
     dummy, found = run(nodes=[node3])
     [ready] = [f for f in found if f["check"] == "node.cni_not_ready"]
     assert "Network plugin not installed" in ready["summary"]
+
+
+def test_system_pods_waiting_on_a_node_without_network_are_named():
+    """The source runbook's step: the VPN client pod moved to the updated worker and cannot start there, because
+    calico-node is not up.  It is not a CNI pod, so only this finding names it; host-network pods (kube-proxy) and
+    the pods of healthy nodes are not listed."""
+    objs = objects("cluster.yaml", "cni.yaml", "webhooks_tunnel.yaml")
+    models, found = nn.check_nodes(of_kind(objs, "Node"), of_kind(objs, "Pod"), nn.DEFAULT_CNI_DAEMONSETS, NOW)
+    [f] = [f for f in found if f["check"] == "node.pods_waiting_for_network"]
+    assert (f["subject"], f["severity"]) == ("node2", "warning")
+    assert f["summary"] == "1 system pod on node2 waits for the pod network: kube-system/vpn-6b8f9d7c5-x2k4n (ContainerCreating)"
+    assert f["evidence"]["owners"] == {"kube-system/vpn-6b8f9d7c5-x2k4n": "ReplicaSet/vpn-6b8f9d7c5"}
+    assert "webhook.cni_deadlock" in f["remediation"]
+    # the same pod on a node with network, or running on node2 on the host network, is not waiting for it
+    node2 = [m for m in models if m["name"] == "node2"][0]
+    assert [p["name"] for p in node2["waiting_pods"]] == ["vpn-6b8f9d7c5-x2k4n"]
+    pods = of_kind(objs, "Pod")
+    vpn = [p for p in pods if p["metadata"]["name"] == "vpn-6b8f9d7c5-x2k4n"][0]
+    moved = dict(vpn, spec=dict(vpn["spec"], nodeName="node1"))
+    host = dict(vpn, spec=dict(vpn["spec"], hostNetwork=True))
+    for pod in (moved, host):
+        rest = [p for p in pods if p is not vpn] + [pod]
+        found = nn.check_nodes(of_kind(objs, "Node"), rest, nn.DEFAULT_CNI_DAEMONSETS, NOW)[1]
+        assert "node.pods_waiting_for_network" not in [f["check"] for f in found]
