@@ -221,6 +221,55 @@ def unexplained(pod, lines, events, events_read=True):
     return found
 
 
+def _read_events(kube, pods_by_namespace, nodes, oldest):
+    """The events of the pods read (and their controllers' FailedCreate events) and of the nodes, newer than
+    ``oldest``: ``{"entries", "warnings", "skipped", "pod_events", "failed"}``.  Events are optional: a 403, a
+    timeout or a malformed answer is a ``kube.read_skipped`` warning and the logs still count."""
+    warnings, skipped, pod_events, events_failed, entries = [], [], {}, set(), []
+    events = []
+    for namespace, pods in sorted(pods_by_namespace.items()):
+        read = functools.partial(kube.events, namespace, field_selector="involvedObject.kind=Pod")
+        got, failed = optional_read(read, "the events of namespace %s" % namespace, namespace, "pod events")
+        skipped.extend([failed] if failed else [])
+        if failed:
+            events_failed.add(namespace)
+        for event in got or []:
+            name = (event.get("involvedObject") or {}).get("name")
+            if name in pods:
+                events.append((event, pod_subject(pods[name])))
+                if event.get("type") == "Warning":
+                    pod_events.setdefault((namespace, name), []).append(event)
+        # a pod its controller could not create has no events of its own: the controller's FailedCreate
+        # events say why (an admission webhook that did not answer, a quota)
+        read = functools.partial(kube.events, namespace, field_selector="reason=FailedCreate")
+        got, failed = optional_read(read, "the FailedCreate events of namespace %s" % namespace, namespace,
+                                    "controller events")
+        skipped.extend([failed] if failed else [])
+        for event in got or []:
+            obj = event.get("involvedObject") or {}
+            if obj.get("kind") != "Pod":
+                events.append((event, "%s/%s/%s" % (namespace, obj.get("kind"), obj.get("name"))))
+    if nodes:
+        got, failed = optional_read(lambda: kube.events("default", field_selector="involvedObject.kind=Node"),
+                                    "the node events (namespace default)", "default", "node events")
+        skipped.extend([failed] if failed else [])
+        for event in got or []:
+            name = (event.get("involvedObject") or {}).get("name")
+            if name in nodes:
+                events.append((event, name))
+    for event, subject in events:
+        stamp = _epoch(event_time(event))
+        if stamp is not None and stamp < oldest:
+            continue
+        entries.append(event_entry(event, subject))
+        if event.get("type") == "Warning":
+            warnings.append({"time": event_time(event), "subject": subject, "reason": event.get("reason"),
+                             "count": event.get("count") or 1,
+                             "message": logs.excerpt(event.get("message") or "", 200)})
+    return {"entries": entries, "warnings": warnings, "skipped": skipped, "pod_events": pod_events,
+            "failed": events_failed}
+
+
 def api_check(params, kube_factory, now=None):
     """The whole kube_logs run: ``params`` in, ``{"data": {"pods", "events", "matches"}, "findings": [...]}`` out."""
     checked = rules.validate(params, RULES)
@@ -258,47 +307,10 @@ def api_check(params, kube_factory, now=None):
 
     warnings, skipped, pod_events, events_failed = [], [], {}, set()
     if want_events:
-        # events are optional: a 403, a timeout or a malformed answer is a warning and the logs still count
-        events = []
-        for namespace, pods in sorted(pods_by_namespace.items()):
-            read = functools.partial(kube.events, namespace, field_selector="involvedObject.kind=Pod")
-            got, failed = optional_read(read, "the events of namespace %s" % namespace, namespace, "pod events")
-            skipped.extend([failed] if failed else [])
-            if failed:
-                events_failed.add(namespace)
-            for event in got or []:
-                name = (event.get("involvedObject") or {}).get("name")
-                if name in pods:
-                    events.append((event, pod_subject(pods[name])))
-                    if event.get("type") == "Warning":
-                        pod_events.setdefault((namespace, name), []).append(event)
-            # a pod its controller could not create has no events of its own: the controller's FailedCreate
-            # events say why (an admission webhook that did not answer, a quota)
-            read = functools.partial(kube.events, namespace, field_selector="reason=FailedCreate")
-            got, failed = optional_read(read, "the FailedCreate events of namespace %s" % namespace, namespace,
-                                        "controller events")
-            skipped.extend([failed] if failed else [])
-            for event in got or []:
-                obj = event.get("involvedObject") or {}
-                if obj.get("kind") != "Pod":
-                    events.append((event, "%s/%s/%s" % (namespace, obj.get("kind"), obj.get("name"))))
-        if nodes:
-            got, failed = optional_read(lambda: kube.events("default", field_selector="involvedObject.kind=Node"),
-                                        "the node events (namespace default)", "default", "node events")
-            skipped.extend([failed] if failed else [])
-            for event in got or []:
-                name = (event.get("involvedObject") or {}).get("name")
-                if name in nodes:
-                    events.append((event, name))
-        for event, subject in events:
-            stamp = _epoch(event_time(event))
-            if stamp is not None and stamp < now - since_seconds:
-                continue
-            entries.append(event_entry(event, subject))
-            if event.get("type") == "Warning":
-                warnings.append({"time": event_time(event), "subject": subject, "reason": event.get("reason"),
-                                 "count": event.get("count") or 1,
-                                 "message": logs.excerpt(event.get("message") or "", 200)})
+        read = _read_events(kube, pods_by_namespace, nodes, now - since_seconds)
+        entries.extend(read["entries"])
+        warnings, skipped, pod_events, events_failed = (read["warnings"], read["skipped"], read["pod_events"],
+                                                        read["failed"])
 
     groups = logs.match(entries)
     found = logs.findings(groups) + skipped
