@@ -432,11 +432,11 @@ def _host(result, asked):
 
 def _record(result, asked, skipped=None, host_findings=None, left_out=None):
     if not isinstance(result, dict):
-        raise ParamsError("node_pass_record expects the registered result of a node_triage task")
+        raise ParamsError("the node pass record expects the registered result of a node_triage task")
     if not isinstance(asked, list) or not all(isinstance(name, str) for name in asked):
-        raise ParamsError("node_pass_record expects the list of scenario names asked for, not %r" % (asked,))
+        raise ParamsError("the node pass record expects the list of scenario names asked for, not %r" % (asked,))
     if skipped is not None and not isinstance(skipped, dict):
-        raise ParamsError("node_pass_record: skipped must be the dict of scenario to reason from node_pass_params")
+        raise ParamsError("the node pass record: skipped must be the dict of scenario to reason from the pass parameters")
     status, reason = _host(result, asked)
     results = dict((str(name), {"status": "skipped", "reason": str(why), "findings": [], "details": {}, "data": {}})
                    for name, why in (skipped or {}).items())
