@@ -14,12 +14,19 @@ import calendar
 import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import condition, meta
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import condition, meta, optional_read
 
 DEFAULT_CNI_DAEMONSETS = ("calico-node", "cilium", "anetd")
 DEFAULT_CNI_NAMESPACES = ("kube-system", "calico-system")
 WATCHED_TAINTS = ("node.kubernetes.io/network-unavailable", "node.kubernetes.io/not-ready",
                   "node.kubernetes.io/unreachable", "node.cilium.io/agent-not-ready")
+# The agent ConfigMap of Cilium (and of anetd, its GDC build) and its keys that decide whether the agent writes
+# the node's CNI configuration: Cilium's Helm chart (templates/cilium-configmap.yaml) documents custom-cni-conf
+# ("Users who wish to specify their own custom CNI configuration file must set custom-cni-conf to true, otherwise
+# Cilium may overwrite the configuration"); write-cni-conf-when-ready makes the agent write the file only once it
+# is ready.
+AGENT_CONFIGMAPS = ("cilium-config",)
+AGENT_CNI_KEYS = ("custom-cni-conf", "write-cni-conf-when-ready", "cni-exclusive", "cni-chaining-mode")
 CNI_NOT_READY_MARKERS = ("NetworkPluginNotReady", "cni plugin not initialized", "Network plugin not installed")
 
 
@@ -176,6 +183,33 @@ def check_node(model, stuck_after, restart_threshold, cni_expected=True):
     return found
 
 
+def check_agent_configs(configs):
+    """Findings on the CNI agents' ConfigMaps (``{"namespace/name": data}``): whether the agent writes the node's CNI
+    configuration at all, and when."""
+    found = []
+    for ref, data in sorted(configs.items()):
+        data = data or {}
+        custom = str(data.get("custom-cni-conf", "")).strip().lower() == "true"
+        when_ready = str(data.get("write-cni-conf-when-ready", "")).strip()
+        if not (custom or when_ready):
+            continue
+        evidence = dict((key, data[key]) for key in AGENT_CNI_KEYS if key in data)
+        evidence["configmap"] = ref
+        if custom:
+            summary = ("%s sets custom-cni-conf: true, so the Cilium / anetd agent writes no CNI configuration: on a node "
+                       "where /etc/cni/net.d has none (node.cni_config_missing) nothing but the installer that owns it "
+                       "will put it back" % ref)
+            remediation = ("have the owner of the CNI configuration install it on the nodes that miss it, or set "
+                           "custom-cni-conf to false in %s and restart the agents (kubectl -n %s rollout restart "
+                           "daemonset of the agent) so that they write it" % (ref, ref.split("/", 1)[0]))
+        else:
+            summary = ("%s sets write-cni-conf-when-ready (%s): the agent writes the CNI configuration only once it is "
+                       "ready, so a node whose agent is not ready has none, by design" % (ref, when_ready))
+            remediation = "bring the agent up on that node (its logs and events); the file follows"
+        found.append(finding("node.cni_conf_by_agent_config", "info", "L3", "cluster", summary, evidence, remediation))
+    return found
+
+
 def check_nodes(nodes, pods, daemonsets, now, stuck_after=300, restart_threshold=5):
     """(node models, findings) for every node; pods are filtered to the CNI DaemonSets."""
     cni_pods = [p for p in pods if owner_daemonset(p) in daemonsets]
@@ -199,6 +233,22 @@ def check_nodes(nodes, pods, daemonsets, now, stuck_after=300, restart_threshold
     return models, found
 
 
+def agent_configs(kube, pods, daemonsets):
+    """The agents' ConfigMaps (``AGENT_CONFIGMAPS``) in the namespaces where a Cilium or anetd agent pod runs, read
+    optionally: ``({"namespace/name": data}, [kube.read_skipped findings])``."""
+    configs, skipped = {}, []
+    namespaces = sorted(set(meta(p, "namespace") for p in pods if owner_daemonset(p) in daemonsets
+                            and owner_daemonset(p) in ("cilium", "anetd")))
+    for namespace in namespaces:
+        for name in AGENT_CONFIGMAPS:
+            obj, failed = optional_read(lambda ns=namespace, n=name: kube.get("configmaps", n, ns),
+                                        "the ConfigMap %s/%s" % (namespace, name), "cluster", "the agent's CNI settings")
+            skipped.extend([failed] if failed else [])
+            if obj is not None:
+                configs["%s/%s" % (namespace, name)] = obj.get("data") or {}
+    return configs, skipped
+
+
 # ----------------------------------------------------------------- the check (one shape)
 
 
@@ -219,6 +269,9 @@ def api_check(params, kube_factory, now=None):
     pods = []
     for namespace in params.get("cni_namespaces", list(DEFAULT_CNI_NAMESPACES)):
         pods.extend(kube.pods(namespace))
-    models, found = check_nodes(nodes, pods, params.get("cni_daemonsets", list(DEFAULT_CNI_DAEMONSETS)),
-                                time.time() if now is None else now, stuck_after, restart_threshold)
+    daemonsets = params.get("cni_daemonsets", list(DEFAULT_CNI_DAEMONSETS))
+    models, found = check_nodes(nodes, pods, daemonsets, time.time() if now is None else now, stuck_after,
+                                restart_threshold)
+    configs, skipped = agent_configs(kube, pods, daemonsets)
+    found += check_agent_configs(configs) + skipped
     return {"data": {"nodes": models}, "findings": sort_findings(found)}

@@ -79,3 +79,29 @@ def test_bad_input(ansible, api):
     assert "stuck_after=-1 is invalid: give an integer from 0 to 604800 seconds" in result["msg"]
     result = ansible.module("node2", "cni_config_check", {"conf_dir": "etc/cni/net.d"})["node2"]
     assert result["msg"] == "conf_dir='etc/cni/net.d' is invalid: give an absolute path (starting with /)"
+
+
+def test_anetd_that_installs_no_cni_conf_is_named(lab, ansible):
+    """GDC's runbook: anetd Running, the CNI config missing on the node, because its cilium-config sets
+    custom-cni-conf true.  Independent reader: kubectl reads the ConfigMap and the pod."""
+    server = start(lab, "cluster.yaml", "anetd.yaml", label="kube-api-anetd")
+    try:
+        kubeconfig = str(server.kubeconfig())
+        config = kubectl(kubeconfig, "get", "configmap", "-n", "kube-system", "cilium-config")
+        assert config["data"]["custom-cni-conf"] == "true"
+        pod = kubectl(kubeconfig, "get", "pod", "-n", "kube-system", "anetd-5kx8w")
+        assert (pod["status"]["phase"], pod["spec"]["nodeName"]) == ("Running", "node1")
+        run = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": kubeconfig}, limit="node1")
+    finally:
+        server.stop()
+    assert run.rc == 0, run
+    [api] = run.results(action="node_network_status")
+    found = dict(((f["check"], f["subject"]), f) for f in api["result"]["findings"])
+    config_finding = found[("node.cni_conf_by_agent_config", "cluster")]
+    assert config_finding["evidence"] == {"configmap": "kube-system/cilium-config", "custom-cni-conf": "true",
+                                          "cni-exclusive": "false"}
+    assert "writes no CNI configuration" in config_finding["summary"]
+    # the node's own side: node1 has no CNI config (nothing wrote it), which the finding above explains
+    [node] = run.results(action="cni_config_check")
+    assert ("node.cni_config_missing", "node1") in checks(node["result"]["findings"])
+    assert lab.ssh("node1", "test -e /etc/cni/net.d", check=False).returncode == 1

@@ -98,3 +98,40 @@ def test_system_pods_waiting_on_a_node_without_network_are_named():
         rest = [p for p in pods if p is not vpn] + [pod]
         found = nn.check_nodes(of_kind(objs, "Node"), rest, nn.DEFAULT_CNI_DAEMONSETS, NOW)[1]
         assert "node.pods_waiting_for_network" not in [f["check"] for f in found]
+
+
+# cilium-config as Cilium's Helm chart renders it (cilium/cilium install/kubernetes/cilium/templates/
+# cilium-configmap.yaml): custom-cni-conf "false", with the chart's comment "Users who wish to specify their own
+# custom CNI configuration file must set custom-cni-conf to "true", otherwise Cilium may overwrite the configuration."
+CILIUM_CONFIG = {"enable-ipv4": "true", "enable-ipv6": "false", "custom-cni-conf": "false",
+                 "enable-bpf-clock-probe": "true"}
+
+
+def test_the_agent_config_that_writes_no_cni_conf_is_named():
+    """The runbook's step: a Running agent and no CNI files, because the agent's install is switched off."""
+    assert nn.check_agent_configs({"kube-system/cilium-config": CILIUM_CONFIG}) == []
+    [f] = nn.check_agent_configs({"kube-system/cilium-config": dict(CILIUM_CONFIG, **{"custom-cni-conf": "true"})})
+    assert (f["check"], f["severity"], f["subject"]) == ("node.cni_conf_by_agent_config", "info", "cluster")
+    assert "custom-cni-conf: true" in f["summary"] and "node.cni_config_missing" in f["summary"]
+    assert f["evidence"] == {"configmap": "kube-system/cilium-config", "custom-cni-conf": "true"}
+    assert "kubectl -n kube-system rollout restart" in f["remediation"]
+    [f] = nn.check_agent_configs({"kube-system/cilium-config": {"write-cni-conf-when-ready": "/host/etc/cni/net.d/05-cilium.conflist"}})
+    assert "only once it is ready" in f["summary"]
+
+
+def test_the_agent_config_is_read_only_where_a_cilium_agent_runs():
+    calls = []
+
+    class Kube:
+        def get(self, plural, name, namespace=None):
+            calls.append((plural, name, namespace))
+            return {"data": dict(CILIUM_CONFIG, **{"custom-cni-conf": "true"})}
+
+    def agent(namespace, daemonset):
+        return {"metadata": {"name": daemonset + "-x", "namespace": namespace,
+                             "ownerReferences": [{"kind": "DaemonSet", "name": daemonset}]}}
+
+    configs, skipped = nn.agent_configs(Kube(), [agent("kube-system", "calico-node")], nn.DEFAULT_CNI_DAEMONSETS)
+    assert (configs, skipped, calls) == ({}, [], [])  # a Calico cluster: nothing read
+    configs, skipped = nn.agent_configs(Kube(), [agent("kube-system", "anetd")], nn.DEFAULT_CNI_DAEMONSETS)
+    assert calls == [("configmaps", "cilium-config", "kube-system")] and list(configs) == ["kube-system/cilium-config"]
