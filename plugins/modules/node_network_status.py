@@ -16,6 +16,12 @@ description:
   - Findings C(node.network_unavailable) (critical past O(stuck_after)), C(node.cni_not_ready)
     (C(NetworkPluginNotReady) / C(cni plugin not initialized) in the Ready message), C(node.cni_pod_crashloop),
     C(node.cni_pod_pending), C(node.cni_pod_missing).
+  - C(node.pods_waiting_for_network) (warning) names the other pods of O(cni_namespaces) (not the CNI's, not on
+    the host network) that wait for the pod network on a node without it, such as the API server's tunnel pod
+    rescheduled onto an updated worker.
+  - Where a Cilium or anetd agent pod runs, its C(cilium-config) ConfigMap is read (a failed read is a
+    C(kube.read_skipped) warning) and C(node.cni_conf_by_agent_config) (info) names a C(custom-cni-conf) or
+    C(write-cni-conf-when-ready) setting that keeps the agent from writing the node's CNI configuration.
   - Read-only; runs on the controller. The files on the nodes are checked by M(k8snet.triage.cni_config_check).
 author:
   - k8snet.triage contributors (@k8snet)
