@@ -14,7 +14,7 @@ import sys
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.k8snet.triage.plugins.module_utils import kube
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
 
 MODULE = "k8snet.triage.kube_network_info"
@@ -80,7 +80,7 @@ class ActionModule(ActionBase):
         source = kube.credential_source({}, environ)
         try:
             # the module's checks of its options (which fall back to these variables), then the credentials loaded
-            checks.validate(kube.effective_auth({}, environ), checks.KUBE_AUTH_RULES)
+            rules.validate(kube.effective_auth({}, environ), rules.KUBE_AUTH_RULES)
             if source:
                 kube.configuration({}, environ)
         except TriageError as exc:

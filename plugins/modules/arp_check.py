@@ -203,7 +203,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.arp_probe import pro
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.neighbors import arp_check
 from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils import neighbors_options
 
 
@@ -214,7 +214,7 @@ def main():
         force=dict(type="bool", default=False),
         max_flush=dict(type="int", default=32),
     )
-    module = checks.new_module(AnsibleModule, neighbors_options.RULES, argument_spec=argument_spec, supports_check_mode=True)
+    module = rules.new_module(AnsibleModule, neighbors_options.RULES, argument_spec=argument_spec, supports_check_mode=True)
     try:
         with Netlink(module, module.params["reader"]) as netlink:
             result = arp_check(netlink, probe, module.params, module.check_mode)

@@ -258,11 +258,11 @@ payload.compile_once()
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_options
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 
 
 def main():
-    module = checks.new_module(
+    module = rules.new_module(
         AnsibleModule, cilium_lb_options.RULES,
         argument_spec=dict(
             cilium_lb_options.CHECK_SPEC,

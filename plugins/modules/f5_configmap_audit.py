@@ -155,7 +155,7 @@ payload.compile_once()
 from ansible_collections.k8snet.triage.plugins.module_utils import f5
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError, TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
 
 
@@ -209,11 +209,11 @@ def audit_cluster(kube, namespaces, controllers):
 
 
 RULES = dict(
-    checks.KUBE_AUTH_RULES,
-    clusters=checks.each(checks.fields(name=checks.short_text, kubeconfig=checks.absolute_path,
-                                       context=checks.short_text), max_items=64),
-    namespaces=checks.each(checks.k8s_name),
-    controller_pods=checks.each(checks.short_text),
+    rules.KUBE_AUTH_RULES,
+    clusters=rules.each(rules.fields(name=rules.short_text, kubeconfig=rules.absolute_path,
+                                      context=rules.short_text), max_items=64),
+    namespaces=rules.each(rules.k8s_name),
+    controller_pods=rules.each(rules.short_text),
 )
 
 
@@ -228,7 +228,7 @@ def main():
         namespaces=dict(type="list", elements="str", default=[]),
         controller_pods=dict(type="list", elements="str", default=list(f5.DEFAULT_CONTROLLERS)),
     )
-    module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
+    module = rules.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
     if not f5.HAS_JSONSCHEMA:
         module.fail_json(msg=missing_required_lib("jsonschema"), exception=f5.JSONSCHEMA_IMPORT_ERROR)

@@ -204,7 +204,7 @@ payload.compile_once()
 from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import (
     AUTH_ARG_SPEC,
     Kube,
@@ -215,12 +215,12 @@ from ansible_collections.k8snet.triage.plugins.module_utils.kube import (
 
 
 RULES = dict(
-    checks.KUBE_AUTH_RULES,
-    gather=checks.each(checks.choice(*kube_facts.GATHER_CHOICES), max_items=len(kube_facts.GATHER_CHOICES)),
-    dns_namespace=checks.k8s_name,
-    dns_service=checks.k8s_name,
-    dns_pod_selector=checks.label_selector,
-    pod=checks.namespaced_name,
+    rules.KUBE_AUTH_RULES,
+    gather=rules.each(rules.choice(*kube_facts.GATHER_CHOICES), max_items=len(kube_facts.GATHER_CHOICES)),
+    dns_namespace=rules.k8s_name,
+    dns_service=rules.k8s_name,
+    dns_pod_selector=rules.label_selector,
+    pod=rules.namespaced_name,
 )
 
 
@@ -233,7 +233,7 @@ def main():
         dns_pod_selector=dict(type="str", default=kube_facts.DNS_POD_SELECTOR),
         pod=dict(type="str"),
     )
-    module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
+    module = rules.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
     p = module.params
     source = credential_source(p)

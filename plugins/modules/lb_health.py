@@ -227,7 +227,7 @@ payload.compile_once()
 from ansible_collections.k8snet.triage.plugins.module_utils import lb_health
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, meta, require_kubernetes, split_ref
 
 MAX_PATCH_LIMIT = 100
@@ -320,12 +320,12 @@ def run(module, kube, targets):
 
 
 RULES = dict(
-    checks.KUBE_AUTH_RULES,
-    services=checks.each(checks.namespaced_name),
-    namespaces=checks.each(checks.k8s_name),
-    probe_timeout=checks.seconds(0, 60),
-    verify_timeout=checks.seconds(0, 600),
-    remediate_services=checks.each(checks.namespaced_name),
+    rules.KUBE_AUTH_RULES,
+    services=rules.each(rules.namespaced_name),
+    namespaces=rules.each(rules.k8s_name),
+    probe_timeout=rules.seconds(0, 60),
+    verify_timeout=rules.seconds(0, 600),
+    remediate_services=rules.each(rules.namespaced_name),
 )
 
 
@@ -345,7 +345,7 @@ def main():
         verify=dict(type="bool", default=True),
         verify_timeout=dict(type="float", default=30.0),
     )
-    module = checks.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
+    module = rules.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
     try:
         targets = remediation_targets(module.params)

@@ -91,15 +91,15 @@ payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_network
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import api_module_main
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 
 RULES = dict(
-    checks.KUBE_AUTH_RULES,
-    node_selector=checks.label_selector,
-    cni_daemonsets=checks.each(checks.short_text),
-    cni_namespaces=checks.each(checks.k8s_name),
-    stuck_after=checks.count(0, 604800, "seconds"),
-    restart_threshold=checks.count(1, 1000000, "restarts"),
+    rules.KUBE_AUTH_RULES,
+    node_selector=rules.label_selector,
+    cni_daemonsets=rules.each(rules.short_text),
+    cni_namespaces=rules.each(rules.k8s_name),
+    stuck_after=rules.count(0, 604800, "seconds"),
+    restart_threshold=rules.count(1, 1000000, "restarts"),
 )
 
 

@@ -188,11 +188,11 @@ from ansible_collections.k8snet.triage.plugins.module_utils import payload
 payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_pass
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 
 
 def main():
-    module = checks.new_module(AnsibleModule, node_pass.RULES, argument_spec=node_pass.ARGUMENT_SPEC, supports_check_mode=True)
+    module = rules.new_module(AnsibleModule, node_pass.RULES, argument_spec=node_pass.ARGUMENT_SPEC, supports_check_mode=True)
     # each scenario's failure is already in its entry: nothing here fails the whole pass
     module.exit_json(**node_pass.run(module.params, module))
 

@@ -228,23 +228,23 @@ payload.compile_once()
 from ansible_collections.k8snet.triage.plugins.module_utils.capture import Capture
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 
 RULES = dict(
-    interfaces=checks.each(lambda option, value: checks.interface(option, value, allow_any=True), max_items=64),
-    route_to=checks.each(checks.address(), max_items=64),
-    hosts=checks.each(checks.address_or_network, max_items=64),
-    ports=checks.each(checks.port, max_items=64),
-    duration=checks.seconds(0, 300),
-    max_packets=checks.count(1, 100000, "packets"),
-    first=checks.count(0, 1000, "packets"),
-    work_dir=checks.absolute_path,
-    pod_ip=checks.address(),
+    interfaces=rules.each(lambda option, value: rules.interface(option, value, allow_any=True), max_items=64),
+    route_to=rules.each(rules.address(), max_items=64),
+    hosts=rules.each(rules.address_or_network, max_items=64),
+    ports=rules.each(rules.port, max_items=64),
+    duration=rules.seconds(0, 300),
+    max_packets=rules.count(1, 100000, "packets"),
+    first=rules.count(0, 1000, "packets"),
+    work_dir=rules.absolute_path,
+    pod_ip=rules.address(),
 )
 
 
 def main():
-    module = checks.new_module(
+    module = rules.new_module(
         AnsibleModule, RULES,
         argument_spec=dict(
             interfaces=dict(type="list", elements="str", default=[]),

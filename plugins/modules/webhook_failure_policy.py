@@ -102,7 +102,7 @@ payload.compile_once()
 from ansible_collections.k8snet.triage.plugins.module_utils import webhooks
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
-from ansible_collections.k8snet.triage.plugins.module_utils import params as checks
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 
 
 def main():
@@ -113,8 +113,8 @@ def main():
         kind=dict(type="str", choices=list(webhooks.KINDS), default="validating"),
         state=dict(type="str", choices=list(webhooks.STATES), required=True),
     )
-    module = checks.new_module(AnsibleModule, webhooks.REPAIR_RULES, argument_spec=argument_spec,
-                               supports_check_mode=True)
+    module = rules.new_module(AnsibleModule, webhooks.REPAIR_RULES, argument_spec=argument_spec,
+                              supports_check_mode=True)
     require_kubernetes(module)
     try:
         result = webhooks.set_failure_policy(module.params, Kube, check_mode=module.check_mode)
