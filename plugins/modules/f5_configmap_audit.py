@@ -211,7 +211,7 @@ def audit_cluster(kube, namespaces, controllers):
 RULES = dict(
     rules.KUBE_AUTH_RULES,
     clusters=rules.each(rules.fields(name=rules.short_text, kubeconfig=rules.absolute_path,
-                                      context=rules.short_text), max_items=64),
+                                     context=rules.short_text), max_items=64),
     namespaces=rules.each(rules.k8s_name),
     controller_pods=rules.each(rules.short_text),
 )
