@@ -24,6 +24,14 @@ options:
       - cilium-health's API socket; C(GET /v1beta/status) (the node and health-endpoint probes) is read from it.
     type: path
     default: /var/run/cilium/health.sock
+  monitor_socket:
+    description:
+      - The agent's monitor socket (its v1.2 listener protocol, what C(cilium-dbg monitor) reads). During the
+        O(interval) window the datapath's drop notifications are read from it, each dropped packet's 5-tuple,
+        reason and source endpoint (C(cilium.dropped_flows), the top O(top) flows); the kernel's lost
+        notifications are counted. C('') reads no flows.
+    type: str
+    default: /var/run/cilium/monitor1_2.sock
   metrics_url:
     description:
       - The agent's Prometheus metrics, C(http://ADDRESS:PORT/PATH) with ADDRESS an IP address (or C(localhost)) of

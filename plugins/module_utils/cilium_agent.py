@@ -42,14 +42,14 @@ import socket
 import stat
 import time
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cni_files, sockets
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_monitor, cni_files, sockets
 # imported here, not in node_addresses: the one pass runs this check in a thread while its main thread
 # may be importing (a lazy import there raced: ImportError in the AnsiballZ payload)
 from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.cilium_agent_options import (
-    AGENT_SOCKET, HEALTH_SOCKET, METRICS_URL, WHEN_NOT_CILIUM, skip_reason, split_url)
+    AGENT_SOCKET, HEALTH_SOCKET, METRICS_URL, MONITOR_SOCKET, WHEN_NOT_CILIUM, skip_reason, split_url)
 
 import http.client as http_client
 
@@ -587,7 +587,8 @@ def check_metrics_host(url, own_addresses):
                          metrics_url=url, node_addresses=own)
 
 
-def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep, own_addresses=None):
+def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep, own_addresses=None,
+               read_monitor=cilium_monitor.read_drops, clock=time.monotonic):
     """The Cilium agent check of this node: ``params`` (cilium_agent_status' options) in,
     ``{"data": {applicable, skip_reason, agent, health, metrics}, "findings": [...]}`` out.
 
@@ -633,12 +634,28 @@ def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep, 
         except Unreachable as exc:
             reads["health_error"] = exc
 
+    monitor_path = params.get("monitor_socket")
+    monitor_path = MONITOR_SOCKET if monitor_path is None else monitor_path
+    watched = {}
+
+    def watch(seconds):
+        """The interval's wait, spent reading the agent's drop notifications (the wait is kept when it fails)."""
+        started = clock()
+        try:
+            watched["summary"] = read_monitor(monitor_path, seconds)
+        except (OSError, cilium_monitor.GobError) as exc:
+            watched["error"] = exc
+        left = seconds - (clock() - started)
+        if left > 0:
+            sleep(left)
+
+    wait = watch if monitor_path and interval > 0 else sleep
     metrics = {"url": url or None, "status": "not read"}
     before = after = None
     window = 0.0
     if url:
         try:
-            before, after, window = sample_metrics(url, interval, timeout, read=read_metrics, sleep=sleep,
+            before, after, window = sample_metrics(url, interval, timeout, read=read_metrics, sleep=wait,
                                                    during=read_status)
             metrics.update(status="ok", samples=len(after), seconds=window)
         except Unreachable as exc:
@@ -647,6 +664,10 @@ def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep, 
                 read_status()
     else:
         read_status()
+        if wait is watch:
+            watch(interval)
+    if "summary" not in watched and "error" not in watched and wait is watch:
+        watch(interval)  # the metrics failed before their window: the flows still get theirs
 
     agent = {"socket": agent_path, "status": "ok"}
     if "agent_error" in reads:
@@ -696,5 +717,23 @@ def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep, 
             % metrics["error"], {"url": url, "reason": metrics["status"]},
             "Expose the agent's metrics (Helm prometheus.enabled=true, agent flag --prometheus-serve-addr=:9962) or "
             "give metrics_url the address they are served on; metrics_url '' skips them."))
-    data = {"applicable": True, "skip_reason": "", "agent": agent, "health": health, "metrics": metrics}
+    monitor = {"socket": monitor_path or None, "status": "not read"}
+    if "summary" in watched:
+        summary = watched["summary"]
+        found.extend(cilium_monitor.flow_findings(summary, subject, params.get("top", 10)))
+        monitor.update(status="ok", seconds=summary["seconds"], drops=summary["drops"], lost=summary["lost"],
+                       flows=[cilium_monitor.flow_row(f) for f in summary["flows"][:params.get("top", 10)]])
+    elif "error" in watched:
+        exc = watched["error"]
+        absent = isinstance(exc, FileNotFoundError)
+        monitor.update(status="absent" if absent else "error", error=str(exc)[:300])
+        found.append(finding(
+            "cilium.monitor_unavailable", "info" if absent else "warning", "L3", "%s cilium-agent monitor" % subject,
+            "the agent's monitor socket %s could not be read (%s): the dropped packets' flows were not read" % (
+                monitor_path, "it does not exist" if absent else exc),
+            {"socket": monitor_path, "error": str(exc)[:300]},
+            "The agent serves it at /var/run/cilium/monitor1_2.sock (cilium-dbg monitor reads it); give "
+            "monitor_socket its path on this node, or '' to read no flows."))
+    data = {"applicable": True, "skip_reason": "", "agent": agent, "health": health, "metrics": metrics,
+            "monitor": monitor}
     return {"data": data, "findings": sort_findings(found)}

@@ -17,6 +17,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputE
 
 AGENT_SOCKET = "/var/run/cilium/cilium.sock"
 HEALTH_SOCKET = "/var/run/cilium/health.sock"
+MONITOR_SOCKET = "/var/run/cilium/monitor1_2.sock"
 METRICS_URL = "http://127.0.0.1:9962/metrics"
 MAX_TOP = 50
 MAX_INTERVAL = 60
@@ -73,6 +74,7 @@ def skip_reason(params_, cilium_seen):
 CHECK_SPEC = dict(
     agent_socket=dict(type="path", default=AGENT_SOCKET),
     health_socket=dict(type="path", default=HEALTH_SOCKET),
+    monitor_socket=dict(type="str", default=MONITOR_SOCKET),
     metrics_url=dict(type="str", default=METRICS_URL),
     interval=dict(type="float", default=5.0),
     timeout=dict(type="float", default=5.0),
@@ -82,6 +84,10 @@ CHECK_SPEC = dict(
     when_not_cilium=dict(type="str", choices=list(WHEN_NOT_CILIUM), default="skip"),
     cni_conf_dir=dict(type="path", default="/etc/cni/net.d"),
 )
+
+
+def _monitor_socket(option, value):
+    return value if value == "" else params.absolute_path(option, value)
 
 
 def _metrics_url(option, value):
@@ -97,6 +103,7 @@ RULES = dict(
     node_name=params.node_name,
     agent_socket=params.absolute_path,
     health_socket=params.absolute_path,
+    monitor_socket=_monitor_socket,
     metrics_url=_metrics_url,
     interval=lambda option, value: params.number(option, value, 0, MAX_INTERVAL, unit="seconds"),
     timeout=params.seconds(0, 60),

@@ -121,6 +121,7 @@ ROLE_VARIABLES = {
     "cilium_maps": (("bpffs", "cilium_maps_bpffs"), ("maps", "cilium_maps_maps"),
                     ("warn_ratio", "cilium_maps_warn_ratio"), ("critical_ratio", "cilium_maps_critical_ratio")),
     "cilium_agent": (("agent_socket", "cilium_agent_socket"), ("health_socket", "cilium_agent_health_socket"),
+                     ("monitor_socket", "cilium_agent_monitor_socket"),
                      ("metrics_url", "cilium_agent_metrics_url"), ("interval", "cilium_agent_interval"),
                      ("timeout", "cilium_agent_timeout"), ("top", "cilium_agent_top"),
                      ("warning_pps", "cilium_agent_warning_pps"), ("critical_pps", "cilium_agent_critical_pps"),
@@ -409,6 +410,8 @@ def details(scenario, data):
         return {"map_fill": _top(data["maps"], "ratio", ("name", "type", "entries", "max_entries", "ratio"))}
     if scenario == "firewall_drops" and isinstance(data.get("drops"), list):
         return {"drop_rates": _top(data["drops"], "pps", ("backend", "chain", "rule", "owner", "pps"))}
+    if scenario == "cilium_agent" and isinstance((data.get("monitor") or {}).get("flows"), list):
+        return {"dropped_flows": _top(data["monitor"]["flows"], "packets", ("flow", "reason", "packets", "endpoint"))}
     return {}
 
 

@@ -1,7 +1,13 @@
-"""The stand-in's servers: the agent's and cilium-health's REST APIs on unix sockets, metrics on TCP.
+"""The stand-in's servers: the agent's and cilium-health's REST APIs on unix sockets, metrics on TCP, and the
+agent's monitor socket.
 
 ``python -m tests.cilium_agent serve --state FILE --agent-socket PATH --health-socket PATH
-[--metrics ADDRESS:PORT] [--pidfile FILE]`` serves until SIGTERM, removing its sockets on exit.
+[--monitor-socket PATH] [--metrics ADDRESS:PORT] [--pidfile FILE]`` serves until SIGTERM, removing its sockets
+on exit.
+
+The monitor socket sends each client what the agent's v1.2 listener sends: a gob stream of its payloads.
+The streams are made by Go's own encoding/gob (monitor/gen_drops.go), never by this code: the state names
+one (``monitor``: ``drops``) or none (a quiet datapath: the connection stays open and nothing comes).
 """
 
 from __future__ import annotations
@@ -102,16 +108,40 @@ class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
 
-def serve(state_path, agent_socket=None, health_socket=None, metrics=None, pidfile=None):
+MONITOR_STREAMS = {"drops": os.path.join(os.path.dirname(os.path.abspath(__file__)), "monitor", "drops.gob")}
+
+
+def monitor_handler(state):
+    """The monitor socket: the stream the state names, then silence until the client goes (as the agent's
+    listener keeps its connection open and writes when the datapath notifies)."""
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self):
+            name = state.read().get("monitor")
+            if name:
+                with open(MONITOR_STREAMS[name], "rb") as handle:
+                    self.request.sendall(handle.read())
+            self.request.settimeout(60)
+            try:
+                while self.request.recv(1024):
+                    pass
+            except OSError:
+                pass
+    return Handler
+
+
+def serve(state_path, agent_socket=None, health_socket=None, metrics=None, pidfile=None, monitor_socket=None):
     state = State(state_path)
     servers = []
-    for path, routes in ((agent_socket, AGENT_ROUTES), (health_socket, HEALTH_ROUTES)):
+    for path, request_handler in ((agent_socket, handler(state, AGENT_ROUTES)),
+                                  (health_socket, handler(state, HEALTH_ROUTES)),
+                                  (monitor_socket, monitor_handler(state))):
         if not path:
             continue
         os.makedirs(os.path.dirname(path), exist_ok=True)
         if os.path.exists(path):
             os.unlink(path)
-        servers.append(UnixServer(path, handler(state, routes)))
+        servers.append(UnixServer(path, request_handler))
     if metrics:
         host, port = metrics.rsplit(":", 1)
         servers.append(ThreadingHTTPServer((host.strip("[]"), int(port)), handler(state, METRICS_ROUTES)))
@@ -129,7 +159,7 @@ def serve(state_path, agent_socket=None, health_socket=None, metrics=None, pidfi
         for server in servers:
             server.shutdown()
             server.server_close()
-        for path in (agent_socket, health_socket):
+        for path in (agent_socket, health_socket, monitor_socket):
             if path and os.path.exists(path):
                 os.unlink(path)
         if pidfile and os.path.exists(pidfile):
@@ -143,10 +173,11 @@ def main(argv=None):
     run.add_argument("--state", required=True)
     run.add_argument("--agent-socket")
     run.add_argument("--health-socket")
+    run.add_argument("--monitor-socket")
     run.add_argument("--metrics", help="ADDRESS:PORT for the Prometheus metrics")
     run.add_argument("--pidfile")
     args = parser.parse_args(argv)
-    serve(args.state, args.agent_socket, args.health_socket, args.metrics, args.pidfile)
+    serve(args.state, args.agent_socket, args.health_socket, args.metrics, args.pidfile, args.monitor_socket)
     return 0
 
 

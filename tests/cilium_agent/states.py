@@ -165,6 +165,14 @@ def dropping(state, reason="Policy denied", direction="INGRESS", count=1000, rat
     return state
 
 
+def dropping_flows(state):
+    """The datapath drops packets of three flows (Policy denied, Service backend not found, a denylist): the
+    monitor socket sends the stream monitor/gen_drops.go made (monitor/drops.json says what it holds)."""
+    state = copy.deepcopy(state)
+    state["monitor"] = "drops"
+    return state
+
+
 def agent_error(state, status=500):
     state = copy.deepcopy(state)
     state["healthz_http_status"] = status

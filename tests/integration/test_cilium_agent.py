@@ -49,7 +49,7 @@ def test_a_healthy_agent_gives_only_ok(lab, ansible, node1_agent):
     result = run(ansible, "node1")
     assert problems(result) == []
     assert sorted(f["check"] for f in result["findings"]) == [
-        "cilium.agent", "cilium.api_limiter", "cilium.connectivity", "cilium.drops"]
+        "cilium.agent", "cilium.api_limiter", "cilium.connectivity", "cilium.dropped_flows", "cilium.drops"]
     # the module saw what the agent serves, read on the node with curl through the same sockets
     healthz = curl_json(lab, "node1", "/var/run/cilium/cilium.sock", "/v1/healthz")
     health = curl_json(lab, "node1", "/var/run/cilium/health.sock", "/v1beta/status")
@@ -162,3 +162,60 @@ def test_metrics_url_outside_the_node_is_refused(lab, ansible, node1_agent):
     assert lab.node("node1").ip in own and other not in own
     result = run(ansible, "node1", interval=0, metrics_url="http://%s:9962/metrics" % lab.node("node1").ip)
     assert result["metrics"]["url"] == "http://%s:9962/metrics" % lab.node("node1").ip
+
+
+def test_the_dropped_flows_from_the_agents_monitor(lab, ansible, node1_agent):
+    """The runbook's `cilium monitor --type drop` over SSH: the stand-in's monitor socket on node1 sends the gob
+    stream Go's encoder made; drops.json (written by the same Go program) is the independent truth."""
+    from pathlib import Path
+
+    truth = json.loads((Path(states.__file__).parent / "monitor" / "drops.json").read_text())
+    agent.cilium_agent_state(lab, "node1", "dropping_flows")
+    try:
+        # the socket is where cilium-dbg monitor looks for it, on the node
+        assert lab.node_run("node1", ["test", "-S", "/var/run/cilium/monitor1_2.sock"]).returncode == 0
+        result = run(ansible, "node1", metrics_url="")
+    finally:
+        agent.cilium_agent_state(lab, "node1", "healthy")
+    [found] = [f for f in result["findings"] if f["check"] == "cilium.dropped_flows"]
+    assert found["severity"] == "warning" and found["subject"] == "node1 cilium datapath flows"
+    assert [(r["packets"], r["endpoint"], r["reason"]) for r in found["evidence"]["flows"]] == [
+        (t["count"], t["source"], r) for t, r in zip(truth["flows"], ("Policy denied", "Service backend not found",
+                                                                      "Policy denied by denylist"))]
+    assert found["evidence"]["lost"] == truth["lost"]
+    assert result["monitor"]["status"] == "ok" and result["monitor"]["drops"] == 9
+    # healthy again: the monitor is quiet for the whole window
+    quiet = run(ansible, "node1", metrics_url="")
+    [ok] = [f for f in quiet["findings"] if f["check"] == "cilium.dropped_flows"]
+    assert ok["severity"] == "ok" and quiet["monitor"]["seconds"] >= 0.9
+
+
+def test_the_triage_report_shows_the_dropped_flows(lab, ansible, node1_agent, tmp_path):
+    """One pass, then the report: the flows are node1's details, drawn as a table in its card."""
+    agent.cilium_agent_state(lab, "node1", "dropping_flows")
+    try:
+        run_ = ansible.playbook("k8snet.triage.triage", extra_vars={
+            "triage_scenarios": ["cilium_agent"], "cilium_agent_interval": 1, "cilium_agent_metrics_url": "",
+            "report_output_dir": str(tmp_path), "report_fail_on_critical": False})
+    finally:
+        agent.cilium_agent_state(lab, "node1", "healthy")
+    assert run_.rc == 0, run_
+    report = json.loads((tmp_path / "triage-report.json").read_text())
+    flows = report["details"]["node1"]["cilium_agent"]["dropped_flows"]
+    assert [(f["flow"], f["packets"]) for f in flows] == [
+        ("198.19.1.10:41000 -> 198.19.2.20:8080 tcp", 5), ("198.19.1.11:53000 -> 198.18.96.10:53 udp", 3),
+        ("[2001:db8:1::10]:42000 -> [2001:db8:2::20]:443 tcp", 1)]
+    [found] = [f for f in report["findings"] if f["check"] == "cilium.dropped_flows"]
+    assert found["host"] == "node1" and found["severity"] == "warning"
+    # node1's card, built by the page's script in a real browser: the flows as a table
+    import shutil
+    import subprocess
+
+    from tests.integration.test_triage import CHROMIUM_FLAGS
+
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is installed by scripts/bootstrap"
+    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, "--user-data-dir=%s" % (tmp_path / "profile"), "--dump-dom",
+                          (tmp_path / "triage-report.html").as_uri()], capture_output=True, text=True, timeout=120,
+                         check=True).stdout
+    assert "<td>1201</td><td>198.19.1.10:41000 -&gt; 198.19.2.20:8080 tcp</td><td>5</td><td>Policy denied</td>" in dom

@@ -35,6 +35,7 @@ STATES = {
     "endpoint_unreachable": states.endpoint_unreachable,
     "rate_limited": states.rate_limited,
     "dropping": states.dropping,
+    "dropping_flows": states.dropping_flows,
     "agent_error": states.agent_error,
 }
 
@@ -43,7 +44,8 @@ def paths(lab, node):
     node = lab.node(node)
     ndir = Path(lab.workdir) / "nodes" / node.name
     return {"run": ndir / "run" / "cilium", "agent": ndir / "run" / "cilium" / "cilium.sock",
-            "health": ndir / "run" / "cilium" / "health.sock", "state": ndir / "cilium-agent-state.json",
+            "health": ndir / "run" / "cilium" / "health.sock", "monitor": ndir / "run" / "cilium" / "monitor1_2.sock",
+            "state": ndir / "cilium-agent-state.json",
             "pid": ndir / "cilium-agent.pid", "log": ndir / "log" / "cilium-agent.log"}
 
 
@@ -89,7 +91,8 @@ def cilium_agent_start(lab, node, name="healthy"):
     with open(p["log"], "ab") as log:
         subprocess.Popen(
             ["ip", "netns", "exec", node.ns, sys.executable, "-m", "tests.cilium_agent", "serve", "--state", str(p["state"]),
-             "--agent-socket", str(p["agent"]), "--health-socket", str(p["health"]), "--metrics", METRICS,
+             "--agent-socket", str(p["agent"]), "--health-socket", str(p["health"]),
+             "--monitor-socket", str(p["monitor"]), "--metrics", METRICS,
              "--pidfile", str(p["pid"])],
             cwd=str(ROOT), stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 20
@@ -119,7 +122,7 @@ def cilium_agent_stop(lab, node):
                 break
             time.sleep(0.05)
     p = paths(lab, node)
-    for path in (p["agent"], p["health"], p["pid"]):
+    for path in (p["agent"], p["health"], p["monitor"], p["pid"]):
         if path.exists():
             path.unlink()
     return {"node": node.name, "stopped": bool(pid)}

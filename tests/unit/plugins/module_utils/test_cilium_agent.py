@@ -19,7 +19,7 @@ import pytest
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent as ca
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from tests.cilium_agent import states, validate
-from tests.cilium_agent.server import AGENT_ROUTES, HEALTH_ROUTES, METRICS_ROUTES, State, UnixServer, handler
+from tests.cilium_agent.server import AGENT_ROUTES, HEALTH_ROUTES, METRICS_ROUTES, State, UnixServer, handler, monitor_handler
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cilium_agent"
 
@@ -250,9 +250,11 @@ class StandIn(object):
         self.set(state)
         self.state = State(str(self.state_path))
         self.agent, self.health = str(self.dir / "cilium.sock"), str(self.dir / "health.sock")
+        self.monitor = str(self.dir / "monitor1_2.sock")
         self.servers = [UnixServer(self.agent, handler(self.state, AGENT_ROUTES)),
                         UnixServer(self.health, handler(self.state, HEALTH_ROUTES)),
-                        ThreadingHTTPServer(("127.0.0.1", 0), handler(self.state, METRICS_ROUTES))]
+                        ThreadingHTTPServer(("127.0.0.1", 0), handler(self.state, METRICS_ROUTES)),
+                        UnixServer(self.monitor, monitor_handler(self.state))]
         self.url = "http://127.0.0.1:%d/metrics" % self.servers[2].server_address[1]
         for server in self.servers:
             threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -261,7 +263,8 @@ class StandIn(object):
         self.state_path.write_text(json.dumps(state))
 
     def params(self, **extra):
-        return dict(dict(agent_socket=self.agent, health_socket=self.health, metrics_url=self.url, interval=0.5,
+        return dict(dict(agent_socket=self.agent, health_socket=self.health, monitor_socket=self.monitor,
+                         metrics_url=self.url, interval=0.5,
                          timeout=2.0, node_name="node1", cni_conf_dir=str(self.dir)), **extra)
 
     def close(self):
@@ -281,8 +284,11 @@ def stand_in(tmp_path):
 def test_a_healthy_stand_in_gives_only_ok_findings(stand_in):
     out = ca.node_check(stand_in.params())
     assert sorted((f["check"], f["severity"]) for f in out["findings"]) == [
-        ("cilium.agent", "ok"), ("cilium.api_limiter", "ok"), ("cilium.connectivity", "ok"), ("cilium.drops", "ok")]
+        ("cilium.agent", "ok"), ("cilium.api_limiter", "ok"), ("cilium.connectivity", "ok"),
+        ("cilium.dropped_flows", "ok"), ("cilium.drops", "ok")]
     data = out["data"]
+    # the monitor was read for the metrics' window, and it was quiet
+    assert data["monitor"]["status"] == "ok" and data["monitor"]["drops"] == 0 and data["monitor"]["seconds"] >= 0.4
     assert data["applicable"] is True and data["agent"]["status"] == "ok" and data["health"]["nodes"] == 2
     assert data["metrics"]["status"] == "ok" and data["metrics"]["seconds"] >= 0.5
 
@@ -297,6 +303,7 @@ def test_a_healthy_stand_in_gives_only_ok_findings(stand_in):
     (states.rate_limited, "cilium.api_rate_limited", "critical"),
     (states.dropping, "cilium.drops", "critical"),
     (states.agent_error, "cilium.agent_unhealthy", "critical"),
+    (states.dropping_flows, "cilium.dropped_flows", "warning"),
 ])
 def test_each_unhealthy_state_gives_its_finding(stand_in, make, check, severity):
     nodes = (("node1", "198.18.0.11", "198.19.1.100"), ("node2", "198.18.0.12", "198.19.2.100"))
@@ -425,3 +432,57 @@ def test_metrics_url_outside_the_node_is_refused():
         ca.node_check({"node_name": "n1", "metrics_url": "http://198.51.100.7:9962/metrics",
                        "agent_socket": "/nonexistent/agent.sock"},
                       read_metrics=lambda *a: never(), own_addresses=own)
+
+
+def test_the_dropped_flows_come_from_the_monitor_with_their_reason_and_endpoint(stand_in):
+    """The runbook's `cilium monitor --type drop`: the stand-in's monitor socket sends the stream Go's encoding/gob
+    made (tests/cilium_agent/monitor/gen_drops.go); drops.json, written by the same program, is the reader's
+    independent truth."""
+    truth = json.loads((Path(states.__file__).parent / "monitor" / "drops.json").read_text())
+    nodes = (("node1", "198.18.0.11", "198.19.1.100"),)
+    stand_in.set(states.dropping_flows(states.healthy("node1", nodes)))
+    out = ca.node_check(stand_in.params(metrics_url=""))
+    [f] = [f for f in out["findings"] if f["check"] == "cilium.dropped_flows"]
+    assert f["severity"] == "warning"
+    rows = f["evidence"]["flows"]
+    expected = [(("[%s]:%d -> [%s]:%d %s" if t["ipv6"] else "%s:%d -> %s:%d %s") % (
+        t["src"], t["sport"], t["dst"], t["dport"], t["proto"]), t["count"], t["source"]) for t in truth["flows"]]
+    assert [(r["flow"], r["packets"], r["endpoint"]) for r in rows] == expected
+    assert [r["reason"] for r in rows] == ["Policy denied", "Service backend not found", "Policy denied by denylist"]
+    assert f["evidence"]["lost"] == truth["lost"] and f["evidence"]["other"] == truth["other"]
+    assert f["summary"].startswith("the datapath dropped 9 packets of 3 flows in ")
+    assert "the kernel lost 7 notifications" in f["summary"]
+    assert "198.19.1.10:41000 -> 198.19.2.20:8080 tcp (Policy denied, endpoint 1201) x5" in f["summary"]
+    assert "cilium-dbg endpoint get 1201" in f["remediation"]
+    assert out["data"]["monitor"]["flows"] == rows
+
+
+def test_a_missing_or_foreign_monitor_socket_is_said(stand_in, tmp_path):
+    out = ca.node_check(stand_in.params(monitor_socket=str(tmp_path / "absent.sock"), metrics_url=""))
+    [f] = [f for f in out["findings"] if f["check"] == "cilium.monitor_unavailable"]
+    assert f["severity"] == "info" and "does not exist" in f["summary"]
+    assert out["data"]["monitor"]["status"] == "absent"
+    # a socket that speaks something else: the stream is refused, not read as no drops
+    junk = tmp_path / "junk.sock"
+    server = UnixServer(str(junk), _Sender(b"HTTP/1.1 400 Bad Request\r\n\r\n"))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        out = ca.node_check(stand_in.params(monitor_socket=str(junk), metrics_url=""))
+    finally:
+        server.shutdown()
+        server.server_close()
+    [f] = [f for f in out["findings"] if f["check"] == "cilium.monitor_unavailable"]
+    assert f["severity"] == "warning" and "gob" in f["summary"]
+    assert "cilium.dropped_flows" not in [g["check"] for g in out["findings"]]
+    # '' reads no flows and says nothing of them
+    out = ca.node_check(stand_in.params(monitor_socket="", metrics_url=""))
+    assert not [g for g in out["findings"] if g["check"].startswith(("cilium.dropped", "cilium.monitor"))]
+
+
+def _Sender(data):  # noqa: N802 (a class factory)
+    import socketserver
+
+    class Handler(socketserver.BaseRequestHandler):
+        def handle(self):
+            self.request.sendall(data)
+    return Handler
