@@ -54,6 +54,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.cilium_agent_options
 import http.client as http_client
 
 HEALTHZ_PATH = "/v1/healthz"
+ENDPOINTS_PATH = "/v1/endpoint"
 HEALTH_STATUS_PATH = "/v1beta/status"
 MAX_JSON_BYTES = 8 * 1024 * 1024
 MAX_METRICS_BYTES = 32 * 1024 * 1024
@@ -176,8 +177,8 @@ def socket_state(path):
     return "ok" if stat.S_ISSOCK(mode) else "not a socket"
 
 
-def get_json(path, url_path, timeout=5.0, max_bytes=MAX_JSON_BYTES, connect=unix_connect):
-    """The JSON answer of ``GET url_path`` on the unix socket ``path``."""
+def get_json(path, url_path, timeout=5.0, max_bytes=MAX_JSON_BYTES, connect=unix_connect, kind=dict):
+    """The JSON answer of ``GET url_path`` on the unix socket ``path`` (an object, or a ``kind`` such as list)."""
     what = "GET %s on %s" % (url_path, path)
     state = socket_state(path)
     if state != "ok":
@@ -187,8 +188,9 @@ def get_json(path, url_path, timeout=5.0, max_bytes=MAX_JSON_BYTES, connect=unix
         data = json.loads(body.decode("utf-8"))
     except ValueError as exc:
         raise Unreachable("%s: the answer is not JSON (%s)" % (what, exc), "invalid")
-    if not isinstance(data, dict):
-        raise Unreachable("%s: the answer is a JSON %s, not an object" % (what, type(data).__name__), "invalid")
+    if not isinstance(data, kind):
+        raise Unreachable("%s: the answer is a JSON %s, not %s" % (
+            what, type(data).__name__, "an object" if kind is dict else "a " + kind.__name__), "invalid")
     return data
 
 
@@ -720,9 +722,17 @@ def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep, 
     monitor = {"socket": monitor_path or None, "status": "not read"}
     if "summary" in watched:
         summary = watched["summary"]
-        found.extend(cilium_monitor.flow_findings(summary, subject, params.get("top", 10)))
+        pods = {}
+        if summary["flows"]:
+            # the endpoints the flows name, as pods: the agent's own endpoint list
+            try:
+                pods = cilium_monitor.pod_names(get_json(agent_path, ENDPOINTS_PATH, timeout, kind=list))
+            except Unreachable as exc:
+                summary["endpoints_error"] = exc.message
+        top = params.get("top", 10)
+        found.extend(cilium_monitor.flow_findings(summary, subject, top, pods))
         monitor.update(status="ok", seconds=summary["seconds"], drops=summary["drops"], lost=summary["lost"],
-                       flows=[cilium_monitor.flow_row(f) for f in summary["flows"][:params.get("top", 10)]])
+                       flows=[cilium_monitor.flow_row(f, pods) for f in summary["flows"][:top]])
     elif "error" in watched:
         exc = watched["error"]
         absent = isinstance(exc, FileNotFoundError)

@@ -375,28 +375,48 @@ NEXT_STEP = {
 GENERIC_NEXT = "cilium-dbg monitor --type drop on the node shows each packet as it is dropped; the reason names the cause"
 
 
-def flow_row(flow):
-    """One flow as the report's table shows it."""
+def pod_names(endpoints):
+    """``{endpoint id: "namespace/pod"}`` from the agent's endpoint list (``GET /v1/endpoint``)."""
+    names = {}
+    for item in endpoints if isinstance(endpoints, list) else []:
+        ids = ((item.get("status") or {}).get("external-identifiers") or {}) if isinstance(item, dict) else {}
+        if isinstance(item, dict) and isinstance(item.get("id"), int) and ids.get("k8s-pod-name"):
+            names[item["id"]] = "%s/%s" % (ids.get("k8s-namespace") or "", ids["k8s-pod-name"])
+    return names
+
+
+def flow_row(flow, pods=None):
+    """One flow as the report's table shows it (``pods``: endpoint id -> namespace/pod)."""
+    pods = pods or {}
     return {"flow": flow_text(flow), "reason": flow["reason"], "packets": flow["packets"],
-            "endpoint": flow["source_endpoint"] or None, "to_endpoint": flow["dst_endpoint"] or None,
+            "endpoint": flow["source_endpoint"] or None, "pod": pods.get(flow["source_endpoint"]),
+            "to_endpoint": flow["dst_endpoint"] or None, "to_pod": pods.get(flow["dst_endpoint"]),
             "identities": "%s -> %s" % (flow["src_identity"], flow["dst_identity"]), "ifindex": flow["ifindex"]}
 
 
-def flow_findings(summary, subject, top=10):
-    """Findings from ``read_drops``' result: one ``cilium.dropped_flows`` finding (warning with the top flows, or ok)."""
+def _who(flow, pods):
+    pod = pods.get(flow["source_endpoint"])
+    return "endpoint %s%s" % (flow["source_endpoint"], " %s" % pod if pod else "")
+
+
+def flow_findings(summary, subject, top=10, pods=None):
+    """Findings from ``read_drops``' result: one ``cilium.dropped_flows`` finding (warning with the top flows, or ok).
+    ``pods`` (endpoint id -> namespace/pod, the agent's endpoint list) names the pods behind the endpoints."""
+    pods = pods or {}
     flows = summary["flows"]
     lost = summary["lost"]
     evidence = {"seconds": summary["seconds"], "drops": summary["drops"], "lost": lost, "other": summary["other"],
-                "flows": [flow_row(f) for f in flows[:top]]}
+                "flows": [flow_row(f, pods) for f in flows[:top]]}
     if summary.get("unreadable_count"):
         evidence["unreadable"] = summary["unreadable"]
+    if summary.get("endpoints_error"):
+        evidence["endpoints_error"] = summary["endpoints_error"]
     floor = (" (the kernel lost %d notifications: the counts are a floor)" % lost) if lost else ""
     if not flows:
         return [finding("cilium.dropped_flows", "ok", "L3", "%s cilium datapath flows" % subject,
                         "the agent's monitor reported no dropped packet in %gs%s" % (summary["seconds"], floor),
                         evidence)]
-    shown = "; ".join("%s (%s, endpoint %s) x%d" % (flow_text(f), f["reason"], f["source_endpoint"], f["packets"])
-                      for f in flows[:3])
+    shown = "; ".join("%s (%s, %s) x%d" % (flow_text(f), f["reason"], _who(f, pods), f["packets"]) for f in flows[:3])
     first = flows[0]
     step = NEXT_STEP.get(first["reason_code"], GENERIC_NEXT) % {"ep": first["source_endpoint"]}
     return [finding(

@@ -411,7 +411,7 @@ def details(scenario, data):
     if scenario == "firewall_drops" and isinstance(data.get("drops"), list):
         return {"drop_rates": _top(data["drops"], "pps", ("backend", "chain", "rule", "owner", "pps"))}
     if scenario == "cilium_agent" and isinstance((data.get("monitor") or {}).get("flows"), list):
-        return {"dropped_flows": _top(data["monitor"]["flows"], "packets", ("flow", "reason", "packets", "endpoint"))}
+        return {"dropped_flows": _top(data["monitor"]["flows"], "packets", ("flow", "reason", "packets", "endpoint", "pod"))}
     return {}
 
 

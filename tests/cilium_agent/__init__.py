@@ -11,7 +11,7 @@ What it serves comes from a state file (JSON), re-read on every request so a tes
 agent's state without restarting it::
 
     {"healthz": {...StatusResponse...}, "healthz_http_status": 200,
-     "health": {...HealthStatusResponse...},
+     "health": {...HealthStatusResponse...}, "endpoints": [...Endpoint...],
      "metrics": [{"name": ..., "labels": {...}, "value": N, "rate": per-second growth}]}
 
 ``states`` builds the documented healthy and unhealthy states; ``server`` serves them
@@ -30,7 +30,8 @@ import yaml
 OPENAPI = Path(__file__).resolve().parent / "openapi"
 SPECS = {"agent": OPENAPI / "agent-openapi-extract.yaml", "health": OPENAPI / "health-openapi.yaml"}
 # what each served path answers: (spec, definition)
-RESPONSES = {"/v1/healthz": ("agent", "StatusResponse"), "/v1beta/status": ("health", "HealthStatusResponse")}
+RESPONSES = {"/v1/healthz": ("agent", "StatusResponse"), "/v1beta/status": ("health", "HealthStatusResponse"),
+             "/v1/endpoint": ("agent", "Endpoint[]")}
 
 
 @functools.lru_cache(maxsize=None)
@@ -55,6 +56,13 @@ def validate(name, definition, value):
 
 
 def validate_response(path, value):
-    """Validate the answer to ``GET path`` against the definition the spec gives for it."""
+    """Validate the answer to ``GET path`` against the definition the spec gives for it (``X[]``: an array of X)."""
     name, definition = RESPONSES[path]
+    if definition.endswith("[]"):
+        if not isinstance(value, list):
+            raise jsonschema.ValidationError("%s answers an array of %s, not %s" % (
+                path, definition[:-2], type(value).__name__))
+        for item in value:
+            validate(name, definition[:-2], item)
+        return value
     return validate(name, definition, value)

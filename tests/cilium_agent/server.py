@@ -99,7 +99,8 @@ def _json(path, key, status_key=None):
     return route
 
 
-AGENT_ROUTES = {"/v1/healthz": _json("/v1/healthz", "healthz", "healthz_http_status")}
+AGENT_ROUTES = {"/v1/healthz": _json("/v1/healthz", "healthz", "healthz_http_status"),
+                "/v1/endpoint": _json("/v1/endpoint", "endpoints")}
 HEALTH_ROUTES = {"/v1beta/status": _json("/v1beta/status", "health")}
 METRICS_ROUTES = {"/metrics": lambda state: (200, state.metrics_text(), "text/plain; version=0.0.4")}
 

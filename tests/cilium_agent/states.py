@@ -97,9 +97,26 @@ def metrics(drops=(), refused=(), created=40):
     return out
 
 
+def endpoint(ep_id, namespace, pod, ipv4, identity, interface):
+    """One local endpoint as GET /v1/endpoint lists it (a pod's: its Kubernetes names in external-identifiers)."""
+    return {"id": ep_id, "status": {
+        "state": "ready",
+        "external-identifiers": {"k8s-namespace": namespace, "k8s-pod-name": pod, "pod-name": "%s/%s" % (namespace, pod),
+                                 "container-id": "%064x" % ep_id},
+        "identity": {"id": identity, "labels": ["k8s:io.kubernetes.pod.namespace=%s" % namespace]},
+        "networking": {"addressing": [{"ipv4": ipv4}], "interface-name": interface}}}
+
+
+def endpoints(local="node1"):
+    """The endpoints of the pods on ``local`` (their ids are the ones monitor/gen_drops.go's drops name)."""
+    return [endpoint(1201, "default", "web-5d8f7-abcde", "198.19.1.10", 48213, "lxc1a2b3c4d5e6f"),
+            endpoint(1202, "default", "client-7c9f4-xk2p8", "198.19.1.11", 48214, "lxc6f5e4d3c2b1a")]
+
+
 def healthy(local="node1", nodes=None):
     nodes = nodes or ((local, "198.18.0.11", "198.19.1.100"),)
-    return {"healthz": healthz(local), "healthz_http_status": 200, "health": health(local, nodes), "metrics": metrics()}
+    return {"healthz": healthz(local), "healthz_http_status": 200, "health": health(local, nodes), "metrics": metrics(),
+            "endpoints": endpoints(local)}
 
 
 # --------------------------------------------------------------------------- unhealthy states

@@ -184,6 +184,11 @@ def test_the_dropped_flows_from_the_agents_monitor(lab, ansible, node1_agent):
                                                                       "Policy denied by denylist"))]
     assert found["evidence"]["lost"] == truth["lost"]
     assert result["monitor"]["status"] == "ok" and result["monitor"]["drops"] == 9
+    # the pods behind the endpoints, as the agent lists them (read with curl on the node)
+    listed = curl_json(lab, "node1", "/var/run/cilium/cilium.sock", "/v1/endpoint")
+    pods = {e["id"]: "%s/%s" % (e["status"]["external-identifiers"]["k8s-namespace"],
+                                e["status"]["external-identifiers"]["k8s-pod-name"]) for e in listed}
+    assert [r["pod"] for r in found["evidence"]["flows"]] == [pods[t["source"]] for t in truth["flows"]]
     # healthy again: the monitor is quiet for the whole window
     quiet = run(ansible, "node1", metrics_url="")
     [ok] = [f for f in quiet["findings"] if f["check"] == "cilium.dropped_flows"]
@@ -218,4 +223,5 @@ def test_the_triage_report_shows_the_dropped_flows(lab, ansible, node1_agent, tm
     dom = subprocess.run([chromium, *CHROMIUM_FLAGS, "--user-data-dir=%s" % (tmp_path / "profile"), "--dump-dom",
                           (tmp_path / "triage-report.html").as_uri()], capture_output=True, text=True, timeout=120,
                          check=True).stdout
-    assert "<td>1201</td><td>198.19.1.10:41000 -&gt; 198.19.2.20:8080 tcp</td><td>5</td><td>Policy denied</td>" in dom
+    assert ("<td>1201</td><td>198.19.1.10:41000 -&gt; 198.19.2.20:8080 tcp</td><td>5</td>"
+            "<td>default/web-5d8f7-abcde</td><td>Policy denied</td>") in dom

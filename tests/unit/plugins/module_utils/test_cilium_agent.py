@@ -452,9 +452,21 @@ def test_the_dropped_flows_come_from_the_monitor_with_their_reason_and_endpoint(
     assert f["evidence"]["lost"] == truth["lost"] and f["evidence"]["other"] == truth["other"]
     assert f["summary"].startswith("the datapath dropped 9 packets of 3 flows in ")
     assert "the kernel lost 7 notifications" in f["summary"]
-    assert "198.19.1.10:41000 -> 198.19.2.20:8080 tcp (Policy denied, endpoint 1201) x5" in f["summary"]
+    # each source endpoint named as the pod the agent's endpoint list (GET /v1/endpoint) gives for it
+    assert "198.19.1.10:41000 -> 198.19.2.20:8080 tcp (Policy denied, endpoint 1201 default/web-5d8f7-abcde) x5" in (
+        f["summary"])
+    endpoints = {e["id"]: e["status"]["external-identifiers"] for e in stand_in.state.read()["endpoints"]}
+    assert [r["pod"] for r in rows] == ["%s/%s" % (endpoints[r["endpoint"]]["k8s-namespace"],
+                                                   endpoints[r["endpoint"]]["k8s-pod-name"]) for r in rows]
     assert "cilium-dbg endpoint get 1201" in f["remediation"]
     assert out["data"]["monitor"]["flows"] == rows
+    # without the endpoint list (an agent whose API refuses it) the flows keep their endpoint ids and say why
+    state = states.dropping_flows(states.healthy("node1", nodes))
+    state["endpoints"] = {"not": "a list"}
+    stand_in.set(state)
+    [f] = [f for f in ca.node_check(stand_in.params(metrics_url=""))["findings"] if f["check"] == "cilium.dropped_flows"]
+    assert [r["pod"] for r in f["evidence"]["flows"]] == [None, None, None]
+    assert "does not validate" in f["evidence"]["endpoints_error"] or "HTTP 500" in f["evidence"]["endpoints_error"]
 
 
 def test_a_missing_or_foreign_monitor_socket_is_said(stand_in, tmp_path):
