@@ -130,6 +130,7 @@ RESOURCES = {
     "mutatingwebhookconfigurations": ("AdmissionregistrationV1Api", False, "mutating_webhook_configuration"),
 }
 PATCHABLE = ("services", "validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+DELETABLE = ("pods",)
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
@@ -716,6 +717,18 @@ class Kube(object):
         action = describe("patch", plural, namespace, name)
         return self.one(action, self.call(action, api, "patch_namespaced_%s" % stem, name, namespace, body,
                                           _content_type=MERGE_PATCH, _idempotent=False))
+
+    def delete(self, plural, name, namespace, uid):
+        """Delete one object, only if it is still the one read (a ``uid`` precondition: the API server refuses with
+        409 Conflict, ChangeError, when the name now holds another object); returns what the server answered."""
+        api, namespaced, stem = self._resource(plural)
+        if plural not in DELETABLE or not namespaced:
+            raise InputError("deleting %s is not supported" % plural)
+        check_name(name)
+        check_namespace(namespace)
+        action = describe("delete", plural, namespace, name)
+        return self.one(action, self.call(action, api, "delete_namespaced_%s" % stem, name, namespace,
+                                          body={"preconditions": {"uid": str(uid)}}, _idempotent=False))
 
     def version(self):
         got = self.call("get /version", "VersionApi", "get_code")

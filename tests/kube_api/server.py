@@ -49,6 +49,7 @@ SHORT_NAMES = {"nodes": ["no"], "namespaces": ["ns"], "pods": ["po"], "services"
                "validatingwebhookconfigurations": [], "mutatingwebhookconfigurations": [], "servicel2statuses": []}
 # what a merge patch may change (the collection's repairs): Services, admission webhook configurations
 PATCHABLE = ("services", "validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+DELETABLE = ("pods",)
 # the API groups served besides the core group, in discovery order
 GROUP_VERSIONS = sorted(set(spec[1] for spec in KINDS.values() if spec[1] != "v1"))
 LOG_PARAMETERS = pod_log_parameters()
@@ -78,7 +79,7 @@ def resource_list(group_version):
     for kind, (plural, gv, namespaced, dummy) in KINDS.items():
         if gv != group_version:
             continue
-        verbs = ["get", "list"] + (["patch"] if plural in PATCHABLE else [])
+        verbs = ["get", "list"] + (["patch"] if plural in PATCHABLE else []) + (["delete"] if plural in DELETABLE else [])
         resources.append({"name": plural, "singularName": kind.lower(), "namespaced": namespaced, "kind": kind,
                           "verbs": verbs, "shortNames": SHORT_NAMES[plural]})
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}
@@ -168,8 +169,9 @@ class Handler(BaseHTTPRequestHandler):
         namespaced = KINDS[PLURALS[plural]][2]
         if namespace and not namespaced:
             return status(404, "NotFound", "the server could not find the requested resource")
-        verb = {"GET": "get" if name else "list", "PATCH": "patch"}.get(method)
-        if verb is None or (verb == "patch" and (plural not in PATCHABLE or not name)):
+        verb = {"GET": "get" if name else "list", "PATCH": "patch", "DELETE": "delete"}.get(method)
+        if verb is None or (verb == "patch" and (plural not in PATCHABLE or not name)) or (
+                verb == "delete" and (plural not in DELETABLE or not name)):
             return status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
         denied = self._auth(verb, plural, namespace, name)
         if denied:
@@ -196,6 +198,8 @@ class Handler(BaseHTTPRequestHandler):
             if key in self.server.concurrent_writes:
                 store.put(obj)  # another client writes it right after our read: a new resourceVersion
             return 200, obj
+        if verb == "delete":
+            return self._delete(plural, namespace, name, obj)
         content_type = self.headers.get("Content-Type", "").split(";")[0].strip()
         if content_type not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
             return status(415, "UnsupportedMediaType", "the body of the request was in an unknown format - "
@@ -219,6 +223,27 @@ class Handler(BaseHTTPRequestHandler):
         except FixtureError as exc:
             return status(422, "Invalid", str(exc))
         return 200, store.put(patched)
+
+    def _delete(self, plural, namespace, name, obj):
+        """DELETE with DeleteOptions: its preconditions (uid, resourceVersion) are checked as the API server does
+        (409 Conflict); the pod is gone from the store and the answer is the object with its deletionTimestamp
+        (a graceful deletion as the kubelet would finish it, at once: no controller runs here)."""
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            options = json.loads(self.rfile.read(length) or b"{}")
+        except ValueError as exc:
+            return status(400, "BadRequest", "error decoding DeleteOptions: %s" % exc)
+        pre = (options.get("preconditions") or {}) if isinstance(options, dict) else {}
+        for key, field in (("uid", "UID"), ("resourceVersion", "ResourceVersion")):
+            if pre.get(key) is not None and pre[key] != obj["metadata"].get(key):
+                message = "Operation cannot be fulfilled on %s \"%s\": Precondition failed: %s in precondition: %s, " \
+                    "%s in object meta: %s" % (plural, name, field, pre[key], field, obj["metadata"].get(key))
+                return status(409, "Conflict", message, {"name": name, "kind": plural})
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        gone = dict(obj, metadata=dict(obj["metadata"], deletionTimestamp=stamp, deletionGracePeriodSeconds=30))
+        validate(gone, source="delete")
+        self.server.store.delete(plural, namespace, name)
+        return 200, gone
 
     def _pod_log(self, namespace, name, query):
         denied = self._auth("get", "pods/log", namespace, name)
@@ -281,6 +306,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_PATCH(self):
         self._send(*self._route("PATCH"))
+
+    def do_DELETE(self):
+        self._send(*self._route("DELETE"))
 
 
 class StandIn(object):

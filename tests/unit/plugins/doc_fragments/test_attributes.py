@@ -13,7 +13,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[4]
 MODULES = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
 # the modules that change state when asked (flush, cleanup, remediate): check mode and diff are full
-STATE_CHANGING = {"arp_check", "bpf_map_usage", "lb_health", "webhook_failure_policy"}
+STATE_CHANGING = {"arp_check", "bpf_map_usage", "cilium_agent_restart", "lb_health", "webhook_failure_policy"}
 
 
 def _docs():
