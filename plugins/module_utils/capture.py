@@ -19,8 +19,9 @@ trigger is a file named ``stop`` in that directory, refused if it exists before 
 A capture that tcpdump reports larger than the pcap holds (a full disk, a write error) is an
 error, never an empty or partial "ok".
 
-Packet model: {"ts", "ifindex", "interface", "direction" (in|out), "proto" (tcp|udp|icmp|arp|ip|ipv6|other),
-"src", "dst", "sport", "dport", "flags" (tcp), "icmp_type", "arp_op", "length"}.
+Packet model: {"ts", "ifindex", "interface", "direction" (in|out), "proto" (tcp|udp|icmp|arp|vrrp|ip|ipv6|other),
+"src", "dst", "sport", "dport", "flags" (tcp), "icmp_type", "arp_op", "length"}, plus "sender_mac" (arp) and
+"vrrp" ({version, vrid, priority, interval}).
 """
 
 from __future__ import annotations
@@ -44,7 +45,10 @@ from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import na
 from ansible_collections.k8snet.triage.plugins.module_utils.macs import mac_text
 from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
 
-PROTOCOLS = ("any", "tcp", "udp", "icmp", "arp")
+PROTOCOLS = ("any", "tcp", "udp", "icmp", "arp", "vrrp", "arp_vrrp")
+# protocol -> its pcap filter primitive (VRRP is IP protocol 112; arp_vrrp is what an HA pair of load
+# balancers says about itself: its VRRP advertisements and its gratuitous ARPs)
+FILTER_PRIMITIVES = {"vrrp": "ip proto 112", "arp_vrrp": "(arp or ip proto 112)"}
 LINKTYPE_ETHERNET, LINKTYPE_LINUX_SLL, LINKTYPE_LINUX_SLL2 = 1, 113, 276
 CAP_NET_RAW = 13
 MAX_DURATION = 300
@@ -65,7 +69,7 @@ def build_filter(hosts=None, ports=None, protocol="any"):
         raise InputError("protocol %r is not one of %s" % (protocol, ", ".join(PROTOCOLS)))
     parts = []
     if protocol != "any":
-        parts.append(protocol)
+        parts.append(FILTER_PRIMITIVES.get(protocol, protocol))
     terms = []
     for host in hosts or []:
         try:
@@ -84,7 +88,7 @@ def build_filter(hosts=None, ports=None, protocol="any"):
             raise InputError("port %r is not an integer in 1..65535" % (port,))
         port_terms.append("port %d" % port)
     if port_terms:
-        if protocol in ("arp", "icmp"):
+        if protocol in ("arp", "icmp", "vrrp", "arp_vrrp"):
             raise InputError("ports were given with protocol=%s, which has no ports" % protocol)
         parts.append("(%s)" % " or ".join(port_terms))
     return " and ".join(parts)
@@ -190,6 +194,11 @@ def _l4(proto, data, pkt, icmp=1):
         pkt.update(proto="udp", sport=sport, dport=dport)
     elif proto == icmp and len(data) >= 1:
         pkt.update(proto="icmp", icmp_type=data[0])
+    elif proto == 112 and len(data) >= 8:
+        # VRRP (RFC 5798 v3: the interval in centiseconds, 12 bits; RFC 3768 v2: in seconds, one byte)
+        version = data[0] >> 4
+        interval = (((data[4] & 0x0F) << 8) | data[5]) / 100.0 if version == 3 else float(data[5])
+        pkt.update(proto="vrrp", vrrp={"version": version, "vrid": data[1], "priority": data[2], "interval": interval})
     else:
         pkt["proto"] = "ip"
 
@@ -271,8 +280,46 @@ def summarize(packets, interfaces, first=10, max_flows=50):
             if flag not in flow["flags"]:
                 flow["flags"] += flag
     ordered = sorted(flows.values(), key=lambda f: -f["packets"])
-    return {"total": len(keep), "interfaces": per_if, "flows": ordered[:max_flows],
-            "flows_dropped": max(0, len(ordered) - max_flows), "first": [describe(p) for p in keep[:first]]}
+    out = {"total": len(keep), "interfaces": per_if, "flows": ordered[:max_flows],
+           "flows_dropped": max(0, len(ordered) - max_flows), "first": [describe(p) for p in keep[:first]]}
+    announcements = _announcements(keep)
+    if announcements:
+        out["announcements"] = announcements
+    return out
+
+
+def _timing(times):
+    times = sorted(times)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    return {"packets": len(times), "first": round(times[0], 3), "last": round(times[-1], 3),
+            "max_gap": round(max(gaps), 3) if gaps else None,
+            "mean_gap": round(sum(gaps) / len(gaps), 3) if gaps else None}
+
+
+def _announcements(packets):
+    """What an HA pair of load balancers says about itself, with timing: its VRRP advertisements (per sender, VRID,
+    direction) and its gratuitous ARPs (an ARP whose sender address is also its target, or a reply to the broadcast
+    address as Seesaw sends them; per address, MAC, direction).  Empty when there are none."""
+    vrrp, garp = {}, {}
+    for p in packets:
+        if p["proto"] == "vrrp":
+            v = p["vrrp"]
+            key = (p["src"], v["vrid"], p["direction"], p["interface"])
+            entry = vrrp.setdefault(key, {"src": p["src"], "vrid": v["vrid"], "direction": p["direction"],
+                                          "interface": p["interface"], "version": v["version"],
+                                          "priority": v["priority"], "interval": v["interval"], "times": []})
+            entry["times"].append(p["ts"])
+        elif p["proto"] == "arp" and (p["src"] == p["dst"] or (p["arp_op"] == "reply" and p["dst"] == "255.255.255.255")):
+            key = (p["src"], p.get("sender_mac"), p["direction"], p["interface"])
+            entry = garp.setdefault(key, {"address": p["src"], "mac": p.get("sender_mac"), "direction": p["direction"],
+                                          "interface": p["interface"], "op": p["arp_op"], "times": []})
+            entry["times"].append(p["ts"])
+    if not vrrp and not garp:
+        return {}
+    for entry in list(vrrp.values()) + list(garp.values()):
+        entry.update(_timing(entry.pop("times")))
+    return {"vrrp": sorted(vrrp.values(), key=lambda e: (e["vrid"], e["src"] or "", e["direction"] or "")),
+            "gratuitous_arp": sorted(garp.values(), key=lambda e: (e["address"] or "", e["direction"] or ""))}
 
 
 # ------------------------------------------------------------------ reader (node side)

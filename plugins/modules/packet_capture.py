@@ -58,9 +58,11 @@ options:
     elements: int
     default: []
   protocol:
-    description: Keep only this protocol.
+    description:
+      - Keep only this protocol. V(vrrp) is IP protocol 112; V(arp_vrrp) keeps ARP and VRRP, what an HA pair of load
+        balancers (Seesaw, keepalived) says about itself.
     type: str
-    choices: [any, tcp, udp, icmp, arp]
+    choices: [any, tcp, udp, icmp, arp, vrrp, arp_vrrp]
     default: any
   duration:
     description: Seconds to capture, a finite number more than 0 and at most 300.
@@ -166,6 +168,14 @@ flows_dropped:
   description: Flows left out of RV(flows) by the cap.
   returned: always
   type: int
+announcements:
+  description:
+    - Present when the capture holds VRRP advertisements or gratuitous ARPs (an ARP whose sender address is its target,
+      or a reply to the broadcast address as Seesaw sends them). C(vrrp) per sender, VRID, direction and interface
+      (C(version), C(priority), C(interval) advertised in seconds), C(gratuitous_arp) per address, MAC, direction and
+      interface; each with C(packets), C(first) and C(last) (epoch seconds), C(mean_gap) and C(max_gap) (seconds).
+  returned: when there are such packets
+  type: dict
 first:
   description: The first packets, one line each.
   returned: always
@@ -225,6 +235,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils import payload
 # before the imports below: the payload's files are compiled once each, not twice
 payload.compile_once()
 
+from ansible_collections.k8snet.triage.plugins.module_utils import capture
 from ansible_collections.k8snet.triage.plugins.module_utils.capture import Capture
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
@@ -251,7 +262,7 @@ def main():
             route_to=dict(type="list", elements="str", default=[]),
             hosts=dict(type="list", elements="str", default=[]),
             ports=dict(type="list", elements="int", default=[]),
-            protocol=dict(type="str", choices=["any", "tcp", "udp", "icmp", "arp"], default="any"),
+            protocol=dict(type="str", choices=list(capture.PROTOCOLS), default="any"),
             duration=dict(type="float", default=5.0),
             max_packets=dict(type="int", default=1000),
             first=dict(type="int", default=10),

@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The Seesaw pair's findings from the load-balancer nodes' captures (controller side)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = """
+name: seesaw_pair
+short_description: judge a Seesaw load-balancer pair from its nodes' VRRP and gratuitous ARP captures
+version_added: 0.3.0
+description:
+  - Takes the M(k8snet.triage.packet_capture) result (with O(k8snet.triage.packet_capture#module:protocol=arp_vrrp))
+    of every load-balancer node, keyed by host, and returns the findings on the pair, C(seesaw.no_master),
+    C(seesaw.split_brain) (critical, with no master or two), C(seesaw.peer_not_hearing) (a node that hears no
+    advertisement), C(seesaw.garp_missing) and C(seesaw.garp_irregular) (the master's gratuitous ARPs for its VIPs
+    missing or late), C(seesaw.not_checked) (a node without capture), or C(seesaw.pair) (ok, naming the master, its
+    VIPs and their cadence).
+options:
+  _input:
+    description: "Mapping of host to its packet_capture result (null: that host was not captured)."
+    type: dict
+    required: true
+  vrid:
+    description: The VRRP virtual router id of the pair (Seesaw's default is 60).
+    type: int
+    default: 60
+  garp_interval:
+    description: Seconds between the master's gratuitous ARPs (Seesaw's C(garp_interval_sec), 10 by default).
+    type: float
+    default: 10.0
+"""
+
+EXAMPLES = """
+- name: Judge the pair
+  ansible.builtin.set_fact:
+    seesaw_fleet_findings: "{{ captures | k8snet.triage.seesaw_pair(vrid=60, garp_interval=10) }}"
+"""
+
+RETURN = """
+_value:
+  description: The findings.
+  type: list
+  elements: dict
+"""
+
+import math
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.module_utils.seesaw import pair_check
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
+
+
+def seesaw_pair(captures, vrid=60, garp_interval=10.0):
+    if not isinstance(captures, Mapping):
+        raise AnsibleFilterError("seesaw_pair expects a mapping of host to packet_capture result, got %s"
+                                 % type(captures).__name__)
+    if len(captures) > 64:
+        raise AnsibleFilterError("seesaw_pair: %d hosts; a Seesaw pair is two nodes (at most 64 are read)" % len(captures))
+    for host, result in captures.items():
+        if result is not None and not isinstance(result, Mapping):
+            raise AnsibleFilterError("seesaw_pair: the capture of %s is a %s, not a packet_capture result"
+                                     % (host, type(result).__name__))
+    if isinstance(vrid, bool) or not isinstance(vrid, int) or not 1 <= vrid <= 255:
+        raise AnsibleFilterError("seesaw_pair: vrid must be a VRRP virtual router id from 1 to 255, got %r" % (vrid,))
+    if isinstance(garp_interval, bool) or not isinstance(garp_interval, (int, float)) or not math.isfinite(
+            garp_interval) or not 0 < garp_interval <= 3600:
+        raise AnsibleFilterError("seesaw_pair: garp_interval must be seconds, more than 0 and at most 3600, got %r"
+                                 % (garp_interval,))
+    return pair_check(dict((str(h), r) for h, r in captures.items()), vrid, float(garp_interval))
+
+
+class FilterModule(object):
+    def filters(self):
+        return guard_all({"seesaw_pair": seesaw_pair})

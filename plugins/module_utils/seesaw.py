@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The Seesaw load-balancer pair (bundled with older Google Distributed Cloud versions), judged from what it says
+on the wire: pure checks over one ``packet_capture`` result (protocol ``arp_vrrp``) per load-balancer node.
+
+What Seesaw does (github.com/google/seesaw): ``seesaw_ha`` elects the master of the pair with VRRP v3
+advertisements (IP protocol 112, to 224.0.0.18, virtual router id 60 by default, ha/net.go and
+engine/config/engine.go); the master's engine sends a gratuitous ARP reply for every VIP it serves every
+``garp_interval_sec`` (10 s by default, engine/core.go gratuitousARP, only while it is the leader), from the
+load-balancing interface whose MAC is the VRRP virtual MAC 00:00:5e:00:01:<VRID> when ``UseVMAC`` is on (the
+default, ncc/lb.go), to the broadcast address.  So: exactly one node sends advertisements (none: no master; two:
+split brain), its peer hears them (else it will take over too), and the master's gratuitous ARPs name the VIPs it
+holds, at their cadence.  Seesaw forwards with IPVS; the GDC runbook's path through it keeps the VIP as the
+destination up to the backend, so a missing address translation after it is not a fault of its hop.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+
+DEFAULT_VRID = 60
+DEFAULT_GARP_INTERVAL = 10.0
+TOLERANCE = 1.5  # a gap longer than this many intervals is a missed announcement
+VMAC_PREFIX = "00:00:5e:00:01:"
+
+
+def vmac(vrid):
+    return "%s%02x" % (VMAC_PREFIX, vrid)
+
+
+def _adverts(capture, vrid, direction):
+    return [v for v in ((capture or {}).get("announcements") or {}).get("vrrp") or []
+            if v.get("vrid") == vrid and v.get("direction") == direction]
+
+
+def _garps(capture, direction):
+    return [g for g in ((capture or {}).get("announcements") or {}).get("gratuitous_arp") or []
+            if g.get("direction") == direction]
+
+
+def _window(capture):
+    return float((capture or {}).get("seconds") or 0.0)
+
+
+def pair_check(captures, vrid=DEFAULT_VRID, garp_interval=DEFAULT_GARP_INTERVAL):
+    """Findings on the pair from ``{host: packet_capture result}`` (None for a host not captured)."""
+    found = []
+    subject = "seesaw VRID %d" % vrid
+    missing = sorted(h for h, c in captures.items() if not isinstance(c, dict) or c.get("failed"))
+    captured = dict((h, c) for h, c in captures.items() if h not in missing)
+    for host in missing:
+        found.append(finding(
+            "seesaw.not_checked", "warning", "L2", host,
+            "no capture from %s: what it says of the Seesaw pair was not read" % host, {},
+            "run the seesaw role on it (become, tcpdump on the node)"))
+    if not captured:
+        return found
+    masters = dict((h, _adverts(c, vrid, "out")) for h, c in captured.items() if _adverts(c, vrid, "out"))
+    heard = dict((h, _adverts(c, vrid, "in")) for h, c in captured.items())
+    window = min(_window(c) for c in captured.values())
+    evidence = {"nodes": sorted(captured), "window": window, "vrid": vrid,
+                "advertisers": dict((h, [a.get("src") for a in ads]) for h, ads in masters.items())}
+    if not masters:
+        strangers = sorted(set(a.get("src") for ads in heard.values() for a in ads))
+        heard_text = (" (advertisements from %s, not one of the nodes checked, were heard)" % ", ".join(strangers)
+                      if strangers else "")
+        found.append(finding(
+            "seesaw.no_master", "critical", "L2", subject,
+            "no load-balancer node sent a VRRP advertisement for VRID %d in %gs%s: the pair has no master, so no node "
+            "holds or announces the VIPs" % (vrid, window, heard_text),
+            dict(evidence, heard_from=strangers),
+            "check seesaw_ha and seesaw_engine on both nodes (systemctl status seesaw_watchdog, the logs under "
+            "/var/log/seesaw) and that VRRP (IP protocol 112 to 224.0.0.18) passes between them"))
+        return found
+    if len(masters) > 1:
+        found.append(finding(
+            "seesaw.split_brain", "critical", "L2", subject,
+            "%s all send VRRP advertisements for VRID %d: each thinks it is the master, both answer for the VIPs and "
+            "clients flip between them" % (" and ".join(sorted(masters)), vrid), evidence,
+            "VRRP does not pass between them (a firewall or a VLAN between the pair drops IP protocol 112 to "
+            "224.0.0.18): restore it, then stop seesaw_ha on the node that should be the backup until it hears the "
+            "master"))
+        return found
+    master, ads = next(iter(masters.items()))
+    ad = max(ads, key=lambda a: a.get("packets") or 0)
+    evidence.update(master=master, priority=ad.get("priority"), advertised_interval=ad.get("interval"),
+                    observed_gap=ad.get("mean_gap"))
+    deaf = sorted(h for h in captured if h != master and not heard.get(h))
+    if deaf:
+        found.append(finding(
+            "seesaw.peer_not_hearing", "critical", "L2", ", ".join(deaf),
+            "%s hear%s no VRRP advertisement from the master %s in %gs: %s will take over as well (split brain) or "
+            "cannot take over when the master fails" % (
+                ", ".join(deaf), "s" if len(deaf) == 1 else "", master, window, "it" if len(deaf) == 1 else "they"),
+            dict(evidence, deaf=deaf),
+            "VRRP multicast (IP protocol 112 to 224.0.0.18) is lost between the nodes: check the switch and any "
+            "firewall between them (tcpdump -ni any 'ip proto 112' on both)"))
+    garps = _garps(captured[master], "out")
+    vips = sorted(set(g.get("address") for g in garps if g.get("address")))
+    macs = sorted(set(g.get("mac") for g in garps if g.get("mac")))
+    evidence.update(vips=sample(vips), macs=macs, vmac=vmac(vrid),
+                    garp=[dict((k, g.get(k)) for k in ("address", "mac", "interface", "packets", "mean_gap", "max_gap"))
+                          for g in garps][:20])
+    if not garps:
+        if window >= TOLERANCE * garp_interval:
+            found.append(finding(
+                "seesaw.garp_missing", "warning", "L2", master,
+                "the master %s sent no gratuitous ARP in %gs (Seesaw sends one per VIP every %gs): after a failover "
+                "the router and the clients keep the old node's MAC for the VIPs" % (master, window, garp_interval),
+                evidence,
+                "check seesaw_engine on %s (its log says 'Starting gratuitous ARPs every ...' when it leads) and "
+                "garp_interval_sec in /etc/seesaw/seesaw.cfg" % master))
+        else:
+            found.append(finding(
+                "seesaw.garp_not_checked", "info", "L2", master,
+                "the capture (%gs) is shorter than %g gratuitous ARP intervals (%gs): their cadence was not checked"
+                % (window, TOLERANCE, garp_interval), evidence,
+                "capture for at least %gs (seesaw_window)" % (TOLERANCE * garp_interval)))
+    else:
+        late = [g for g in garps if (g.get("max_gap") or 0) > TOLERANCE * garp_interval]
+        if late:
+            found.append(finding(
+                "seesaw.garp_irregular", "warning", "L2", master,
+                "the master %s announces %s late: a gap of %gs between gratuitous ARPs, more than %g x %gs" % (
+                    master, ", ".join(g["address"] for g in late), max(g["max_gap"] for g in late), TOLERANCE,
+                    garp_interval), evidence,
+                "a busy or stalled seesaw_engine on %s (its log), or garp_interval_sec changed in "
+                "/etc/seesaw/seesaw.cfg" % master))
+    if not [f for f in found if f["severity"] in ("warning", "critical")]:
+        mac_text = (" from the VRRP virtual MAC %s" % vmac(vrid)) if macs == [vmac(vrid)] else (
+            " from %s" % ", ".join(macs) if macs else "")
+        found.append(finding(
+            "seesaw.pair", "ok", "L2", subject,
+            "%s is the Seesaw master (VRID %d, priority %s, advertising every %ss)%s%s" % (
+                master, vrid, ad.get("priority"), ad.get("interval"),
+                "; %s hear%s it" % (", ".join(h for h in sorted(captured) if h != master),
+                                    "s" if len(captured) == 2 else "") if len(captured) > 1 else
+                "; its peer was not captured",
+                "; it announces %s by gratuitous ARP every %ss%s" % (", ".join(vips[:5]), garps[0].get("mean_gap"),
+                                                                     mac_text) if garps else ""),
+            evidence))
+    return found
