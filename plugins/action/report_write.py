@@ -41,6 +41,9 @@ ARGUMENT_SPEC = dict(
     metrics_dir=dict(type="path"),
     metrics_file=dict(type="str", default="k8snet_triage.prom"),
     metrics_labels=dict(type="dict", default={}),
+    metrics_push_url=dict(type="str", default=""),
+    metrics_push_job=dict(type="str", default="k8snet_triage"),
+    metrics_push_validate_certs=dict(type="bool", default=True),
     started=dict(type="raw"),
     validate_only=dict(type="bool", default=False),
 )
@@ -145,6 +148,9 @@ class ActionModule(ActionBase):
             args["silence_max_days"] = report_silences.validate_max_days(args["silence_max_days"])
             args["metrics_labels"] = report_metrics.validate_labels(args["metrics_labels"])
             report_metrics.validate_file_name(args["metrics_file"])
+            if args["metrics_push_url"]:
+                args["metrics_push_target"] = report_metrics.push_url(args["metrics_push_url"], args["metrics_push_job"],
+                                                                      args["metrics_labels"])
         except (ValueError, AnsibleError) as exc:
             raise AnsibleError("report_write: %s" % getattr(exc, "message", exc))
         if args["metrics_dir"] and not os.path.isdir(args["metrics_dir"]):
@@ -194,20 +200,30 @@ class ActionModule(ActionBase):
         return warnings
 
     def _write_extra(self, args, data, directory, generated, finished, started):
-        """The history entry and the metrics file; returns (changed, files)."""
+        """The history entry, the metrics file and their push; returns (changed, files, the push's error or None)."""
         changed, files = False, {}
         if directory and args["history"]:
             files["history"] = report_history.keep_history(directory, data, generated, args["history"])
             changed = True
-        if args["metrics_dir"]:
+        if args["metrics_dir"] or args["metrics_push_url"]:
             text = report_metrics.render(data, finished, (finished - started) if started else None, args["metrics_labels"],
                                          {"collection_version": data["run"]["collection_version"] or "",
                                           "ansible_version": ansible_version})
+        if args["metrics_dir"]:
             where = report.check_directory(args["metrics_dir"], args["metrics_dir"])
             path = os.path.join(where, args["metrics_file"])
             changed = report.write_file(path, text, mode=0o644) or changed
             files[args["metrics_file"]] = path
-        return changed, files
+        push_error = None
+        if args["metrics_push_url"]:
+            try:
+                report_metrics.push(args["metrics_push_target"], text,
+                                    validate_certs=args["metrics_push_validate_certs"])
+                files["pushed"] = args["metrics_push_target"]
+                changed = True
+            except ValueError as exc:
+                push_error = "report_write: %s; the reports were written, the metrics were not pushed" % exc
+        return changed, files, push_error
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -252,14 +268,18 @@ class ActionModule(ActionBase):
                 files = dict((name, os.path.join(directory, name)) for name in NAMES)
             except AnsibleError as exc:
                 error = str(getattr(exc, "message", exc))
+        push_error = None
         if not self._task.check_mode and error is None:
             try:
-                more, extra = self._write_extra(args, data, directory, now, now.timestamp(), started)
+                more, extra, push_error = self._write_extra(args, data, directory, now, now.timestamp(), started)
                 changed, files = changed or more, dict(files, **extra)
             except AnsibleError as exc:
                 error = str(getattr(exc, "message", exc))
         if error:
             warnings.append("report_write: the report files were not written: %s" % error)
+        if push_error:
+            # the files are written; the role fails after the summary (push_error), saying why
+            warnings.append(push_error)
         if warnings:
             result["warnings"] = warnings
         if args["set_stats"]:
@@ -274,5 +294,6 @@ class ActionModule(ActionBase):
                 artifact["report_error"] = error
             result["ansible_stats"] = {"data": {"k8snet_triage": artifact}, "per_host": False, "aggregate": False}
         result["write_error"] = error
+        result["push_error"] = push_error
         result.update(changed=changed, files=files, ansible_facts={"report_data": data})
         return result

@@ -142,6 +142,21 @@ options:
     description: Labels added to every metric, such as C(cluster); not one the metrics set themselves.
     type: dict
     default: {}
+  metrics_push_url:
+    description:
+      - A Prometheus Pushgateway, C(http(s)://HOST[:PORT][/PATH]) (no credentials or query in it). The metrics are PUT
+        to C(/metrics/job/<metrics_push_job>) with O(metrics_labels) in the grouping key. A failed push is
+        C(push_error) (the reports are written); empty pushes nothing.
+    type: str
+    default: ""
+  metrics_push_job:
+    description: The Pushgateway job name.
+    type: str
+    default: k8snet_triage
+  metrics_push_validate_certs:
+    description: Verify the Pushgateway's TLS certificate (https).
+    type: bool
+    default: true
   started:
     description:
       - When the run started (seconds since the epoch, or ISO 8601 with a timezone), for the duration. Left out,
@@ -184,6 +199,11 @@ write_error:
   returned: always
   type: str
   sample: "cannot write the report in /srv/triage: No space left on device (/srv/triage); the previous ... are left as they were"
+push_error:
+  description: Why the metrics could not be pushed to O(metrics_push_url) (the reports are written), or null.
+  returned: always
+  type: str
+  sample: "report_write: the Pushgateway at http://198.18.0.9:9091/metrics/job/k8snet_triage answered HTTP 400: ..."
 ansible_facts:
   description: The gathered report.
   returned: success

@@ -141,3 +141,59 @@ def render(data, finished, duration=None, labels=None, versions=None):
         out.family("k8snet_triage_build_info", "The collection and ansible-core versions of the last triage run (always 1).")
         out.sample("k8snet_triage_build_info", dict((k, str(v)) for k, v in versions.items()), 1)
     return "\n".join(out.lines + ["# EOF"]) + "\n"
+
+
+# ------------------------------------------------------------------ the Pushgateway
+PUSH_TIMEOUT = 10.0
+_PUSH_BASE = re.compile(r"^(https?)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$")
+
+
+def _grouping_value(value):
+    """A grouping-key value in the URL: as it is when it is plain, else Pushgateway's base64 form (``@base64``)."""
+    import base64
+
+    if value and re.match(r"^[A-Za-z0-9._~-]+$", value):
+        return "", value
+    return "@base64", base64.urlsafe_b64encode(value.encode("utf-8")).decode("ascii") or "="
+
+
+def push_url(base, job, labels=None):
+    """``<base>/metrics/job/<job>[/<label>/<value>...]``: the Pushgateway's grouping key is the job and the constant
+    labels (so that two clusters pushing do not replace each other's metrics).  ValueError names what is wrong with
+    ``base`` (http(s)://host[:port][/prefix], no credentials, query or fragment) or ``job``."""
+    if not isinstance(base, str) or not _PUSH_BASE.match(base.strip()):
+        raise ValueError("report_metrics_push_url %r is not http(s)://HOST[:PORT][/PATH] (no user or password in it, "
+                         "no query), e.g. http://pushgateway.monitoring:9091" % (base,))
+    port = _PUSH_BASE.match(base.strip()).group(3)
+    if port and not 0 < int(port[1:]) < 65536:
+        raise ValueError("report_metrics_push_url %r: port %s is not 1 to 65535" % (base, port[1:]))
+    if not isinstance(job, str) or not job.strip() or len(job) > VALUE_LIMIT or _CONTROL.search(job) or "\n" in job:
+        raise ValueError("report_metrics_push_job must be a name (at most %d characters, no control characters), not %r"
+                         % (VALUE_LIMIT, job))
+    parts = [base.strip().rstrip("/"), "metrics"]
+    for name, value in [("job", job)] + sorted(validate_labels(labels).items()):
+        suffix, encoded = _grouping_value(value)
+        parts += [name + suffix, encoded]
+    return "/".join(parts)
+
+
+def push(url, text, timeout=PUSH_TIMEOUT, validate_certs=True, opener=None):
+    """PUT the metrics to the Pushgateway (replacing the group's previous push); returns the HTTP status.
+    ValueError says why the push failed (its answer, or the connection's error)."""
+    from ansible.module_utils.urls import open_url
+    from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+
+    opener = opener or open_url
+    try:
+        response = opener(url, data=text.encode("utf-8"), method="PUT", timeout=timeout, validate_certs=validate_certs,
+                          headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}, follow_redirects="none")
+        status = response.getcode()
+        response.read(65536)
+    except HTTPError as exc:
+        body = exc.read(2000).decode("utf-8", "replace").strip() if hasattr(exc, "read") else ""
+        raise ValueError("the Pushgateway at %s answered HTTP %s%s" % (url, exc.code, ": " + body if body else ""))
+    except (URLError, OSError) as exc:
+        raise ValueError("the metrics could not be pushed to %s: %s" % (url, getattr(exc, "reason", exc)))
+    if not 200 <= status < 300:
+        raise ValueError("the Pushgateway at %s answered HTTP %s" % (url, status))
+    return status

@@ -103,3 +103,29 @@ def test_the_file_name_must_be_a_prom_file_in_the_directory(name, ok):
     else:
         with pytest.raises(ValueError, match="must be a file name ending in .prom"):
             report_metrics.validate_file_name(name)
+
+
+@pytest.mark.parametrize("base, job, labels, url", [
+    ("http://198.18.0.9:9091", "k8snet_triage", {}, "http://198.18.0.9:9091/metrics/job/k8snet_triage"),
+    ("https://pgw.example/prefix/", "triage", {"cluster": "prod", "az": "b"},
+     "https://pgw.example/prefix/metrics/job/triage/az/b/cluster/prod"),
+    # Pushgateway's base64 form for a value with a / or none (its README: "@base64" suffix, URL-safe base64)
+    ("http://[2001:db8::1]:9091", "a/b", {"cluster": ""},
+     "http://[2001:db8::1]:9091/metrics/job@base64/YS9i/cluster@base64/="),
+])
+def test_the_push_url_and_its_grouping_key(base, job, labels, url):
+    assert report_metrics.push_url(base, job, labels) == url
+
+
+@pytest.mark.parametrize("base, job, message", [
+    ("198.18.0.9:9091", "j", "is not http(s)://HOST[:PORT][/PATH]"),
+    ("http://u:p@198.18.0.9:9091", "j", "no user or password"),
+    ("http://198.18.0.9:9091/?x=1", "j", "is not http(s)://"),
+    ("http://198.18.0.9:0", "j", "port 0 is not 1 to 65535"),
+    ("http://198.18.0.9:9091", "", "report_metrics_push_job must be a name"),
+    ("http://198.18.0.9:9091", "a\nb", "report_metrics_push_job must be a name"),
+])
+def test_a_bad_push_target_is_refused(base, job, message):
+    with pytest.raises(ValueError) as caught:
+        report_metrics.push_url(base, job)
+    assert message in str(caught.value)
