@@ -164,6 +164,27 @@ def api_module_main(module_class, check, rules, argument_spec):
     module.exit_json(changed=False, findings=result["findings"], **result["data"])
 
 
+def api_change_main(module_class, change, rules, argument_spec):
+    """The whole ``main()`` of an API module that changes state: the auth options beside ``argument_spec``,
+    checked against ``rules``; ``change(params, Kube, check_mode=...)`` run, which returns the result with its
+    ``diff`` (shown with --diff only); a domain error failing the module once."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
+    from ansible_collections.k8snet.triage.plugins.module_utils.params import new_module
+
+    spec = dict(AUTH_ARG_SPEC)
+    spec.update(argument_spec)
+    module = new_module(module_class, rules, argument_spec=spec, supports_check_mode=True)
+    require_kubernetes(module)
+    try:
+        result = change(module.params, Kube, check_mode=module.check_mode)
+    except TriageError as exc:
+        fail_from(module, exc)
+    diff = result.pop("diff")
+    if module._diff and diff:
+        result["diff"] = diff
+    module.exit_json(**result)
+
+
 def auth_params(params):
     """The API-access subset of a module's parameters."""
     return dict((name, params.get(name)) for name in AUTH_OPTIONS)

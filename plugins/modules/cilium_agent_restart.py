@@ -82,29 +82,15 @@ from ansible_collections.k8snet.triage.plugins.module_utils import payload
 payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_restart
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import api_change_main
 
 
 def main():
-    argument_spec = dict(AUTH_ARG_SPEC)
-    argument_spec.update(
+    api_change_main(AnsibleModule, cilium_restart.restart, cilium_restart.RULES, dict(
         pod=dict(type="str", required=True),
         node=dict(type="str", required=True),
         daemonsets=dict(type="list", elements="str", default=list(cilium_restart.AGENT_DAEMONSETS)),
-    )
-    module = rules.new_module(AnsibleModule, cilium_restart.RULES, argument_spec=argument_spec,
-                              supports_check_mode=True)
-    require_kubernetes(module)
-    try:
-        result = cilium_restart.restart(module.params, Kube, check_mode=module.check_mode)
-    except TriageError as exc:
-        fail_from(module, exc)
-    diff = result.pop("diff")
-    if module._diff and diff:
-        result["diff"] = diff
-    module.exit_json(**result)
+    ))
 
 
 if __name__ == "__main__":

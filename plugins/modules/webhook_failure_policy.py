@@ -100,30 +100,16 @@ from ansible_collections.k8snet.triage.plugins.module_utils import payload
 payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import webhooks
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import api_change_main
 
 
 def main():
-    argument_spec = dict(AUTH_ARG_SPEC)
-    argument_spec.update(
+    api_change_main(AnsibleModule, webhooks.set_failure_policy, webhooks.REPAIR_RULES, dict(
         configuration=dict(type="str", required=True),
         webhook=dict(type="str", required=True),
         kind=dict(type="str", choices=list(webhooks.KINDS), default="validating"),
         state=dict(type="str", choices=list(webhooks.STATES), required=True),
-    )
-    module = rules.new_module(AnsibleModule, webhooks.REPAIR_RULES, argument_spec=argument_spec,
-                              supports_check_mode=True)
-    require_kubernetes(module)
-    try:
-        result = webhooks.set_failure_policy(module.params, Kube, check_mode=module.check_mode)
-    except TriageError as exc:
-        fail_from(module, exc)
-    diff = result.pop("diff")
-    if module._diff and diff:
-        result["diff"] = diff
-    module.exit_json(**result)
+    ))
 
 
 if __name__ == "__main__":

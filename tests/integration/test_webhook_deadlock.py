@@ -19,12 +19,17 @@ from tests.lab.faults import kube as kube_faults
 LOGS = Path(__file__).resolve().parents[1] / "kube_api" / "logs" / "ibm_cycle.yaml"
 
 
+def stand_in(lab, fixture, label):
+    """The stand-in with cluster.yaml, cni.yaml, events.yaml, one webhooks fixture and calico's logs, moved to now."""
+    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in (
+        "cluster.yaml", "cni.yaml", "events.yaml", fixture)]))
+    objects, logs = shift_to_now(objects, load_logs([LOGS], objects))
+    return StandIn(objects, lab.workdir / label, lab.controller_ip, logs=logs).start()
+
+
 @pytest.fixture(scope="module")
 def api(lab):
-    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in (
-        "cluster.yaml", "cni.yaml", "events.yaml", "webhooks.yaml")]))
-    objects, logs = shift_to_now(objects, load_logs([LOGS], objects))
-    server = StandIn(objects, lab.workdir / "kube-api-webhooks", lab.controller_ip, logs=logs).start()
+    server = stand_in(lab, "webhooks.yaml", "kube-api-webhooks")
     yield server
     server.stop()
 
@@ -160,10 +165,7 @@ TUNNEL_HOOK = "webhook:sysdig-admission-controller-webhook/audit.secure.sysdig.c
 
 @pytest.fixture(scope="module")
 def tunnel_api(lab):
-    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in (
-        "cluster.yaml", "cni.yaml", "events.yaml", "webhooks_tunnel.yaml")]))
-    objects, logs = shift_to_now(objects, load_logs([LOGS], objects))
-    server = StandIn(objects, lab.workdir / "kube-api-tunnel", lab.controller_ip, logs=logs).start()
+    server = stand_in(lab, "webhooks_tunnel.yaml", "kube-api-tunnel")
     yield server
     server.stop()
 
