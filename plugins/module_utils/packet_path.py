@@ -97,10 +97,18 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
         elif not hop("lb_translated", lb_hosts,
                      sum(seen(r, direction="out", proto="tcp", dst=pod_ip, dport=pod_port) for r in lbs)):
             vanished = "nat"
+    # a backend on the host network (a hostNetwork pod) has the node's own address: the kernel routes it to lo,
+    # there is no veth to cross, and its answer leaves the node's own interface
+    host_network = pod_interface == "lo"
     if vanished is None and worker:
         if not same_node and not hop("worker_in", worker.get("host"), seen(
-                worker, exclude_interface=pod_interface, direction="in", proto="tcp", dst=pod_ip, dport=pod_port)):
+                worker, exclude_interface=None if host_network else pod_interface, direction="in", proto="tcp",
+                dst=pod_ip, dport=pod_port)):
             vanished = "between_nodes"
+        elif host_network:
+            if not hop("host_socket", worker.get("host"), seen(worker, direction="out", proto="tcp", src=pod_ip,
+                                                               sport=pod_port)):
+                vanished = "backend"
         elif not hop("pod_veth", worker.get("host"), seen(worker, interface=pod_interface, direction="out",
                                                           proto="tcp", dst=pod_ip, dport=pod_port)
                      if pod_interface else 0):
@@ -118,7 +126,7 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
             {"vip": "%s:%s" % (vip, port), "pod": "%s:%s" % (pod_ip, pod_port), "probe_ok": probe_ok},
             "run the captures on the client, the LB nodes and the worker (role k8snet.triage.ingress_path)")]}
     evidence = {"hops": hops, "vip": "%s:%s" % (vip, port), "pod": "%s:%s" % (pod_ip, pod_port),
-                "pod_interface": pod_interface, "probe_ok": probe_ok}
+                "pod_interface": pod_interface, "probe_ok": probe_ok, "backend_on_host_network": host_network}
     if client:
         evidence["client_arp"] = {"requests": arp_requests, "replies": arp_replies}
     if vanished is None:
@@ -129,7 +137,8 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
         last = [h for h in hops if h["packets"]]
         where = {"client": "on the client", "arp": "between the client and the LB node",
                  "nat": "on the LB node (not translated)", "between_nodes": "between the LB node and the worker",
-                 "pod": "on the worker, before the pod's veth", "backend": "in the pod (no reply)",
+                 "pod": "on the worker, before the pod's veth",
+                 "backend": "in the backend on the host network (no reply)" if host_network else "in the pod (no reply)",
                  "return": "on the way back to the client"}[vanished]
         summary = "packets to %s:%s vanish %s; last seen at %s" % (
             vip, port, where, last[-1]["hop"] + " on " + str(last[-1]["host"]) if last else "no hop")
@@ -151,9 +160,14 @@ def _backend_walk(worker, backend, lb_hosts):
         hops.append({"hop": name, "host": backend.get("host"), "packets": packets, "backend": backend.get("pod") or ip})
         return packets
 
+    host_network = interface == "lo"  # the node's own address: no veth (ingress_bisect says why)
     if backend.get("host") not in lb_hosts and not hop("worker_in", seen(
-            worker, exclude_interface=interface, direction="in", proto="tcp", dst=ip, dport=port)):
+            worker, exclude_interface=None if host_network else interface, direction="in", proto="tcp", dst=ip,
+            dport=port)):
         vanished = "between_nodes"
+    elif host_network:
+        if not hop("host_socket", seen(worker, direction="out", proto="tcp", src=ip, sport=port)):
+            vanished = "backend"
     elif not hop("pod_veth", seen(worker, interface=interface, direction="out", proto="tcp", dst=ip, dport=port)
                  if interface else 0):
         vanished = "pod"

@@ -316,3 +316,31 @@ def path_repair(lab):
             lab.ns_run(pod_info["node"], ["ip", "route", "replace", f"{pod_info['ip']}/32", "dev", pod_info["device"]])
     masquerade(lab)
     return {"repaired": True}
+
+
+HOST_NETWORK_PORT = 8090
+
+
+@fault
+def host_network_backend(lab, lb="node1", worker="node2", vip_index=3):
+    """A backend on the host network (a hostNetwork pod: no veth, the node's own address): an HTTP server in
+    ``worker``'s own namespace on its node IP :8090, behind a second VIP on ``lb`` (DNAT and masquerade as
+    kube-proxy does for it)."""
+    _lb(lab)
+    node = lab.node(worker)
+    name = "http-hostnet-%s" % node.name
+    if name not in lab.extra.get("procs", {}):
+        _start(lab, node.ns, [lab.python, "-m", "http.server", "--bind", node.ip, str(HOST_NETWORK_PORT)], name)
+        wait_port(lab, node.ns, node.ip, HOST_NETWORK_PORT)
+    vip = lab.vip(vip_index)
+    lab.ns_run(lb, ["ip", "addr", "replace", f"{vip}/32", "dev", "eth0"])
+    dnat = ["PREROUTING", "-d", f"{vip}/32", "-p", "tcp", "--dport", str(VIP_PORT), "-m", "comment",
+            "--comment", NAT_COMMENT + "-hostnet", "-j", "DNAT", "--to-destination", f"{node.ip}:{HOST_NETWORK_PORT}"]
+    if _ipt(lab, lb, ["-t", "nat", "-C", *dnat], check=False).returncode != 0:
+        _ipt(lab, lb, ["-t", "nat", "-A", *dnat])
+    snat = ["POSTROUTING", "-d", node.ip, "-p", "tcp", "--dport", str(HOST_NETWORK_PORT), "-m", "comment",
+            "--comment", NAT_COMMENT + "-hostnet-masq", "-j", "MASQUERADE"]
+    if _ipt(lab, lb, ["-t", "nat", "-C", *snat], check=False).returncode != 0:
+        _ipt(lab, lb, ["-t", "nat", "-A", *snat])
+    return {"lb": lab.node(lb).name, "worker": node.name, "vip": vip, "vip_port": VIP_PORT, "backend_ip": node.ip,
+            "backend_port": HOST_NETWORK_PORT}

@@ -224,3 +224,24 @@ def test_nodeport_packets_of_another_entry_node_do_not_hide_a_break():
 def test_nodeport_without_entries_is_not_checked():
     [f] = pp.nodeport_bisect(np_captures(False), [], 30080, NP_BACKENDS)["findings"]
     assert (f["check"], f["severity"]) == ("ingress.not_checked", "warning")
+
+
+def test_a_backend_on_the_host_network_has_no_veth_to_cross():
+    """A hostNetwork backend has its node's address: the kernel routes it to lo; its answer leaves eth0.  Walked as
+    a pod it was ingress.pod_forwarding, a false critical (measured on the lab: tests/integration/
+    test_ingress_path_hostnet.py)."""
+    node = "198.18.160.12"
+    worker = {"host": "node2", "routed": {node: "lo"}, "flows": [
+        _flow("eth0", "in", "198.18.160.11", node, 40000, 8090), _flow("eth0", "out", node, "198.18.160.11", 8090, 40000)]}
+    lb = {"host": "node1", "flows": [_flow("eth0", "in", "198.18.160.100", "198.18.160.203", 40000, 80),
+                                     _flow("eth0", "out", "198.18.160.11", node, 40000, 8090)]}
+    got = pp.ingress_bisect({"lb": [lb], "worker": worker}, "198.18.160.203", 80, node, 8090)
+    assert got["vanished_at"] is None and [h["hop"] for h in got["hops"]] == [
+        "lb_in", "lb_translated", "worker_in", "host_socket"]
+    assert got["findings"][0]["evidence"]["backend_on_host_network"] is True
+    silent = dict(worker, flows=worker["flows"][:1])
+    got = pp.ingress_bisect({"lb": [lb], "worker": silent}, "198.18.160.203", 80, node, 8090)
+    assert got["vanished_at"] == "backend" and "on the host network" in got["findings"][0]["summary"]
+    backends = [{"ip": node, "port": 8090, "pod": "kube-system/hostnet-x", "node": "node2", "host": "node2"}]
+    got = pp.ingress_bisect_backends({"lb": [lb], "workers": {"node2": worker}}, "198.18.160.203", 80, backends)
+    assert got["vanished_at"] is None and "host_socket" in [h["hop"] for h in got["hops"]]
