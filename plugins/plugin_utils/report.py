@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding, sort_findings, worst
+from ansible_collections.k8snet.triage.plugins.plugin_utils import report_fold
 
 REACHED = ("reached", "controller")
 HOST_FINDINGS = {
@@ -241,6 +242,7 @@ def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
         left_out = state.get("peers_left_out") if isinstance(state, dict) else None
         if isinstance(left_out, dict) and left_out:
             per_host[host]["peers_left_out"] = dict((str(k), str(v)) for k, v in left_out.items())
+    flat = report_fold.fold(flat, set(per_host))
     for item in coverage_findings(per_host, requested, scenario):
         where = "localhost" if "localhost" in per_host else None
         name = item["evidence"].get("scenario")
