@@ -25,6 +25,7 @@ are pure; the probe is the only part that touches the network.
 from __future__ import annotations
 
 import errno
+import os
 import random
 import select
 import socket
@@ -48,6 +49,9 @@ ICMP_FRAG_NEEDED = 4
 IP_HEADER = 20
 ICMP_HEADER = 8
 MAX_WORKERS = 16
+# a probe the local queue refused (ENOBUFS, EAGAIN) is sent again after these pauses (None: give up)
+LOCAL_ERRNOS = (errno.ENOBUFS, errno.EAGAIN)
+LOCAL_RETRY_DELAYS = (0.02, 0.1, 0.3, None)
 TUNNEL_KINDS = ("vxlan", "ipip", "geneve", "wireguard", "gre", "gretap", "ip6tnl", "sit", "ip6gre")
 POD_VETH_PREFIXES = ("lxc", "cali", "veth", "cni", "gke", "azv", "eni", "vxlan")
 
@@ -123,6 +127,18 @@ def path_interfaces(links, devices, tunnel_kinds=TUNNEL_KINDS, veth_prefixes=POD
 
 def check(rows, interfaces, subject):
     out = []
+    failed = [r for r in rows if r.get("local_error")]
+    if failed:
+        out.append(finding(
+            "net.pmtu_probe_failed_locally", "warning", "L3", subject,
+            "%d of %d path-MTU searches could not send their probes from %s (%s): those peers were not measured, "
+            "and nothing is concluded about them - the failure is this node's" % (
+                len(failed), len(rows), subject, "; ".join(sorted(set(r["local_error"] for r in failed)))),
+            {"peers": sample(r["name"] for r in failed), "errors": sorted(set(r["local_error"] for r in failed))},
+            "No buffer space available is this node's own queue full (many probes at once on a loaded node: fewer "
+            "peers per run, pmtu_max_peers); Operation not permitted is a local firewall (OUTPUT) or missing "
+            "CAP_NET_RAW; Network is unreachable is this node's route"))
+    rows = [r for r in rows if not r.get("local_error")]
     for row in rows:
         verdict = judge(row)
         if verdict:
@@ -134,7 +150,7 @@ def check(rows, interfaces, subject):
                                "k8snet.triage.reachability to this peer first" if name == "net.pmtu_unchecked"
                                else REMEDIATION))
     measured = [r for r in rows if r["largest"] is not None and r["largest"] >= r["probed_max"]]
-    if measured and len(measured) == len(rows):
+    if measured and len(measured) == len(rows) and not failed:
         out.append(finding("net.pmtu", "ok", "L3", subject,
                            "full-size packets (%s bytes) with DF set reach all %d peers" % (
                                ", ".join(sorted(set(str(r["probed_max"]) for r in rows))), len(rows)),
@@ -193,6 +209,18 @@ class Prober(object):
                     self.frag_needed = {"mtu": err["info"], "from": offender}
                     self.frag_now = err["info"]
 
+    def _send(self, packet):
+        """Send one probe; a full local queue (ENOBUFS, EAGAIN: this node's own buffers, at fleet size many probes
+        at once) is waited out a few times, with a short back-off, before it is given up as a local failure."""
+        for delay in LOCAL_RETRY_DELAYS:
+            try:
+                self.sock.send(packet)
+                return
+            except OSError as exc:
+                if exc.errno not in LOCAL_ERRNOS or delay is None:
+                    raise
+                time.sleep(delay)
+
     def __call__(self, size):
         payload = b"k8snet-pmtu" * ((size - IP_HEADER - ICMP_HEADER - 8) // 11 + 1)
         payload = payload[:size - IP_HEADER - ICMP_HEADER - 8]
@@ -200,7 +228,7 @@ class Prober(object):
         for dummy in range(self.copies):
             self.seq = (self.seq + 1) & 0xFFFF
             try:
-                self.sock.send(echo_request(self.ident, self.seq, struct.pack("!d", time.time()) + payload))
+                self._send(echo_request(self.ident, self.seq, struct.pack("!d", time.time()) + payload))
             except OSError as exc:
                 if exc.errno == errno.EMSGSIZE:
                     self.drain_errors()
@@ -229,17 +257,25 @@ class Prober(object):
                 return True
 
 
-def probe_peer(target, high, low, timeout):
+def probe_peer(target, high, low, timeout, prober_class=None):
+    """One peer's search; a probe this node could not send (its own buffers, permissions, no route: an OSError
+    on send) ends it with ``local_error`` - the prober's problem, never the peer's."""
     started = time.time()
-    prober = Prober(target["address"], timeout)
+    prober = (prober_class or Prober)(target["address"], timeout)
+    local_error = None
     try:
         largest = search(prober, low, high)
         prober.drain_errors()
+    except OSError as exc:
+        largest, local_error = None, "%s (errno %s)" % (os.strerror(exc.errno) if exc.errno else exc, exc.errno)
     finally:
         prober.close()
-    return {"address": target["address"], "name": target["name"], "dev": target["dev"], "probed_min": low,
-            "probed_max": high, "largest": largest, "frag_needed": prober.frag_needed, "probes": prober.sent,
-            "seconds": round(time.time() - started, 3)}
+    row = {"address": target["address"], "name": target["name"], "dev": target["dev"], "probed_min": low,
+           "probed_max": high, "largest": largest, "frag_needed": prober.frag_needed, "probes": prober.sent,
+           "seconds": round(time.time() - started, 3)}
+    if local_error:
+        row["local_error"] = local_error
+    return row
 
 
 # ----------------------------------------------------------------- the node check (one shape)

@@ -190,3 +190,63 @@ def test_the_pass_with_only_unusable_targets_is_not_ok(fake_paths):
     result = pmtu.node_check({"targets": [{"address": "0.0.0.0"}], "node_name": "node1"}, None)
     assert [(f["check"], f["severity"]) for f in result["findings"]] == [("net.pmtu_target_skipped", "info")]
     assert fake_paths == []
+
+
+class _Sock(object):
+    """A socket whose sends fail with ``errors`` first (the local queue full), then succeed."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        self.sent = 0
+
+    def send(self, data):
+        if self.errors:
+            raise OSError(self.errors.pop(0), "local")
+        self.sent += 1
+        return len(data)
+
+
+def test_a_full_local_queue_is_waited_out_then_the_probe_goes(monkeypatch):
+    """At 100 nodes 48 nodes' pmtu check failed with ENOBUFS: the probe is sent again after a short pause."""
+    import errno as errno_module
+
+    monkeypatch.setattr(pmtu, "LOCAL_RETRY_DELAYS", (0, 0, 0, None))
+    prober = pmtu.Prober.__new__(pmtu.Prober)
+    prober.sock = _Sock([errno_module.ENOBUFS, errno_module.ENOBUFS])
+    prober._send(b"x")
+    assert prober.sock.sent == 1
+    prober.sock = _Sock([errno_module.ENOBUFS] * 4)
+    with pytest.raises(OSError):
+        prober._send(b"x")
+
+
+def test_a_probe_this_node_could_not_send_is_its_own_problem_not_the_peers():
+    import errno as errno_module
+
+    class Failing(object):
+        frag_needed, sent = None, 0
+
+        def __init__(self, address, timeout):
+            self.address = address
+
+        def __call__(self, size):
+            raise OSError(errno_module.ENOBUFS, "No buffer space available")
+
+        def drain_errors(self):
+            pass
+
+        def close(self):
+            pass
+
+    target = {"address": "198.18.0.12", "name": "node2", "dev": "eth0"}
+    row = pmtu.probe_peer(target, 1500, 576, 0.1, prober_class=Failing)
+    assert row["largest"] is None and row["local_error"] == "No buffer space available (errno %d)" % errno_module.ENOBUFS
+    ok = {"address": "198.18.0.13", "name": "node3", "dev": "eth0", "probed_min": 576, "probed_max": 1500,
+          "largest": 1500, "frag_needed": None, "probes": 2, "seconds": 0.1}
+    found = pmtu.check([row, ok], {}, "node1")
+    assert [(f["check"], f["severity"], f["subject"]) for f in found] == [
+        ("net.pmtu_probe_failed_locally", "warning", "node1")]
+    assert "1 of 2 path-MTU searches could not send their probes from node1" in found[0]["summary"]
+    assert found[0]["evidence"]["peers"] == ["node2"]
+    # never a finding about node2 (not 'unchecked', not 'blackhole'), and no 'all peers pass' ok either
+    assert not [f for f in found if f["subject"] == "node2"]
