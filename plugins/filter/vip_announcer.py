@@ -18,7 +18,9 @@ description:
     nodes holding the VIP on an interface.
   - Findings C(ingress.vip_unannounced) (no node answers), C(ingress.announcer_mismatch) (several MACs answer,
     or not the expected node), C(ingress.announcer_unknown) (a MAC of no node read) and
-    C(ingress.announcer_not_checked) (the client's probe gave no result).
+    C(ingress.announcer_not_checked) (the client's probe gave no result); C(ingress.client_off_subnet) (info) when
+    the client reaches the VIP through a gateway (its arp_check C(off_subnet)) - ARP from it proves nothing, the
+    nodes holding the VIP are named instead, and no C(ingress.vip_unannounced) is concluded.
 options:
   _input:
     description: The client's arp_check result (with C(probes)).

@@ -358,18 +358,27 @@ def vendor(mac):
 
 def probe_requests(addresses, local, links, netlink, interface=None):
     """ARP probes for the IPv4 addresses: out of ``interface``, the interface holding the
-    address (we own it: only rival claimants answer), or the one the route to it uses."""
+    address (we own it: only rival claimants answer), or the one the route to it uses.
+    Returns (requests, off_subnet): an address this host reaches through a gateway is not probed (its ARP
+    requests would ask for it on a segment it is not on: no answer proves nothing); ``off_subnet`` maps it to
+    {gateway, interface}."""
     macs = macs_by_name(links)
     held = dict((item["address"], item["interface"]) for item in local)
-    requests = []
+    requests, off_subnet = [], {}
     for address in addresses:
         if ipaddress.ip_address(address).version != 4:
             continue  # NDP probing is not implemented: IPv6 entries are checked against `expected` only
-        device = interface or held.get(address) or netlink.route_get(address).get("dev")
+        device = interface or held.get(address)
+        if not device:
+            route = netlink.route_get(address)
+            device = route.get("dev")
+            if route.get("gateway"):
+                off_subnet[address] = {"gateway": route["gateway"], "interface": device}
+                continue
         if not device or device == "lo" or not macs.get(device):
             continue
         requests.append({"interface": device, "src_mac": macs[device], "target": address})
-    return requests
+    return requests, off_subnet
 
 
 def open_events():
@@ -382,13 +391,20 @@ def arp_check(netlink, prober, params, check_mode, events=open_events):
     addresses, expected = validate(params["addresses"], params["expected"], params["interface"], links)
     local = local_bindings(addresses, netlink.addresses(), links)
     entries = select_neighbors(netlink.neighbors(), addresses, params["interface"])
-    probes = {}
+    probes, off_subnet = {}, {}
     if params["probe"]:
-        requests = probe_requests(addresses, local, links, netlink, params["interface"])
+        requests, off_subnet = probe_requests(addresses, local, links, netlink, params["interface"])
         answers = prober(requests, params["probe_timeout"]) if requests else {}
         probes = dict((ip, [{"mac": mac, "vendor": vendor(mac)} for mac in macs]) for ip, macs in answers.items())
     findings, stale = check(addresses, expected, entries, probes, local, params["interface"])
-    result = {"reader": netlink.name, "local": local, "neighbors": entries, "probes": probes,
+    for address, via in sorted(off_subnet.items()):
+        findings.append(finding(
+            "arp.not_probed_off_subnet", "info", "L2", address,
+            "%s is reached through the gateway %s on %s: it is not on this host's segment, so no ARP probe was sent "
+            "for it (no answer would prove nothing about who holds it)" % (address, via["gateway"], via["interface"]),
+            {"gateway": via["gateway"], "interface": via["interface"]},
+            "ask from a host on the address's own segment (a node of its subnet), or read the holders' side"))
+    result = {"reader": netlink.name, "local": local, "neighbors": entries, "probes": probes, "off_subnet": off_subnet,
               "findings": findings, "flushed": [], "kept": [], "flush_failed": [], "not_attempted": [],
               "changed": False}
     if params["flush"] == "stale":
@@ -432,5 +448,5 @@ def node_check(params, runner):
                "probe_timeout": params.get("probe_timeout", 0.5), "flush": "none"}
     with Netlink(runner, params.get("reader") or "auto") as netlink:
         result = arp_check(netlink, probe, options, check_mode=True)
-    data = dict((key, result[key]) for key in ("reader", "local", "neighbors", "probes"))
+    data = dict((key, result[key]) for key in ("reader", "local", "neighbors", "probes", "off_subnet"))
     return {"data": data, "findings": result["findings"]}

@@ -317,6 +317,7 @@ def vip_announcer(vip, client_read, node_reads, declared=None):
     expected, expected_from = (sorted(declared), "load balancer status") if declared else (holders, "VIP on an interface")
     answering = []
     probes = (client_read or {}).get("probes")
+    off_subnet = ((client_read or {}).get("off_subnet") or {}).get(vip)
     checked = isinstance(probes, dict) and vip in probes
     for item in (probes[vip] or []) if checked else []:
         mac = str(item.get("mac") if isinstance(item, dict) else item).lower()
@@ -326,7 +327,17 @@ def vip_announcer(vip, client_read, node_reads, declared=None):
     evidence = {"vip": vip, "answering": answering, "expected": expected, "expected_from": expected_from,
                 "holders": holders, "not_read": unread}
     findings = []
-    if not checked:
+    if off_subnet:
+        evidence["client_route"] = off_subnet
+        findings.append(finding(
+            "ingress.client_off_subnet", "info", "L2", vip,
+            "the client reaches %s through its gateway %s: it is not on the VIP's segment, so ARP from it proves "
+            "nothing about who announces the VIP%s" % (
+                vip, off_subnet.get("gateway"), "; the nodes holding it: %s" % ", ".join(holders) if holders else
+                "; no node of the play holds it on an interface"), evidence,
+            "Judge the announcer from a host on the VIP's segment (a node of its subnet as the client), or from the "
+            "router's neighbour table for the VIP; the packet walk below still shows where the probes stop."))
+    elif not checked:
         findings.append(finding(
             "ingress.announcer_not_checked", "warning", "L2", vip,
             "the client's ARP probe for %s gave no answer list (%s): who announces the VIP is unknown" % (

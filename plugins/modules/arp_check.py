@@ -139,6 +139,14 @@ probes:
   returned: always
   type: dict
   sample: {"198.18.0.201": [{"mac": "02:18:00:00:00:01", "vendor": null}, {"mac": "02:18:00:00:00:02", "vendor": null}]}
+off_subnet:
+  description:
+    - With O(probe=true), the addresses not probed because this host reaches them through a gateway (they are not on
+      its segment, so ARP for them proves nothing), each with the C(gateway) and C(interface) of its route; finding
+      C(arp.not_probed_off_subnet) (info) for each.
+  returned: always
+  type: dict
+  sample: {"198.18.128.202": {"gateway": "198.18.0.11", "interface": "eth0"}}
 findings:
   description:
     - Findings (the k8snet.triage findings contract) with checks C(arp.stale_entry), C(arp.ip_conflict),

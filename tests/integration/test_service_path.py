@@ -271,3 +271,28 @@ def test_broken_route_on_one_worker_is_that_backend_not_nat(lab, ansible, lb, ba
     verdicts = dict((r["ip"], r["verdict"]) for r in finding["evidence"]["backends"])
     assert verdicts == {lb["pod_ip"]: "ok", b2["ip"]: "vanished"}
     assert finding["evidence"]["announcer"] == lb["lb"]
+
+
+def test_a_client_behind_a_router_proves_nothing_by_arp(lab, ansible, lb, api):
+    """The client reaches the VIP through a gateway (here node1, routing for it): ARP from it for the VIP would
+    ask on a segment the VIP is not on.  That was ingress.vip_unannounced, a false critical; now the client's
+    route is said, the holders are named from the nodes' side, and the packet walk still runs."""
+    route = ["ip", "-n", lb["client_ns"], "route", "replace", "%s/32" % lb["vip"], "via", lab.node(lb["lb"]).ip,
+             "dev", "eth0"]
+    lab.run(route)
+    try:
+        got = json.loads(lab.run(["ip", "-n", lb["client_ns"], "-j", "route", "get", lb["vip"]]).stdout)
+        assert got[0]["gateway"] == lab.node(lb["lb"]).ip  # the kernel's own word: off the VIP's segment
+        assert curl(lab, lb) == "200"
+        run = run_role(ansible, lb, api)
+    finally:
+        lab.run(["ip", "-n", lb["client_ns"], "route", "del", "%s/32" % lb["vip"]], check=False)
+    probe = run.result(ROLE + "Ask from the client which MACs answer ARP for the VIP (RFC 5227 probes, no cache "
+                              "touched)", "client")
+    assert probe["off_subnet"] == {lb["vip"]: {"gateway": lab.node(lb["lb"]).ip, "interface": "eth0"}}
+    assert lb["vip"] not in probe["probes"]
+    findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    checks = sorted(f["check"] for f in findings)
+    assert "ingress.vip_unannounced" not in checks, findings
+    [off] = [f for f in findings if f["check"] == "ingress.client_off_subnet"]
+    assert off["severity"] == "info" and "the nodes holding it: %s" % lb["lb"] in off["summary"]
