@@ -157,7 +157,10 @@ def test_one_task_and_one_module_invocation_per_node(lab, both_runs):
     probe = [r for r in ours if r["action"].endswith("kube_credentials_info")]
     assert [(r["host"], r["result"]["answered_by"], r["result"]["credential_source"]) for r in probe] == [
         ("localhost", "controller", None)], probe
-    assert [r["host"] for r in ours if r["action"].endswith("report_write")] == ["localhost"]
+    # the report: its options checked in the first play (validate_only), then written once, both on the controller
+    writes = [r for r in ours if r["action"].endswith("report_write")]
+    assert [(r["host"], r["result"].get("msg") == "report options valid") for r in writes] == [
+        ("localhost", True), ("localhost", False)], writes
     owners = [r for r in ours if r["action"].endswith("arp_check")]
     assert sorted(r["host"] for r in owners) == sorted(n.name for n in lab.group("control_plane")), owners
     assert len(set(r["task"] for r in owners)) == 1
