@@ -171,12 +171,17 @@ def main():
                 ticks = cpu_times()
                 wall, proc, report, timings, spent = run(lab, playbook, forks, strategy, pipelining, out, extra, mitogen)
                 load = machine(ticks, cpu_times())
+                sizes = dict((name, (Path(out) / name).stat().st_size if (Path(out) / name).exists() else 0)
+                             for name in ("triage-report.json", "triage-report.html"))
             label = "%s (forks %d, %s)" % (name, forks, strategy)
             if report is None:
                 print("%-44s failed rc=%d: %s" % (label, proc.returncode, (proc.stdout + proc.stderr)[-600:]))
                 continue
-            rest = "%d findings, %d hosts reached of %d" % (
-                len(report["findings"]), report["coverage"]["hosts"].get("reached", 0), len(report["hosts"]) - 1)
+            severity = report["counts"]["severity"]
+            rest = "%d findings (%d critical, %d warning), %d hosts reached of %d; report %d KB JSON, %d KB HTML" % (
+                len(report["findings"]), severity.get("critical", 0), severity.get("warning", 0),
+                report["coverage"]["hosts"].get("reached", 0), len(report["hosts"]) - 1,
+                sizes["triage-report.json"] // 1024, sizes["triage-report.html"] // 1024)
             if timings:
                 seconds = [t["seconds"] for t in timings]
                 cpu = [t["process_cpu_seconds"] + t["children_cpu_seconds"] for t in timings]
@@ -184,6 +189,8 @@ def main():
                     statistics.median(seconds), max(seconds), statistics.median(cpu), max(cpu))
             rest += "; " + (spent + "; " if spent else "") + load
             _row(label, wall, opts.nodes, manual, tasks_per_node(proc, lab), rest)
+            by_check = sorted(report["counts"]["check"].items(), key=lambda kv: -kv[1])[:8]
+            print("%-44s   most frequent problems: %s" % ("", ", ".join("%s %d" % kv for kv in by_check)))
             gaps = report["coverage"]["gaps"]
             for gap in [g for g in gaps if g["status"] == "failed"][:5]:
                 print("%-44s   failed %s on %d hosts: %s" % ("", gap["scenario"], len(gap["hosts"]), gap["reason"][:160]))

@@ -232,6 +232,10 @@ def probe_arp(address, route, links, addresses, count, timeout):
     return out
 
 
+RETRY_PAUSE = 0.3  # seconds between the first round and the retry of the targets that answered nothing
+RETRY_WORKERS = 4
+
+
 class Prober(object):
     def __init__(self, netlink, probes, count, timeout):
         self.netlink, self.probes, self.count, self.timeout = netlink, probes, count, timeout
@@ -244,21 +248,34 @@ class Prober(object):
             return probe_tcp(target["address"], target["port"], self.timeout, self.count)
         return probe_arp(target["address"], target["route"], self._links, self._addresses, self.count, self.timeout)
 
-    def run(self, targets):
-        """Every (target, probe) pair in its own thread; rows in the order of ``targets``."""
-        if "arp" in self.probes:
-            self._links, self._addresses = self.netlink.links(), self.netlink.addresses()
-            for target, route in zip(targets, self.netlink.routes_get([t["address"] for t in targets])):
-                target["route"] = route
+    def _round(self, targets, workers):
         jobs = [(t, kind) for t in targets for kind in PROBES if kind in self.probes]
-        with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, max(1, len(jobs)))) as pool:
+        rows = dict((t["address"] + "/" + t["name"], {"address": t["address"], "name": t["name"]}) for t in targets)
+        with ThreadPoolExecutor(max_workers=min(workers, max(1, len(jobs)))) as pool:
             futures = [(t, kind, pool.submit(self._one, t, kind)) for t, kind in jobs]
-            rows = dict((t["address"] + "/" + t["name"], {"address": t["address"], "name": t["name"]}) for t in targets)
             for target, kind, future in futures:
                 rows[target["address"] + "/" + target["name"]][kind] = future.result()
         out = [rows[t["address"] + "/" + t["name"]] for t in targets]
         for row in out:
             row["reachable"] = judge(row)
+        return out
+
+    def run(self, targets):
+        """Every (target, probe) pair in its own thread; rows in the order of ``targets``.  A target that answered
+        nothing is probed once more, a few at a time, before it is called unreachable: at fleet size a loaded
+        prober loses answers of its own burst (the row says ``retried``)."""
+        if "arp" in self.probes:
+            self._links, self._addresses = self.netlink.links(), self.netlink.addresses()
+            for target, route in zip(targets, self.netlink.routes_get([t["address"] for t in targets])):
+                target["route"] = route
+        out = self._round(targets, MAX_WORKERS)
+        silent = [(index, target) for index, (target, row) in enumerate(zip(targets, out)) if not row["reachable"]]
+        if silent:
+            time.sleep(RETRY_PAUSE)
+            again = self._round([target for _index, target in silent], RETRY_WORKERS)
+            for (index, _target), row in zip(silent, again):
+                row["retried"] = True
+                out[index] = row
         return out
 
 
@@ -316,7 +333,7 @@ def check(rows, subject):
         verdict = diagnose(row)
         if verdict:
             check_name, severity, layer, summary, remediation = verdict
-            evidence = dict((k, row[k]) for k in ("icmp", "tcp", "arp") if k in row)
+            evidence = dict((k, row[k]) for k in ("icmp", "tcp", "arp", "retried") if k in row)
             out.append(finding(check_name, severity, layer, row["name"], summary, evidence, remediation))
     if not out:
         out.append(finding("reach.ok", "ok", "L3", subject, "all %d targets answered every probe" % len(rows),
