@@ -18,19 +18,21 @@ from ansible_collections.k8snet.triage.plugins.module_utils.findings import find
 
 
 def node_arp(packets, vip):
-    """One node's ARP traffic about ``vip``: requests in (and who asked), replies out, gratuitous ARPs out."""
+    """One node's ARP traffic about ``vip``: requests in (and who asked), replies out, gratuitous ARPs out.
+    ``packets``: capture packets, or the ``flows`` of a packet_capture result (each counted ``packets`` times)."""
     requests, askers, replies, garps = 0, set(), 0, 0
     for pkt in packets or []:
         if pkt.get("proto") != "arp":
             continue
         src, dst, direction, op = pkt.get("src"), pkt.get("dst"), pkt.get("direction"), pkt.get("arp_op")
+        count = pkt.get("packets", 1)
         gratuitous = src == vip and (dst == vip or (op == "reply" and dst == "255.255.255.255"))
         if direction == "out" and gratuitous:
-            garps += 1
+            garps += count
         elif direction == "out" and op == "reply" and src == vip:
-            replies += 1
+            replies += count
         elif direction == "in" and op == "request" and dst == vip and src != vip:
-            requests += 1
+            requests += count
             askers.add(src)
     return {"requests_in": requests, "askers": sorted(askers)[:EVIDENCE_SAMPLE], "replies_out": replies,
             "gratuitous_out": garps}

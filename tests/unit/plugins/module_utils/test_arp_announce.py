@@ -86,3 +86,11 @@ def test_off_subnet_client_gateway_asks_node_answers():
 def test_two_announcers():
     out = announce_check(VIP, {"node1": packets([garp()]), "node2": packets([garp()])})
     assert checks(out) == [("ingress.vip_multiple_announcers", "warning")]
+
+
+def test_packet_capture_flows_are_counted():
+    pkts = packets([request(), request(), reply()])
+    for p in pkts:
+        p["interface"] = "eth0"
+    flows = capture.summarize(pkts, ["eth0"])["flows"]
+    assert node_arp(flows, VIP) == {"requests_in": 2, "askers": ["198.18.5.21"], "replies_out": 1, "gratuitous_out": 0}
