@@ -68,24 +68,19 @@ from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import fai
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import matrix
 from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
+from ansible_collections.k8snet.triage.plugins.plugin_utils.record import fleet_result
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report import host_facts
-
-
-def _entry(status, reason, findings, hosts, details=None):
-    hosts = sorted(set(str(h) for h in hosts))
-    return {"status": status, "reason": reason, "hosts": hosts, "details": details or {},
-            "findings": [dict(f, scope="fleet", hosts=f.get("hosts") or hosts) for f in findings if isinstance(f, dict)]}
 
 
 def _api_entry(name, result, hosts):
     status, message = api_read(result)
     if status == "skipped":
-        return _entry("skipped", message, [], [])
+        return fleet_result("skipped", message, [], [])
     if status == "failed":
         reason = message or "the read returned no findings"
-        return _entry("failed", reason, [failed_finding(name, "the Kubernetes API", reason)], hosts)
+        return fleet_result("failed", reason, [failed_finding(name, "the Kubernetes API", reason)], hosts)
     named = [n["name"] for n in result.get("nodes") or [] if isinstance(n, dict) and n.get("name")]
-    return _entry("ran", "", list(result["findings"]), named or hosts)
+    return fleet_result("ran", "", list(result["findings"]), named or hosts)
 
 
 def _dns_pod_entry(spec, hostvars, hosts):
@@ -103,8 +98,8 @@ def _dns_pod_entry(spec, hostvars, hosts):
     if status != "ran":
         reason = "the view of DNS from pod %s (dns_pod) was not checked: %s" % (ref, message or "the read returned nothing")
         if status == "skipped":
-            return _entry("skipped", reason, [], [])
-        return _entry("failed", reason, [failed_finding("dns", "pod %s" % ref, reason)], hosts)
+            return fleet_result("skipped", reason, [], [])
+        return fleet_result("failed", reason, [failed_finding("dns", "pod %s" % ref, reason)], hosts)
     pod = result.get("pod") if isinstance(result.get("pod"), dict) else {}
     where = pod_host(pod, hosts, facts)
     if where is None:
@@ -116,9 +111,9 @@ def _dns_pod_entry(spec, hostvars, hosts):
         why = "the dns check did not run with it on %s (%s%s)" % (
             where, dns.get("status") or "not run", ": %s" % dns["reason"] if dns.get("reason") else "")
         fix = "make the dns scenario run on %s (in the nodes group, reachable) and run again" % where
-    return _entry("ran", "", [finding("dns.pod_view_not_checked", "warning", "DNS", "pod %s" % ref,
-                                      "the view of DNS from pod %s was not checked: %s" % (ref, why),
-                                      {"pod": pod, "host": where}, fix)], [where] if where else [])
+    return fleet_result("ran", "", [finding("dns.pod_view_not_checked", "warning", "DNS", "pod %s" % ref,
+                                            "the view of DNS from pod %s was not checked: %s" % (ref, why),
+                                            {"pod": pod, "host": where}, fix)], [where] if where else [])
 
 
 def _api_entries(name, results, hosts):
@@ -134,8 +129,8 @@ def _api_entries(name, results, hosts):
         return entries[0]
     failed = [e for e in ran if e["status"] == "failed"]
     named = [n["name"] for r in results for n in (r.get("nodes") or []) if isinstance(n, dict) and n.get("name")]
-    return _entry("failed" if failed else "ran", "; ".join(e["reason"] for e in failed),
-                  [f for e in ran for f in e["findings"]], named or hosts)
+    return fleet_result("failed" if failed else "ran", "; ".join(e["reason"] for e in failed),
+                        [f for e in ran for f in e["findings"]], named or hosts)
 
 
 def node_pass_fleet(hostvars, hosts, owners=None, api=None):
@@ -160,8 +155,8 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
             if isinstance(result, dict) and isinstance(result.get("matches"), list) and "findings" in result:
                 matches.extend(m for m in result["matches"] if isinstance(m, dict))
     if owners:
-        out["stale_arp"] = _entry("ran", "", list(owners.get("findings") or []),
-                                  [h["node"] for held in owners.get("owners", {}).values() for h in held])
+        out["stale_arp"] = fleet_result("ran", "", list(owners.get("findings") or []),
+                                        [h["node"] for held in owners.get("owners", {}).values() for h in held])
     probed = {}
     for host in hosts:
         entry = ((host_facts(hostvars, host).get("triage_results") or {}).get("connectivity") or {})
@@ -169,8 +164,8 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
             probed[host] = entry["data"]
     if probed:
         found = matrix(probed)
-        out["connectivity"] = _entry("ran", "", found.pop("findings"), probed,
-                                     dict((k, v) for k, v in found.items() if k != "pairs"))
+        out["connectivity"] = fleet_result("ran", "", found.pop("findings"), probed,
+                                           dict((k, v) for k, v in found.items() if k != "pairs"))
     if dns_pod is not None:
         out["dns"] = dns_pod
     if matches:

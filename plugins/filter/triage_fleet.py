@@ -41,6 +41,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import fleet
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
@@ -49,8 +50,7 @@ def triage_fleet(findings, hosts):
         raise AnsibleFilterError("triage_fleet expects a list of findings")
     if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
         raise AnsibleFilterError("triage_fleet expects the list of hosts (inventory host names) the findings concern")
-    names = sorted(set(str(h) for h in hosts))
-    return [dict(f, scope="fleet", hosts=names) for f in findings]
+    return [fleet(f, hosts) for f in findings]
 
 
 class FilterModule(object):

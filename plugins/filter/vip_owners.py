@@ -51,7 +51,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.filter.as_list import as_list
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, fleet
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
@@ -131,7 +131,7 @@ def vip_owners(results, vips):
                 "Remove %s from all but one node (split-brain keepalived / kube-vip)." % vip))
     # conclusions about the VIP across the owner nodes: published by every client, counted once
     checked = sorted(set(str(r.get("item")) for r in results if r.get("item")))
-    findings = [dict(f, scope="fleet", hosts=checked) for f in findings]
+    findings = [fleet(f, checked) for f in findings]
     return {"expected": expected, "owners": owners, "findings": findings}
 
 

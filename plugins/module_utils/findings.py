@@ -6,11 +6,15 @@
 
 A finding is a plain dict with the same keys everywhere:
 ``check``, ``severity``, ``layer``, ``subject``, ``summary``, ``evidence``, ``remediation``.
+The controller adds where it stands, only through ``fleet`` and ``placed``: ``scope`` (``host``, or
+``fleet`` for a conclusion about several hosts, counted once by the report) with ``hosts``, the hosts it
+concerns, and in the report ``scenario`` and ``host``.
 """
 
 from __future__ import annotations
 
 SEVERITIES = ("ok", "info", "warning", "critical")
+SCOPES = ("host", "fleet")
 LAYERS = ("L2", "L3", "L4", "L7", "DNS", "control-plane")
 
 # Top-N cap for lists inside evidence: AWX stores every task result.
@@ -32,6 +36,28 @@ def finding(check, severity, layer, subject, summary, evidence=None, remediation
         "evidence": evidence or {},
         "remediation": remediation,
     }
+
+
+def fleet(item, hosts):
+    """A copy of finding ``item`` as a fleet conclusion: ``scope`` fleet, ``hosts`` the hosts it concerns
+    (sorted, unique)."""
+    return dict(item, scope="fleet", hosts=sorted(set(str(h) for h in hosts)))
+
+
+_UNSET = object()
+
+
+def placed(item, scenario, scope=None, hosts=None, host=_UNSET):
+    """A copy of finding ``item`` as the report holds it: the ``scenario`` that found it, its ``scope``
+    (given, else its own when it is one of SCOPES, else host), the ``hosts`` it concerns when given, the ``host`` that holds it when given."""
+    if scope is not None and scope not in SCOPES:
+        raise ValueError("scope %r is not one of %s" % (scope, ", ".join(SCOPES)))
+    out = dict(item, scenario=scenario, scope=scope or (item.get("scope") if item.get("scope") in SCOPES else "host"))
+    if hosts is not None:
+        out["hosts"] = sorted(set(str(h) for h in hosts))
+    if host is not _UNSET:
+        out["host"] = host
+    return out
 
 
 def sample(items, limit=EVIDENCE_SAMPLE):

@@ -50,3 +50,10 @@ def module_main(module_class, check, rules, argument_spec, **kwargs):
     except TriageError as exc:
         fail_from(module, exc)
     module.exit_json(changed=False, findings=result["findings"], **result["data"])
+
+
+def top(rows, key, fields, count=8):
+    """The ``count`` rows of ``rows`` with the largest numeric ``key``, each cut to ``fields`` (a report's
+    compact view of a scenario's data)."""
+    rows = [r for r in rows if isinstance(r, dict) and isinstance(r.get(key), (int, float))]
+    return [dict((name, r.get(name)) for name in fields) for r in sorted(rows, key=lambda r: -r[key])[:count]]

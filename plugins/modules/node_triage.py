@@ -67,10 +67,10 @@ options:
     description: The scenarios to run; the others are returned as C(skipped).
     type: list
     elements: str
-    choices: [firewall_drops, cilium_agent, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs,
-              conntrack, pmtu]
-    default: [firewall_drops, cilium_agent, connectivity, dns, stale_arp, cni, calico, cilium_maps, pod_network, logs,
-              conntrack, pmtu]
+    choices: [cni, calico, cilium_maps, cilium_agent, pod_network, firewall_drops, connectivity, dns, logs, conntrack,
+              pmtu, stale_arp]
+    default: [cni, calico, cilium_maps, cilium_agent, pod_network, firewall_drops, connectivity, dns, logs, conntrack,
+              pmtu, stale_arp]
   cni:
     description: Options of the CNI files check (as M(k8snet.triage.cni_config_check)).
     type: dict

@@ -4,25 +4,17 @@
 
 """Controller side of the one-pass triage (the k8snet.triage.node_pass action).
 
-``params`` builds, for one host, what its ``k8snet.triage.node_triage`` call needs, from the
-scenario roles' variables (same names, same defaults) and from what needs the fleet, computed
-with the same code as the scenario roles:
-
-- ``calico.expected_peers`` from ``calico_expected_nodes``, else the Kubernetes Node list (the API
-  read handed in as ``kube``), else the inventory group ``calico_nodes_group`` (the
-  ``calico_inventory_nodes`` contract);
-- ``pod_network.peers`` from ``pod_network_peers``, else the hosts of ``pod_network_nodes_group``
-  that have ``k8s_pod_cidr``, named and addressed by the same contract;
-- ``connectivity.targets`` from ``connectivity_peers`` over ``connectivity_group``;
-- ``dns.servers`` and ``cilium_maps.live_frontends`` from the API read when it returned its facts
-  (any credential the kube layer accepts), else ``dns_servers`` / ``cilium_maps_live_frontends``;
-- ``stale_arp.expected`` from ``owners``, the output of ``vip_owners`` over the owners' pre-read;
-- ``scenarios`` from ``triage_scenarios`` and ``triage_cni``; ``skipped``, for every wanted
-  scenario that does not apply to the host, the reason, so the report covers every scenario of
-  every host.
+``params`` builds, for one host, what its ``k8snet.triage.node_triage`` call needs: which scenarios
+apply to the host (each scenario's ``applies``, module_utils/scenarios/<name>.py), their options from
+the scenario roles' variables (same names, same defaults: each scenario's ``ROLE_VARIABLES``), and what
+they need from the fleet (each scenario's ``needs``: expected BGP peers, pod-CIDR peers, probe targets,
+DNS servers, live frontends, the VIP owners' MACs), all read from one ``Fleet``: the variables, the
+inventory contract, the API read, the VIP owners' pre-read and the DNS pod.  ``skipped`` says, for every
+wanted scenario that does not apply to the host, the reason, so the report covers every scenario of
+every host.
 
 ``record`` turns the module's result into the host's ``triage_host`` and ``triage_results``, the
-two facts the report reads.
+two facts the report reads (each scenario's record built by plugin_utils/record.py).
 """
 
 from __future__ import annotations
@@ -34,14 +26,15 @@ from ansible.errors import AnsibleError
 from ansible_collections.k8snet.triage.plugins.filter.as_list import as_list
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
 from ansible_collections.k8snet.triage.plugins.filter.log_evidence import log_evidence
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, fleet
 from ansible_collections.k8snet.triage.plugins.module_utils.inventory import (
-    ADDRESS, EVERY_VARIABLE, NodeListError, contract_problems, inventory_nodes, pod_cidr_peers, usable_hosts)
+    ADDRESS, NodeListError, contract_problems, usable_hosts)
 # node_triage's argument spec (every node check's options). Imported here, at the top: Ansible loads
 # this action's module in the controller's main process before it forks a worker per host, so the
 # checks' code is compiled once and every worker inherits it (imported inside a function, each of
 # the n workers compiled it again from source: about 0.3 s of CPU per host).
-from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import ARGUMENT_SPEC
+from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import ARGUMENT_SPEC, BY_NAME, REGISTRY
+from ansible_collections.k8snet.triage.plugins.plugin_utils import record as records
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import INPUT_ERRORS
 
 
@@ -77,11 +70,11 @@ def left_out_findings(left_out, checkers):
     """One warning per peer left out of this host's peer lists, the same from every host that left it
     out (a fleet finding, counted once): ``left_out`` {peer: {why, lists}}; ``checkers``, the hosts
     whose lists it was left out of as every host computes them."""
-    return [dict(finding(PEERS_LEFT_OUT, "warning", "control-plane", peer,
-                         "%s was left out of the other hosts' %s: %s" % (peer, ", ".join(sorted(entry["lists"])), entry["why"]),
-                         {"peer": peer, "lists": sorted(entry["lists"])},
-                         "Fix the variable named on %s and run again; until then no host checks it as a peer" % peer),
-                 scope="fleet", hosts=sorted(checkers)) for peer, entry in sorted(left_out.items())]
+    return [fleet(finding(PEERS_LEFT_OUT, "warning", "control-plane", peer,
+                          "%s was left out of the other hosts' %s: %s" % (peer, ", ".join(sorted(entry["lists"])), entry["why"]),
+                          {"peer": peer, "lists": sorted(entry["lists"])},
+                          "Fix the variable named on %s and run again; until then no host checks it as a peer" % peer),
+                  checkers) for peer, entry in sorted(left_out.items())]
 
 
 def _guarded(what, func, *args):
@@ -110,44 +103,9 @@ def record(result, asked, skipped=None, host_findings=None, left_out=None):
     return _guarded("this node_triage result", _record, result, asked, skipped, host_findings, left_out)
 
 
-NODE_SCENARIOS = ["cni", "calico", "cilium_maps", "cilium_agent", "pod_network", "firewall_drops", "connectivity", "dns",
-                  "logs", "conntrack", "pmtu"]
-# scenario -> (node_triage option, role variable); a role variable that is unset keeps the
-# module's default, which is the role's default
-ROLE_VARIABLES = {
-    "cni": (("conf_dir", "cni_conf_dir"), ("bin_dir", "cni_bin_dir")),
-    "calico": (("sockets", "calico_sockets"), ("node_to_node_mesh", "calico_node_to_node_mesh"),
-               ("stuck_after", "calico_stuck_after"), ("timeout", "calico_timeout")),
-    "cilium_maps": (("bpffs", "cilium_maps_bpffs"), ("maps", "cilium_maps_maps"),
-                    ("warn_ratio", "cilium_maps_warn_ratio"), ("critical_ratio", "cilium_maps_critical_ratio")),
-    "cilium_agent": (("agent_socket", "cilium_agent_socket"), ("health_socket", "cilium_agent_health_socket"),
-                     ("monitor_socket", "cilium_agent_monitor_socket"),
-                     ("metrics_url", "cilium_agent_metrics_url"), ("interval", "cilium_agent_interval"),
-                     ("timeout", "cilium_agent_timeout"), ("top", "cilium_agent_top"),
-                     ("warning_pps", "cilium_agent_warning_pps"), ("critical_pps", "cilium_agent_critical_pps"),
-                     ("cni_conf_dir", "cni_conf_dir")),
-    "pod_network": (("mode", "pod_network_mode"), ("tunnel_device", "pod_network_tunnel_device"),
-                    ("local_pod_routes", "pod_network_local_pod_routes"),
-                    ("destinations", "pod_network_destinations"), ("reader", "pod_network_reader")),
-    "firewall_drops": (("interval", "firewall_drops_interval"), ("limit", "firewall_drops_limit"),
-                       ("backends", "firewall_drops_backends"), ("warning_pps", "firewall_drops_warning_pps"),
-                       ("critical_pps", "firewall_drops_critical_pps")),
-    "connectivity": (("probes", "connectivity_probes"), ("tcp_port", "connectivity_tcp_port"),
-                     ("count", "connectivity_count"), ("timeout", "connectivity_timeout")),
-    "dns": (("names", "dns_names"), ("expect", "dns_expect"), ("cluster_domain", "dns_cluster_domain"),
-            ("protocols", "dns_protocols"), ("timeout", "dns_timeout"), ("retries", "dns_retries"),
-            ("host_resolvers", "dns_host_resolvers"), ("resolv_conf", "dns_resolv_conf")),
-    "stale_arp": (("interface", "stale_arp_interface"), ("probe", "stale_arp_probe"),
-                  ("probe_timeout", "stale_arp_probe_timeout")),
-    # node_log_files (the inventory's name for the node's log files) wins over the role's logs_node_log_files
-    "logs": (("node_log_files", "logs_node_log_files"), ("node_log_files", "node_log_files"),
-             ("units", "logs_units"), ("source", "logs_source"), ("since", "logs_since"),
-             ("max_bytes", "logs_max_bytes")),
-    "conntrack": (("warn_ratio", "conntrack_warn_ratio"), ("critical_ratio", "conntrack_critical_ratio"),
-                  ("interval", "conntrack_interval"), ("top", "conntrack_top"), ("top_pairs", "conntrack_top_pairs"),
-                  ("reader", "conntrack_reader")),
-    "pmtu": (("min_size", "pmtu_min_size"), ("max_size", "pmtu_max_size"), ("timeout", "pmtu_timeout")),
-}
+# scenario -> ((node_triage option, role variable), ...), from each scenario's declaration; a role variable
+# that is unset keeps the module's default, which is the role's default
+ROLE_VARIABLES = dict((declared.NAME, declared.ROLE_VARIABLES) for declared in REGISTRY)
 
 
 # every variable a host's parameters are computed from: the scenario roles' options above, and these
@@ -213,34 +171,6 @@ class _Peers(object):
         return usable
 
 
-def _expected_peers(variables, hostvars, groups, kube, peers):
-    if variables.get("calico_expected_nodes"):
-        nodes = variables["calico_expected_nodes"]
-    elif kube:
-        # read from the API: projectcalico.org/IPv4Address (prefix length removed), else the InternalIP
-        nodes = [{"name": n["name"], "address": n.get("calico_ipv4_address") or n.get("internal_ip")}
-                 for n in kube.get("nodes") or [] if n.get("calico_ipv4_address") or n.get("internal_ip")]
-    else:
-        # only the addresses are used: a peer with a bad name stays expected (left out, its session would look unexpected)
-        nodes = inventory_nodes(peers.usable(_group(groups, variables.get("calico_nodes_group") or "k8s_nodes"), ADDRESS,
-                                             "calico expected BGP peers"), hostvars)
-    return [str(n["address"]) for n in nodes]
-
-
-def _pod_peers(variables, hostvars, groups, peers):
-    if variables.get("pod_network_peers"):
-        return variables["pod_network_peers"]
-    return pod_cidr_peers(peers.usable(_group(groups, variables.get("pod_network_nodes_group") or "k8s_nodes"),
-                                       EVERY_VARIABLE, "pod_network peers"), hostvars)
-
-
-def _ring(group, host, peers, what):
-    """The ring connectivity_peers samples from: the group's usable hosts, and this host if it is in the group
-    (it probes the others: its own address is not needed)."""
-    usable = peers.usable(group, ADDRESS, what)
-    return [h for h in group if h in usable or h == host]
-
-
 NO_CREDENTIALS = ("no Kubernetes credentials (triage_kubeconfig, module_defaults for group/k8snet.triage.kube, "
                   "K8S_AUTH_*, an in-cluster service account or ~/.kube/config)")
 
@@ -294,36 +224,69 @@ def _dns_pod(variables, host, hostvars, groups, pod):
     return None, 0
 
 
-def _scenarios(variables, host, groups, dns_servers, api_reason, pod_ip=None):
-    """(scenarios to run, {scenario: reason} for the wanted ones that do not apply to this host)."""
-    wanted = variables.get("triage_scenarios")
-    wanted = NODE_SCENARIOS + ["stale_arp"] if wanted is None else list(wanted)
-    cni = str(variables.get("triage_cni") or "auto").lower()
-    nodes_group = variables.get("triage_nodes_group") or "k8s_nodes"
-    clients_group = variables.get("stale_arp_clients_group") or "admin_control_plane"
-    is_node = host in _group(groups, nodes_group)
+class Fleet(object):
+    """What one host's scenarios are decided and computed from: the variables (templated, lists split), the
+    inventory, and the fleet's reads (the API read, the VIP owners, the DNS pod).  Each scenario's
+    ``applies`` and ``needs`` (module_utils/scenarios) read it."""
+
+    def __init__(self, variables, host, hostvars, groups, owners, kube, pod):
+        self.variables, self.host, self.hostvars, self.groups = variables, host, hostvars, groups
+        self.owners, self.kube = owners, kube
+        self.api, self.api_reason = _api(kube)
+        if not self.api:
+            self.kube = {}  # a read that failed or did not run gives nothing, not its partial facts
+        self.dns_servers = (kube.get("dns_servers") or []) if self.api else (variables.get("dns_servers") or [])
+        self.pod_ip, self.repeat = _dns_pod(variables, host, hostvars, groups, pod)
+        self.cni = str(variables.get("triage_cni") or "auto").lower()
+        # triage_cni auto decides per node (a node without BIRD / Cilium is "not a ... node"); an explicit CNI does not
+        self.auto = (variables.get("triage_cni") or "auto") == "auto"
+        self.nodes_group = variables.get("triage_nodes_group") or "k8s_nodes"
+        self.peers = _Peers(host, hostvars)
+
+    def group(self, variable, default="k8s_nodes"):
+        """The hosts of the inventory group named by ``variable`` (else ``default``)."""
+        return _group(self.groups, self.variables.get(variable) or default)
+
+    def not_a_node(self):
+        """The reason a node scenario does not apply to this host (None when it is in triage_nodes_group)."""
+        return None if self.host in _group(self.groups, self.nodes_group) else "not in group %s" % self.nodes_group
+
+    def cni_is_not(self, cni):
+        """The reason a scenario of ``cni`` does not apply (None when triage_cni is auto or ``cni``)."""
+        return None if self.cni in ("auto", cni) else "triage_cni is %s" % self.cni
+
+    def usable(self, hosts, needs, what):
+        """``hosts`` without those whose contract variables ``needs`` are unusable (recorded as left out of ``what``)."""
+        return self.peers.usable(hosts, needs, what)
+
+    def role_options(self, pairs):
+        """node_triage options from the role variables of ``pairs`` ((option, variable), ...)."""
+        return _set(self.variables, pairs)
+
+    def peer_sample(self, group_variable, max_variable, what, members_only=False):
+        """The peers this host probes: a ring over the group's usable hosts (this host in it if it is a member:
+        it probes the others, its own address is not needed), at most ``max_variable`` (8) of them; none when
+        ``members_only`` and this host is not in the group."""
+        group = self.group(group_variable)
+        if members_only and self.host not in group:
+            return []
+        usable = self.peers.usable(group, ADDRESS, what)
+        ring = [h for h in group if h in usable or h == self.host]
+        return connectivity_peers(ring, self.host, self.variables.get(max_variable) or 8, self.hostvars)
+
+
+def applicable(fleet, wanted=None):
+    """(scenarios to run on this host, {scenario: reason} for the wanted ones that do not apply to it)."""
+    wanted = [declared.NAME for declared in REGISTRY] if wanted is None else list(wanted)
     out, skipped = [], {}
-    for name in NODE_SCENARIOS:
-        if name not in wanted:
+    for declared in REGISTRY:
+        if declared.NAME not in wanted:
             continue
-        if not is_node:
-            skipped[name] = "not in group %s" % nodes_group
-        elif name == "calico" and cni not in ("auto", "calico"):
-            skipped[name] = "triage_cni is %s" % cni
-        elif name in ("cilium_maps", "cilium_agent") and cni not in ("auto", "cilium"):
-            skipped[name] = "triage_cni is %s" % cni
-        elif name == "dns" and not dns_servers and not pod_ip:
-            skipped[name] = ("no DNS servers given (dns_servers) and %s" % api_reason if api_reason
-                             else "the Kubernetes API lists no DNS Service and no DNS pod (see the kube findings)")
+        reason = declared.applies(fleet)
+        if reason:
+            skipped[declared.NAME] = reason
         else:
-            out.append(name)
-    if "stale_arp" in wanted:
-        if host not in _group(groups, clients_group):
-            skipped["stale_arp"] = "not a client of the VIPs (not in group %s)" % clients_group
-        elif not variables.get("stale_arp_vips"):
-            skipped["stale_arp"] = "no VIPs given (stale_arp_vips)"
-        else:
-            out.append("stale_arp")
+            out.append(declared.NAME)
     return out, skipped
 
 
@@ -334,85 +297,34 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None)
                         (pod, "pod (the kube_network_info result of dns_pod)")):
         if value is not None and not isinstance(value, dict):
             raise ParamsError("node_pass: %s must be a dict, not %s" % (what, type(value).__name__))
-    owners, kube, pod = owners or {}, kube or {}, pod or {}
-    variables = _lists(variables)
-    api, api_reason = _api(kube)
-    dns_servers = (kube.get("dns_servers") or []) if api else (variables.get("dns_servers") or [])
-    pod_ip, repeat = _dns_pod(variables, host, hostvars, groups, pod)
-    scenarios, skipped = _scenarios(variables, host, groups, dns_servers, "" if api else api_reason, pod_ip)
-    facts = hostvars[host]
-    own = contract_problems(host, facts) if scenarios else []
+    fleet = Fleet(_lists(variables), host, hostvars, groups, owners or {}, kube or {}, pod or {})
+    scenarios, skipped = applicable(fleet, fleet.variables.get("triage_scenarios"))
+    own = contract_problems(host, hostvars[host]) if scenarios else []
     if own:
         raise BadHostVariable(host, own, scenarios, skipped)
-    peers = _Peers(host, hostvars)
-    out = {"node_name": str(facts.get("k8s_node_name") or host), "scenarios": scenarios, "skipped": skipped}
+    out = {"node_name": str(hostvars[host].get("k8s_node_name") or host), "scenarios": scenarios, "skipped": skipped}
     try:
-        for name in scenarios:
-            out[name] = _set(variables, ROLE_VARIABLES[name])
-        if "calico" in scenarios:
-            out["calico"]["expected_peers"] = _expected_peers(variables, hostvars, groups, kube if api else {}, peers)
-        if "pod_network" in scenarios:
-            out["pod_network"]["peers"] = _pod_peers(variables, hostvars, groups, peers)
+        for declared in REGISTRY:
+            if declared.NAME in scenarios:
+                out[declared.NAME] = sub = fleet.role_options(declared.ROLE_VARIABLES)
+                needs = getattr(declared, "needs", None)
+                if needs:
+                    needs(fleet, sub)
     except NodeListError as exc:
         raise ParamsError(str(exc))
-    # triage_cni auto decides per node (a node without BIRD / Cilium is "not a ... node"); an explicit CNI does not
-    auto = (variables.get("triage_cni") or "auto") == "auto"
-    if "calico" in scenarios:
-        out["calico"]["when_not_calico"] = "skip" if auto else "critical"
-    if "cilium_maps" in scenarios:
-        out["cilium_maps"]["when_not_cilium"] = "skip" if auto else "check"
-        live = kube.get("service_frontends") if api else variables.get("cilium_maps_live_frontends")
-        if live is not None:
-            out["cilium_maps"]["live_frontends"] = live
-    if "cilium_agent" in scenarios:
-        out["cilium_agent"]["when_not_cilium"] = "skip" if auto else "critical"
-    if "connectivity" in scenarios:
-        out["connectivity"]["targets"] = connectivity_peers(
-            _ring(_group(groups, variables.get("connectivity_group") or "k8s_nodes"), host, peers, "connectivity targets"),
-            host, variables.get("connectivity_max_peers") or 8, hostvars)
-    if "dns" in scenarios:
-        out["dns"]["servers"] = dns_servers
-        if pod_ip:
-            out["dns"]["pod_ip"] = pod_ip
-        if repeat:
-            out["dns"].update(repeat=repeat, **_set(variables, (("repeat_interval", "dns_repeat_interval"),)))
-    if "pmtu" in scenarios:
-        # explicit targets (pod addresses too), else the same inventory-node contract as connectivity's peers
-        if not out["pmtu"].get("max_size"):
-            out["pmtu"].pop("max_size", None)  # the role's 0: the interface MTU
-        ring = _group(groups, variables.get("pmtu_group") or "k8s_nodes")
-        out["pmtu"]["targets"] = list(variables.get("pmtu_targets") or []) or (connectivity_peers(
-            _ring(ring, host, peers, "pmtu targets"), host, variables.get("pmtu_max_peers") or 8, hostvars)
-            if host in ring else [])
-    if "stale_arp" in scenarios:
-        out["stale_arp"].update(addresses=list(variables["stale_arp_vips"]), expected=owners.get("expected") or {})
     # what this host's record says of the peers its lists left out (not a node_triage option)
-    out["left_out"] = dict((peer, entry["why"]) for peer, entry in sorted(peers.left_out.items()))
-    out["left_out_findings"] = left_out_findings(peers.left_out, peers.checkers)
+    out["left_out"] = dict((peer, entry["why"]) for peer, entry in sorted(fleet.peers.left_out.items()))
+    out["left_out_findings"] = left_out_findings(fleet.peers.left_out, fleet.peers.checkers)
     return out
 
 
-TOP = 8
 NO_PYTHON = re.compile(r"interpreter|python", re.IGNORECASE)
-
-
-def _top(rows, key, fields):
-    rows = [r for r in rows if isinstance(r, dict) and isinstance(r.get(key), (int, float))]
-    return [dict((name, r.get(name)) for name in fields) for r in sorted(rows, key=lambda r: -r[key])[:TOP]]
 
 
 def details(scenario, data):
     """The compact view of one scenario's data that the HTML report draws ({} for the others)."""
-    data = data if isinstance(data, dict) else {}
-    if scenario == "calico" and isinstance(data.get("peers"), list):
-        return {"bgp_sessions": data["peers"]}
-    if scenario == "cilium_maps" and isinstance(data.get("maps"), list):
-        return {"map_fill": _top(data["maps"], "ratio", ("name", "type", "entries", "max_entries", "ratio"))}
-    if scenario == "firewall_drops" and isinstance(data.get("drops"), list):
-        return {"drop_rates": _top(data["drops"], "pps", ("backend", "chain", "rule", "owner", "pps"))}
-    if scenario == "cilium_agent" and isinstance((data.get("monitor") or {}).get("flows"), list):
-        return {"dropped_flows": _top(data["monitor"]["flows"], "packets", ("flow", "reason", "packets", "endpoint", "pod"))}
-    return {}
+    draw = getattr(BY_NAME.get(scenario), "details", None)
+    return draw(data) if draw and isinstance(data, dict) else {}
 
 
 def _host(result, asked):
@@ -441,20 +353,18 @@ def _record(result, asked, skipped=None, host_findings=None, left_out=None):
     if skipped is not None and not isinstance(skipped, dict):
         raise ParamsError("the node pass record: skipped must be the dict of scenario to reason from the pass parameters")
     status, reason = _host(result, asked)
-    results = dict((str(name), {"status": "skipped", "reason": str(why), "findings": [], "details": {}, "data": {}})
-                   for name, why in (skipped or {}).items())
+    results = dict((str(name), records.result("skipped", why, data={})) for name, why in (skipped or {}).items())
     scenarios = result.get("scenarios") if status == "reached" else None
     for name in asked:
         entry = scenarios.get(name) if isinstance(scenarios, dict) else None
         if isinstance(entry, dict):
-            results[name] = {"status": entry.get("status", "failed"), "reason": entry.get("reason", ""),
-                             "findings": entry.get("findings") or [], "details": details(name, entry.get("data")),
-                             "data": entry.get("data") or {}}
+            state = entry.get("status") if entry.get("status") in ("ran", "skipped", "failed") else "failed"
+            results[name] = records.result(state, entry.get("reason", ""), entry.get("findings"),
+                                           details(name, entry.get("data")), entry.get("data") or {})
         elif status in ("unreachable", "no usable Python"):
-            results[name] = {"status": "not run", "reason": "host %s" % status, "findings": [], "details": {}, "data": {}}
+            results[name] = records.result("not run", "host %s" % status, data={})
         else:
-            results[name] = {"status": "failed", "reason": reason or "the node pass did not return this scenario",
-                             "findings": [], "details": {}, "data": {}}
+            results[name] = records.result("failed", reason or "the node pass did not return this scenario", data={})
     matches = ((results.get("logs") or {}).get("data") or {}).get("matches")
     if results.get("logs", {}).get("status") == "ran" and isinstance(matches, list) and matches:
         with_log_evidence(results, matches)

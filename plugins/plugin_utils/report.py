@@ -18,8 +18,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding, sort_findings, worst
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report_fold
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding, placed, sort_findings, worst
+from ansible_collections.k8snet.triage.plugins.plugin_utils import record, report_fold
 
 REACHED = ("reached", "controller")
 HOST_FINDINGS = {
@@ -63,8 +63,8 @@ def _scenario_results(facts, scenario):
         return {}
     fleet = _get(facts, scenario + "_fleet_findings")
     details = _get(facts, scenario + "_details")
-    return {scenario: {"status": "ran", "reason": "", "findings": list(found) + (list(fleet) if isinstance(fleet, list) else []),
-                       "details": details if isinstance(details, dict) else {}}}
+    return {scenario: record.result("ran", "", list(found) + (list(fleet) if isinstance(fleet, list) else []),
+                                    details if isinstance(details, dict) else {})}
 
 
 def _host_findings(state):
@@ -201,8 +201,7 @@ def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
         state = _get(facts, "triage_host")
         mine = []
         for item in _host_findings(state):
-            item.setdefault("scenario", "triage")
-            item.setdefault("scope", "host")
+            item = placed(item, item.get("scenario") or "triage")
             if item["scope"] == "fleet":
                 key = _fleet_key(item)
                 if key in fleet_seen:
@@ -212,14 +211,13 @@ def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
         if status in HOST_FINDINGS and not any(f["severity"] == "critical" for f in mine):
             # the generic word on a host that failed, unless its record already says why, critically
             check, summary, remediation = HOST_FINDINGS[status]
-            mine.append(dict(finding(check, "critical", "L3", host, summary % (host, reason or status), {"reason": reason},
-                                     remediation % host), scenario="triage", scope="host"))
+            mine.append(placed(finding(check, "critical", "L3", host, summary % (host, reason or status), {"reason": reason},
+                                       remediation % host), "triage", "host"))
         summary_scenarios = {}
         for name, result in scenarios.items():
             kept = []
             for item in result["findings"]:
-                item = dict(item, scenario=name)
-                item.setdefault("scope", "host")
+                item = placed(item, name)
                 if item["scope"] == "fleet":
                     key = _fleet_key(item)
                     if key in fleet_seen:
@@ -247,7 +245,7 @@ def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
         where = "localhost" if "localhost" in per_host else None
         name = item["evidence"].get("scenario")
         concerned = sorted(h for h in per_host if name is None or name in per_host[h]["scenarios"])
-        item = dict(item, scenario="triage", scope="fleet", host=where, hosts=concerned)
+        item = placed(item, "triage", "fleet", concerned, where)
         flat.append(item)
         if where:
             entry = per_host[where]
@@ -296,7 +294,7 @@ def add_run_findings(data, items):
     controller, as the coverage findings are; the caller recounts."""
     where = "localhost" if "localhost" in data["hosts"] else None
     for item in items:
-        data["findings"].append(dict(item, scenario="triage", scope="fleet", host=where, hosts=[where] if where else []))
+        data["findings"].append(placed(item, "triage", "fleet", [where] if where else [], where))
         if where:
             entry = data["hosts"][where]
             entry["counts"][item["severity"]] = entry["counts"].get(item["severity"], 0) + 1

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, worst
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, placed, sample, worst
 
 FOLD_MIN = 3
 # check -> how to find its target: ("evidence", key) or ("subject", None)
@@ -63,9 +63,8 @@ def _folded(check, subject, summary, members, remediation, observers, extra=None
                 "first": [m.get("summary") for m in members[:3]]}
     evidence.update(extra or {})
     layer = members[0].get("layer") or "L3"
-    item = finding(check, worst(members), layer, subject, summary, evidence, remediation)
-    item.update(scenario=members[0].get("scenario", "triage"), scope="fleet", hosts=sorted(observers), host=host)
-    return item
+    return placed(finding(check, worst(members), layer, subject, summary, evidence, remediation),
+                  members[0].get("scenario", "triage"), "fleet", observers, host)
 
 
 def _names(items, limit=5):

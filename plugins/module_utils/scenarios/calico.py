@@ -1,0 +1,65 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Scenario calico: BIRD's BGP sessions against the peers the fleet expects (module calico_bgp_status)."""
+
+from __future__ import annotations
+
+from ansible_collections.k8snet.triage.plugins.module_utils import bird_options
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+
+NAME = "calico"
+MODULE = "calico_bgp_status"
+PREFIXES = ("bgp",)
+OPTIONS = scenario.options(bird_options.CHECK_SPEC, when_not_calico="skip")
+RULES = rules.fields(**bird_options.RULES)
+ROLE_VARIABLES = (("sockets", "calico_sockets"), ("node_to_node_mesh", "calico_node_to_node_mesh"),
+                  ("stuck_after", "calico_stuck_after"), ("timeout", "calico_timeout"))
+
+
+def load():
+    from ansible_collections.k8snet.triage.plugins.module_utils import bird  # pylint: disable=import-outside-toplevel
+
+    return bird.node_check
+
+
+def skip_reason(sub, params):
+    """No BIRD socket and no Calico configuration (with when_not_calico=skip), decided before bird.py loads."""
+    del params
+
+    def calico_config():
+        from ansible_collections.k8snet.triage.plugins.module_utils import cni_files  # pylint: disable=import-outside-toplevel
+
+        return cni_files.has_calico_config(sub.get("cni_conf_dir") or "/etc/cni/net.d")
+
+    return bird_options.skip_reason(sub, calico_config)
+
+
+def applies(fleet):
+    return fleet.not_a_node() or fleet.cni_is_not("calico")
+
+
+def needs(fleet, sub):
+    """The BGP peers to expect: calico_expected_nodes, else the API's Node list
+    (projectcalico.org/IPv4Address, else the InternalIP), else the inventory group calico_nodes_group."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.inventory import ADDRESS, inventory_nodes  # pylint: disable=import-outside-toplevel
+
+    variables = fleet.variables
+    if variables.get("calico_expected_nodes"):
+        nodes = variables["calico_expected_nodes"]
+    elif fleet.api:
+        nodes = [{"name": n["name"], "address": n.get("calico_ipv4_address") or n.get("internal_ip")}
+                 for n in fleet.kube.get("nodes") or [] if n.get("calico_ipv4_address") or n.get("internal_ip")]
+    else:
+        # only the addresses are used: a peer with a bad name stays expected (left out, its session would look unexpected)
+        nodes = inventory_nodes(fleet.usable(fleet.group("calico_nodes_group"), ADDRESS, "calico expected BGP peers"),
+                                fleet.hostvars)
+    sub["expected_peers"] = [str(n["address"]) for n in nodes]
+    # triage_cni auto decides per node (a node without BIRD is "not a Calico node"); an explicit CNI does not
+    sub["when_not_calico"] = "skip" if fleet.auto else "critical"
+
+
+def details(data):
+    return {"bgp_sessions": data["peers"]} if isinstance(data.get("peers"), list) else {}

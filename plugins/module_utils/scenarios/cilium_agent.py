@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Scenario cilium_agent: the Cilium agent's health, its drop counters and the flows it drops
+(module cilium_agent_status)."""
+
+from __future__ import annotations
+
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent_options
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+
+NAME = "cilium_agent"
+MODULE = "cilium_agent_status"
+PREFIXES = ("cilium",)
+SAMPLED = True
+NODE_NAMED = True
+OPTIONS = scenario.options(cilium_agent_options.CHECK_SPEC)
+RULES = rules.fields(**cilium_agent_options.RULES)
+ROLE_VARIABLES = (("agent_socket", "cilium_agent_socket"), ("health_socket", "cilium_agent_health_socket"),
+                  ("monitor_socket", "cilium_agent_monitor_socket"),
+                  ("metrics_url", "cilium_agent_metrics_url"), ("interval", "cilium_agent_interval"),
+                  ("timeout", "cilium_agent_timeout"), ("top", "cilium_agent_top"),
+                  ("warning_pps", "cilium_agent_warning_pps"), ("critical_pps", "cilium_agent_critical_pps"),
+                  ("cni_conf_dir", "cni_conf_dir"))
+
+
+def load():
+    from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent  # pylint: disable=import-outside-toplevel
+
+    return cilium_agent.node_check
+
+
+def skip_reason(sub, params):
+    """The check's own decision, made before its code (and its HTTP client) is loaded."""
+    del params
+
+    def cilium_seen():
+        from ansible_collections.k8snet.triage.plugins.module_utils import cni_files  # pylint: disable=import-outside-toplevel
+
+        return cni_files.cilium_on_node(sub.get("cni_conf_dir") or "/etc/cni/net.d")[0]
+
+    return cilium_agent_options.skip_reason(sub, cilium_seen)
+
+
+def applies(fleet):
+    return fleet.not_a_node() or fleet.cni_is_not("cilium")
+
+
+def needs(fleet, sub):
+    sub["when_not_cilium"] = "skip" if fleet.auto else "critical"
+
+
+def details(data):
+    flows = (data.get("monitor") or {}).get("flows")
+    if not isinstance(flows, list):
+        return {}
+    return {"dropped_flows": scenario.top(flows, "packets", ("flow", "reason", "packets", "endpoint", "pod"))}

@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Scenario dns: the cluster DNS answers from this node, and from a pod's view (module dns_check)."""
+
+from __future__ import annotations
+
+from ansible_collections.k8snet.triage.plugins.module_utils import dns_options
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+
+NAME = "dns"
+MODULE = "dns_check"
+PREFIXES = ("dns", "conntrack")
+OPTIONS = scenario.options(dns_options.CHECK_SPEC, names=["kubernetes.default.svc.cluster.local"], host_resolvers=True)
+RULES = rules.fields(**dns_options.RULES)
+ROLE_VARIABLES = (("names", "dns_names"), ("expect", "dns_expect"), ("cluster_domain", "dns_cluster_domain"),
+                  ("protocols", "dns_protocols"), ("timeout", "dns_timeout"), ("retries", "dns_retries"),
+                  ("host_resolvers", "dns_host_resolvers"), ("resolv_conf", "dns_resolv_conf"))
+
+
+def load():
+    from ansible_collections.k8snet.triage.plugins.module_utils import dns  # pylint: disable=import-outside-toplevel
+
+    return dns.node_check
+
+
+def skip_reason(sub, params):
+    del params
+    if not sub.get("servers") and not sub.get("host_resolvers"):
+        return "no DNS server to ask (dns.servers is empty and host_resolvers is false)"
+    return None
+
+
+def applies(fleet):
+    if fleet.not_a_node():
+        return fleet.not_a_node()
+    if not fleet.dns_servers and not fleet.pod_ip:
+        return ("no DNS servers given (dns_servers) and %s" % fleet.api_reason if fleet.api_reason
+                else "the Kubernetes API lists no DNS Service and no DNS pod (see the kube findings)")
+    return None
+
+
+def needs(fleet, sub):
+    """The DNS servers (the API's, else dns_servers), and the pod view of dns_pod on its node only (the
+    repeated queries with it; without dns_pod they run on every node)."""
+    sub["servers"] = fleet.dns_servers
+    if fleet.pod_ip:
+        sub["pod_ip"] = fleet.pod_ip
+    if fleet.repeat:
+        sub.update(repeat=fleet.repeat, **fleet.role_options((("repeat_interval", "dns_repeat_interval"),)))

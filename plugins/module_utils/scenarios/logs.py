@@ -1,0 +1,32 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Scenario logs: kubelet's and the container runtime's network errors in the node's logs (module node_logs)."""
+
+from __future__ import annotations
+
+from ansible_collections.k8snet.triage.plugins.module_utils import logs_options
+from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+
+NAME = "logs"
+MODULE = "node_logs"
+PREFIXES = ("log",)
+NODE_NAMED = True
+OPTIONS = scenario.options(logs_options.CHECK_SPEC)
+RULES = rules.fields(**logs_options.RULES)
+# node_log_files (the inventory's name for the node's log files) wins over the role's logs_node_log_files
+ROLE_VARIABLES = (("node_log_files", "logs_node_log_files"), ("node_log_files", "node_log_files"),
+                  ("units", "logs_units"), ("source", "logs_source"), ("since", "logs_since"),
+                  ("max_bytes", "logs_max_bytes"))
+
+
+def load():
+    from ansible_collections.k8snet.triage.plugins.module_utils import logs  # pylint: disable=import-outside-toplevel
+
+    return logs.node_check
+
+
+def applies(fleet):
+    return fleet.not_a_node()

@@ -1,0 +1,78 @@
+"""The registry of node scenarios (module_utils/scenarios/<name>.py, node_pass.REGISTRY): each scenario is
+declared once, and what is declared agrees with the code, the role and the module it names."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.k8snet.triage.plugins.module_utils import node_pass
+from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass as controller
+
+ROOT = Path(__file__).resolve().parents[4]
+NAMES = [declared.NAME for declared in node_pass.REGISTRY]
+# what a scenario module may import at its top: its options, the rules, the shared scenario helpers
+TOP_LEVEL = re.compile(r"^(\w+_options|params|scenario)$")
+
+
+def _declared(name):
+    return node_pass.BY_NAME[name]
+
+
+def test_each_scenario_is_registered_once_under_its_own_name():
+    assert len(set(NAMES)) == len(NAMES)
+    for declared in node_pass.REGISTRY:
+        assert declared.__name__.rsplit(".", 1)[1] == declared.NAME
+    files = sorted(p.stem for p in (ROOT / "plugins/module_utils/scenarios").glob("*.py") if p.stem != "__init__")
+    assert files == sorted(NAMES), "a scenario module that is not in node_pass.REGISTRY, or the reverse"
+
+
+def test_the_node_triage_tables_are_the_registrys():
+    assert list(node_pass.SCENARIOS) == NAMES
+    assert set(node_pass.ARGUMENT_SPEC) == {"node_name", "scenarios"} | set(NAMES)
+    assert set(node_pass.RULES) == {"node_name", "scenarios"} | set(NAMES)
+    assert set(node_pass.SAMPLED) == {"firewall_drops", "conntrack", "cilium_agent"}
+    assert controller.ROLE_VARIABLES == dict((d.NAME, d.ROLE_VARIABLES) for d in node_pass.REGISTRY)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_scenario_module_imports_only_options_at_its_top(name):
+    tree = ast.parse(inspect.getsource(_declared(name)))
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module.endswith("module_utils"):
+            for alias in node.names:
+                assert TOP_LEVEL.match(alias.name), "%s imports %s at its top: the node pass would load it first" % (
+                    name, alias.name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_scenario_names_its_module_and_its_check_ids(name):
+    declared = _declared(name)
+    assert (ROOT / "plugins/modules" / (declared.MODULE + ".py")).is_file(), declared.MODULE
+    domain = inspect.getmodule(declared.load())
+    ids = set(re.findall(r"finding\(\s*\"([a-z_]+)\.[a-z_]+\"", inspect.getsource(domain)))
+    assert ids, "%s: no finding id read from %s" % (name, domain.__name__)
+    assert ids <= set(declared.PREFIXES), "%s finds %s, declares %s" % (name, sorted(ids), declared.PREFIXES)
+
+
+def _role_options():
+    options = {}
+    for spec in (ROOT / "roles").glob("*/meta/argument_specs.yml"):
+        for entry in yaml.safe_load(spec.read_text())["argument_specs"].values():
+            options.update(entry.get("options") or {})
+    return options
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_role_variable_is_a_documented_role_option_of_a_node_triage_option(name):
+    declared, roles = _declared(name), _role_options()
+    for option, variable in declared.ROLE_VARIABLES:
+        assert option in declared.OPTIONS["options"], (name, option)
+        # node_log_files is the inventory's own name (a host variable), not a role option
+        assert variable in roles or variable == "node_log_files", "%s: %s is in no role's argument spec" % (name, variable)
