@@ -48,40 +48,8 @@ _value:
   elements: raw
 """
 
-import json
-import re
-from collections.abc import Mapping
-
-from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
-
-SEPARATORS = re.compile(r"[\r\n,]+")
-
-
-def as_list(value, name="value"):
-    if value is None:
-        return []
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("["):
-            try:
-                parsed = json.loads(text)
-            except ValueError as err:
-                raise AnsibleFilterError(
-                    "%s looks like a JSON list but is not valid JSON (%s); give a list, JSON text such as "
-                    "'[\"a\", \"b\"]', or items separated by newlines or commas" % (name, err))
-            if not isinstance(parsed, list):
-                raise AnsibleFilterError("%s must be a JSON list; got %s" % (name, type(parsed).__name__))
-            return parsed
-        return [item.strip() for item in SEPARATORS.split(value) if item.strip()]
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if isinstance(value, Mapping):
-        kind = "a mapping"
-    else:
-        kind = "a %s (%r)" % (type(value).__name__, value)
-    raise AnsibleFilterError(
-        "%s must be a list, or a string of items separated by newlines or commas; got %s" % (name, kind))
+from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
 
 
 class FilterModule(object):

@@ -50,27 +50,8 @@ _value:
   elements: dict
 """
 
-from ansible.errors import AnsibleFilterError
-
-from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes
-from ansible_collections.k8snet.triage.plugins.module_utils.reachability import sample_peers
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
-
-
-def connectivity_peers(nodes, node, limit, hostvars):
-    try:
-        limit = params.number("limit", int(limit) if isinstance(limit, str) and limit.isdigit() else limit,
-                              0, params.MAX_LIST * 64, integer=True)
-        peers = sample_peers(list(nodes), node, limit)
-    except InputError as exc:
-        raise AnsibleFilterError(exc.message)
-    try:
-        # each peer's address by the inventory-node contract; the name stays the inventory name
-        return [{"address": peer["address"], "name": peer["host"]} for peer in inventory_nodes(peers, hostvars)]
-    except NodeListError as exc:
-        raise AnsibleFilterError(str(exc))
+from ansible_collections.k8snet.triage.plugins.plugin_utils.peers import connectivity_peers
 
 
 class FilterModule(object):

@@ -46,64 +46,8 @@ _value:
   elements: dict
 """
 
-import copy
-
-from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
-
-LINES_SHOWN = 3
-# subjects about the cluster, not one node (webhook.cni_deadlock is about a webhook): explained from any node
-CLUSTER_PREFIXES = ("webhook:",)
-MAX_ITEMS = 100000
-
-
-def node_of(subject):
-    """The node a subject names: ``node2`` of ``node2``, ``node2/calico-node-x`` and ``node2:/opt/cni/bin``."""
-    return str(subject).split("/", 1)[0].split(":", 1)[0]
-
-
-def _checked_list(value, what):
-    if not isinstance(value, list):
-        raise AnsibleFilterError("log_evidence expects %s as a list, got %s" % (what, type(value).__name__))
-    if len(value) > MAX_ITEMS:
-        raise AnsibleFilterError("log_evidence: %s holds %d items, more than %d" % (what, len(value), MAX_ITEMS))
-    for item in value:
-        if not isinstance(item, dict):
-            raise AnsibleFilterError("log_evidence expects %s to hold dicts, got %s" % (what, type(item).__name__))
-    return value
-
-
-def _explains(match, found):
-    if found.get("check") not in (match.get("explains") or []):
-        return False
-    subject = str(found.get("subject"))
-    if subject == "cluster" or subject.startswith(CLUSTER_PREFIXES):
-        return True
-    return node_of(subject) == node_of(match.get("subject"))
-
-
-def log_evidence(findings, matches):
-    findings = _checked_list(findings, "the findings")
-    matches = _checked_list(matches, "matches")
-    used, out = set(), []
-    for found in findings:
-        if str(found.get("check", "")).startswith("log."):
-            out.append(found)
-            continue
-        explaining = [m for m in matches if _explains(m, found)]
-        if not explaining:
-            out.append(found)
-            continue
-        found = copy.deepcopy(found)
-        evidence = found.get("evidence") if isinstance(found.get("evidence"), dict) else {}
-        evidence = dict(evidence, logs=[{
-            "check": m.get("check"), "subject": m.get("subject"), "count": m.get("count"),
-            "first": m.get("first"), "last": m.get("last"), "lines": list(m.get("lines") or [])[:LINES_SHOWN]}
-            for m in explaining])
-        found["evidence"] = evidence
-        used.update((m.get("check"), m.get("subject")) for m in explaining)
-        out.append(found)
-    return [f for f in out if (f.get("check"), f.get("subject")) not in used]
+from ansible_collections.k8snet.triage.plugins.plugin_utils.log_evidence import log_evidence
 
 
 class FilterModule(object):

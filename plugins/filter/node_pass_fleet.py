@@ -62,11 +62,12 @@ _value:
   type: dict
 """
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
-from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import api_read, pod_host, with_log_evidence
-from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import failed_finding
-from ansible_collections.k8snet.triage.plugins.module_utils.reachability import matrix
 from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import check_failed, finding
+from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_read, pod_host
+from ansible_collections.k8snet.triage.plugins.plugin_utils.log_evidence import with_log_evidence
+from ansible_collections.k8snet.triage.plugins.plugin_utils.peers import matrix
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 from ansible_collections.k8snet.triage.plugins.plugin_utils.record import fleet_result
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report import host_facts
@@ -78,7 +79,7 @@ def _api_entry(name, result, hosts):
         return fleet_result("skipped", message, [], [])
     if status == "failed":
         reason = message or "the read returned no findings"
-        return fleet_result("failed", reason, [failed_finding(name, "the Kubernetes API", reason)], hosts)
+        return fleet_result("failed", reason, [check_failed(name, "the Kubernetes API", reason)], hosts)
     named = [n["name"] for n in result.get("nodes") or [] if isinstance(n, dict) and n.get("name")]
     return fleet_result("ran", "", list(result["findings"]), named or hosts)
 
@@ -99,7 +100,7 @@ def _dns_pod_entry(spec, hostvars, hosts):
         reason = "the view of DNS from pod %s (dns_pod) was not checked: %s" % (ref, message or "the read returned nothing")
         if status == "skipped":
             return fleet_result("skipped", reason, [], [])
-        return fleet_result("failed", reason, [failed_finding("dns", "pod %s" % ref, reason)], hosts)
+        return fleet_result("failed", reason, [check_failed("dns", "pod %s" % ref, reason)], hosts)
     pod = result.get("pod") if isinstance(result.get("pod"), dict) else {}
     where = pod_host(pod, hosts, facts)
     if where is None:

@@ -60,6 +60,14 @@ def placed(item, scenario, scope=None, hosts=None, host=_UNSET):
     return out
 
 
+def check_failed(scenario, subject, error):
+    """The finding of a scenario that could not run on ``subject`` (a node, the Kubernetes API, a pod)."""
+    return finding("triage.check_failed", "warning", "control-plane", subject,
+                   "the %s check could not run on %s: %s" % (scenario, subject, error),
+                   {"scenario": scenario, "error": error},
+                   "Run playbook k8snet.triage.%s alone with -v on this host to see why." % scenario)
+
+
 def sample(items, limit=EVIDENCE_SAMPLE):
     """The first ``limit`` items of a list, for evidence that must stay small."""
     items = list(items)

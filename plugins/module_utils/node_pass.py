@@ -43,7 +43,7 @@ from concurrent.futures import ThreadPoolExecutor
 # which is what a fleet of nodes sharing little CPU waits on.
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import check_failed, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import calico, cilium_agent, cilium_maps, cni
 from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import connectivity, conntrack, dns, firewall_drops
 from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import logs, pmtu, pod_network, stale_arp
@@ -104,22 +104,13 @@ def skip_reason(name, sub, params=None):
     return decide(sub, params or {}) if decide else None
 
 
-def failed_finding(name, node, error):
-    """The finding of a scenario that could not run (as the triage records a failed scenario role)."""
-    return finding(
-        "triage.check_failed", "warning", "control-plane", node,
-        "the %s check could not run on %s: %s" % (name, node, error),
-        {"scenario": name, "error": error},
-        "Run playbook k8snet.triage.%s alone with -v on this host to see why." % name)
-
-
 def _cpu():
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
 def _failed(name, node, error):
-    return {"status": "failed", "reason": error, "findings": [failed_finding(name, node, error)], "data": {}}
+    return {"status": "failed", "reason": error, "findings": [check_failed(name, node, error)], "data": {}}
 
 
 def _error(exc):

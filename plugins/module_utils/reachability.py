@@ -341,62 +341,6 @@ def check(rows, subject):
     return out
 
 
-def matrix(results):
-    """{prober: reachability result} -> {"pairs", "silent_pairs", "findings"} for the fleet (pure).
-
-    A node that answered no prober that tried it is isolated (critical); a node answered by some
-    probers and not by others points at the path between those node groups (warning).
-    """
-    pairs = []
-    for prober, result in sorted(results.items()):
-        for row in (result or {}).get("targets") or []:
-            pairs.append({"from": prober, "to": row["name"], "ok": bool(row.get("reachable"))})
-    by_target = {}
-    for pair in pairs:
-        by_target.setdefault(pair["to"], []).append(pair)
-    findings = []
-    for target, seen_by in sorted(by_target.items()):
-        failed = sorted(p["from"] for p in seen_by if not p["ok"])
-        answered = sorted(p["from"] for p in seen_by if p["ok"])
-        if failed and not answered:
-            findings.append(finding("connectivity.node_isolated", "critical", "L3", target,
-                                    "%s answered none of the %d nodes that probed it" % (target, len(failed)),
-                                    {"probed_by": sample(failed)},
-                                    "check the node itself first (link, address, firewall), then its switch port"))
-        elif failed:
-            findings.append(finding("connectivity.partial", "warning", "L3", target,
-                                    "%s answers %s but not %s" % (target, ", ".join(sample(answered, 5)), ", ".join(
-                                        sample(failed, 5))),
-                                    {"failed_from": sample(failed), "answered": len(answered)},
-                                    "compare the routes and firewall rules of the failing nodes toward it "
-                                    "(k8snet.triage.route_check, k8snet.triage.iptables_drops)"))
-    if not findings and not pairs:
-        findings.append(finding("connectivity.not_checked", "warning", "L3", "fleet",
-                                "no node pair was probed (%d results, none with probe rows): nothing was checked"
-                                % len(results), {"pairs": 0, "nodes": len(results)},
-                                "run the probes on the nodes (role k8snet.triage.connectivity) and check that they ran"))
-    elif not findings:
-        findings.append(finding("connectivity.ok", "ok", "L3", "fleet", "all %d probed node pairs answered" % len(pairs),
-                                {"pairs": len(pairs), "nodes": len(results)}))
-    return {"pairs": pairs, "silent_pairs": [p for p in pairs if not p["ok"]], "findings": findings}
-
-
-def sample_peers(nodes, me, limit):
-    """The peers ``me`` probes: the other nodes in sorted ring order after ``me``, every stride-th of
-    them, at most ``limit`` (all when there are fewer).  Every node is probed by about ``limit``
-    others, and the fleet costs ``len(nodes) * limit`` probes instead of n squared (pure)."""
-    ring = sorted(set(nodes))
-    if me not in ring:
-        raise InputError("%s is not one of the nodes to sample among (%s)" % (me, ", ".join(ring[:10])))
-    i = ring.index(me)
-    others = ring[i + 1:] + ring[:i]
-    if limit <= 0 or not others:
-        return []
-    k = min(len(others), limit)
-    stride = max(1, len(others) // k)
-    return others[stride - 1::stride][:k]
-
-
 # ----------------------------------------------------------------- the node check (one shape)
 
 

@@ -23,9 +23,6 @@ import re
 
 from ansible.errors import AnsibleError
 
-from ansible_collections.k8snet.triage.plugins.filter.as_list import as_list
-from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
-from ansible_collections.k8snet.triage.plugins.filter.log_evidence import log_evidence
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, fleet
 from ansible_collections.k8snet.triage.plugins.module_utils.inventory import (
     ADDRESS, NodeListError, contract_problems, usable_hosts)
@@ -35,6 +32,10 @@ from ansible_collections.k8snet.triage.plugins.module_utils.inventory import (
 # the n workers compiled it again from source: about 0.3 s of CPU per host).
 from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import ARGUMENT_SPEC, BY_NAME, REGISTRY
 from ansible_collections.k8snet.triage.plugins.plugin_utils import record as records
+from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_read, pod_host
+from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
+from ansible_collections.k8snet.triage.plugins.plugin_utils.log_evidence import with_log_evidence
+from ansible_collections.k8snet.triage.plugins.plugin_utils.peers import connectivity_peers
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import INPUT_ERRORS
 
 
@@ -171,43 +172,12 @@ class _Peers(object):
         return usable
 
 
-NO_CREDENTIALS = ("no Kubernetes credentials (triage_kubeconfig, module_defaults for group/k8snet.triage.kube, "
-                  "K8S_AUTH_*, an in-cluster service account or ~/.kube/config)")
-
-
-def api_read(result):
-    """``(status, message)`` of a registered API read: ``ran``; ``skipped`` (not run, or no credentials at
-    all: the message says so); ``failed`` with the module's message (registered with failed_when: false,
-    a read that failed keeps failed false but has no findings)."""
-    if result and result.get("skipped"):
-        # skipped by its when: only the credentials test means there are none; any other is said as it is
-        condition = str(result.get("false_condition") or "")
-        if condition and "triage_api_source" not in condition and "credential_source" not in condition:
-            return "skipped", "the Kubernetes API was not read (its step was skipped: %s is false)" % condition[:200]
-    if not result or result.get("skipped") or ("credential_source" in result and result["credential_source"] is None):
-        return "skipped", NO_CREDENTIALS
-    if result.get("failed") or "findings" not in result:
-        return "failed", str(result.get("msg") or "")
-    return "ran", ""
-
-
 def _api(kube):
     """(usable, reason) of the API read handed in: usable when it returned its facts."""
     status, message = api_read(kube)
     if status == "failed":
         return False, "the Kubernetes API could not be read: %s" % (message or "no result")[:300]
     return status == "ran", message
-
-
-def pod_host(pod, hosts, hostvars):
-    """The inventory host of ``pod``'s node (a kube_network_info ``gather: [pod]`` result's ``pod``): the
-    first of ``hosts`` whose k8s_node_name, else whose inventory name, is that node; None if none is."""
-    node = (pod or {}).get("node") if isinstance(pod, dict) else None
-    for host in hosts if node else ():
-        facts = hostvars[host] if host in hostvars else None
-        if str((facts or {}).get("k8s_node_name") or host) == node:
-            return host
-    return None
 
 
 def _dns_pod(variables, host, hostvars, groups, pod):
@@ -374,14 +344,3 @@ def _record(result, asked, skipped=None, host_findings=None, left_out=None):
     if left_out:
         state["peers_left_out"] = dict(left_out)
     return {"host": state, "results": results}
-
-
-def with_log_evidence(entries, matches):
-    """The log lines of ``matches`` under the findings of ``entries`` ({scenario: {findings...}}, a
-    host's or the fleet's) they explain (log_evidence); the log findings used so are not repeated on
-    their own.  Changes ``entries`` in place."""
-    tagged = [dict(f, _scenario=name) for name, entry in sorted(entries.items()) for f in entry["findings"]]
-    kept = log_evidence(tagged, matches)
-    for name, entry in entries.items():
-        entry["findings"] = [dict((k, v) for k, v in f.items() if k != "_scenario") for f in kept
-                             if f["_scenario"] == name]

@@ -11,6 +11,7 @@ import pytest
 from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe, capture
 from ansible_collections.k8snet.triage.plugins.module_utils import reachability as r
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.plugin_utils import peers as fleet_peers
 
 FIX = Path(__file__).parent / "fixtures" / "capture"
 
@@ -90,12 +91,12 @@ def result(*rows):
 
 
 def test_matrix_isolated_partial_ok():
-    got = r.matrix({"node1": result(("node2", True), ("node3", False)), "node2": result(("node3", False), ("node1", True)),
+    got = fleet_peers.matrix({"node1": result(("node2", True), ("node3", False)), "node2": result(("node3", False), ("node1", True)),
                     "node3": result(("node1", False), ("node2", True))})
     by_check = dict((f["subject"], f["check"]) for f in got["findings"])
     assert by_check == {"node3": "connectivity.node_isolated", "node1": "connectivity.partial"}
     assert len(got["pairs"]) == 6 and len(got["silent_pairs"]) == 3
-    assert r.matrix({"node1": result(("node2", True))})["findings"][0]["check"] == "connectivity.ok"
+    assert fleet_peers.matrix({"node1": result(("node2", True))})["findings"][0]["check"] == "connectivity.ok"
 
 
 def test_capture_and_reachability_agree_on_tcp_flags():
@@ -108,16 +109,16 @@ def test_peer_sample_below_n_squared_and_covering_everyone():
     nodes = ["node%02d" % i for i in range(1, 41)]
     probed_by = dict((n, 0) for n in nodes)
     for me in nodes:
-        peers = r.sample_peers(nodes, me, 8)
+        peers = fleet_peers.sample_peers(nodes, me, 8)
         assert len(peers) == 8 and me not in peers and len(set(peers)) == 8
         for peer in peers:
             probed_by[peer] += 1
     assert set(probed_by.values()) == {8}  # 40 * 8 probes instead of 40 * 39, each node probed 8 times
-    assert r.sample_peers(["a", "b", "c"], "a", 8) == ["b", "c"]
-    assert r.sample_peers(["a", "b", "c"], "a", 1) == ["c"]
-    assert r.sample_peers(["a"], "a", 3) == []
+    assert fleet_peers.sample_peers(["a", "b", "c"], "a", 8) == ["b", "c"]
+    assert fleet_peers.sample_peers(["a", "b", "c"], "a", 1) == ["c"]
+    assert fleet_peers.sample_peers(["a"], "a", 3) == []
     with pytest.raises(InputError, match="not one of the nodes"):
-        r.sample_peers(["a", "b"], "z", 1)
+        fleet_peers.sample_peers(["a", "b"], "z", 1)
 
 
 def test_enter_pod_takes_one_namespace_and_names_it(monkeypatch):
