@@ -589,6 +589,119 @@ def check_metrics_host(url, own_addresses):
                          metrics_url=url, node_addresses=own)
 
 
+def _agent_absent(params, subject, agent_path):
+    """The result where nothing is at the agent socket: skipped on a node that shows nothing of Cilium
+    (with when_not_cilium=skip), else the agent is down on a Cilium node."""
+    seen, evidence = cni_files.cilium_on_node(params.get("cni_conf_dir") or "/etc/cni/net.d")
+    reason = skip_reason(params, lambda: seen)
+    if reason:
+        return {"data": {"applicable": False, "agent": {"socket": agent_path, "status": "absent"}, "health": None,
+                         "metrics": None, "skip_reason": reason},
+                "findings": []}
+    return {"data": {"applicable": True, "skip_reason": "", "agent": {"socket": agent_path, "status": "absent"},
+                     "health": None, "metrics": None},
+            "findings": [finding(
+                "cilium.agent_unhealthy", "critical", "control-plane", "%s cilium-agent" % subject,
+                "the Cilium agent is not running on %s: its socket %s does not exist%s" % (
+                    subject, agent_path, " although the node shows Cilium (%s)" % ", ".join(
+                        "%s: %s" % (k, v) for k, v in sorted(evidence.items()) if v) if seen else ""),
+                {"socket": agent_path, "cilium_seen": evidence}, REMEDIATION["agent_down"])]}
+
+
+def _agent_view(reads, agent_path, subject, found):
+    """The agent's part of the data (its findings added to ``found``)."""
+    agent = {"socket": agent_path, "status": "ok"}
+    if "agent_error" in reads:
+        exc = reads["agent_error"]
+        agent.update(status=exc.reason, error=exc.message)
+        found.append(finding(
+            "cilium.agent_unhealthy", "critical", "control-plane", "%s cilium-agent" % subject,
+            "the Cilium agent does not answer its API: %s" % exc.message, {"socket": agent_path, "reason": exc.reason},
+            REMEDIATION["agent_down"]))
+    else:
+        healthz = reads["agent"]
+        found.extend(agent_findings(healthz, subject))
+        agent.update(components=dict((name, _status(_get(healthz, path)).get("state"))
+                                     for path, name in COMPONENTS if _status(_get(healthz, path)).get("state")),
+                     controllers=len(healthz.get("controllers") or []),
+                     kube_proxy_replacement=_status(healthz.get("kube-proxy-replacement")).get("mode"),
+                     ipam=sample(_status(healthz.get("ipam")).get("ipv4") or []))
+
+    return agent
+
+
+def _health_view(reads, health_path, subject, top, found):
+    """cilium-health's part of the data (its findings added to ``found``)."""
+    health = {"socket": health_path, "status": "ok"}
+    if "health_error" in reads:
+        exc = reads["health_error"]
+        health.update(status=exc.reason, error=exc.message)
+        disabled = _status(_get(reads.get("agent") or {}, ("cluster", "ciliumHealth"))).get("state") == "Disabled"
+        found.append(finding(
+            "cilium.health_unavailable", "info" if disabled else "warning", "L3", "%s cilium-health" % subject,
+            "cilium-health cannot be read (%s): node and endpoint reachability were not checked%s" % (
+                exc.message, " (the agent reports cilium-health Disabled)" if disabled else ""),
+            {"socket": health_path, "reason": exc.reason},
+            "cilium-health runs inside the agent when enable-health-checking is true (the default); "
+            "`cilium-dbg status --all-health` reads the same API."))
+    else:
+        status = reads["health"]
+        found.extend(health_findings(status, subject, limit=top))
+        health.update(nodes=len(status.get("nodes") or []), timestamp=status.get("timestamp"),
+                      local=_status(status.get("local")).get("name"))
+
+    return health
+
+
+def _metrics_findings(params, metrics, url, sampled, subject):
+    """The rate limiter's and the drop reasons' findings from the two samples ``sampled`` (before, after, window)."""
+    before, after, window = sampled
+    found = []
+    if metrics["status"] == "ok":
+        top = params.get("top", 10)
+        found.extend(limiter_findings(before, after, window, subject))
+        found.extend(drop_findings(before, after, window, subject, top, params.get("warning_pps", 1.0),
+                                   params.get("critical_pps", 100.0)))
+        metrics["drop_reasons"] = len(sum_by(after, DROP_METRIC, ("reason", "direction")))
+    elif url:
+        found.append(finding(
+            "cilium.metrics_unavailable", "info", "L3", "%s cilium-agent metrics" % subject,
+            "the agent's metrics could not be read (%s): the API rate limiter and the drop reasons were not checked"
+            % metrics["error"], {"url": url, "reason": metrics["status"]},
+            "Expose the agent's metrics (Helm prometheus.enabled=true, agent flag --prometheus-serve-addr=:9962) or "
+            "give metrics_url the address they are served on; metrics_url '' skips them."))
+    return found
+
+
+def _monitor_view(watched, monitor_path, agent_path, timeout, subject, top, found):
+    """The monitor's part of the data: the dropped flows read in the window (their findings added to ``found``)."""
+    monitor = {"socket": monitor_path or None, "status": "not read"}
+    if "summary" in watched:
+        summary = watched["summary"]
+        pods = {}
+        if summary["flows"]:
+            # the endpoints the flows name, as pods: the agent's own endpoint list
+            try:
+                pods = cilium_monitor.pod_names(get_json(agent_path, ENDPOINTS_PATH, timeout, kind=list))
+            except Unreachable as exc:
+                summary["endpoints_error"] = exc.message
+        found.extend(cilium_monitor.flow_findings(summary, subject, top, pods))
+        monitor.update(status="ok", seconds=summary["seconds"], drops=summary["drops"], lost=summary["lost"],
+                       flows=[cilium_monitor.flow_row(f, pods) for f in summary["flows"][:top]])
+    elif "error" in watched:
+        exc = watched["error"]
+        absent = isinstance(exc, FileNotFoundError)
+        monitor.update(status="absent" if absent else "error", error=str(exc)[:300])
+        found.append(finding(
+            "cilium.monitor_unavailable", "info" if absent else "warning", "L3", "%s cilium-agent monitor" % subject,
+            "the agent's monitor socket %s could not be read (%s): the dropped packets' flows were not read" % (
+                monitor_path, "it does not exist" if absent else exc),
+            {"socket": monitor_path, "error": str(exc)[:300]},
+            "The agent serves it at /var/run/cilium/monitor1_2.sock (cilium-dbg monitor reads it); give "
+            "monitor_socket its path on this node, or '' to read no flows."))
+    return monitor
+
+
 def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep, own_addresses=None,
                read_monitor=cilium_monitor.read_drops, clock=time.monotonic):
     """The Cilium agent check of this node: ``params`` (cilium_agent_status' options) in,
@@ -606,24 +719,9 @@ def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep, 
         url = METRICS_URL
     if url:
         check_metrics_host(url, own_addresses or (lambda: node_addresses(runner)))
+    if socket_state(agent_path) == "absent":
+        return _agent_absent(params, subject, agent_path)
     found = []
-    state = socket_state(agent_path)
-    if state == "absent":
-        seen, evidence = cni_files.cilium_on_node(params.get("cni_conf_dir") or "/etc/cni/net.d")
-        reason = skip_reason(params, lambda: seen)
-        if reason:
-            return {"data": {"applicable": False, "agent": {"socket": agent_path, "status": "absent"}, "health": None,
-                             "metrics": None, "skip_reason": reason},
-                    "findings": []}
-        return {"data": {"applicable": True, "skip_reason": "", "agent": {"socket": agent_path, "status": "absent"},
-                         "health": None, "metrics": None},
-                "findings": [finding(
-                    "cilium.agent_unhealthy", "critical", "control-plane", "%s cilium-agent" % subject,
-                    "the Cilium agent is not running on %s: its socket %s does not exist%s" % (
-                        subject, agent_path, " although the node shows Cilium (%s)" % ", ".join(
-                            "%s: %s" % (k, v) for k, v in sorted(evidence.items()) if v) if seen else ""),
-                    {"socket": agent_path, "cilium_seen": evidence}, REMEDIATION["agent_down"])]}
-
     reads = {}
 
     def read_status():
@@ -671,79 +769,10 @@ def node_check(params, runner=None, read_metrics=get_metrics, sleep=time.sleep, 
     if "summary" not in watched and "error" not in watched and wait is watch:
         watch(interval)  # the metrics failed before their window: the flows still get theirs
 
-    agent = {"socket": agent_path, "status": "ok"}
-    if "agent_error" in reads:
-        exc = reads["agent_error"]
-        agent.update(status=exc.reason, error=exc.message)
-        found.append(finding(
-            "cilium.agent_unhealthy", "critical", "control-plane", "%s cilium-agent" % subject,
-            "the Cilium agent does not answer its API: %s" % exc.message, {"socket": agent_path, "reason": exc.reason},
-            REMEDIATION["agent_down"]))
-    else:
-        healthz = reads["agent"]
-        found.extend(agent_findings(healthz, subject))
-        agent.update(components=dict((name, _status(_get(healthz, path)).get("state"))
-                                     for path, name in COMPONENTS if _status(_get(healthz, path)).get("state")),
-                     controllers=len(healthz.get("controllers") or []),
-                     kube_proxy_replacement=_status(healthz.get("kube-proxy-replacement")).get("mode"),
-                     ipam=sample(_status(healthz.get("ipam")).get("ipv4") or []))
-
-    health = {"socket": health_path, "status": "ok"}
-    if "health_error" in reads:
-        exc = reads["health_error"]
-        health.update(status=exc.reason, error=exc.message)
-        disabled = _status(_get(reads.get("agent") or {}, ("cluster", "ciliumHealth"))).get("state") == "Disabled"
-        found.append(finding(
-            "cilium.health_unavailable", "info" if disabled else "warning", "L3", "%s cilium-health" % subject,
-            "cilium-health cannot be read (%s): node and endpoint reachability were not checked%s" % (
-                exc.message, " (the agent reports cilium-health Disabled)" if disabled else ""),
-            {"socket": health_path, "reason": exc.reason},
-            "cilium-health runs inside the agent when enable-health-checking is true (the default); "
-            "`cilium-dbg status --all-health` reads the same API."))
-    else:
-        status = reads["health"]
-        found.extend(health_findings(status, subject, limit=params.get("top", 10)))
-        health.update(nodes=len(status.get("nodes") or []), timestamp=status.get("timestamp"),
-                      local=_status(status.get("local")).get("name"))
-
-    if metrics["status"] == "ok":
-        top = params.get("top", 10)
-        found.extend(limiter_findings(before, after, window, subject))
-        found.extend(drop_findings(before, after, window, subject, top, params.get("warning_pps", 1.0),
-                                   params.get("critical_pps", 100.0)))
-        metrics["drop_reasons"] = len(sum_by(after, DROP_METRIC, ("reason", "direction")))
-    elif url:
-        found.append(finding(
-            "cilium.metrics_unavailable", "info", "L3", "%s cilium-agent metrics" % subject,
-            "the agent's metrics could not be read (%s): the API rate limiter and the drop reasons were not checked"
-            % metrics["error"], {"url": url, "reason": metrics["status"]},
-            "Expose the agent's metrics (Helm prometheus.enabled=true, agent flag --prometheus-serve-addr=:9962) or "
-            "give metrics_url the address they are served on; metrics_url '' skips them."))
-    monitor = {"socket": monitor_path or None, "status": "not read"}
-    if "summary" in watched:
-        summary = watched["summary"]
-        pods = {}
-        if summary["flows"]:
-            # the endpoints the flows name, as pods: the agent's own endpoint list
-            try:
-                pods = cilium_monitor.pod_names(get_json(agent_path, ENDPOINTS_PATH, timeout, kind=list))
-            except Unreachable as exc:
-                summary["endpoints_error"] = exc.message
-        top = params.get("top", 10)
-        found.extend(cilium_monitor.flow_findings(summary, subject, top, pods))
-        monitor.update(status="ok", seconds=summary["seconds"], drops=summary["drops"], lost=summary["lost"],
-                       flows=[cilium_monitor.flow_row(f, pods) for f in summary["flows"][:top]])
-    elif "error" in watched:
-        exc = watched["error"]
-        absent = isinstance(exc, FileNotFoundError)
-        monitor.update(status="absent" if absent else "error", error=str(exc)[:300])
-        found.append(finding(
-            "cilium.monitor_unavailable", "info" if absent else "warning", "L3", "%s cilium-agent monitor" % subject,
-            "the agent's monitor socket %s could not be read (%s): the dropped packets' flows were not read" % (
-                monitor_path, "it does not exist" if absent else exc),
-            {"socket": monitor_path, "error": str(exc)[:300]},
-            "The agent serves it at /var/run/cilium/monitor1_2.sock (cilium-dbg monitor reads it); give "
-            "monitor_socket its path on this node, or '' to read no flows."))
+    agent = _agent_view(reads, agent_path, subject, found)
+    health = _health_view(reads, health_path, subject, params.get("top", 10), found)
+    found.extend(_metrics_findings(params, metrics, url, (before, after, window), subject))
+    monitor = _monitor_view(watched, monitor_path, agent_path, timeout, subject, params.get("top", 10), found)
     data = {"applicable": True, "skip_reason": "", "agent": agent, "health": health, "metrics": metrics,
             "monitor": monitor}
     return {"data": data, "findings": sort_findings(found)}
