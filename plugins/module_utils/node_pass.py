@@ -46,12 +46,12 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import Triage
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import check_failed, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import calico, cilium_agent, cilium_maps, cni
 from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import connectivity, conntrack, dns, firewall_drops
-from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import logs, pmtu, pod_network, stale_arp
+from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import logs, pmtu, pod_network, stale_arp, sysctl
 
 # The node scenarios, in the order of the triage's results and report.  Adding a scenario is its module under
 # scenarios/ and its name here; every table below is derived.
 REGISTRY = (cni, calico, cilium_maps, cilium_agent, pod_network, firewall_drops, connectivity, dns, logs, conntrack,
-            pmtu, stale_arp)
+            pmtu, sysctl, stale_arp)
 BY_NAME = dict((declared.NAME, declared) for declared in REGISTRY)
 SCENARIOS = tuple(declared.NAME for declared in REGISTRY)
 # the ones whose check waits a window (counters read twice ``interval`` apart): loaded and started first

@@ -16,8 +16,8 @@ description:
     (M(k8snet.triage.route_check)), C(firewall_drops) (M(k8snet.triage.iptables_drops)),
     C(connectivity) (M(k8snet.triage.reachability)), C(dns) (M(k8snet.triage.dns_check)),
     C(stale_arp) (M(k8snet.triage.arp_check), read-only), C(logs) (M(k8snet.triage.node_logs)),
-    C(conntrack) (M(k8snet.triage.conntrack_check)), C(pmtu) (M(k8snet.triage.pmtu_check)) and C(cilium_agent)
-    (M(k8snet.triage.cilium_agent_status)). Each check is the same function the
+    C(conntrack) (M(k8snet.triage.conntrack_check)), C(pmtu) (M(k8snet.triage.pmtu_check)), C(cilium_agent)
+    (M(k8snet.triage.cilium_agent_status)) and C(sysctl) (M(k8snet.triage.sysctl_check)). Each check is the same function the
     scenario module runs, so the findings are the same as the scenario module's on the same
     host in the same state.
   - The checks run concurrently, one thread each. The waits (the firewall counters' two snapshots
@@ -56,11 +56,12 @@ extends_documentation_fragment:
   - k8snet.triage.conntrack.node_triage
   - k8snet.triage.pmtu.node_triage
   - k8snet.triage.cilium_agent.node_triage
+  - k8snet.triage.sysctl.node_triage
 options:
   node_name:
     description:
       - This node's Kubernetes name (C(k8s_node_name), else the inventory name); names the node in
-        the findings of C(cni), C(firewall_drops), C(pod_network), C(logs) and C(cilium_agent) and recognises
+        the findings of C(cni), C(firewall_drops), C(pod_network), C(logs), C(conntrack), C(pmtu), C(cilium_agent) and C(sysctl), and recognises
         its own entry in O(pod_network.peers). Defaults to the host name.
     type: str
   scenarios:
@@ -68,9 +69,9 @@ options:
     type: list
     elements: str
     choices: [cni, calico, cilium_maps, cilium_agent, pod_network, firewall_drops, connectivity, dns, logs, conntrack,
-              pmtu, stale_arp]
+              pmtu, sysctl, stale_arp]
     default: [cni, calico, cilium_maps, cilium_agent, pod_network, firewall_drops, connectivity, dns, logs, conntrack,
-              pmtu, stale_arp]
+              pmtu, sysctl, stale_arp]
   cni:
     description: Options of the CNI files check (as M(k8snet.triage.cni_config_check)).
     type: dict
@@ -117,6 +118,10 @@ options:
     default: {}
   cilium_agent:
     description: Options of the Cilium agent's API and metrics check (as M(k8snet.triage.cilium_agent_status)).
+    type: dict
+    default: {}
+  sysctl:
+    description: Options of the kernel parameter check (as M(k8snet.triage.sysctl_check)).
     type: dict
     default: {}
 requirements:

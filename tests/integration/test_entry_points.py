@@ -67,7 +67,8 @@ REFUSED = [
                        ("cilium_maps", "cilium_maps_hosts"), ("connectivity", "connectivity_hosts"),
                        ("conntrack", "conntrack_hosts"), ("dns", "dns_hosts"), ("egress", "egress_hosts"),
                        ("firewall_drops", "firewall_drops_hosts"), ("pmtu", "pmtu_hosts"),
-                       ("pod_network", "pod_network_hosts"), ("stale_arp", "stale_arp_clients_group"))]
+                       ("pod_network", "pod_network_hosts"), ("stale_arp", "stale_arp_clients_group"),
+                       ("sysctl", "sysctl_hosts"))]
 
 
 @pytest.mark.parametrize("playbook, pairs, says", REFUSED, ids=["%s %s" % (p, " ".join(e)) for p, e, _s in REFUSED])

@@ -27,7 +27,7 @@ def test_fleet_inputs_come_from_the_inventory_contract():
     assert params["node_name"] == "worker-2"
     # no DNS server and no VIP: dns and stale_arp are not asked
     assert params["scenarios"] == ["cni", "calico", "cilium_maps", "cilium_agent", "pod_network", "firewall_drops",
-                                   "connectivity", "logs", "conntrack", "pmtu"]
+                                   "connectivity", "logs", "conntrack", "pmtu", "sysctl"]
     assert params["firewall_drops"] == {"interval": 2}
     # the path-MTU peers follow the same inventory-node contract as the connectivity peers
     assert params["pmtu"] == {"targets": connectivity_peers(GROUPS["k8s_nodes"], "n2", 8, HOSTVARS)}
@@ -51,7 +51,7 @@ def test_cni_choice_dns_servers_and_vip_clients():
                  "stale_arp_vips": ["198.18.96.200"], "cilium_maps_live_frontends": [], "dns_host_resolvers": False}
     params = node_pass_params(variables, "n3", HOSTVARS, GROUPS, owners)
     assert "calico" not in params["scenarios"] and "cilium_maps" in params["scenarios"]
-    assert params["scenarios"][-5:] == ["dns", "logs", "conntrack", "pmtu", "stale_arp"]
+    assert params["scenarios"][-6:] == ["dns", "logs", "conntrack", "pmtu", "sysctl", "stale_arp"]
     assert params["dns"] == {"servers": variables["dns_servers"], "host_resolvers": False}
     assert params["stale_arp"] == {"addresses": ["198.18.96.200"], "expected": owners["expected"]}
     # [] means "Kubernetes has no services"; triage_cni cilium reads the maps whatever the node shows
