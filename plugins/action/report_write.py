@@ -258,6 +258,7 @@ class ActionModule(ActionBase):
             except AnsibleError as exc:
                 error = str(getattr(exc, "message", exc))
         warnings.extend(self._annotate(args, data, directory, now, now.isoformat()))
+        data["schema_version"] = report.SCHEMA_VERSION
         data["generated"] = now.isoformat()
         data["run"] = self._run_info(task_vars, requested, started, time.time())
         if directory:

@@ -21,6 +21,10 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding, placed, sort_findings, worst
 from ansible_collections.k8snet.triage.plugins.plugin_utils import record, report_fold
 
+# the version of triage-report.json's shape (docs/triage-report.schema.json): it changes when a key is removed or
+# changes meaning; keys may be added within a version
+SCHEMA_VERSION = 1
+
 REACHED = ("reached", "controller")
 HOST_FINDINGS = {
     "unreachable": ("triage.host_unreachable", "%s could not be reached over SSH: none of its checks ran (%s)",

@@ -110,3 +110,36 @@ def lab():
 @pytest.fixture(scope="module")
 def ansible(lab):
     return Ansible(lab)
+
+
+# Every triage-report.json a test's run writes is checked against the published schema
+# (docs/triage-report.schema.json), whatever the test itself asserts: the reports written since the last
+# check, under pytest's temporary directories. A file a test planted (a previous report, a symlink's
+# target) has no "run" and is not a report of ours.
+REPORT_SCHEMA = json.loads((ROOT / "docs" / "triage-report.schema.json").read_text())
+_REPORTS_SEEN = {}  # path -> the mtime checked (each version of a file is checked once)
+
+
+def _new_reports(base):
+    for path in base.rglob("triage-report.json"):
+        try:
+            if path.is_symlink() or _REPORTS_SEEN.get(path) == path.stat().st_mtime_ns:
+                continue
+            _REPORTS_SEEN[path] = path.stat().st_mtime_ns
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and "run" in data:
+            yield path, data
+
+
+@pytest.fixture(autouse=True)
+def reports_match_the_schema(tmp_path_factory):
+    import jsonschema  # pylint: disable=import-outside-toplevel
+
+    yield
+    validator = jsonschema.Draft202012Validator(REPORT_SCHEMA)
+    for path, data in _new_reports(tmp_path_factory.getbasetemp()):
+        errors = sorted(validator.iter_errors(data), key=lambda e: list(e.path))
+        assert not errors, "%s does not match docs/triage-report.schema.json: %s" % (
+            path, "; ".join("%s: %s" % ("/".join(map(str, e.path)), e.message[:200]) for e in errors[:5]))
