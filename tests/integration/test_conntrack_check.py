@@ -8,21 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.lab.faults import conntrack
+from tests.lab.faults import conntrack, undone
 
 
 @pytest.fixture
 def inject(lab):
-    done = []
-
-    def _inject(func, **kwargs):
-        info = func(lab, **kwargs)
-        done.append(info)
-        return info
-
-    yield _inject
-    for info in reversed(done):
-        conntrack.restore(lab, info)
+    with undone(lab, conntrack.restore) as inject_:
+        yield inject_
     for node in lab.nodes:  # the tables are empty again and our rules gone (independent readers)
         assert conntrack.read(lab, node)["count"] < 1000
         assert conntrack.NFT_TABLE not in lab.ns_run(node, ["nft", "list", "tables"]).stdout

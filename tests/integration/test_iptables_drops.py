@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from tests.lab.faults import firewall, pods
+from tests.lab.faults import firewall, pods, undone
 from tests.lab.faults import routes as route_faults
 
 INTERVAL = 2
@@ -17,16 +17,8 @@ INTERVAL = 2
 
 @pytest.fixture
 def inject(lab):
-    done = []
-
-    def _inject(func, **kwargs):
-        info = func(lab, **kwargs)
-        done.append(info)
-        return info
-
-    yield _inject
-    for info in reversed(done):
-        firewall.restore(lab, info)
+    with undone(lab, firewall.restore) as inject_:
+        yield inject_
     for node in lab.nodes:  # nothing of ours is left (independent readers)
         assert "k8t lab" not in saved(lab, node, "iptables-legacy-save") + saved(lab, node, "iptables-nft-save")
         assert firewall.NATIVE_TABLE not in lab.ns_run(node, ["nft", "list", "tables"]).stdout

@@ -7,21 +7,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.lab.faults import mtu, pods
+from tests.lab.faults import mtu, pods, undone
 
 
 @pytest.fixture
 def inject(lab):
-    done = []
-
-    def _inject(func, **kwargs):
-        info = func(lab, **kwargs)
-        done.extend(info["nodes"] if "nodes" in info and isinstance(info["nodes"], list) else [info])
-        return info
-
-    yield _inject
-    for info in reversed(done):
-        mtu.restore(lab, info)
+    with undone(lab, mtu.restore, lambda info: info["nodes"] if isinstance(info.get("nodes"), list) else [info]) as inject_:
+        yield inject_
     for node in lab.nodes:  # everything restored (independent reader)
         assert mtu.link_mtu(lab, node, "eth0") == 1500
         assert mtu.NFT_TABLE not in lab.ns_run(node, ["nft", "list", "tables"]).stdout

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.lab.faults import pods
+from tests.lab.faults import pods, undone
 from tests.lab.faults import routes as faults
 
 ROOT_PLAYBOOK = "playbooks/pod_network.yml"
@@ -46,18 +46,13 @@ def mesh(lab):
 @pytest.fixture
 def inject(lab, mesh):
     """Call an injector; undo it after the test."""
-    done = []
-
-    def _inject(func, **kwargs):
-        info = func(lab, **kwargs)
-        done.append(info)
-        return info
-
-    yield _inject
-    for info in reversed(done):
+    def restore(lab_, info):
         if info.get("undo_next_hop"):
-            faults.restore_next_hop(lab, info)
-        faults.restore(lab, info)
+            faults.restore_next_hop(lab_, info)
+        faults.restore(lab_, info)
+
+    with undone(lab, restore) as inject_:
+        yield inject_
     # the mesh is whole again (independent reader)
     for node in lab.nodes:
         have = dict((r["dst"], r.get("gateway")) for r in main_table(lab, node))

@@ -6,21 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.lab.faults import sysctl
+from tests.lab.faults import sysctl, undone
 
 
 @pytest.fixture
 def inject(lab):
-    done = []
-
-    def _inject(func, **kwargs):
-        info = func(lab, **kwargs)
-        done.append(info)
-        return info
-
-    yield _inject
-    for info in reversed(done):
-        sysctl.restore(lab, info)
+    with undone(lab, sysctl.restore) as inject_:
+        yield inject_
     for node in lab.nodes:  # every node forwards again and our interfaces are gone (independent readers)
         assert sysctl.read(lab, node.name, "net.ipv4.ip_forward") == 1
         links = lab.ns_run(node, ["ip", "-br", "link"]).stdout

@@ -8,6 +8,7 @@ Every injector returns a dict describing what it did, so a test can assert on it
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import pkgutil
 
@@ -26,3 +27,22 @@ def load_all():
     for info in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{info.name}")
     return REGISTRY
+
+
+@contextlib.contextmanager
+def undone(lab, restore, expand=None):
+    """``inject(func, **kwargs)`` for one test: runs the injector on ``lab`` and keeps what it returned; on leaving,
+    ``restore(lab, info)`` undoes each injection, the last first. ``expand(info)`` lists the undo records of one
+    injection when it made several (default: the injection itself)."""
+    done = []
+
+    def inject(func, **kwargs):
+        info = func(lab, **kwargs)
+        done.extend(expand(info) if expand else [info])
+        return info
+
+    try:
+        yield inject
+    finally:
+        for info in reversed(done):
+            restore(lab, info)
