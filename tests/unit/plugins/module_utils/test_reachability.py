@@ -91,8 +91,9 @@ def result(*rows):
 
 
 def test_matrix_isolated_partial_ok():
-    got = fleet_peers.matrix({"node1": result(("node2", True), ("node3", False)), "node2": result(("node3", False), ("node1", True)),
-                    "node3": result(("node1", False), ("node2", True))})
+    got = fleet_peers.matrix({"node1": result(("node2", True), ("node3", False)),
+                              "node2": result(("node3", False), ("node1", True)),
+                              "node3": result(("node1", False), ("node2", True))})
     by_check = dict((f["subject"], f["check"]) for f in got["findings"])
     assert by_check == {"node3": "connectivity.node_isolated", "node1": "connectivity.partial"}
     assert len(got["pairs"]) == 6 and len(got["silent_pairs"]) == 3

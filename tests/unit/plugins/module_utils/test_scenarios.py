@@ -4,7 +4,6 @@ declared once, and what is declared agrees with the code, the role and the modul
 from __future__ import annotations
 
 import ast
-import importlib
 import inspect
 import re
 from pathlib import Path
