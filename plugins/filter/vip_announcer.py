@@ -18,7 +18,8 @@ description:
     nodes holding the VIP on an interface.
   - Findings C(ingress.vip_unannounced) (no node answers), C(ingress.announcer_mismatch) (several MACs answer,
     or not the expected node), C(ingress.announcer_unknown) (a MAC of no node read) and
-    C(ingress.announcer_not_checked) (the client's probe gave no result); C(ingress.client_off_subnet) (info) when
+    C(ingress.announcer_not_checked) (the client's probe gave no result), C(ingress.vip_reply_not_delivered) (a
+    node's capture shows its reply leaving, the client got none, see O(captures)); C(ingress.client_off_subnet) (info) when
     the client reaches the VIP through a gateway (its arp_check C(off_subnet)) - ARP from it proves nothing, the
     nodes holding the VIP are named instead, and no C(ingress.vip_unannounced) is concluded.
 options:
@@ -38,6 +39,13 @@ options:
     description: The inventory hosts the load balancer says announce the VIP; empty or null when it says nothing.
     type: list
     elements: str
+  captures:
+    description:
+      - The C(k8snet.triage.packet_capture) results (protocol C(arp), host the VIP) of the candidate nodes, by
+        inventory host, taken while the client probed; null when none was taken.
+      - A node whose reply left while the client got none makes C(ingress.vip_reply_not_delivered) (critical) instead
+        of C(ingress.vip_unannounced); for an off-subnet client they name the nodes that answered the router's ARP.
+    type: dict
 """
 
 EXAMPLES = """
@@ -62,7 +70,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.service_path import 
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
-def vip_announcer(client, vip, nodes, declared=None):
+def vip_announcer(client, vip, nodes, declared=None, captures=None):
     if client is not None and not isinstance(client, dict):
         raise AnsibleFilterError("vip_announcer expects the client's arp_check result (a dict), got %s"
                                  % type(client).__name__)
@@ -73,7 +81,9 @@ def vip_announcer(client, vip, nodes, declared=None):
         declared = params.each(params.node_name)("declared", declared) if declared else []
     except InputError as exc:
         raise AnsibleFilterError("vip_announcer: %s" % exc.message)
-    return _announcer(vip, client, nodes, declared)
+    if captures is not None and (not isinstance(captures, dict) or not all(isinstance(v, dict) for v in captures.values())):
+        raise AnsibleFilterError("vip_announcer: captures must be a dict {inventory host: packet_capture result}")
+    return _announcer(vip, client, nodes, declared, captures)
 
 
 class FilterModule(object):

@@ -2,19 +2,19 @@
 # Copyright (c) 2026, k8snet.triage contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Who announces a VIP, judged from the announcer candidates' side: pure checks over one ``packet_capture``
-result (protocol ``arp``, capture packet model) per candidate node (the LB nodes, the MetalLB speakers' nodes,
-the node holding the VIP).
+"""Who announces a VIP, seen from the announcer candidates' side: what one ``packet_capture`` (protocol ``arp``,
+host the VIP) on each candidate node (the nodes of the play but the client: the LB nodes, the MetalLB speakers'
+nodes, the node holding the VIP) saw while the client asked for the VIP.
 
 On each node: the ARP requests for the VIP that arrive (direction in, target the VIP), the node's replies for the
 VIP that leave (direction out, sender the VIP) and its gratuitous ARPs (sender equals target, or a reply to the
-broadcast). With what the client saw (``client_got_reply``) and whether the client is on the VIP's subnet, the
-verdict separates "no node announces", "a node answers but the reply is not delivered" and "the client is
-off-subnet, ARP from it proves nothing"."""
+broadcast).  ``service_path.vip_announcer`` reads them beside the client's own probe: a node whose reply left while
+the client got none is "a node answers but the reply is not delivered", not "no node announces"; and for a client
+off the VIP's subnet they name who answers the router's ARP."""
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, EVIDENCE_SAMPLE
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import EVIDENCE_SAMPLE
 
 
 def node_arp(packets, vip):
@@ -38,44 +38,19 @@ def node_arp(packets, vip):
             "gratuitous_out": garps}
 
 
-def announce_check(vip, captures, client=None, client_on_subnet=True, client_got_reply=None):
-    """Findings for ``vip`` from ``captures`` ({node: [packet, ...]}); ``client_got_reply`` is True/False when the
-    client probed the VIP by ARP, None when it did not."""
-    nodes = {node: node_arp(pkts, vip) for node, pkts in sorted((captures or {}).items())}
-    answering = [n for n, s in nodes.items() if s["replies_out"] or s["gratuitous_out"]]
-    replying = [n for n, s in nodes.items() if s["replies_out"]]
-    asked = [n for n, s in nodes.items() if s["requests_in"]]
-    evidence = {"vip": vip, "client": client, "client_on_subnet": client_on_subnet,
-                "client_got_reply": client_got_reply, "nodes": nodes}
-    subject = "vip/%s" % vip
-    out = []
-    if not client_on_subnet:
-        out.append(finding("ingress.client_off_subnet", "info", "L2", subject,
-                           "the client %s is not on the VIP's subnet: ARP from it proves nothing about the announcer, "
-                           "judged from the nodes' side" % (client or "?"), evidence))
-    if not nodes:
-        out.append(finding("ingress.announcer_not_checked", "info", "L2", subject,
-                           "no capture from an announcer candidate", evidence))
-        return out
-    if client_on_subnet and client_got_reply is False and replying:
-        out.append(finding("ingress.vip_reply_not_delivered", "critical", "L2", subject,
-                           "%s replied to ARP for %s but the client saw no reply: the reply is lost between the node "
-                           "and the client" % (", ".join(replying), vip), evidence,
-                           remediation="check the segment between them (VLAN, switch port security, the client's "
-                                       "arp_ignore/arp_filter and rp_filter)"))
-    elif asked and not answering:
-        out.append(finding("ingress.vip_unannounced", "critical", "L2", subject,
-                           "ARP requests for %s reach %s and no node answers: no node announces the VIP"
-                           % (vip, ", ".join(asked)), evidence,
-                           remediation="check the load balancer's speaker on these nodes (MetalLB speaker, "
-                                       "its L2 advertisement and the node selector)"))
-    elif len(answering) > 1:
-        out.append(finding("ingress.vip_multiple_announcers", "warning", "L2", subject,
-                           "several nodes announce %s: %s" % (vip, ", ".join(answering)), evidence))
-    elif answering:
-        out.append(finding("ingress.vip_announced", "ok", "L2", subject,
-                           "%s announces %s" % (answering[0], vip), evidence))
-    else:
-        out.append(finding("ingress.vip_arp_not_seen", "info" if not client_on_subnet else "warning", "L2", subject,
-                           "no ARP for %s arrived at or left the candidate nodes during the capture" % vip, evidence))
-    return out
+def nodes_view(captures, vip):
+    """``({node: node_arp}, [nodes whose capture gave nothing to read])`` from ``captures`` ({node: packet_capture
+    result}); a failed or skipped capture is listed, never read as silence."""
+    seen, unread = {}, []
+    for node, result in sorted((captures or {}).items()):
+        flows = result.get("flows") if isinstance(result, dict) and not result.get("failed") else None
+        if isinstance(flows, list):
+            seen[node] = node_arp(flows, vip)
+        else:
+            unread.append(node)
+    return seen, unread
+
+
+def replying(view, gratuitous=False):
+    """The nodes whose capture shows a reply for the VIP leaving (or, with ``gratuitous``, a gratuitous ARP)."""
+    return sorted(node for node, seen in view.items() if seen["replies_out"] or (gratuitous and seen["gratuitous_out"]))

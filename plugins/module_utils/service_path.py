@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.k8snet.triage.plugins.module_utils import arp_announce
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
@@ -303,14 +304,15 @@ def _arp_owners(node_reads):
     return owners, unread
 
 
-def vip_announcer(vip, client_read, node_reads, declared=None):
+def vip_announcer(vip, client_read, node_reads, declared=None, captures=None):
     """Who answers ARP for ``vip`` and whether that is who should.
 
     ``client_read``: the client's arp_check result (``probes``: {vip: [{mac}]}); ``node_reads``: {host:
     arp_check result} on the nodes, asked about the VIP and their own address, whose ``local`` gives each
     node's interface MACs; ``declared``: the hosts the load balancer names (MetalLB), else the hosts holding
-    the VIP on an interface are expected.  Returns ``{announcer, answering, expected, expected_from, holders,
-    findings}``; ``announcer`` is the one inventory host answering, else None."""
+    the VIP on an interface are expected; ``captures``: {host: packet_capture result} of the ARP for the VIP on
+    the candidate nodes while the client asked (arp_announce), or None.  Returns ``{announcer, answering,
+    expected, expected_from, holders, findings}``; ``announcer`` is the one inventory host answering, else None."""
     owners, unread = _arp_owners(node_reads)
     holders = sorted(host for host in node_reads if any(
         b.get("address") == vip for b in (node_reads[host] or {}).get("local") or []))
@@ -326,15 +328,22 @@ def vip_announcer(vip, client_read, node_reads, declared=None):
     announcer = hosts[0] if len(answering) == 1 and len(hosts) == 1 else None
     evidence = {"vip": vip, "answering": answering, "expected": expected, "expected_from": expected_from,
                 "holders": holders, "not_read": unread}
+    seen = None
+    if captures is not None:
+        seen, not_captured = arp_announce.nodes_view(captures, vip)
+        evidence.update(nodes_arp=seen, not_captured=not_captured)
     findings = []
     if off_subnet:
         evidence["client_route"] = off_subnet
         findings.append(finding(
             "ingress.client_off_subnet", "info", "L2", vip,
             "the client reaches %s through its gateway %s: it is not on the VIP's segment, so ARP from it proves "
-            "nothing about who announces the VIP%s" % (
+            "nothing about who announces the VIP%s%s" % (
                 vip, off_subnet.get("gateway"), "; the nodes holding it: %s" % ", ".join(holders) if holders else
-                "; no node of the play holds it on an interface"), evidence,
+                "; no node of the play holds it on an interface",
+                "; from the nodes' side, %s answered ARP for it during the capture" % ", ".join(
+                    arp_announce.replying(seen, gratuitous=True)) if seen and arp_announce.replying(seen, True) else ""),
+            evidence,
             "Judge the announcer from a host on the VIP's segment (a node of its subnet as the client), or from the "
             "router's neighbour table for the VIP; the packet walk below still shows where the probes stop."))
     elif not checked:
@@ -343,8 +352,21 @@ def vip_announcer(vip, client_read, node_reads, declared=None):
             "the client's ARP probe for %s gave no answer list (%s): who announces the VIP is unknown" % (
                 vip, (client_read or {}).get("msg") or "no result"), evidence,
             "Run the role with become: true on the client (ARP probes need CAP_NET_RAW)."))
+    elif not answering and seen and arp_announce.replying(seen):
+        lost = arp_announce.replying(seen)
+        findings.append(finding(
+            "ingress.vip_reply_not_delivered", "critical", "L2", vip,
+            "%s answered the client's ARP for %s (the reply left %s, in its capture) but the client got no answer: the "
+            "reply is lost between the node and the client" % (", ".join(lost), vip, "it" if len(lost) == 1 else "them"),
+            evidence,
+            "Check the segment between %s and the client: the switch or bridge (port security, a VLAN mismatch, an "
+            "ARP filter such as ebtables/nft bridge rules), then the client's own arp_ignore / arp_filter and its "
+            "interface; `tcpdump -eni <if> arp` on the client shows whether the reply arrives." % ", ".join(lost)))
     elif not answering:
         who = "%s should (%s)" % (", ".join(expected), expected_from) if expected else "no node holds it"
+        asked = sorted(node for node, arp in (seen or {}).items() if arp["requests_in"])
+        if asked:
+            who += "; the client's requests reached %s and no reply left any node captured" % ", ".join(sample(asked, 5))
         findings.append(finding(
             "ingress.vip_unannounced", "critical", "L2", vip, "no node answers ARP for %s; %s" % (vip, who), evidence,
             "On %s: check the announcer (MetalLB speaker logs and its memberlist, keepalived / kube-vip), that the "

@@ -141,6 +141,36 @@ def test_vip_removed_from_its_node_is_unannounced(lab, ansible, lb, api):
     assert all(f["evidence"]["announcer"] is None and f["evidence"]["lb_nodes"] == [lb["lb"]] for f in findings)
 
 
+def test_a_reply_lost_on_its_way_to_the_client_is_not_an_unannounced_vip(lab, ansible, lb, api):
+    """The LB node answers ARP for the VIP but the switch drops the reply before the client's port: asked from the
+    client alone that was ingress.vip_unannounced, a false critical (the node does announce). The candidates'
+    captures show the reply leaving the LB node; tcpdump on the client and the switch's own counter show it lost."""
+    lab_path.drop_arp_replies_to_client(lab)
+    try:
+        assert arping_macs(lab, lb) == []  # arping from the client gets no reply (not our code)
+        run = run_role(ansible, lb, api)
+        rules = lab.run(["ip", "netns", "exec", lab.switch_ns, "nft", "-j", "list", "table", "bridge",
+                         lab_path.NAT_COMMENT]).stdout
+    finally:
+        lab_path.path_repair(lab)
+    dropped = [e["counter"]["packets"] for item in json.loads(rules)["nftables"] if "rule" in item
+               for e in item["rule"]["expr"] if "counter" in e]
+    assert dropped and dropped[0] > 0, rules  # the switch dropped replies (its counter, not our capture)
+    findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    checks = [f["check"] for f in findings]
+    assert "ingress.vip_unannounced" not in checks, findings
+    [lost] = [f for f in findings if f["check"] == "ingress.vip_reply_not_delivered"]
+    assert lost["severity"] == "critical" and lost["subject"] == lb["vip"]
+    assert lb["lb"] + " answered" in lost["summary"]
+    seen = lost["evidence"]["nodes_arp"]
+    assert seen[lb["lb"]]["replies_out"] >= 1 and seen[lb["lb"]]["requests_in"] >= 1
+    assert all(seen[n]["replies_out"] == 0 for n in seen if n != lb["lb"])
+    # the candidates' ARP captures ran on every node of the play but the client, and were cleaned up
+    captured = sorted(r["host"] for r in run.results(task=ROLE + "Collect the ARP captures") if "flows" in r["result"])
+    assert captured == sorted(n.name for n in lab.nodes)
+    assert not lab.run(["sh", "-c", "ls -d /var/tmp/k8snet-arp-* 2>/dev/null"], check=False).stdout.strip()
+
+
 def test_two_nodes_answering_is_an_announcer_mismatch(lab, ansible, lb, api):
     other = next(n.name for n in lab.nodes if n.name not in (lb["lb"], lb["worker"]))
     lab.ns_run(other, ["ip", "addr", "replace", f"{lb['vip']}/32", "dev", "eth0"])

@@ -196,6 +196,19 @@ def break_between_nodes(lab):
 
 
 @fault
+def drop_arp_replies_to_client(lab):
+    """The lab switch drops the ARP replies it would deliver to the client's port (port security, an ARP filter):
+    the LB node still answers, its reply leaves it and never reaches the client."""
+    port = "vxclient"
+    lab.run(["ip", "netns", "exec", lab.switch_ns, "nft", "-f", "-"], input=(
+        f"table bridge {NAT_COMMENT} {{\n chain arp_drop {{ type filter hook forward priority 0; policy accept;\n"
+        f"  oifname \"{port}\" arp operation reply counter drop\n }}\n}}\n"))
+    info = _lb(lab)
+    lab.run(["ip", "-n", info["client_ns"], "neigh", "flush", "to", info["vip"]], check=False)
+    return {"break": "arp_replies_to_client", "port": port}
+
+
+@fault
 def break_pod_route(lab):
     """The worker loses the /32 route to the pod (the CNI did not program it)."""
     info = _lb(lab)

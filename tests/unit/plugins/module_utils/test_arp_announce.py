@@ -1,13 +1,14 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""arp_announce: who announces a VIP, from the candidate nodes' Ethernet captures decoded by capture.parse_pcap."""
+"""arp_announce and service_path.vip_announcer with captures: who announces a VIP, from the candidate nodes'
+Ethernet captures decoded by capture.parse_pcap and summarised as packet_capture returns them."""
 
 from __future__ import annotations
 
 import socket
 import struct
 
-from ansible_collections.k8snet.triage.plugins.module_utils import capture
-from ansible_collections.k8snet.triage.plugins.module_utils.arp_announce import announce_check, node_arp
+from ansible_collections.k8snet.triage.plugins.module_utils import arp_announce, capture, service_path
+from ansible_collections.k8snet.triage.plugins.module_utils.arp_announce import node_arp
 
 VIP = "198.18.5.100"
 NODE_MAC = bytes([2, 0, 0, 0, 0, 0x11])
@@ -53,39 +54,65 @@ def test_node_side_counts():
     assert stats == {"requests_in": 1, "askers": ["198.18.5.21"], "replies_out": 1, "gratuitous_out": 1}
 
 
-def test_no_node_announces():
-    out = announce_check(VIP, {"node1": packets([request(), request()]), "node2": packets([])}, client_got_reply=False)
-    assert checks(out) == [("ingress.vip_unannounced", "critical")]
-    assert out[0]["evidence"]["nodes"]["node1"]["requests_in"] == 2
+def flows(frames):
+    """What packet_capture returns for these frames: its flows (summarize), on eth0."""
+    pkts = packets(frames)
+    for p in pkts:
+        p["interface"] = "eth0"
+    return {"flows": capture.summarize(pkts, ["eth0"])["flows"]}
 
 
-def test_reply_not_delivered():
-    out = announce_check(VIP, {"node1": packets([request(), reply()])}, client_got_reply=False)
-    assert checks(out) == [("ingress.vip_reply_not_delivered", "critical")]
-    assert "node1" in out[0]["summary"]
+def client_probe(*macs):
+    return {"probes": {VIP: [{"mac": m} for m in macs]}}
 
 
-def test_announced_and_delivered():
-    out = announce_check(VIP, {"node1": packets([request(), reply()]), "node2": packets([request()])},
-                         client_got_reply=True)
-    assert checks(out) == [("ingress.vip_announced", "ok")]
-    assert out[0]["summary"].startswith("node1 ")
+NODES = {"node1": {"local": [{"address": "198.18.5.11", "mac": "02:00:00:00:00:11"}]},
+         "node2": {"local": [{"address": "198.18.5.12", "mac": "02:00:00:00:00:12"}]}}
 
 
-def test_off_subnet_client_is_never_critical_from_silence():
-    out = announce_check(VIP, {"node1": packets([]), "node2": packets([])}, client="198.18.7.2",
-                         client_on_subnet=False, client_got_reply=False)
-    assert checks(out) == [("ingress.client_off_subnet", "info"), ("ingress.vip_arp_not_seen", "info")]
+def test_a_reply_that_left_a_node_while_the_client_got_none_is_not_delivered():
+    out = service_path.vip_announcer(VIP, client_probe(), NODES, ["node1"],
+                                     captures={"node1": flows([request(), reply()]), "node2": flows([request()])})
+    assert checks(out["findings"]) == [("ingress.vip_reply_not_delivered", "critical")]
+    [f] = out["findings"]
+    assert "node1 answered" in f["summary"] and f["evidence"]["nodes_arp"]["node1"]["replies_out"] == 1
 
 
-def test_off_subnet_client_gateway_asks_node_answers():
-    out = announce_check(VIP, {"node1": packets([request(), reply()])}, client_on_subnet=False, client_got_reply=False)
-    assert checks(out) == [("ingress.client_off_subnet", "info"), ("ingress.vip_announced", "ok")]
+def test_requests_that_reach_the_nodes_and_no_reply_is_unannounced_and_says_so():
+    out = service_path.vip_announcer(VIP, client_probe(), NODES, ["node1"],
+                                     captures={"node1": flows([request(), request()]), "node2": flows([request()])})
+    [f] = out["findings"]
+    assert (f["check"], f["severity"]) == ("ingress.vip_unannounced", "critical")
+    assert "requests reached node1, node2 and no reply left" in f["summary"]
+    assert f["evidence"]["nodes_arp"]["node1"]["requests_in"] == 2
 
 
-def test_two_announcers():
-    out = announce_check(VIP, {"node1": packets([garp()]), "node2": packets([garp()])})
-    assert checks(out) == [("ingress.vip_multiple_announcers", "warning")]
+def test_a_failed_capture_is_listed_not_read_as_silence():
+    seen, unread = arp_announce.nodes_view({"node1": flows([request(), reply()]),
+                                            "node2": {"failed": True, "msg": "tcpdump not found"}, "node3": {}}, VIP)
+    assert sorted(seen) == ["node1"] and unread == ["node2", "node3"]
+    out = service_path.vip_announcer(VIP, client_probe(), NODES, ["node1"], captures={"node2": {"failed": True}})
+    assert checks(out["findings"]) == [("ingress.vip_unannounced", "critical")]
+    assert out["findings"][0]["evidence"]["not_captured"] == ["node2"]
+
+
+def test_an_off_subnet_client_is_told_who_answered_the_routers_arp():
+    client = dict(client_probe(), off_subnet={VIP: {"gateway": "198.18.5.1", "interface": "eth0"}})
+    out = service_path.vip_announcer(VIP, client, NODES, ["node1"], captures={"node1": flows([request(), reply()])})
+    [f] = out["findings"]
+    assert (f["check"], f["severity"]) == ("ingress.client_off_subnet", "info")
+    assert "from the nodes' side, node1 answered ARP for it" in f["summary"]
+
+
+def test_an_answer_the_client_got_keeps_the_client_side_verdict():
+    out = service_path.vip_announcer(VIP, client_probe("02:00:00:00:00:11"), NODES, ["node1"],
+                                     captures={"node1": flows([request(), reply()])})
+    assert out["announcer"] == "node1" and out["findings"] == []
+
+
+def test_gratuitous_arps_count_as_announcing_not_as_replies():
+    view, _unread = arp_announce.nodes_view({"node1": flows([garp()]), "node2": flows([request()])}, VIP)
+    assert arp_announce.replying(view) == [] and arp_announce.replying(view, gratuitous=True) == ["node1"]
 
 
 def test_packet_capture_flows_are_counted():
