@@ -381,6 +381,16 @@ def probe_requests(addresses, local, links, netlink, interface=None):
     return requests, off_subnet
 
 
+def gateway_neighbor(table, gateway, interface):
+    """The neighbour entry of ``gateway`` on ``interface`` from ``table``: ``gateway_neighbor`` as ``ip neigh`` prints it
+    (None: no entry) and ``gateway_resolved``: True (a MAC in a usable state), False (FAILED / INCOMPLETE: the last
+    resolution failed), None (no entry: the kernel resolves it when a packet needs it)."""
+    found = [n for n in table if n["address"] == gateway and n["interface"] == interface]
+    if not found:
+        return {"gateway_neighbor": None, "gateway_resolved": None}
+    return {"gateway_neighbor": describe(found[0]), "gateway_resolved": not is_unresolved(found[0])}
+
+
 def open_events():
     return NeighborEvents()
 
@@ -390,10 +400,13 @@ def arp_check(netlink, prober, params, check_mode, events=open_events):
     links = netlink.links()
     addresses, expected = validate(params["addresses"], params["expected"], params["interface"], links)
     local = local_bindings(addresses, netlink.addresses(), links)
-    entries = select_neighbors(netlink.neighbors(), addresses, params["interface"])
+    table = netlink.neighbors()
+    entries = select_neighbors(table, addresses, params["interface"])
     probes, off_subnet = {}, {}
     if params["probe"]:
         requests, off_subnet = probe_requests(addresses, local, links, netlink, params["interface"])
+        for via in off_subnet.values():
+            via.update(gateway_neighbor(table, via["gateway"], via["interface"]))
         answers = prober(requests, params["probe_timeout"]) if requests else {}
         probes = dict((ip, [{"mac": mac, "vendor": vendor(mac)} for mac in macs]) for ip, macs in answers.items())
     findings, stale = check(addresses, expected, entries, probes, local, params["interface"])
@@ -402,7 +415,7 @@ def arp_check(netlink, prober, params, check_mode, events=open_events):
             "arp.not_probed_off_subnet", "info", "L2", address,
             "%s is reached through the gateway %s on %s: it is not on this host's segment, so no ARP probe was sent "
             "for it (no answer would prove nothing about who holds it)" % (address, via["gateway"], via["interface"]),
-            {"gateway": via["gateway"], "interface": via["interface"]},
+            dict(via),
             "ask from a host on the address's own segment (a node of its subnet), or read the holders' side"))
     result = {"reader": netlink.name, "local": local, "neighbors": entries, "probes": probes, "off_subnet": off_subnet,
               "findings": findings, "flushed": [], "kept": [], "flush_failed": [], "not_attempted": [],

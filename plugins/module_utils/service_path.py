@@ -346,6 +346,16 @@ def vip_announcer(vip, client_read, node_reads, declared=None, captures=None):
             evidence,
             "Judge the announcer from a host on the VIP's segment (a node of its subnet as the client), or from the "
             "router's neighbour table for the VIP; the packet walk below still shows where the probes stop."))
+        if off_subnet.get("gateway_resolved") is False:
+            findings.append(finding(
+                "ingress.client_gateway_unresolved", "critical", "L2", vip,
+                "the client's gateway %s toward %s does not resolve (%s): what the client sends to the VIP does not "
+                "leave its segment, whoever announces the VIP" % (off_subnet.get("gateway"), vip,
+                                                                  off_subnet.get("gateway_neighbor")), evidence,
+                "Check the gateway %s on %s (is it up, does it hold that address, does the segment pass ARP); "
+                "`ip neigh show %s` on the client, `arping -I %s %s` from it" % (
+                    off_subnet.get("gateway"), off_subnet.get("interface"), off_subnet.get("gateway"),
+                    off_subnet.get("interface"), off_subnet.get("gateway"))))
     elif not checked:
         findings.append(finding(
             "ingress.announcer_not_checked", "warning", "L2", vip,

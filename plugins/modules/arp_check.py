@@ -144,9 +144,14 @@ off_subnet:
     - With O(probe=true), the addresses not probed because this host reaches them through a gateway (they are not on
       its segment, so ARP for them proves nothing), each with the C(gateway) and C(interface) of its route; finding
       C(arp.not_probed_off_subnet) (info) for each.
+    - C(gateway_neighbor) is this host's neighbour entry for that gateway as C(ip neigh) prints it (null when there is
+      none, the kernel resolving it when a packet needs it); C(gateway_resolved) is true for a MAC in a usable state,
+      false for FAILED or INCOMPLETE (the last resolution failed), null without an entry.
   returned: always
   type: dict
-  sample: {"198.18.128.202": {"gateway": "198.18.0.11", "interface": "eth0"}}
+  sample: {"198.18.128.202": {"gateway": "198.18.0.11", "interface": "eth0",
+                              "gateway_neighbor": "198.18.0.11 dev eth0 lladdr 02:18:00:00:00:0b REACHABLE",
+                              "gateway_resolved": true}}
 findings:
   description:
     - Findings (the k8snet.triage findings contract) with checks C(arp.stale_entry), C(arp.ip_conflict),

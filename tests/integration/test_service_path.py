@@ -141,6 +141,28 @@ def test_vip_removed_from_its_node_is_unannounced(lab, ansible, lb, api):
     assert all(f["evidence"]["announcer"] is None and f["evidence"]["lb_nodes"] == [lb["lb"]] for f in findings)
 
 
+def test_a_client_whose_gateway_does_not_resolve_is_told_so(lab, ansible, lb, api):
+    """The client reaches the VIP through a gateway whose address nobody holds: its neighbour entry fails, nothing
+    the client sends to the VIP leaves its segment. The kernel's FAILED entry (ip -j neigh) is the independent
+    reader; the role names the unresolved gateway, and no vip_unannounced."""
+    gateway = str(lab.network[250])  # on the lab segment, held by no namespace (the VIPs are .200 and up, few)
+    lab.run(["ip", "-n", lb["client_ns"], "route", "replace", "%s/32" % lb["vip"], "via", gateway, "dev", "eth0"])
+    try:
+        assert curl(lab, lb) != "200"  # the client tried (its gateway's resolution failed)
+        [gw] = json.loads(lab.run(["ip", "-n", lb["client_ns"], "-j", "neigh", "show", gateway]).stdout)
+        assert "FAILED" in gw["state"] or "INCOMPLETE" in gw["state"], gw
+        run = run_role(ansible, lb, api)
+    finally:
+        lab.run(["ip", "-n", lb["client_ns"], "route", "del", "%s/32" % lb["vip"]], check=False)
+        lab.run(["ip", "-n", lb["client_ns"], "neigh", "flush", "to", gateway], check=False)
+    findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    checks = [f["check"] for f in findings]
+    assert "ingress.vip_unannounced" not in checks, findings
+    [unresolved] = [f for f in findings if f["check"] == "ingress.client_gateway_unresolved"]
+    assert unresolved["severity"] == "critical" and gateway in unresolved["summary"]
+    assert unresolved["evidence"]["client_route"]["gateway_resolved"] is False
+
+
 def test_a_reply_lost_on_its_way_to_the_client_is_not_an_unannounced_vip(lab, ansible, lb, api):
     """The LB node answers ARP for the VIP but the switch drops the reply before the client's port: asked from the
     client alone that was ingress.vip_unannounced, a false critical (the node does announce). The candidates'
@@ -319,7 +341,11 @@ def test_a_client_behind_a_router_proves_nothing_by_arp(lab, ansible, lb, api):
         lab.run(["ip", "-n", lb["client_ns"], "route", "del", "%s/32" % lb["vip"]], check=False)
     probe = run.result(ROLE + "Ask from the client which MACs answer ARP for the VIP (RFC 5227 probes, no cache "
                               "touched)", "client")
-    assert probe["off_subnet"] == {lb["vip"]: {"gateway": lab.node(lb["lb"]).ip, "interface": "eth0"}}
+    via = probe["off_subnet"][lb["vip"]]
+    assert (via["gateway"], via["interface"]) == (lab.node(lb["lb"]).ip, "eth0")
+    # the gateway's neighbour entry as the client's kernel holds it (ip -j neigh, read after the run: it was used)
+    [gw] = json.loads(lab.run(["ip", "-n", lb["client_ns"], "-j", "neigh", "show", lab.node(lb["lb"]).ip]).stdout)
+    assert via["gateway_resolved"] is True and gw["lladdr"] in via["gateway_neighbor"]
     assert lb["vip"] not in probe["probes"]
     findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
     checks = sorted(f["check"] for f in findings)

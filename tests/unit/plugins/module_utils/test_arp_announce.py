@@ -121,3 +121,14 @@ def test_packet_capture_flows_are_counted():
         p["interface"] = "eth0"
     flows = capture.summarize(pkts, ["eth0"])["flows"]
     assert node_arp(flows, VIP) == {"requests_in": 2, "askers": ["198.18.5.21"], "replies_out": 1, "gratuitous_out": 0}
+
+
+def test_an_off_subnet_client_whose_gateway_does_not_resolve_is_critical():
+    via = {"gateway": "198.18.5.1", "interface": "eth0", "gateway_neighbor": "198.18.5.1 dev eth0 FAILED",
+           "gateway_resolved": False}
+    out = service_path.vip_announcer(VIP, dict(client_probe(), off_subnet={VIP: via}), NODES, ["node1"])
+    assert checks(out["findings"]) == [("ingress.client_off_subnet", "info"), ("ingress.client_gateway_unresolved", "critical")]
+    assert "198.18.5.1 dev eth0 FAILED" in out["findings"][1]["summary"]
+    resolved = dict(via, gateway_neighbor="198.18.5.1 dev eth0 lladdr 02:18:00:00:00:01 REACHABLE", gateway_resolved=True)
+    out = service_path.vip_announcer(VIP, dict(client_probe(), off_subnet={VIP: resolved}), NODES, ["node1"])
+    assert checks(out["findings"]) == [("ingress.client_off_subnet", "info")]

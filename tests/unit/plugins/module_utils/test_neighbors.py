@@ -409,3 +409,13 @@ def test_a_delete_no_notification_confirms_is_a_warning_not_a_silent_ok():
     result = neighbors.arp_check(Kernel(entries), None, params, check_mode=False, events=lambda: events)
     assert events.closed and [e["verified"] for e in result["flushed"]] == [False]
     assert [f["severity"] for f in result["findings"] if f["check"] == "arp.flush_unverified"] == ["warning"]
+
+
+def test_the_gateway_of_an_off_subnet_address_is_read_from_the_neighbour_table():
+    gw = dict(ENTRIES[0], address="198.18.0.1", interface="eth0", mac="02:18:00:00:00:01", state=["REACHABLE"], flags=[])
+    failed = dict(gw, mac=None, state=["FAILED"])
+    assert neighbors.gateway_neighbor([gw], "198.18.0.1", "eth0") == {
+        "gateway_neighbor": "198.18.0.1 dev eth0 lladdr 02:18:00:00:00:01 REACHABLE", "gateway_resolved": True}
+    assert neighbors.gateway_neighbor([failed], "198.18.0.1", "eth0")["gateway_resolved"] is False
+    # an entry on another interface is not this route's gateway; no entry at all resolves on demand
+    assert neighbors.gateway_neighbor([gw], "198.18.0.1", "eth1") == {"gateway_neighbor": None, "gateway_resolved": None}
