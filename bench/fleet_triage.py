@@ -10,7 +10,8 @@ lab:
 Prints wall time and per-host cost for each path, the Ansible tasks each node costs (median of
 the play recap), the findings, and for triage.yml the module's own time and CPU on the node
 (returned by node_triage through the node_pass action, read from the run's records) and where
-the wall time went (up to the node pass, the pass, after it). Each row also says how busy the
+the wall time went (up to the node pass, the pass, after it), and the controller's CPU (the
+ansible-playbook process tree: the process, its workers, the ssh clients) in all and per node. Each row also says how busy the
 machine's CPUs were during it, and how much of them the hypervisor took (steal, from
 /proc/stat): the lab's nodes share the controller's CPUs, so a slow or shared machine shows
 there. The first run after the lab is up opens every SSH connection (and pays its key
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -63,12 +65,20 @@ def _env(forks, strategy, pipelining, mitogen=None, record=None):
     return env
 
 
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _play(lab, playbook, extra, env):
-    start = time.perf_counter()
+    """(wall, process, controller CPU): the CPU is the ansible-playbook process tree's (the process, its forked
+    workers and the ssh clients they waited for), read from RUSAGE_CHILDREN around the run; the lab's sshd and
+    the modules on the nodes are not in it."""
+    start, cpu = time.perf_counter(), _children_cpu()
     proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(lab.inventory_path),
                            str(playbook), "-e", json.dumps(extra)],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    return time.perf_counter() - start, proc
+    return time.perf_counter() - start, proc, _children_cpu() - cpu
 
 
 def tasks_per_node(proc, lab):
@@ -80,18 +90,18 @@ def tasks_per_node(proc, lab):
 
 
 def run(lab, playbook, forks, strategy, pipelining, outdir, extra, mitogen=None):
-    """One triage run: (wall, process, report, node_triage timings, phases)."""
+    """One triage run: (wall, process, report, node_triage timings, phases, controller CPU seconds)."""
     extra = dict(extra, report_output_dir=outdir, report_fail_on_critical=False)
     record = str(Path(outdir) / "record.jsonl")
     Path(record).write_text("")
     started = time.time()
-    wall, proc = _play(lab, playbook, extra, _env(forks, strategy, pipelining, mitogen, record))
+    wall, proc, controller_cpu = _play(lab, playbook, extra, _env(forks, strategy, pipelining, mitogen, record))
     report = json.loads((Path(outdir) / "triage-report.json").read_text()) if proc.returncode == 0 else None
     timings, records = [], [json.loads(line) for line in Path(record).read_text().splitlines() if line.strip()]
     for rec in records:
         if rec.get("action", "").endswith(PASS_ACTIONS) and rec.get("result", {}).get("timing"):
             timings.append(rec["result"]["timing"])
-    return wall, proc, report, timings, phases(records, started, wall)
+    return wall, proc, report, timings, phases(records, started, wall), controller_cpu
 
 
 def phases(records, started, wall):
@@ -169,7 +179,8 @@ def main():
             strategy = "mitogen_" + strategy if mitogen else strategy
             with tempfile.TemporaryDirectory() as out:
                 ticks = cpu_times()
-                wall, proc, report, timings, spent = run(lab, playbook, forks, strategy, pipelining, out, extra, mitogen)
+                wall, proc, report, timings, spent, controller_cpu = run(lab, playbook, forks, strategy, pipelining, out,
+                                                                         extra, mitogen)
                 load = machine(ticks, cpu_times())
                 sizes = dict((name, (Path(out) / name).stat().st_size if (Path(out) / name).exists() else 0)
                              for name in ("triage-report.json", "triage-report.html"))
@@ -187,6 +198,8 @@ def main():
                 cpu = [t["process_cpu_seconds"] + t["children_cpu_seconds"] for t in timings]
                 rest += "; on the node: pass %.2f s median / %.2f max, CPU %.2f s median / %.2f max" % (
                     statistics.median(seconds), max(seconds), statistics.median(cpu), max(cpu))
+            rest += "; controller CPU %.1f s (%.3f s per node, the ansible-playbook process tree)" % (
+                controller_cpu, controller_cpu / max(1, opts.nodes))
             rest += "; " + (spent + "; " if spent else "") + load
             _row(label, wall, opts.nodes, manual, tasks_per_node(proc, lab), rest)
             by_check = sorted(report["counts"]["check"].items(), key=lambda kv: -kv[1])[:8]
