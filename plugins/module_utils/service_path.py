@@ -332,6 +332,9 @@ def vip_announcer(vip, client_read, node_reads, declared=None, captures=None):
     if captures is not None:
         seen, not_captured = arp_announce.nodes_view(captures, vip)
         evidence.update(nodes_arp=seen, not_captured=not_captured)
+    # from the candidates' captures: the nodes whose reply left (lost if the client got none), and those announcing
+    lost = arp_announce.replying(seen) if seen else []
+    announcing = arp_announce.replying(seen, gratuitous=True) if seen else []
     findings = []
     if off_subnet:
         evidence["client_route"] = off_subnet
@@ -341,8 +344,8 @@ def vip_announcer(vip, client_read, node_reads, declared=None, captures=None):
             "nothing about who announces the VIP%s%s" % (
                 vip, off_subnet.get("gateway"), "; the nodes holding it: %s" % ", ".join(holders) if holders else
                 "; no node of the play holds it on an interface",
-                "; from the nodes' side, %s answered ARP for it during the capture" % ", ".join(
-                    arp_announce.replying(seen, gratuitous=True)) if seen and arp_announce.replying(seen, True) else ""),
+                "; from the nodes' side, %s answered ARP for it during the capture" % ", ".join(announcing)
+                if announcing else ""),
             evidence,
             "Judge the announcer from a host on the VIP's segment (a node of its subnet as the client), or from the "
             "router's neighbour table for the VIP; the packet walk below still shows where the probes stop."))
@@ -362,8 +365,7 @@ def vip_announcer(vip, client_read, node_reads, declared=None, captures=None):
             "the client's ARP probe for %s gave no answer list (%s): who announces the VIP is unknown" % (
                 vip, (client_read or {}).get("msg") or "no result"), evidence,
             "Run the role with become: true on the client (ARP probes need CAP_NET_RAW)."))
-    elif not answering and seen and arp_announce.replying(seen):
-        lost = arp_announce.replying(seen)
+    elif not answering and lost:
         findings.append(finding(
             "ingress.vip_reply_not_delivered", "critical", "L2", vip,
             "%s answered the client's ARP for %s (the reply left %s, in its capture) but the client got no answer: the "

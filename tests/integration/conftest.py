@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from tests.lab import Lab
@@ -135,8 +136,6 @@ def _new_reports(base):
 
 @pytest.fixture(autouse=True)
 def reports_match_the_schema(tmp_path_factory):
-    import jsonschema  # pylint: disable=import-outside-toplevel
-
     yield
     validator = jsonschema.Draft202012Validator(REPORT_SCHEMA)
     for path, data in _new_reports(tmp_path_factory.getbasetemp()):

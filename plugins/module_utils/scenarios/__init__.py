@@ -14,7 +14,8 @@ findings (``NODE_NAMED``), and these functions:
 - ``skip_reason(sub, params)``: on the node, before its code is loaded, why it does not apply there
   (None: it applies); ``sub`` is its own parameters, ``params`` node_triage's;
 - ``applies(fleet)``: on the controller, why it does not apply to a host (None: it applies), from the
-  variables and the fleet (plugin_utils/node_pass.Fleet);
+  variables and the fleet (plugin_utils/node_pass.Fleet); without it, the scenario runs on the hosts of
+  triage_nodes_group (``Fleet.not_a_node``);
 - ``needs(fleet, sub)``: on the controller, what its check needs from the fleet, added to ``sub``;
 - ``details(data)``: the compact view of its data that the HTML report draws.
 

@@ -23,7 +23,3 @@ def load():
     from ansible_collections.k8snet.triage.plugins.module_utils import cni_files  # pylint: disable=import-outside-toplevel
 
     return cni_files.node_check
-
-
-def applies(fleet):
-    return fleet.not_a_node()

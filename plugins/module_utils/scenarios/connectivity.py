@@ -34,10 +34,6 @@ def skip_reason(sub, params):
     return None if sub.get("targets") else "no peers to probe (connectivity.targets is empty)"
 
 
-def applies(fleet):
-    return fleet.not_a_node()
-
-
 def needs(fleet, sub):
     """A sample of connectivity_group (at most connectivity_max_peers), a ring so every node is probed by as many."""
     sub["targets"] = fleet.peer_sample("connectivity_group", "connectivity_max_peers", "connectivity targets")

@@ -26,7 +26,3 @@ def load():
     from ansible_collections.k8snet.triage.plugins.module_utils import conntrack  # pylint: disable=import-outside-toplevel
 
     return conntrack.node_check
-
-
-def applies(fleet):
-    return fleet.not_a_node()

@@ -34,8 +34,9 @@ def skip_reason(sub, params):
 
 
 def applies(fleet):
-    if fleet.not_a_node():
-        return fleet.not_a_node()
+    not_a_node = fleet.not_a_node()
+    if not_a_node:
+        return not_a_node
     if not fleet.dns_servers and not fleet.pod_ip:
         return ("no DNS servers given (dns_servers) and %s" % fleet.api_reason if fleet.api_reason
                 else "the Kubernetes API lists no DNS Service and no DNS pod (see the kube findings)")

@@ -28,10 +28,6 @@ def load():
     return iptables.node_check
 
 
-def applies(fleet):
-    return fleet.not_a_node()
-
-
 def details(data):
     if not isinstance(data.get("drops"), list):
         return {}

@@ -26,7 +26,3 @@ def load():
     from ansible_collections.k8snet.triage.plugins.module_utils import logs  # pylint: disable=import-outside-toplevel
 
     return logs.node_check
-
-
-def applies(fleet):
-    return fleet.not_a_node()

@@ -30,10 +30,6 @@ def skip_reason(sub, params):
     return None if sub.get("targets") else "no peers to measure (pmtu.targets is empty)"
 
 
-def applies(fleet):
-    return fleet.not_a_node()
-
-
 def needs(fleet, sub):
     """pmtu_targets (pod addresses too), else a sample of pmtu_group as connectivity's peers, from its members only."""
     if not sub.get("max_size"):

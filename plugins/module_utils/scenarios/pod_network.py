@@ -27,10 +27,6 @@ def load():
     return routes.node_check
 
 
-def applies(fleet):
-    return fleet.not_a_node()
-
-
 def needs(fleet, sub):
     """The peers and their pod CIDRs: pod_network_peers, else the hosts of pod_network_nodes_group that
     have k8s_pod_cidr, named and addressed by the inventory-node contract."""

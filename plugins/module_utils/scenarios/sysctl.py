@@ -23,7 +23,3 @@ def load():
     from ansible_collections.k8snet.triage.plugins.module_utils import sysctl  # pylint: disable=import-outside-toplevel
 
     return sysctl.node_check
-
-
-def applies(fleet):
-    return fleet.not_a_node()
