@@ -13,7 +13,7 @@ import sys
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube
+from ansible_collections.k8snet.triage.plugins.module_utils import kube_auth as kube
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
 

@@ -306,6 +306,57 @@ def _routes(text):
     return {kind: int(count) for count, kind in _ROUTES.findall(text)}
 
 
+def _is_ready(line):
+    """Whether ``line`` is birdc's ``BIRD ... ready.`` greeting (output without codes)."""
+    return bool(re.match(r"^BIRD .* ready\.$", line.strip()))
+
+
+def _is_no_match(code, line):
+    """Whether a line is BIRD's "no protocol matches" (an empty answer); any other BIRD error (8xxx run-time,
+    9xxx parse) raises."""
+    if code is None or code < 8000:
+        return False
+    if code == CODE_NO_MATCH:
+        return True
+    raise ReadError("BIRD answered with error %04d: %s" % (code, line.strip()), code=code)
+
+
+def _is_detail(code, line):
+    """Whether a line is a protocol's detail (code 1006, or without codes: blank or indented)."""
+    return code == CODE_DETAIL or (code is None and (line == "" or line[:1].isspace()))
+
+
+def _line_kind(code, line, heading_seen):
+    """What one line of ``show protocols`` is: ``heading``, ``detail``, ``row`` or ``skip`` (welcome, end, the
+    greeting, anything before the heading, other codes); an unknown heading raises."""
+    if code in (CODE_WELCOME, CODE_END):
+        return "skip"
+    if code is None and not heading_seen and _is_ready(line):
+        return "skip"
+    if code == CODE_HEADING or (code is None and _is_heading(line)):
+        if not _is_heading(line):
+            raise ReadError("unknown BIRD table heading %r: expected %s (any case)"
+                            % (line.strip(), " ".join(HEADINGS)))
+        return "heading"
+    if not heading_seen:
+        return "skip"
+    if _is_detail(code, line):
+        return "detail"
+    if code not in (None, CODE_ROW):
+        return "skip"
+    return "row"
+
+
+def _require_heading(text):
+    """Refuse output without a ``show protocols`` heading unless it is empty (only welcome, end, the greeting)."""
+    # An empty answer has no heading either; anything else without one is not `show protocols`.
+    meaningful = [line for code, line in parse_reply(text) if code not in (CODE_WELCOME, CODE_END) and line.strip()
+                  and not _is_ready(line)]
+    if meaningful:
+        raise ReadError("BIRD output has no `show protocols` heading (%s): %r"
+                        % (" ".join(HEADINGS), meaningful[0][:80]))
+
+
 def parse_protocols(text):
     """``show protocols`` or ``show protocols all`` (raw or plain) into a list of protocols.
 
@@ -318,38 +369,20 @@ def parse_protocols(text):
     heading_seen = False
     current = None
     for code, line in parse_reply(text):
-        if code is not None and code >= 8000:
-            if code == CODE_NO_MATCH:
-                return []
-            raise ReadError("BIRD answered with error %04d: %s" % (code, line.strip()), code=code)
-        if code in (CODE_WELCOME, CODE_END):
-            continue
-        if code is None and not heading_seen and re.match(r"^BIRD .* ready\.$", line.strip()):
-            continue
-        if code == CODE_HEADING or (code is None and _is_heading(line)):
-            if not _is_heading(line):
-                raise ReadError("unknown BIRD table heading %r: expected %s (any case)" % (line.strip(), " ".join(HEADINGS)))
+        if _is_no_match(code, line):
+            return []
+        kind = _line_kind(code, line, heading_seen)
+        if kind == "heading":
             heading_seen = True
-            continue
-        if not heading_seen:
-            continue
-        is_detail = code == CODE_DETAIL or (code is None and (line == "" or line[:1].isspace()))
-        if is_detail:
-            if current is not None:
-                _add_detail(current, line)
-            continue
-        if code not in (None, CODE_ROW):
-            continue
-        current = parse_row(line)
-        protocols.append(current)
+        elif kind == "detail" and current is not None:
+            _add_detail(current, line)
+        elif kind == "row":
+            current = parse_row(line)
+            protocols.append(current)
     for protocol in protocols:
         protocol.pop("_seen", None)
     if not heading_seen and protocols == []:
-        # An empty answer has no heading either; anything else without one is not `show protocols`.
-        meaningful = [line for code, line in parse_reply(text) if code not in (CODE_WELCOME, CODE_END) and line.strip()
-                      and not re.match(r"^BIRD .* ready\.$", line.strip())]
-        if meaningful:
-            raise ReadError("BIRD output has no `show protocols` heading (%s): %r" % (" ".join(HEADINGS), meaningful[0][:80]))
+        _require_heading(text)
     return protocols
 
 
@@ -504,53 +537,74 @@ def check_sessions(peers, now, stuck_after):
     return found
 
 
+def _stale_peers(peers, expected_set, mesh):
+    """The ``Mesh_`` peers whose address is not expected, in the address families the expected list covers."""
+    # Only judge a peer whose address family the expected list covers: an IPv4-only list
+    # says nothing about the IPv6 mesh of a dual-stack cluster.
+    families = {ipaddress.ip_address(a).version for a in expected_set}
+    if not (mesh and expected_set):
+        return []
+    return [p for p in peers if p["type"] == "mesh" and p["address"] and p["address"] not in expected_set
+            and ipaddress.ip_address(p["address"]).version in families]
+
+
+def _stale_finding(peer):
+    """``bgp.stale_peer`` for one stale mesh peer (its ``stale_cause`` is set on the peer)."""
+    established = peer["bgp_state"] == "Established"
+    cause = cause_of(peer)[0]
+    peer["stale_cause"] = cause
+    return finding(
+        "bgp.stale_peer", "warning" if established else "critical", "control-plane",
+        "%s (%s)" % (peer["address"], peer["name"]),
+        ("mesh peer %s belongs to no expected node%s" % (
+            peer["address"], " but answers BGP: the expected peer list may be incomplete" if established
+            else " and is %s (%s): a leftover Node resource of a decommissioned host" % (
+                peer["bgp_state"] or peer["state"], cause))),
+        evidence={"address": peer["address"], "protocol": peer["name"], "state": peer["state"],
+                  "bgp_state": peer["bgp_state"], "since": peer["since"], "last_error": peer["last_error"],
+                  "cause": cause},
+        remediation=_stale_remediation(peer["address"], established),
+    )
+
+
+def _missing_finding(peers, expected_set):
+    """``bgp.missing_peer`` for the expected addresses without a session, or None."""
+    have = {p["address"] for p in peers if p["address"]}
+    missing = sorted(expected_set - have, key=_address_key)
+    if not missing:
+        return None
+    return finding(
+        "bgp.missing_peer", "critical", "control-plane",
+        ", ".join(sample(missing, 3)) + (" ..." if len(missing) > 3 else ""),
+        "%d expected node(s) have no BGP session on this node" % len(missing),
+        evidence={"missing": sample(missing), "missing_count": len(missing), "peers": len(peers)},
+        remediation=("BIRD on this node has no protocol for these nodes: check that their Node resources carry "
+                     "projectcalico.org/IPv4Address, and calico-node's confd logs on this node"),
+    )
+
+
 def check_peers(peers, expected, own, now, stuck_after, mesh=True):
     """Sessions, stale peers and missing peers of one node.
 
     ``expected``: addresses of the nodes that should be peers (this node's own addresses,
     ``own``, are left out).  With ``mesh`` (Calico's node-to-node mesh), every ``Mesh_`` peer
     whose address is not expected is stale (for the address families the expected list
-    covers), and every expected address without a session is missing.  Global and node-specific peers (BGPPeer resources: routers, reflectors) are not
-    nodes and are never called stale.  Without ``expected`` only the sessions are checked.
+    covers), and every expected address without a session is missing.  Global and node-specific
+    peers (BGPPeer resources: routers, reflectors) are not nodes and are never called stale.
+    Without ``expected`` only the sessions are checked.
     """
     expected_set = set(expected) - set(own)
-    # Only judge a peer whose address family the expected list covers: an IPv4-only list
-    # says nothing about the IPv6 mesh of a dual-stack cluster.
-    families = {ipaddress.ip_address(a).version for a in expected_set}
-    stale = []
-    if mesh and expected_set:
-        stale = [p for p in peers if p["type"] == "mesh" and p["address"] and p["address"] not in expected_set
-                 and ipaddress.ip_address(p["address"]).version in families]
+    stale = _stale_peers(peers, expected_set, mesh)
     stale_names = {p["name"] for p in stale}
     found = check_sessions([p for p in peers if p["name"] not in stale_names], now, stuck_after)
     for peer in peers:
         # data as data: the fleet's stale-node list reads these flags, not the findings' evidence
         peer["stale"] = peer["name"] in stale_names
-    for peer in stale:
-        established = peer["bgp_state"] == "Established"
-        cause = cause_of(peer)[0]
-        peer["stale_cause"] = cause
-        found.append(finding(
-            "bgp.stale_peer", "warning" if established else "critical", "control-plane",
-            "%s (%s)" % (peer["address"], peer["name"]),
-            ("mesh peer %s belongs to no expected node%s" % (
-                peer["address"], " but answers BGP: the expected peer list may be incomplete" if established
-                else " and is %s (%s): a leftover Node resource of a decommissioned host" % (peer["bgp_state"] or peer["state"], cause))),
-            evidence={"address": peer["address"], "protocol": peer["name"], "state": peer["state"],
-                      "bgp_state": peer["bgp_state"], "since": peer["since"], "last_error": peer["last_error"], "cause": cause},
-            remediation=_stale_remediation(peer["address"], established),
-        ))
+    found.extend(_stale_finding(peer) for peer in stale)
     if mesh and expected_set:
-        have = {p["address"] for p in peers if p["address"]}
-        missing = sorted(expected_set - have, key=_address_key)
-        if missing:
-            found.append(finding(
-                "bgp.missing_peer", "critical", "control-plane", ", ".join(sample(missing, 3)) + (" ..." if len(missing) > 3 else ""),
-                "%d expected node(s) have no BGP session on this node" % len(missing),
-                evidence={"missing": sample(missing), "missing_count": len(missing), "peers": len(peers)},
-                remediation=("BIRD on this node has no protocol for these nodes: check that their Node resources carry "
-                             "projectcalico.org/IPv4Address, and calico-node's confd logs on this node"),
-            ))
+        missing = _missing_finding(peers, expected_set)
+        if missing is not None:
+            found.append(missing)
     return found
 
 
@@ -588,6 +642,51 @@ def _address_key(address):
 
 
 # ----------------------------------------------------------------- the read
+def _validate_read_options(when_not_calico, stuck_after, timeout):
+    """Refuse a ``when_not_calico``, ``stuck_after`` or ``timeout`` out of range."""
+    if when_not_calico not in ("critical", "skip"):
+        raise InputError("when_not_calico must be critical or skip, got %r" % (when_not_calico,))
+    if stuck_after < 0:
+        raise InputError("stuck_after must be 0 or more seconds, got %r" % stuck_after)
+    if timeout <= 0:
+        raise InputError("timeout must be more than 0 seconds, got %r" % timeout)
+
+
+def _socket_targets(sockets):
+    """``(path, required)`` of the sockets to read: the ones given (each required, absolute), else the defaults."""
+    if not sockets:
+        return default_sockets()
+    targets = [(path, True) for path in sockets]
+    for path in sockets:
+        if not os.path.isabs(path):
+            raise InputError("sockets: %r is not an absolute path (e.g. %s)" % (path, CALICO_SOCKETS[0]))
+    return targets
+
+
+def _read_sockets(targets, fallback, client, timeout):
+    """(peers, sockets read, ``bgp.bird_down`` findings) from ``show protocols all`` on every target socket."""
+    peers, sockets_read, found = [], [], []
+    for path, required in targets:
+        actual = resolve_socket(path, fallback=fallback)
+        try:
+            text = client(actual, timeout=timeout).query("show protocols all")
+        except BirdDown as exc:
+            down = required or exc.reason != "absent"
+            sockets_read.append({"path": actual, "status": exc.reason, "version": None, "down": down})
+            if down:
+                found.append(bird_down_finding(exc))
+            continue
+        sockets_read.append({"path": actual, "status": "ok", "version": bird_version(text), "down": False})
+        peers.extend(bgp_peers(parse_protocols(text), actual))
+    return peers, sockets_read, found
+
+
+def _is_not_calico(when_not_calico, sockets_read, calico_config):
+    """Whether to skip the node as no Calico node: ``skip`` asked, every socket absent, no Calico CNI config."""
+    return (when_not_calico == "skip" and all(s["status"] == "absent" for s in sockets_read)
+            and not calico_config())
+
+
 def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, timeout=DEFAULT_TIMEOUT, now=None,
                 client=BirdClient, when_not_calico="critical", calico_config=lambda: False):
     """Read every socket and check the sessions; return the module's result (without ``changed``).
@@ -600,37 +699,14 @@ def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, t
     configuration on the node) is false, the node is no Calico node: ``applicable`` false with a
     ``skip_reason`` and no finding, instead of ``bgp.bird_down``.
     """
-    if when_not_calico not in ("critical", "skip"):
-        raise InputError("when_not_calico must be critical or skip, got %r" % (when_not_calico,))
-    if stuck_after < 0:
-        raise InputError("stuck_after must be 0 or more seconds, got %r" % stuck_after)
-    if timeout <= 0:
-        raise InputError("timeout must be more than 0 seconds, got %r" % timeout)
-    if sockets:
-        targets = [(path, True) for path in sockets]
-        for path in sockets:
-            if not os.path.isabs(path):
-                raise InputError("sockets: %r is not an absolute path (e.g. %s)" % (path, CALICO_SOCKETS[0]))
-    else:
-        targets = default_sockets()
+    _validate_read_options(when_not_calico, stuck_after, timeout)
+    targets = _socket_targets(sockets)
     expected = validate_addresses(expected)
     own = [str(ipaddress.ip_address(a)) for a in (own() if callable(own) else own)]
     now = now or datetime.datetime.now()
-    peers, sockets_read, found = [], [], []
-    for path, required in targets:
-        actual = resolve_socket(path, fallback=not sockets)
-        try:
-            text = client(actual, timeout=timeout).query("show protocols all")
-        except BirdDown as exc:
-            down = required or exc.reason != "absent"
-            sockets_read.append({"path": actual, "status": exc.reason, "version": None, "down": down})
-            if down:
-                found.append(bird_down_finding(exc))
-            continue
-        sockets_read.append({"path": actual, "status": "ok", "version": bird_version(text), "down": False})
-        peers.extend(bgp_peers(parse_protocols(text), actual))
+    peers, sockets_read, found = _read_sockets(targets, not sockets, client, timeout)
     read_any = any(s["status"] == "ok" for s in sockets_read)
-    if when_not_calico == "skip" and all(s["status"] == "absent" for s in sockets_read) and not calico_config():
+    if _is_not_calico(when_not_calico, sockets_read, calico_config):
         return {"applicable": False,
                 "skip_reason": not_calico_reason([s["path"] for s in sockets_read]),
                 "peers": [], "established": 0, "sockets": sockets_read, "findings": []}

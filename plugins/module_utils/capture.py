@@ -432,80 +432,62 @@ class Capture(object):
                 out[address] = route["dev"] if ok else None
         return out
 
-    def run(self, interfaces, hosts, ports, protocol, duration, max_packets, work_dir=None, first=10, route_to=None,
-            remove_files=False, pod_ip=None):
-        validate_bounds(duration, max_packets)
-        bpf = build_filter(hosts, ports, protocol)
+    def _enter_pod(self, pod_ip):
+        """Move into the network namespace of the pod with ``pod_ip`` (None: stay); ``self.where`` says where."""
         self.where = None
         if pod_ip:
             # inside a pod's network namespace (found by its IP): tcpdump and the route lookups run there; the
             # links are read through netlink, since /sys/class/net still shows the node's namespace
             from ansible_collections.k8snet.triage.plugins.module_utils.reachability import enter_pod  # pylint: disable=import-outside-toplevel
             self.where = enter_pod({"pod_ip": pod_ip}, self.module)
-        routed = self.resolve_routes(route_to)
-        interfaces = list(interfaces) + [dev for dev in routed.values() if dev and dev not in interfaces]
-        if not interfaces:
-            raise InputError("no interface to capture on: give interfaces and/or route_to")
+
+    def _links(self, pod_ip):
+        """This namespace's links: through netlink inside a pod, else from /sys/class/net."""
         if pod_ip:
             with Netlink(self.module) as link:
-                links = link.links()
-        else:
-            links = read_sysfs_links()
+                return link.links()
+        return read_sysfs_links()
+
+    def _tcpdump(self, timeout, argv, watcher, target, bpf):
+        """Run tcpdump (under ``timeout``) while ``watcher`` watches: (stderr, seconds, the pcap's bytes)."""
+        create_private_file(target)
+        watcher.start()
+        started = time.time()
+        rc, out, err = timeout.run(argv, check=False)
+        del out
+        elapsed = time.time() - started
+        watcher.done.set()
+        _tcpdump_failed(rc, err, bpf)
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read()
+        return err, elapsed, data
+
+    def run(self, interfaces, hosts, ports, protocol, duration, max_packets, work_dir=None, first=10, route_to=None,
+            remove_files=False, pod_ip=None):
+        validate_bounds(duration, max_packets)
+        bpf = build_filter(hosts, ports, protocol)
+        self._enter_pod(pod_ip)
+        routed = self.resolve_routes(route_to)
+        interfaces = _capture_interfaces(interfaces, routed)
+        links = self._links(pod_ip)
         indexes = names_by_index(links)
-        unknown = [i for i in interfaces if i != "any" and i not in indexes.values()]
-        if unknown:
-            raise InputError("no interface %s on this host; it has %s" % (", ".join(unknown), ", ".join(
-                sorted(indexes.values())[:20])))
-        if not has_cap_net_raw():
-            raise PrivilegeError("capturing packets needs CAP_NET_RAW, which this process (uid %d) does not have; "
-                                 "run the task with become: true" % os.geteuid())
+        _check_interfaces(interfaces, indexes)
+        _check_privilege()
         tcpdump = Tool(self.module, "tcpdump", opt_dirs=("/usr/sbin", "/sbin", "/usr/bin"))
         timeout = Tool(self.module, "timeout", opt_dirs=("/usr/bin", "/bin"))
         directory, made_here = private_dir(work_dir)
         target, stop_file = os.path.join(directory, PCAP_NAME), os.path.join(directory, STOP_NAME)
-        argv = ["-s", "INT", "-k", "2", "%g" % duration, tcpdump.path, "-i", "any", "-nn", "-U", "--immediate-mode",
-                "-s", str(SNAPLEN), "-c", str(max_packets), "-w", target]
-        if os.geteuid() == 0:
-            argv += ["-Z", "root"]  # keep root so tcpdump can write into a root-only directory
-        if bpf:
-            argv.append(bpf)
+        argv = _timeout_argv(tcpdump.path, duration, max_packets, target, bpf)
         ready_file = os.path.join(directory, READY_NAME)
         watcher = StopWatcher(stop_file, target, ready_file)
         try:
-            create_private_file(target)
-            watcher.start()
-            started = time.time()
-            rc, out, err = timeout.run(argv, check=False)
-            elapsed = time.time() - started
-            watcher.done.set()
-            if rc not in (0, 124):
-                if "permission" in err.lower() or "not permitted" in err.lower():
-                    raise PrivilegeError("tcpdump was refused (%s): capturing needs CAP_NET_RAW; run the task with "
-                                         "become: true" % err.strip().splitlines()[-1])
-                raise ReadError("tcpdump failed (exit %d) with filter %r: %s" % (rc, bpf, err.strip()[-400:]))
-            fd = os.open(target, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-            with os.fdopen(fd, "rb") as handle:
-                data = handle.read()
+            err, elapsed, data = self._tcpdump(timeout, argv, watcher, target, bpf)
         finally:
             watcher.done.set()
-            if made_here:
-                shutil.rmtree(directory, ignore_errors=True)
-            elif remove_files:
-                for path in (target, stop_file, ready_file):
-                    if _is_regular(path):
-                        os.unlink(path)
+            _clean_up(directory, made_here, remove_files, (target, stop_file, ready_file))
         stats = tcpdump_stats(err)
-        linktype, packets = parse_pcap(data, {}, ()) if data else (None, [])
-        captured = stats.get("captured")
-        if not pcap_complete(data) or captured is None or captured > len(packets):
-            raise ReadError(
-                "the capture was cut short: tcpdump reported %s packets captured, the pcap holds %d%s (%s). "
-                "Is the file system of %s full or failing? Free space there or give another work_dir; "
-                "no conclusion can be drawn from this capture"
-                % ("no count of" if captured is None else captured, len(packets),
-                   "" if pcap_complete(data) else " and ends in a cut-off record", (err or "").strip()[-300:],
-                   work_dir or tempfile.gettempdir()),
-                stats=stats, packets_in_file=len(packets))
+        _check_complete(data, stats, err, work_dir)
         macs = set(link["mac"] for link in links if link["mac"])
         linktype, packets = parse_pcap(data, indexes, macs)
         result = summarize(packets, interfaces, first)
@@ -515,3 +497,73 @@ class Capture(object):
                       capped=len(packets) >= max_packets, pcap_path=target if kept else None,
                       dropped_by_kernel=stats.get("dropped by kernel", 0), netns=self.where)
         return result
+
+
+def _capture_interfaces(interfaces, routed):
+    """The interfaces asked for, then the route devices not among them; none at all is refused."""
+    interfaces = list(interfaces) + [dev for dev in routed.values() if dev and dev not in interfaces]
+    if not interfaces:
+        raise InputError("no interface to capture on: give interfaces and/or route_to")
+    return interfaces
+
+
+def _check_interfaces(interfaces, indexes):
+    """Refuse interfaces this host (namespace) does not have (``any`` is always there)."""
+    unknown = [i for i in interfaces if i != "any" and i not in indexes.values()]
+    if unknown:
+        raise InputError("no interface %s on this host; it has %s" % (", ".join(unknown), ", ".join(
+            sorted(indexes.values())[:20])))
+
+
+def _check_privilege():
+    """Refuse to start tcpdump without CAP_NET_RAW."""
+    if not has_cap_net_raw():
+        raise PrivilegeError("capturing packets needs CAP_NET_RAW, which this process (uid %d) does not have; "
+                             "run the task with become: true" % os.geteuid())
+
+
+def _timeout_argv(tcpdump_path, duration, max_packets, target, bpf):
+    """The arguments of ``timeout`` running tcpdump: SIGINT after ``duration`` (SIGKILL 2 s later), on ``any``,
+    at most ``max_packets``, written to ``target`` as they come, with the filter ``bpf`` (if any)."""
+    argv = ["-s", "INT", "-k", "2", "%g" % duration, tcpdump_path, "-i", "any", "-nn", "-U", "--immediate-mode",
+            "-s", str(SNAPLEN), "-c", str(max_packets), "-w", target]
+    if os.geteuid() == 0:
+        argv += ["-Z", "root"]  # keep root so tcpdump can write into a root-only directory
+    if bpf:
+        argv.append(bpf)
+    return argv
+
+
+def _tcpdump_failed(rc, err, bpf):
+    """Raise when tcpdump failed (any exit but 0 and timeout's 124): a PrivilegeError when it was refused."""
+    if rc in (0, 124):
+        return
+    if "permission" in err.lower() or "not permitted" in err.lower():
+        raise PrivilegeError("tcpdump was refused (%s): capturing needs CAP_NET_RAW; run the task with "
+                             "become: true" % err.strip().splitlines()[-1])
+    raise ReadError("tcpdump failed (exit %d) with filter %r: %s" % (rc, bpf, err.strip()[-400:]))
+
+
+def _clean_up(directory, made_here, remove_files, paths):
+    """Remove the directory made here, or else (``remove_files``) the regular files among ``paths``."""
+    if made_here:
+        shutil.rmtree(directory, ignore_errors=True)
+    elif remove_files:
+        for path in paths:
+            if _is_regular(path):
+                os.unlink(path)
+
+
+def _check_complete(data, stats, err, work_dir):
+    """Raise when the pcap holds fewer packets than tcpdump reports captured, or ends in a cut-off record."""
+    packets = parse_pcap(data, {}, ())[1] if data else []
+    captured = stats.get("captured")
+    if not pcap_complete(data) or captured is None or captured > len(packets):
+        raise ReadError(
+            "the capture was cut short: tcpdump reported %s packets captured, the pcap holds %d%s (%s). "
+            "Is the file system of %s full or failing? Free space there or give another work_dir; "
+            "no conclusion can be drawn from this capture"
+            % ("no count of" if captured is None else captured, len(packets),
+               "" if pcap_complete(data) else " and ends in a cut-off record", (err or "").strip()[-300:],
+               work_dir or tempfile.gettempdir()),
+            stats=stats, packets_in_file=len(packets))

@@ -285,15 +285,9 @@ def _status(value):
     return value if isinstance(value, dict) else {}
 
 
-def agent_findings(healthz, subject, now=None):
-    """Findings from the agent's ``/v1/healthz`` answer (a StatusResponse) (pure).
-
-    ``cilium.agent_unhealthy``: a component in Failure (critical) or Warning (warning); controllers
-    failing now (``consecutive-failure-count`` > 0); status probes that did not finish (``stale``), named
-    when they are the kube-proxy replacement's or IPAM's; IPAM without an address range or reporting an
-    error.  ``cilium.agent`` ok when none of these, saying what was read."""
-    out = []
-    components = {}
+def _component_findings(healthz, subject):
+    """({component: state} of the components that report one, a finding per component in Failure or Warning)."""
+    components, out = {}, []
     for path, name in COMPONENTS:
         status = _status(_get(healthz, path))
         if not status.get("state"):
@@ -306,7 +300,11 @@ def agent_findings(healthz, subject, now=None):
                 "the Cilium agent reports %s in state %s: %s" % (name, status["state"], status.get("msg") or "(no message)"),
                 {"component": name, "state": status["state"], "msg": (status.get("msg") or "")[:500]},
                 REMEDIATION["component"]))
-    controllers = [c for c in healthz.get("controllers") or [] if isinstance(c, dict)]
+    return components, out
+
+
+def _failing_controllers(controllers):
+    """The controllers failing now (``consecutive-failure-count`` > 0), most consecutive failures first."""
     failing = []
     for ctl in controllers:
         st = _status(ctl.get("status"))
@@ -315,45 +313,80 @@ def agent_findings(healthz, subject, now=None):
                             "failures": st.get("failure-count"),
                             "last_failure": st.get("last-failure-timestamp"),
                             "last_error": (st.get("last-failure-msg") or "")[:300]})
-    if failing:
-        failing.sort(key=lambda c: -(c["consecutive_failures"] or 0))
-        out.append(finding(
-            "cilium.agent_unhealthy", "warning", "control-plane", "%s cilium-agent controllers" % subject,
-            "%d of %d Cilium agent controllers are failing (%s%s)" % (
-                len(failing), len(controllers), ", ".join("%s: %s" % (c["name"], c["last_error"] or "failed")
-                                                          for c in failing[:3]), ", ..." if len(failing) > 3 else ""),
-            {"failing": sample(failing), "failing_count": len(failing), "controllers": len(controllers)},
-            REMEDIATION["controllers"]))
+    failing.sort(key=lambda c: -(c["consecutive_failures"] or 0))
+    return failing
+
+
+def _controllers_finding(controllers, subject):
+    """The finding about the controllers failing now (None when none is)."""
+    failing = _failing_controllers(controllers)
+    if not failing:
+        return None
+    return finding(
+        "cilium.agent_unhealthy", "warning", "control-plane", "%s cilium-agent controllers" % subject,
+        "%d of %d Cilium agent controllers are failing (%s%s)" % (
+            len(failing), len(controllers), ", ".join("%s: %s" % (c["name"], c["last_error"] or "failed")
+                                                      for c in failing[:3]), ", ..." if len(failing) > 3 else ""),
+        {"failing": sample(failing), "failing_count": len(failing), "controllers": len(controllers)},
+        REMEDIATION["controllers"])
+
+
+def _stale_finding(healthz, subject):
+    """The finding about status probes that did not finish, critical when kube-proxy replacement's or IPAM's."""
     stale = healthz.get("stale") if isinstance(healthz.get("stale"), dict) else {}
-    if stale:
-        named = sorted(PROBE_AREAS[p] for p in stale if p in PROBE_AREAS)
-        out.append(finding(
-            "cilium.agent_unhealthy", "critical" if named else "warning", "control-plane",
-            "%s cilium-agent status probes" % subject,
-            "the agent's status probes %s did not finish%s" % (
-                ", ".join(sorted(stale)), (": %s hangs" % " and ".join(named)) if named else ""),
-            {"stale": dict(sorted(stale.items())[:10]), "areas": named}, REMEDIATION["stale"]))
+    if not stale:
+        return None
+    named = sorted(PROBE_AREAS[p] for p in stale if p in PROBE_AREAS)
+    return finding(
+        "cilium.agent_unhealthy", "critical" if named else "warning", "control-plane",
+        "%s cilium-agent status probes" % subject,
+        "the agent's status probes %s did not finish%s" % (
+            ", ".join(sorted(stale)), (": %s hangs" % " and ".join(named)) if named else ""),
+        {"stale": dict(sorted(stale.items())[:10]), "areas": named}, REMEDIATION["stale"])
+
+
+def _ipam_finding(ipam, subject):
+    """The finding about IPAM (a dict) reporting an error, or with neither an address range nor an allocation."""
+    ranges = list(ipam.get("ipv4") or []) + list(ipam.get("ipv6") or [])
+    text = ipam.get("status") or ""
+    if not (IPAM_ERROR.search(text) or (not ranges and not ipam.get("allocations"))):
+        return None
+    return finding(
+        "cilium.agent_unhealthy", "critical", "control-plane", "%s cilium-agent ipam" % subject,
+        "the agent's IPAM %s" % (
+            ("reports: %s" % text[:300]) if IPAM_ERROR.search(text)
+            else "has no address range and no allocation: new pods get no address"),
+        {"ranges": sample(ranges), "status": text[:300],
+         "allocations": len(ipam.get("allocations") or {})}, REMEDIATION["ipam"])
+
+
+def _kpr_finding(kpr, subject):
+    """The finding about kube-proxy replacement on but attached to no device (None when not so)."""
+    if not (isinstance(kpr, dict) and kpr.get("mode") == "True" and not (kpr.get("devices") or kpr.get("deviceList"))):
+        return None
+    return finding(
+        "cilium.agent_unhealthy", "warning", "control-plane", "%s cilium-agent kube-proxy-replacement" % subject,
+        "kube-proxy replacement is on but the agent attached it to no device: NodePort and LoadBalancer "
+        "Services are not served on this node's addresses",
+        {"mode": kpr.get("mode"), "devices": []},
+        "Check the agent's devices option (cilium-config `devices`, auto-detection needs a default route) and "
+        "its log for 'No devices'.")
+
+
+def agent_findings(healthz, subject, now=None):
+    """Findings from the agent's ``/v1/healthz`` answer (a StatusResponse) (pure).
+
+    ``cilium.agent_unhealthy``: a component in Failure (critical) or Warning (warning); controllers
+    failing now (``consecutive-failure-count`` > 0); status probes that did not finish (``stale``), named
+    when they are the kube-proxy replacement's or IPAM's; IPAM without an address range or reporting an
+    error.  ``cilium.agent`` ok when none of these, saying what was read."""
+    components, out = _component_findings(healthz, subject)
+    controllers = [c for c in healthz.get("controllers") or [] if isinstance(c, dict)]
     ipam = healthz.get("ipam")
-    if isinstance(ipam, dict):
-        ranges = list(ipam.get("ipv4") or []) + list(ipam.get("ipv6") or [])
-        text = ipam.get("status") or ""
-        if IPAM_ERROR.search(text) or (not ranges and not ipam.get("allocations")):
-            out.append(finding(
-                "cilium.agent_unhealthy", "critical", "control-plane", "%s cilium-agent ipam" % subject,
-                "the agent's IPAM %s" % (
-                    ("reports: %s" % text[:300]) if IPAM_ERROR.search(text)
-                    else "has no address range and no allocation: new pods get no address"),
-                {"ranges": sample(ranges), "status": text[:300],
-                 "allocations": len(ipam.get("allocations") or {})}, REMEDIATION["ipam"]))
-    kpr = healthz.get("kube-proxy-replacement")
-    if isinstance(kpr, dict) and kpr.get("mode") == "True" and not (kpr.get("devices") or kpr.get("deviceList")):
-        out.append(finding(
-            "cilium.agent_unhealthy", "warning", "control-plane", "%s cilium-agent kube-proxy-replacement" % subject,
-            "kube-proxy replacement is on but the agent attached it to no device: NodePort and LoadBalancer "
-            "Services are not served on this node's addresses",
-            {"mode": kpr.get("mode"), "devices": []},
-            "Check the agent's devices option (cilium-config `devices`, auto-detection needs a default route) and "
-            "its log for 'No devices'."))
+    more = [_controllers_finding(controllers, subject), _stale_finding(healthz, subject),
+            _ipam_finding(ipam, subject) if isinstance(ipam, dict) else None,
+            _kpr_finding(healthz.get("kube-proxy-replacement"), subject)]
+    out.extend(found for found in more if found)
     if not out:
         out.append(finding(
             "cilium.agent", "ok", "control-plane", "%s cilium-agent" % subject,

@@ -97,15 +97,8 @@ def layout_ok(name, info):
     return info["type"] == "hash" and info["key_size"] == ksize and info["value_size"] == vsize
 
 
-def analyze(services, backends, revnat, live=None):
-    """Cross-check the LB maps of one directory (pure).
-
-    ``services``: list of (key, value) bytes or None when the map is absent; ``backends``:
-    {version: list of (key, value)}; ``revnat``: list or None; ``live``: set of parsed
-    frontends or None.  Returns a model with everything the checks and the plan need.
-    """
-    model = {"services_present": services is not None, "backends_present": sorted(backends),
-             "revnat_present": revnat is not None, "live_given": live is not None}
+def _split_services(services):
+    """(masters {(frontend, scope): entry}, slots [entry]) of a services map's items: slot 0 is the frontend."""
     masters, slots = {}, []
     for key, value in services or []:
         k, v = decode_service_key(key), decode_service_value(value)
@@ -114,29 +107,21 @@ def analyze(services, backends, revnat, live=None):
             masters[(fe, k["scope"])] = {"key": key, "value": value, "k": k, "v": v}
         else:
             slots.append({"key": key, "value": value, "k": k, "v": v, "fe": fe})
-    referenced = set(s["v"]["backend_id"] for s in slots)
-    used_revnat = set(m["v"]["rev_nat_index"] for m in masters.values())
-    model["frontends"] = sorted(set(fe for fe, _scope in masters))
-    model["masters"] = masters
-    model["slots"] = slots
+    return masters, slots
 
-    active = next((ver for ver in BACKEND_PREFERENCE if ver in backends), None)
-    model["active_backends"] = active
-    backend_maps = {}
-    for version, items in backends.items():
-        entries = {}
-        for key, value in items:
-            entries[decode_backend_key(key)] = (key, value)
-        backend_maps[version] = entries
-    model["backend_maps"] = backend_maps
 
-    # backends no slot references (only provable when the services map was read)
-    model["orphan_backends"] = {}
-    if services is not None:
-        for version, entries in backend_maps.items():
-            model["orphan_backends"][version] = sorted(i for i in entries if i not in referenced)
+def _by_backend_id(items):
+    """{backend id: (key, value)} of one backends map's items."""
+    entries = {}
+    for key, value in items:
+        entries[decode_backend_key(key)] = (key, value)
+    return entries
 
-    # slots pointing at backends the datapath cannot find, slots with no frontend, counts that disagree
+
+def _slot_problems(slots, masters, active_entries):
+    """(dangling, headless, beyond, present): slots whose backend is not in ``active_entries`` (the active backends
+    map; None: not checked), slots with no frontend, slots beyond their frontend's count, and the number of slots
+    each frontend has."""
     dangling, headless, beyond = [], [], []
     present = {}
     for s in slots:
@@ -147,31 +132,80 @@ def analyze(services, backends, revnat, live=None):
             present[(s["fe"], s["k"]["scope"])] = present.get((s["fe"], s["k"]["scope"]), 0) + 1
             if s["k"]["slot"] > master["v"]["count"]:
                 beyond.append(s)
-        if active is not None and s["v"]["backend_id"] not in backend_maps[active]:
+        if active_entries is not None and s["v"]["backend_id"] not in active_entries:
             dangling.append(s)
-    model["dangling_slots"] = dangling
-    model["headless_slots"] = headless
-    model["slots_beyond_count"] = beyond
-    model["count_mismatch"] = sorted(
+    return dangling, headless, beyond, present
+
+
+def _count_mismatch(masters, present):
+    """(frontend, scope, count, slots present) of every frontend whose count disagrees with its slots."""
+    return sorted(
         (frontend_text(*fe), scope, m["v"]["count"], present.get((fe, scope), 0))
         for (fe, scope), m in masters.items()
         if not (m["v"]["flags2"] & 0x4) and m["v"]["count"] != present.get((fe, scope), 0))
 
-    model["revnat"] = {}
-    model["orphan_revnat"] = []
-    model["missing_revnat"] = []
-    if revnat is not None:
-        for key, value in revnat:
-            model["revnat"][decode_revnat_key(key)] = (key, value)
-        if services is not None:
-            model["orphan_revnat"] = sorted(i for i in model["revnat"] if i not in used_revnat)
-            model["missing_revnat"] = sorted(set(
-                frontend_text(*fe) for (fe, _s), m in masters.items() if m["v"]["rev_nat_index"] not in model["revnat"]))
 
-    model["stale_frontends"] = []
-    if live is not None:
-        index = live if isinstance(live, frontends.LiveFrontends) else frontends.LiveFrontends(live)
-        model["stale_frontends"] = [fe for fe in model["frontends"] if fe not in index]
+def _revnat_model(revnat, services_read, masters):
+    """(entries {index: (key, value)}, orphan indexes, frontends without an entry) of the reverse-NAT map; the
+    last two only when the services map was read."""
+    entries, orphans, missing = {}, [], []
+    if revnat is None:
+        return entries, orphans, missing
+    for key, value in revnat:
+        entries[decode_revnat_key(key)] = (key, value)
+    if services_read:
+        used_revnat = set(m["v"]["rev_nat_index"] for m in masters.values())
+        orphans = sorted(i for i in entries if i not in used_revnat)
+        missing = sorted(set(
+            frontend_text(*fe) for (fe, _s), m in masters.items() if m["v"]["rev_nat_index"] not in entries))
+    return entries, orphans, missing
+
+
+def _stale_frontends(known, live):
+    """The frontends of ``known`` that ``live`` (parsed frontends or LiveFrontends; None: not given) lacks."""
+    if live is None:
+        return []
+    index = live if isinstance(live, frontends.LiveFrontends) else frontends.LiveFrontends(live)
+    return [fe for fe in known if fe not in index]
+
+
+def analyze(services, backends, revnat, live=None):
+    """Cross-check the LB maps of one directory (pure).
+
+    ``services``: list of (key, value) bytes or None when the map is absent; ``backends``:
+    {version: list of (key, value)}; ``revnat``: list or None; ``live``: set of parsed
+    frontends or None.  Returns a model with everything the checks and the plan need.
+    """
+    model = {"services_present": services is not None, "backends_present": sorted(backends),
+             "revnat_present": revnat is not None, "live_given": live is not None}
+    masters, slots = _split_services(services)
+    referenced = set(s["v"]["backend_id"] for s in slots)
+    model["frontends"] = sorted(set(fe for fe, _scope in masters))
+    model["masters"] = masters
+    model["slots"] = slots
+
+    active = next((ver for ver in BACKEND_PREFERENCE if ver in backends), None)
+    model["active_backends"] = active
+    backend_maps = dict((version, _by_backend_id(items)) for version, items in backends.items())
+    model["backend_maps"] = backend_maps
+
+    # backends no slot references (only provable when the services map was read)
+    model["orphan_backends"] = {}
+    if services is not None:
+        for version, entries in backend_maps.items():
+            model["orphan_backends"][version] = sorted(i for i in entries if i not in referenced)
+
+    # slots pointing at backends the datapath cannot find, slots with no frontend, counts that disagree
+    dangling, headless, beyond, present = _slot_problems(slots, masters,
+                                                         None if active is None else backend_maps[active])
+    model["dangling_slots"] = dangling
+    model["headless_slots"] = headless
+    model["slots_beyond_count"] = beyond
+    model["count_mismatch"] = _count_mismatch(masters, present)
+
+    model["revnat"], model["orphan_revnat"], model["missing_revnat"] = _revnat_model(
+        revnat, services is not None, masters)
+    model["stale_frontends"] = _stale_frontends(model["frontends"], live)
     return model
 
 
@@ -300,25 +334,43 @@ def plan_cleanup(model, mode):
     """
     if mode == "none" or not model["services_present"]:
         return []
-    plan = []
     stale = set(model["stale_frontends"]) if mode == "stale" else set()
-    keep_slots = model["slots"]
-    keep_masters = model["masters"]
-    if stale:
-        gone_masters = sorted((m for (fe, _s), m in model["masters"].items() if fe in stale), key=lambda m: m["key"])
-        gone_slots = sorted((s for s in model["slots"] if s["fe"] in stale), key=lambda s: s["key"])
-        for entry in gone_masters + gone_slots:
-            plan.append((SERVICES, None, entry["key"], entry["value"]))
-        keep_slots = [s for s in model["slots"] if s["fe"] not in stale]
-        keep_masters = dict((k, m) for k, m in model["masters"].items() if k[0] not in stale)
+    plan, keep_slots, keep_masters = _plan_stale(model, stale)
+    plan.extend(_plan_backends(model, keep_slots))
+    plan.extend(_plan_revnat(model, keep_masters))
+    return plan
+
+
+def _plan_stale(model, stale):
+    """(the services entries of the ``stale`` frontends, frontends before slots, each sorted by key; the slots
+    and the frontends that stay)."""
+    if not stale:
+        return [], model["slots"], model["masters"]
+    gone_masters = sorted((m for (fe, _s), m in model["masters"].items() if fe in stale), key=lambda m: m["key"])
+    gone_slots = sorted((s for s in model["slots"] if s["fe"] in stale), key=lambda s: s["key"])
+    plan = [(SERVICES, None, entry["key"], entry["value"]) for entry in gone_masters + gone_slots]
+    keep_slots = [s for s in model["slots"] if s["fe"] not in stale]
+    keep_masters = dict((k, m) for k, m in model["masters"].items() if k[0] not in stale)
+    return plan, keep_slots, keep_masters
+
+
+def _plan_backends(model, keep_slots):
+    """The backends (every map, by version then ID) that no slot of ``keep_slots`` references."""
     referenced = set(s["v"]["backend_id"] for s in keep_slots)
+    plan = []
     for version in sorted(model["backend_maps"]):
         entries = model["backend_maps"][version]
         for backend_id in sorted(entries):
             if backend_id not in referenced:
                 key, value = entries[backend_id]
                 plan.append((BACKENDS, version, key, value))
+    return plan
+
+
+def _plan_revnat(model, keep_masters):
+    """The reverse-NAT entries (by index) that no frontend of ``keep_masters`` uses."""
     used = set(m["v"]["rev_nat_index"] for m in keep_masters.values())
+    plan = []
     for index in sorted(model["revnat"]):
         if index not in used:
             key, value = model["revnat"][index]
@@ -429,60 +481,17 @@ def apply_cleanup(paths, max_delete, check_mode, plan):
     """
     result = new_progress()
     path_of = path_index(paths)
-    for item in plan:
-        path = path_of[(item[0], item[1])]
-        result["planned"][path] = result["planned"].get(path, 0) + 1
-        samples = result["samples"].setdefault(path, [])
-        if len(samples) < EXAMPLES:
-            samples.append(describe(item))
+    _count_planned(result, path_of, plan)
     attempted = {}
     if check_mode:
-        for role, ver, key, _value in plan[:max_delete]:
-            path = path_of[(role, ver)]
-            attempted[path] = attempted.get(path, 0) + 1
-            _record(result, path, role, key)
-        result["capped"] = len(plan) > max_delete
+        _count_only(result, path_of, plan, max_delete, attempted)
         _not_attempted(result, attempted)
         return result
     budget = max_delete
     try:
-        for path in sorted(set(path_of[(item[0], item[1])] for item in plan)):
-            with bpf.BpfMap(path, write=True) as bmap:
-                if bmap.frozen:
-                    raise ChangeError("%s is frozen (BPF_MAP_FREEZE, `bpftool map freeze`): user space cannot delete "
-                                      "from it, so nothing was deleted in %s; its owner must recreate it"
-                                      % (path, os.path.dirname(path)), pin=path)
+        _refuse_frozen(sorted(set(path_of[(item[0], item[1])] for item in plan)))
         for phase in (SERVICES, BACKENDS, REVNAT):
-            todo = {}
-            for role, ver, key, value in plan:
-                if role == phase:
-                    todo.setdefault((role, ver), []).append((key, value))
-            for (role, ver), pairs in sorted(todo.items(), key=lambda kv: str(kv[0])):
-                if budget <= 0:
-                    result["capped"] = True
-                    break
-                with bpf.BpfMap(path_of[(SERVICES, None)]) as services:
-                    backend_ids, revnat = references(services.items())  # what is referenced now
-                path = path_of[(role, ver)]
-                with bpf.BpfMap(path, write=True) as bmap:
-                    for key, value in pairs:
-                        if budget <= 0:
-                            result["capped"] = True
-                            break
-                        attempted[path] = attempted.get(path, 0) + 1
-                        now = bmap.lookup(key)  # this key, re-read right before deleting it
-                        if now is None:
-                            result["skipped"]["gone"] += 1
-                        elif now != value:
-                            result["skipped"]["changed"] += 1
-                        elif (role == BACKENDS and decode_backend_key(key) in backend_ids) or (
-                                role == REVNAT and decode_revnat_key(key) in revnat):
-                            result["skipped"]["now_referenced"] += 1
-                        elif bmap.delete_key(key):
-                            _record(result, path, role, key)
-                            budget -= 1
-                        else:
-                            result["skipped"]["gone"] += 1
+            budget = _delete_phase(path_of, plan, phase, budget, result, attempted)
     except TriageError as exc:
         _not_attempted(result, attempted)
         details = dict(exc.details)
@@ -490,6 +499,86 @@ def apply_cleanup(paths, max_delete, check_mode, plan):
         raise ChangeError(exc.message, **details)
     _not_attempted(result, attempted)
     return result
+
+
+def _count_planned(result, path_of, plan):
+    """Count the planned deletions per map path, with a few of them described as samples."""
+    for item in plan:
+        path = path_of[(item[0], item[1])]
+        result["planned"][path] = result["planned"].get(path, 0) + 1
+        samples = result["samples"].setdefault(path, [])
+        if len(samples) < EXAMPLES:
+            samples.append(describe(item))
+
+
+def _count_only(result, path_of, plan, max_delete, attempted):
+    """Check mode: record the first ``max_delete`` planned keys as deleted, without touching a map."""
+    for role, ver, key, _value in plan[:max_delete]:
+        path = path_of[(role, ver)]
+        attempted[path] = attempted.get(path, 0) + 1
+        _record(result, path, role, key)
+    result["capped"] = len(plan) > max_delete
+
+
+def _refuse_frozen(paths):
+    """Refuse before deleting anything when one of ``paths`` is a frozen map."""
+    for path in paths:
+        with bpf.BpfMap(path, write=True) as bmap:
+            if bmap.frozen:
+                raise ChangeError("%s is frozen (BPF_MAP_FREEZE, `bpftool map freeze`): user space cannot delete "
+                                  "from it, so nothing was deleted in %s; its owner must recreate it"
+                                  % (path, os.path.dirname(path)), pin=path)
+
+
+def _delete_phase(path_of, plan, phase, budget, result, attempted):
+    """Delete the planned keys of one role (``phase``), map by map, the services map read again before each map
+    (what is referenced now); returns the budget left."""
+    todo = {}
+    for role, ver, key, value in plan:
+        if role == phase:
+            todo.setdefault((role, ver), []).append((key, value))
+    for (role, ver), pairs in sorted(todo.items(), key=lambda kv: str(kv[0])):
+        if budget <= 0:
+            result["capped"] = True
+            break
+        with bpf.BpfMap(path_of[(SERVICES, None)]) as services:
+            referenced = references(services.items())  # what is referenced now
+        path = path_of[(role, ver)]
+        with bpf.BpfMap(path, write=True) as bmap:
+            budget = _delete_pairs(bmap, path, role, pairs, budget, referenced, result, attempted)
+    return budget
+
+
+def _delete_pairs(bmap, path, role, pairs, budget, referenced, result, attempted):
+    """Delete the (key, expected value) ``pairs`` from one open map while the budget lasts; returns what is left."""
+    for key, value in pairs:
+        if budget <= 0:
+            result["capped"] = True
+            break
+        attempted[path] = attempted.get(path, 0) + 1
+        if _delete_one(bmap, role, key, value, referenced, result["skipped"]):
+            _record(result, path, role, key)
+            budget -= 1
+    return budget
+
+
+def _delete_one(bmap, role, key, value, referenced, skipped):
+    """Delete ``key`` if it is still there, still holds ``value`` and nothing references it now (``referenced``:
+    backend IDs, reverse-NAT indexes); else count in ``skipped`` why not.  Whether it was deleted."""
+    backend_ids, revnat = referenced
+    now = bmap.lookup(key)  # this key, re-read right before deleting it
+    if now is None:
+        skipped["gone"] += 1
+    elif now != value:
+        skipped["changed"] += 1
+    elif (role == BACKENDS and decode_backend_key(key) in backend_ids) or (
+            role == REVNAT and decode_revnat_key(key) in revnat):
+        skipped["now_referenced"] += 1
+    elif bmap.delete_key(key):
+        return True
+    else:
+        skipped["gone"] += 1
+    return False
 
 
 def progress_details(progress):
@@ -650,20 +739,7 @@ def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup=
     live = check_options(bpffs, warn_ratio, critical_ratio, cleanup, live_frontends, max_delete, max_stale_share,
                          allow_empty_live_frontends, verify_deleted, max_orphan_share)
     pins, unmatched = bpf.find_pinned(bpffs, maps)
-    models, skipped, groups = [], [], {}
-    for path in pins:
-        try:
-            model, items = bpf.read_map(path, bpffs, with_items=os.path.basename(path) in LB_MAPS)
-        except bpf.NotAMap:
-            skipped.append(os.path.relpath(path, bpffs))
-            continue
-        models.append(model)
-        spec = LB_MAPS.get(model["name"])
-        if spec is not None and items is not None and layout_ok(model["name"], model):
-            groups.setdefault(os.path.dirname(path), {})[(spec[0], spec[1])] = (path, items, model)
-        elif spec is not None:
-            model["note"] = ("not decoded: a %s map with %d-byte keys and %d-byte values is not the layout this "
-                             "module knows for %s" % (model["type"], model["key_size"], model["value_size"], model["name"]))
+    models, skipped, groups = _read_pins(pins, bpffs)
     findings = bpf.pressure_findings(models, warn_ratio, critical_ratio, scope=bpffs)
     for pattern in unmatched:
         findings.append(fnd.finding("bpf.map_pressure", "info", "L4", "%s/%s" % (bpffs, pattern),
@@ -674,22 +750,10 @@ def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup=
     before, after = {}, {}
     lb_models, plans = {}, {}
     for directory in sorted(groups):
-        group = groups[directory]
-        for name in sorted(LB_MAPS):  # siblings the patterns did not select are still needed as evidence
-            spec = LB_MAPS[name]
-            sibling = os.path.join(directory, name)
-            if (spec[0], spec[1]) not in group and os.path.exists(sibling):
-                group.update(read_group([sibling]))
-        model = analyze_group(group, live)
+        model, plan = _check_group(directory, groups[directory], live, by_path, cleanup, findings)
         lb_models[directory] = model
-        decoded = summaries(model)
-        for (role, ver), (path, _items, _info) in group.items():
-            if path in by_path:
-                by_path[path]["cilium"] = decoded.get(role if role != BACKENDS else "%s_%s" % (role, ver))
-        findings.extend(lb_findings(model, directory))
-        plan = plan_cleanup(model, cleanup)
         if plan:
-            plans[directory] = ([val[0] for val in group.values()], plan)
+            plans[directory] = ([val[0] for val in groups[directory].values()], plan)
     if cleanup == "stale":
         refuse_implausible(lb_models, max_stale_share)  # before anything is deleted, in check mode too
     if cleanup == "orphans":
@@ -707,18 +771,7 @@ def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup=
             exc.details["directory"] = directory
             raise _halfway(exc, result, plans, done_dirs)
         done_dirs.append(directory)
-        result["cleanup"][directory] = done
-        result["deleted_frontends"].extend(done["deleted_frontends"])
-        result["not_attempted"].update(done["not_attempted"])
-        group = groups[directory]
-        for path, count in done["deleted"].items():
-            if not count:
-                continue
-            result["deleted"][path] = count
-            result["deleted_keys"][path] = done["deleted_keys"][path]
-            entries = len(group[[k for k, v in group.items() if v[0] == path][0]][1])
-            before[path] = {"entries": entries}
-            after[path] = {"entries": entries - count, "deleted_examples": done["samples"].get(path, [])}
+        _record_cleanup(result, directory, done, groups[directory], before, after)
     for done in result["cleanup"].values():
         done.pop("deleted_keys", None)  # returned once, at the top level
     result["changed"] = bool(result["deleted"])
@@ -727,6 +780,59 @@ def usage_report(bpffs, maps=None, warn_ratio=0.8, critical_ratio=0.95, cleanup=
     result["not_maps"] = {"count": len(skipped), "examples": skipped[:EXAMPLES]}
     result["findings"] = fnd.sort_findings(findings)
     return result
+
+
+def _read_pins(pins, bpffs):
+    """(map models, paths that are not maps, the LB maps by directory {directory: {(role, version): (path, items,
+    model)}}) of the pinned ``pins``; an LB map of a layout this module does not know gets a note instead."""
+    models, skipped, groups = [], [], {}
+    for path in pins:
+        try:
+            model, items = bpf.read_map(path, bpffs, with_items=os.path.basename(path) in LB_MAPS)
+        except bpf.NotAMap:
+            skipped.append(os.path.relpath(path, bpffs))
+            continue
+        models.append(model)
+        spec = LB_MAPS.get(model["name"])
+        if spec is not None and items is not None and layout_ok(model["name"], model):
+            groups.setdefault(os.path.dirname(path), {})[(spec[0], spec[1])] = (path, items, model)
+        elif spec is not None:
+            model["note"] = ("not decoded: a %s map with %d-byte keys and %d-byte values is not the layout this "
+                             "module knows for %s"
+                             % (model["type"], model["key_size"], model["value_size"], model["name"]))
+    return models, skipped, groups
+
+
+def _check_group(directory, group, live, by_path, cleanup, findings):
+    """Analyze one directory's LB maps (reading the siblings the patterns left out into ``group``), put their
+    decoded summaries on the map models of ``by_path``, add their findings to ``findings``: (model, plan)."""
+    for name in sorted(LB_MAPS):  # siblings the patterns did not select are still needed as evidence
+        spec = LB_MAPS[name]
+        sibling = os.path.join(directory, name)
+        if (spec[0], spec[1]) not in group and os.path.exists(sibling):
+            group.update(read_group([sibling]))
+    model = analyze_group(group, live)
+    decoded = summaries(model)
+    for (role, ver), (path, _items, _info) in group.items():
+        if path in by_path:
+            by_path[path]["cilium"] = decoded.get(role if role != BACKENDS else "%s_%s" % (role, ver))
+    findings.extend(lb_findings(model, directory))
+    return model, plan_cleanup(model, cleanup)
+
+
+def _record_cleanup(result, directory, done, group, before, after):
+    """Add one directory's finished cleanup to ``result`` and its deleted maps' entry counts to the diff."""
+    result["cleanup"][directory] = done
+    result["deleted_frontends"].extend(done["deleted_frontends"])
+    result["not_attempted"].update(done["not_attempted"])
+    for path, count in done["deleted"].items():
+        if not count:
+            continue
+        result["deleted"][path] = count
+        result["deleted_keys"][path] = done["deleted_keys"][path]
+        entries = len(group[[k for k, v in group.items() if v[0] == path][0]][1])
+        before[path] = {"entries": entries}
+        after[path] = {"entries": entries - count, "deleted_examples": done["samples"].get(path, [])}
 
 
 # ----------------------------------------------------------------- the node check (one shape)

@@ -38,22 +38,25 @@ def _state(pod):
             "restarts": model["restarts"], "daemonset": model["daemonset"]}
 
 
-def restart(params, kube_factory, check_mode=False):
-    """Delete the named agent pod once the guards pass: ``{"changed", "diff", "pod", "msg", "findings"}``."""
-    checked = rules.validate(params, RULES)
+def _require(checked):
+    """Refuse a run that does not name both the pod and the node."""
     for option in ("pod", "node"):
         if not checked.get(option):
             raise InputError("%s is required: name the one agent pod and the node it runs on" % option, option=option)
-    daemonsets = checked.get("daemonsets") or list(AGENT_DAEMONSETS)
-    namespace, name = checked["pod"].split("/", 1)
-    node = checked["node"]
-    kube = kube_factory(params)
+
+
+def _read_pod(kube, namespace, name):
+    """The pod, read right before acting; a pod that is not there is refused."""
     pod = kube.get("pods", name, namespace)  # read right before acting
     if pod is None:
         raise InputError("there is no pod %s/%s (already restarted? its DaemonSet's new pod has another name): give "
                          "the agent pod's name from kubectl -n %s get pods -o wide" % (namespace, name, namespace),
                          option="pod")
-    before = _state(pod)
+    return pod
+
+
+def _check_agent(before, daemonsets, node):
+    """Refuse a pod that is not an agent pod (of one of ``daemonsets``) or that does not run on ``node``."""
     if before["daemonset"] not in daemonsets:
         raise InputError("pod %s is not a Cilium agent pod: it belongs to %s, not to a DaemonSet of %s; nothing was "
                          "changed" % (before["pod"], "DaemonSet %s" % before["daemonset"] if before["daemonset"]
@@ -62,28 +65,52 @@ def restart(params, kube_factory, check_mode=False):
         raise InputError("pod %s runs on %s, not on %s: name the node it runs on (the guard against restarting another "
                          "node's agent); nothing was changed" % (before["pod"], before["node"] or "no node", node),
                          option="node")
+
+
+def _refuse_unready(kube, namespace, name, before):
+    """Refuse while another agent pod of the same DaemonSet is not ready (two nodes unmanaged at once)."""
     siblings = [p for p in kube.pods(namespace) if node_network.owner_daemonset(p) == before["daemonset"]
                 and meta(p, "name") != name]
     unready = [_state(p) for p in siblings if not node_network.cni_pod_model(p)["ready"]]
-    if unready:
-        raise ChangeError(
-            "refused: %d other agent pod%s of DaemonSet %s %s not ready (%s); restarting %s now would leave %d nodes' "
-            "datapaths unmanaged at once. Bring %s back first (the cilium_agent scenario on %s); nothing was changed"
-            % (len(unready), "" if len(unready) == 1 else "s", before["daemonset"], "is" if len(unready) == 1 else "are",
-               ", ".join("%s on %s (%s)" % (u["pod"], u["node"], u["phase"]) for u in unready[:5]), before["pod"],
-               len(unready) + 1, "it" if len(unready) == 1 else "them",
-               ", ".join(sorted(set(str(u["node"]) for u in unready[:5])))), changed=False,
-            unready=[u["pod"] for u in unready])
+    if not unready:
+        return
+    one = len(unready) == 1
+    raise ChangeError(
+        "refused: %d other agent pod%s of DaemonSet %s %s not ready (%s); restarting %s now would leave %d nodes' "
+        "datapaths unmanaged at once. Bring %s back first (the cilium_agent scenario on %s); nothing was changed"
+        % (len(unready), "" if one else "s", before["daemonset"], "is" if one else "are",
+           ", ".join("%s on %s (%s)" % (u["pod"], u["node"], u["phase"]) for u in unready[:5]), before["pod"],
+           len(unready) + 1, "it" if one else "them",
+           ", ".join(sorted(set(str(u["node"]) for u in unready[:5])))), changed=False,
+        unready=[u["pod"] for u in unready])
+
+
+def _result(before, node, check_mode):
+    """The result of the (would-be) deletion, without its findings: changed, diff, pod, msg."""
     after = {"pod": before["pod"], "deleted": True,
              "then": "DaemonSet %s starts a new agent pod on %s" % (before["daemonset"], node)}
     diff = {"before": json.dumps(before, sort_keys=True, indent=1) + "\n",
             "after": json.dumps(after, sort_keys=True, indent=1) + "\n",
             "before_header": "pod %s" % before["pod"], "after_header": "pod %s" % before["pod"]}
-    result = {"changed": True, "diff": diff, "pod": before,
-              "msg": "%s the agent pod %s on %s (uid %s)%s" % (
-                  "would delete" if check_mode else "deleted", before["pod"], node, before["uid"],
-                  " (check mode: nothing changed)" if check_mode else
-                  "; DaemonSet %s starts a new one there" % before["daemonset"])}
+    return {"changed": True, "diff": diff, "pod": before,
+            "msg": "%s the agent pod %s on %s (uid %s)%s" % (
+                "would delete" if check_mode else "deleted", before["pod"], node, before["uid"],
+                " (check mode: nothing changed)" if check_mode else
+                "; DaemonSet %s starts a new one there" % before["daemonset"])}
+
+
+def restart(params, kube_factory, check_mode=False):
+    """Delete the named agent pod once the guards pass: ``{"changed", "diff", "pod", "msg", "findings"}``."""
+    checked = rules.validate(params, RULES)
+    _require(checked)
+    daemonsets = checked.get("daemonsets") or list(AGENT_DAEMONSETS)
+    namespace, name = checked["pod"].split("/", 1)
+    node = checked["node"]
+    kube = kube_factory(params)
+    before = _state(_read_pod(kube, namespace, name))
+    _check_agent(before, daemonsets, node)
+    _refuse_unready(kube, namespace, name, before)
+    result = _result(before, node, check_mode)
     if check_mode:
         result["findings"] = []
         return result

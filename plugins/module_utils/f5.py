@@ -190,11 +190,9 @@ def _classed(obj, prefix):
     return [(k, v) for k, v in sorted(obj.items()) if isinstance(v, dict) and str(v.get("class", "")).startswith(prefix)]
 
 
-def parse_as3(cm):
-    """An AS3 ConfigMap: its declaration's tenants, applications, virtual addresses and pools with their members."""
-    data = cm.get("data") or {}
-    labels = (cm.get("metadata") or {}).get("labels") or {}
-    parsed = {
+def _as3_base(cm, labels):
+    """The fields of an AS3 ConfigMap before its template is read (the virtual-server ones left empty)."""
+    return {
         "ref": "%s/%s" % (meta(cm, "namespace"), meta(cm, "name")),
         "kind": "as3", "namespace": meta(cm, "namespace"), "name": meta(cm, "name"),
         "schema": None, "schema_version": None, "validated_with": None, "errors": [], "tenants": {},
@@ -204,30 +202,49 @@ def parse_as3(cm):
         "override": labels.get("overrideAS3") in ("true", "false"),
         "active": labels.get("as3") == "true" and labels.get("overrideAS3") not in ("true", "false"),
     }
-    if labels.get("as3") == "false" and not parsed["override"]:
-        return parsed
+
+
+def _as3_declaration(data):
+    """(the ADC declaration of ``data.template``, None) or (None, (path, error)) when it is not one."""
     try:
         body = json.loads(data.get("template") or "")
     except ValueError as exc:
-        parsed["errors"].append(("template", "data.template is not JSON: %s" % exc))
-        return parsed
+        return None, ("template", "data.template is not JSON: %s" % exc)
     declaration = body.get("declaration") if isinstance(body, dict) and body.get("class") == "AS3" else body
     if not isinstance(declaration, dict) or declaration.get("class") != "ADC":
-        parsed["errors"].append(("template", "data.template is not an AS3 declaration (class AS3 with a declaration "
-                                             "of class ADC, or class ADC)"))
+        return None, ("template", "data.template is not an AS3 declaration (class AS3 with a declaration "
+                                  "of class ADC, or class ADC)")
+    return declaration, None
+
+
+def _as3_application(abody):
+    """An AS3 application's virtual addresses and pools with their members."""
+    addresses, pools = [], []
+    for dummy, svc in _classed(abody, "Service_"):
+        addresses.extend(a for a in svc.get("virtualAddresses") or [] if isinstance(a, str))
+    for pool, pbody in _classed(abody, "Pool"):
+        members = [{"servicePort": m.get("servicePort"), "serviceName": m.get("serviceName"),
+                    "serviceNamespace": m.get("serviceNamespace")}
+                   for m in pbody.get("members") or [] if isinstance(m, dict)]
+        pools.append({"name": pool, "members": members})
+    return {"virtual_addresses": addresses, "pools": pools}
+
+
+def parse_as3(cm):
+    """An AS3 ConfigMap: its declaration's tenants, applications, virtual addresses and pools with their members."""
+    data = cm.get("data") or {}
+    labels = (cm.get("metadata") or {}).get("labels") or {}
+    parsed = _as3_base(cm, labels)
+    if labels.get("as3") == "false" and not parsed["override"]:
+        return parsed
+    declaration, error = _as3_declaration(data)
+    if error:
+        parsed["errors"].append(error)
         return parsed
     for tenant, tbody in _classed(declaration, "Tenant"):
         apps = parsed["tenants"].setdefault(tenant, {})
         for app, abody in _classed(tbody, "Application"):
-            addresses, pools = [], []
-            for dummy, svc in _classed(abody, "Service_"):
-                addresses.extend(a for a in svc.get("virtualAddresses") or [] if isinstance(a, str))
-            for pool, pbody in _classed(abody, "Pool"):
-                members = [{"servicePort": m.get("servicePort"), "serviceName": m.get("serviceName"),
-                            "serviceNamespace": m.get("serviceNamespace")}
-                           for m in pbody.get("members") or [] if isinstance(m, dict)]
-                pools.append({"name": pool, "members": members})
-            apps[app] = {"virtual_addresses": addresses, "pools": pools}
+            apps[app] = _as3_application(abody)
     return parsed
 
 
@@ -339,6 +356,122 @@ def _backends(cm, services, by_labels):
 AS3_LABELS = ("cis.f5.com/as3-tenant", "cis.f5.com/as3-app", "cis.f5.com/as3-pool")
 
 
+def _as3_services(services):
+    """{(tenant, application, pool): [Services]} of the Services labelled with all three AS3 labels."""
+    by_labels = {}
+    for svc in services:
+        labels = (svc.get("metadata") or {}).get("labels") or {}
+        if all(labels.get(k) for k in AS3_LABELS):
+            by_labels.setdefault(tuple(labels[k] for k in AS3_LABELS), []).append(svc)
+    return by_labels
+
+
+def _schema_findings(cm, cluster, mode):
+    """f5.invalid_configmap, f5.unknown_schema_version and f5.schema_not_loadable of one ConfigMap."""
+    found = []
+    if cm["errors"]:
+        found.append(_invalid(cm, cluster, mode))
+    if cm["schema_version"] and cm["schema_version"] != cm["validated_with"]:
+        found.append(finding(
+            "f5.unknown_schema_version", "warning", "L4", _subject(cluster, cm["ref"]),
+            "ConfigMap %s names schema %s, which F5 never published (known: %s to %s); it was validated against "
+            "the nearest, %s" % (cm["ref"], cm["schema_version"], min(SCHEMAS), max(SCHEMAS), cm["validated_with"]),
+            {"schema": cm["schema"], "validated_with": URI_FORMAT % cm["validated_with"], "mode": mode},
+            "name a schema version your CIS release ships (CIS rejects a ConfigMap whose schema it cannot load)"))
+    defects = schema_defects(SCHEMAS[cm["validated_with"]][1]) if cm["validated_with"] else []
+    if defects:
+        found.append(finding(
+            "f5.schema_not_loadable", "warning", "L4", _subject(cluster, cm["ref"]),
+            "ConfigMap %s names %s, which CIS's validator cannot load (%s): CIS releases whose gojsonschema checks "
+            "keyword types reject every ConfigMap naming it" % (
+                cm["ref"], URI_FORMAT % cm["validated_with"],
+                "; ".join("%s %s is %r, not an integer" % d for d in defects)),
+            {"schema": cm["schema"], "defects": ["%s %s=%r" % d for d in defects], "mode": mode,
+             "source": "F5Networks/k8s-bigip-ctlr vendor/github.com/xeipuuv/gojsonschema/schema.go (minLength "
+                       "must be an integer), vendored from df94ce9c (2017-05-25, CIS v1.1.0) to 7c845c534ba5"},
+            "name a later schema version that the data validates against, and look for 'must be of an "
+            "integer' in CIS's log"))
+    return found
+
+
+def _controller_findings(cm, controllers, cluster, mode):
+    """(f5.unwatched_namespace or f5.partition_not_managed of one ConfigMap, the CIS controllers watching its
+    namespace); the controllers are None when none was given."""
+    if not controllers:
+        return [], None
+    watchers = [c for c in controllers if watches(c, cm["namespace"])]
+    if not watchers:
+        return [finding(
+            "f5.unwatched_namespace", "critical", "L4", _subject(cluster, cm["ref"]),
+            "ConfigMap %s is in namespace %s, which no CIS controller watches (%s): it configures nothing"
+            % (cm["ref"], cm["namespace"], "; ".join("%s: %s" % (c["ref"], c["watch"]) for c in controllers)),
+            {"namespace": cm["namespace"], "controllers": [c["ref"] for c in controllers], "mode": mode},
+            "add --namespace=%s to the CIS controller's args (or label the namespace for its "
+            "--namespace-label), or move the ConfigMap to a watched namespace" % cm["namespace"])], watchers
+    if cm["kind"] == "virtual-server" and cm["partition"] and not any(
+            not c["partitions"] or cm["partition"] in c["partitions"] for c in watchers):
+        return [finding(
+            "f5.partition_not_managed", "critical", "L4", _subject(cluster, cm["ref"]),
+            "ConfigMap %s uses BIG-IP partition %s, which its CIS controller does not manage (--bigip-partition %s)"
+            % (cm["ref"], cm["partition"], ", ".join(sorted(set(p for c in watchers for p in c["partitions"])))),
+            {"partition": cm["partition"], "controllers": [c["ref"] for c in watchers], "mode": mode},
+            "set frontend.partition to the controller's --bigip-partition")], watchers
+    return [], watchers
+
+
+def _orphan(cm, what, namespace, name, port, cluster, mode):
+    """f5.orphan_configmap: a ConfigMap's backend (or AS3 pool) without its Service."""
+    return finding(
+        "f5.orphan_configmap", "warning", "L4", _subject(cluster, cm["ref"]),
+        ("ConfigMap %s's %s points at Service %s/%s, which does not exist" % (cm["ref"], what, namespace, name))
+        if name else ("ConfigMap %s's %s has no Service labelled %s" % (cm["ref"], what, "/".join(AS3_LABELS))),
+        {"service": name, "service_port": port, "partition": cm["partition"], "mode": mode},
+        "delete the ConfigMap, or correct backend.serviceName (the Service must be in the ConfigMap's "
+        "namespace)" if cm["kind"] != "as3" else
+        "label the pool's Service with cis.f5.com/as3-tenant, -app and -pool (or name it in the member's "
+        "serviceName), or remove the pool")
+
+
+def _service_findings(cm, svc, port, watchers, cluster, mode):
+    """f5.port_mismatch and f5.pool_member_type_mismatch of one ConfigMap against one Service it names."""
+    found = []
+    ports = service_ports(svc)
+    sref = "%s/%s" % (meta(svc, "namespace"), meta(svc, "name"))
+    if port not in ports:
+        found.append(finding(
+            "f5.port_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
+            "ConfigMap %s names servicePort %s, but Service %s has ports %s" % (cm["ref"], port, sref, ports),
+            {"configmap_service_port": port, "service_ports": ports, "service": sref, "mode": mode},
+            "set %s servicePort to one of the Service's ports %s"
+            % ("backend.servicePort (and virtualAddress.port)" if cm["kind"] != "as3" else "the members'",
+               ports)))
+    stype = (svc.get("spec") or {}).get("type") or "ClusterIP"
+    if watchers and stype == "ClusterIP" and all(c["pool_member_type"] == "nodeport" for c in watchers):
+        found.append(finding(
+            "f5.pool_member_type_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
+            "ConfigMap %s's Service %s is ClusterIP, but CIS (%s) runs with --pool-member-type nodeport: "
+            "the pool has no members" % (cm["ref"], sref, ", ".join(c["ref"] for c in watchers)),
+            {"service": sref, "service_type": stype, "controllers": [c["ref"] for c in watchers],
+             "mode": mode},
+            "make the Service type NodePort, or run CIS with --pool-member-type cluster (the BIG-IP must "
+            "then reach pod addresses)"))
+    return found
+
+
+def _backend_findings(cm, by_name, by_labels, watchers, cluster, mode):
+    """The findings of one ConfigMap's backends: each Service missing, or its ports and type."""
+    found = []
+    for what, namespace, name, port, svcs in _backends(cm, by_name, by_labels):
+        if name is None and cm["kind"] == "virtual-server":
+            continue
+        if not svcs:
+            found.append(_orphan(cm, what, namespace, name, port, cluster, mode))
+            continue
+        for svc in svcs:
+            found.extend(_service_findings(cm, svc, port, watchers, cluster, mode))
+    return found
+
+
 def audit(services, configmaps, cluster=None, mode="gdc", controllers=None):
     """Findings for CIS ConfigMaps against the Services they name, judged in ``mode`` (gdc or cis).
 
@@ -349,140 +482,82 @@ def audit(services, configmaps, cluster=None, mode="gdc", controllers=None):
     found = []
     parsed = [parse_configmap(cm, mode) for cm in configmaps]
     by_name = dict(((meta(s, "namespace"), meta(s, "name")), s) for s in services)
-    by_labels = {}
-    for svc in services:
-        labels = (svc.get("metadata") or {}).get("labels") or {}
-        if all(labels.get(k) for k in AS3_LABELS):
-            by_labels.setdefault(tuple(labels[k] for k in AS3_LABELS), []).append(svc)
+    by_labels = _as3_services(services)
     for cm in parsed:
-        if cm["errors"]:
-            found.append(_invalid(cm, cluster, mode))
-        if cm["schema_version"] and cm["schema_version"] != cm["validated_with"]:
-            found.append(finding(
-                "f5.unknown_schema_version", "warning", "L4", _subject(cluster, cm["ref"]),
-                "ConfigMap %s names schema %s, which F5 never published (known: %s to %s); it was validated against "
-                "the nearest, %s" % (cm["ref"], cm["schema_version"], min(SCHEMAS), max(SCHEMAS), cm["validated_with"]),
-                {"schema": cm["schema"], "validated_with": URI_FORMAT % cm["validated_with"], "mode": mode},
-                "name a schema version your CIS release ships (CIS rejects a ConfigMap whose schema it cannot load)"))
-        defects = schema_defects(SCHEMAS[cm["validated_with"]][1]) if cm["validated_with"] else []
-        if defects:
-            found.append(finding(
-                "f5.schema_not_loadable", "warning", "L4", _subject(cluster, cm["ref"]),
-                "ConfigMap %s names %s, which CIS's validator cannot load (%s): CIS releases whose gojsonschema checks "
-                "keyword types reject every ConfigMap naming it" % (
-                    cm["ref"], URI_FORMAT % cm["validated_with"],
-                    "; ".join("%s %s is %r, not an integer" % d for d in defects)),
-                {"schema": cm["schema"], "defects": ["%s %s=%r" % d for d in defects], "mode": mode,
-                 "source": "F5Networks/k8s-bigip-ctlr vendor/github.com/xeipuuv/gojsonschema/schema.go (minLength "
-                           "must be an integer), vendored from df94ce9c (2017-05-25, CIS v1.1.0) to 7c845c534ba5"},
-                "name a later schema version that the data validates against, and look for 'must be of an "
-                "integer' in CIS's log"))
-        watchers = None
-        if controllers:
-            watchers = [c for c in controllers if watches(c, cm["namespace"])]
-            if not watchers:
-                found.append(finding(
-                    "f5.unwatched_namespace", "critical", "L4", _subject(cluster, cm["ref"]),
-                    "ConfigMap %s is in namespace %s, which no CIS controller watches (%s): it configures nothing"
-                    % (cm["ref"], cm["namespace"], "; ".join("%s: %s" % (c["ref"], c["watch"]) for c in controllers)),
-                    {"namespace": cm["namespace"], "controllers": [c["ref"] for c in controllers], "mode": mode},
-                    "add --namespace=%s to the CIS controller's args (or label the namespace for its "
-                    "--namespace-label), or move the ConfigMap to a watched namespace" % cm["namespace"]))
-            elif cm["kind"] == "virtual-server" and cm["partition"] and not any(
-                    not c["partitions"] or cm["partition"] in c["partitions"] for c in watchers):
-                found.append(finding(
-                    "f5.partition_not_managed", "critical", "L4", _subject(cluster, cm["ref"]),
-                    "ConfigMap %s uses BIG-IP partition %s, which its CIS controller does not manage (--bigip-partition %s)"
-                    % (cm["ref"], cm["partition"], ", ".join(sorted(set(p for c in watchers for p in c["partitions"])))),
-                    {"partition": cm["partition"], "controllers": [c["ref"] for c in watchers], "mode": mode},
-                    "set frontend.partition to the controller's --bigip-partition"))
-        for what, namespace, name, port, svcs in _backends(cm, by_name, by_labels):
-            if name is None and cm["kind"] == "virtual-server":
-                continue
-            if not svcs:
-                found.append(finding(
-                    "f5.orphan_configmap", "warning", "L4", _subject(cluster, cm["ref"]),
-                    ("ConfigMap %s's %s points at Service %s/%s, which does not exist" % (cm["ref"], what, namespace, name))
-                    if name else ("ConfigMap %s's %s has no Service labelled %s" % (cm["ref"], what, "/".join(AS3_LABELS))),
-                    {"service": name, "service_port": port, "partition": cm["partition"], "mode": mode},
-                    "delete the ConfigMap, or correct backend.serviceName (the Service must be in the ConfigMap's "
-                    "namespace)" if cm["kind"] != "as3" else
-                    "label the pool's Service with cis.f5.com/as3-tenant, -app and -pool (or name it in the member's "
-                    "serviceName), or remove the pool"))
-                continue
-            for svc in svcs:
-                ports = service_ports(svc)
-                sref = "%s/%s" % (meta(svc, "namespace"), meta(svc, "name"))
-                if port not in ports:
-                    found.append(finding(
-                        "f5.port_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
-                        "ConfigMap %s names servicePort %s, but Service %s has ports %s" % (cm["ref"], port, sref, ports),
-                        {"configmap_service_port": port, "service_ports": ports, "service": sref, "mode": mode},
-                        "set %s servicePort to one of the Service's ports %s"
-                        % ("backend.servicePort (and virtualAddress.port)" if cm["kind"] != "as3" else "the members'",
-                           ports)))
-                stype = (svc.get("spec") or {}).get("type") or "ClusterIP"
-                if watchers and stype == "ClusterIP" and all(c["pool_member_type"] == "nodeport" for c in watchers):
-                    found.append(finding(
-                        "f5.pool_member_type_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
-                        "ConfigMap %s's Service %s is ClusterIP, but CIS (%s) runs with --pool-member-type nodeport: "
-                        "the pool has no members" % (cm["ref"], sref, ", ".join(c["ref"] for c in watchers)),
-                        {"service": sref, "service_type": stype, "controllers": [c["ref"] for c in watchers],
-                         "mode": mode},
-                        "make the Service type NodePort, or run CIS with --pool-member-type cluster (the BIG-IP must "
-                        "then reach pod addresses)"))
+        found.extend(_schema_findings(cm, cluster, mode))
+        controller_found, watchers = _controller_findings(cm, controllers, cluster, mode)
+        found.extend(controller_found)
+        found.extend(_backend_findings(cm, by_name, by_labels, watchers, cluster, mode))
     if mode == "gdc":
         found.extend(_gdc_checks(services, parsed, cluster))
     return found, parsed
 
 
-def _gdc_checks(services, parsed, cluster):
-    """GDC's integrated mode: one ConfigMap per LoadBalancer Service port, its VIP the Service's address."""
-    found = []
+def _lb_services(services):
+    """{(namespace, name): Service} of the LoadBalancer Services not handed to another implementation."""
     lb_services = {}
     for svc in services:
         if (svc.get("spec") or {}).get("type") == "LoadBalancer" and not handed_elsewhere(svc):
             lb_services[(meta(svc, "namespace"), meta(svc, "name"))] = svc
-    for (namespace, name), svc in sorted(lb_services.items()):
+    return lb_services
+
+
+def _covering_findings(cm, namespace, name, port, ip, cluster):
+    """f5.port_mismatch and f5.vip_mismatch of a ConfigMap covering one LoadBalancer Service port."""
+    found = []
+    if cm["port"] is not None and cm["port"] != port:
+        found.append(finding(
+            "f5.port_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
+            "ConfigMap %s exposes virtual port %s for Service %s/%s port %s"
+            % (cm["ref"], cm["port"], namespace, name, port),
+            {"virtual_port": cm["port"], "service_port": port, "mode": "gdc"},
+            "set frontend.virtualAddress.port to %s" % port))
+    if ip and cm["bind_addr"] is not None and bind_ip(cm["bind_addr"]) != ip:
+        found.append(finding(
+            "f5.vip_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
+            "ConfigMap %s binds %s, but Service %s/%s's load-balancer IP is %s"
+            % (cm["ref"], cm["bind_addr"], namespace, name, ip),
+            {"bind_addr": cm["bind_addr"], "load_balancer_ip": ip},
+            "set frontend.virtualAddress.bindAddr to %s (or fix the Service's loadBalancerIP)" % ip))
+    return found
+
+
+def _port_findings(namespace, name, port, ip, mine, cluster):
+    """The findings of one LoadBalancer Service port: no ConfigMap, several, or ones that do not match it."""
+    ref = "%s/%s:%s" % (namespace, name, port)
+    covering = [cm for cm in mine if cm["service_port"] == port]
+    if not covering:
+        return [finding(
+            "f5.missing_configmap", "critical", "L4", _subject(cluster, ref),
+            "LoadBalancer Service %s/%s port %s has no ConfigMap labelled %s: the BIG-IP has no virtual "
+            "server for it" % (namespace, name, port, F5_LABEL),
+            {"service": "%s/%s" % (namespace, name), "port": port, "load_balancer_ip": ip, "mode": "gdc",
+             "configmaps_of_service": sample(cm["ref"] for cm in mine)},
+            "create one ConfigMap (label f5type: virtual-server, schema %s) with bindAddr %s and port %s"
+            % (SCHEMA_URI, ip, port))]
+    found = []
+    if len(covering) > 1:
+        found.append(finding(
+            "f5.duplicate_configmap", "warning", "L4", _subject(cluster, ref),
+            "%d ConfigMaps configure Service %s/%s port %s; CIS applies them in turn"
+            % (len(covering), namespace, name, port),
+            {"configmaps": sample(cm["ref"] for cm in covering), "mode": "gdc"},
+            "keep exactly one ConfigMap per Service port and delete the others"))
+    for cm in covering:
+        found.extend(_covering_findings(cm, namespace, name, port, ip, cluster))
+    return found
+
+
+def _gdc_checks(services, parsed, cluster):
+    """GDC's integrated mode: one ConfigMap per LoadBalancer Service port, its VIP the Service's address."""
+    found = []
+    for (namespace, name), svc in sorted(_lb_services(services).items()):
         ports = service_ports(svc)
         ip = lb_ip(svc)
         mine = [cm for cm in parsed if cm["kind"] == "virtual-server" and cm["namespace"] == namespace
                 and cm["service"] == name]
         for port in ports:
-            ref = "%s/%s:%s" % (namespace, name, port)
-            covering = [cm for cm in mine if cm["service_port"] == port]
-            if not covering:
-                found.append(finding(
-                    "f5.missing_configmap", "critical", "L4", _subject(cluster, ref),
-                    "LoadBalancer Service %s/%s port %s has no ConfigMap labelled %s: the BIG-IP has no virtual "
-                    "server for it" % (namespace, name, port, F5_LABEL),
-                    {"service": "%s/%s" % (namespace, name), "port": port, "load_balancer_ip": ip, "mode": "gdc",
-                     "configmaps_of_service": sample(cm["ref"] for cm in mine)},
-                    "create one ConfigMap (label f5type: virtual-server, schema %s) with bindAddr %s and port %s"
-                    % (SCHEMA_URI, ip, port)))
-                continue
-            if len(covering) > 1:
-                found.append(finding(
-                    "f5.duplicate_configmap", "warning", "L4", _subject(cluster, ref),
-                    "%d ConfigMaps configure Service %s/%s port %s; CIS applies them in turn"
-                    % (len(covering), namespace, name, port),
-                    {"configmaps": sample(cm["ref"] for cm in covering), "mode": "gdc"},
-                    "keep exactly one ConfigMap per Service port and delete the others"))
-            for cm in covering:
-                if cm["port"] is not None and cm["port"] != port:
-                    found.append(finding(
-                        "f5.port_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
-                        "ConfigMap %s exposes virtual port %s for Service %s/%s port %s"
-                        % (cm["ref"], cm["port"], namespace, name, port),
-                        {"virtual_port": cm["port"], "service_port": port, "mode": "gdc"},
-                        "set frontend.virtualAddress.port to %s" % port))
-                if ip and cm["bind_addr"] is not None and bind_ip(cm["bind_addr"]) != ip:
-                    found.append(finding(
-                        "f5.vip_mismatch", "critical", "L4", _subject(cluster, cm["ref"]),
-                        "ConfigMap %s binds %s, but Service %s/%s's load-balancer IP is %s"
-                        % (cm["ref"], cm["bind_addr"], namespace, name, ip),
-                        {"bind_addr": cm["bind_addr"], "load_balancer_ip": ip},
-                        "set frontend.virtualAddress.bindAddr to %s (or fix the Service's loadBalancerIP)" % ip))
+            found.extend(_port_findings(namespace, name, port, ip, mine, cluster))
     return found
 
 

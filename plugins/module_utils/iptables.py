@@ -495,6 +495,184 @@ def _service(ns, name, port, reason):
             "reason": reason, "meaning": what, "next_step": step}
 
 
+def _service_by_name(service, reason):
+    """``_service`` for a Service named ``ns/name[:port]`` (None when the name has no namespace)."""
+    ns_name = re.match(r"^([^/]+)/([^:]+):?(.*)$", service)
+    return _service(ns_name.group(1), ns_name.group(2), ns_name.group(3), reason) if ns_name else None
+
+
+_SVC_COMMENT_REASONS = {"has no endpoints": "no_endpoints", "has no local endpoints": "no_local_endpoints"}
+
+
+def _kube_proxy_service(chain, rule):
+    """kube-proxy's rules that name their Service: a comment ``ns/name:port has no (local) endpoints`` or
+    an nftables firewall chain ``firewall-HASH-ns/name/proto/port``."""
+    match = _SVC_COMMENT.search(rule)
+    if match:
+        reason = _SVC_COMMENT_REASONS.get(match.group("what"), "load_balancer_source_ranges")
+        return _service(match.group("ns"), match.group("name"), match.group("port"), reason)
+    nft = _NFT_SVC_CHAIN.match(chain)
+    if nft and nft.group("kind") == "firewall":
+        return _service(nft.group("ns"), nft.group("name"), nft.group("port"), "load_balancer_source_ranges")
+    return None
+
+
+def _kube_proxy_prefixed_chain(chain):
+    """kube-proxy's per-Service chains of the iptables and IPVS modes (KUBE-XLB-, KUBE-FW-)."""
+    if chain.startswith("KUBE-XLB-"):   # kube-proxy before 1.24: the policy Local chain
+        return {"object": {"kind": "Service", "chain": chain}, "reason": "no_local_endpoints",
+                "meaning": "kube-proxy drops external traffic to a policy-Local Service without an endpoint on this "
+                           "node",
+                "next_step": "iptables-save | grep -- '%s' names the Service in its comments; then its EndpointSlices"
+                             % chain}
+    if chain in ("KUBE-SOURCE-RANGES-FIREWALL",) or chain.startswith("KUBE-FW-"):
+        return {"object": {"kind": "Service", "ipset": "KUBE-LOAD-BALANCER-FW"},
+                "reason": "load_balancer_source_ranges",
+                "meaning": "kube-proxy (IPVS mode) drops traffic to a LoadBalancer IP from outside its "
+                           "loadBalancerSourceRanges",
+                "next_step": "ipset list KUBE-LOAD-BALANCER-FW (the LB IP:port) and ipset list "
+                             "KUBE-LOAD-BALANCER-SOURCE-CIDR (the allowed sources); kubectl get svc -A -o wide | grep "
+                             "the LB IP"}
+    return None
+
+
+def _kube_proxy_reject_chain(entry, refusals):
+    """kube-proxy's nftables reject-chain, read from the no-endpoint map entries that jump to it."""
+    services = sorted(set(r["service"] for r in refusals if r["reason"] == "no_endpoints" and r["service"]))
+    if len(services) == 1:
+        reading = _service_by_name(services[0], "no_endpoints")
+        if reading:
+            return reading
+    if services:
+        return {"object": {"kind": "Service", "names": services}, "reason": "no_endpoints",
+                "meaning": "kube-proxy rejects traffic to Services without ready endpoints: %s" % ", ".join(services),
+                "next_step": "; ".join(_endpointslices(*re.match(r"^([^/]+)/([^:]+)", name).groups())
+                                       for name in services[:5])}
+    return {"object": {"kind": "Service", "map": "no-endpoint-services"}, "reason": "no_endpoints",
+            "meaning": "kube-proxy (nftables mode) rejects traffic to a Service without ready endpoints",
+            "next_step": "nft list map %s %s no-endpoint-services and no-endpoint-nodeports (each element's "
+                         "comment names the Service: ns/name:port), then its EndpointSlices"
+                         % (entry["family"] if entry["family"] in ("ip", "ip6") else "ip", entry["table"])}
+
+
+def _kube_proxy_cluster_ips_check(entry):
+    """kube-proxy's nftables cluster-ips-check chain: an unallocated ClusterIP (drop) or a wrong port (reject)."""
+    unallocated = entry["verdict"] == "drop"
+    return {"object": {"kind": "ClusterIP", "set": "cluster-ips"},
+            "reason": "clusterip_unallocated" if unallocated else "clusterip_invalid_port",
+            "meaning": "kube-proxy (nftables mode) %s" % (
+                "drops traffic to an address of the service CIDR that no Service has" if unallocated else
+                "rejects traffic to a ClusterIP on a port its Service does not define"),
+            "next_step": "the client's target: kubectl get svc -A -o wide | grep the address (a stale or "
+                         "hard-coded ClusterIP, or a wrong port)"}
+
+
+def _kube_proxy_ipvs_out_filter(entry):
+    """kube-proxy's IPVS-mode KUBE-IPVS-OUT-FILTER chain."""
+    return {"object": {"kind": "Service", "chain": entry["chain"]}, "reason": "lb_access_from_node",
+            "meaning": "kube-proxy (IPVS mode) drops this node's own traffic to a LoadBalancer IP it must not reach",
+            "next_step": "the LoadBalancer Service of the -d/--vaddr address (kubectl get svc -A -o wide | grep it)"}
+
+
+def _kube_proxy_rule_text(rule):
+    """kube-proxy's rules told apart by their text only: marked packets, conntrack INVALID, localnet."""
+    if "dropping marked packets" in rule or "0x8000/0x8000" in rule:
+        # kubelet/kube-proxy before 1.25: KUBE-MARK-DROP marks, KUBE-FIREWALL drops
+        return {"object": {"kind": "Service", "mark": "0x8000"}, "reason": "marked_for_drop",
+                "meaning": "kube-proxy drops packets its nat chains marked 0x8000 (KUBE-MARK-DROP): a policy-Local "
+                           "Service without an endpoint on this node (KUBE-XLB-) or a source outside "
+                           "loadBalancerSourceRanges (KUBE-FW-)",
+                "next_step": "iptables-save -t nat | grep -- '-j KUBE-MARK-DROP' (the marking rule's comment names "
+                             "the Service), then its EndpointSlices or loadBalancerSourceRanges"}
+    if "ctstate INVALID" in rule or "ct state invalid" in rule:
+        return {"object": {"kind": "conntrack"}, "reason": "invalid_state",
+                "meaning": "kube-proxy drops packets conntrack marks INVALID (out-of-window or asymmetric return "
+                           "traffic)",
+                "next_step": "conntrack -S (insert_failed, invalid) and whether replies take another path "
+                             "(k8snet.triage.route_check)"}
+    if "127.0.0.0/8" in rule or "localnet" in rule:
+        return {"object": {"kind": "node"}, "reason": "localnet",
+                "meaning": "kube-proxy blocks connections to 127.0.0.0/8 that do not come from the node itself",
+                "next_step": "the client: it reached a localhost-bound NodePort from outside (route_localnet)"}
+    return None
+
+
+def _kube_proxy_reading(entry, rule, refusals):
+    """What a kube-proxy DROP/REJECT entry means: by the Service it names, then its chain, then its text."""
+    chain = entry["chain"]
+    reading = _kube_proxy_service(chain, rule) or _kube_proxy_prefixed_chain(chain)
+    if reading:
+        return reading
+    if chain == "reject-chain":
+        return _kube_proxy_reject_chain(entry, refusals)
+    if chain == "cluster-ips-check":
+        return _kube_proxy_cluster_ips_check(entry)
+    if chain == "KUBE-IPVS-OUT-FILTER":
+        return _kube_proxy_ipvs_out_filter(entry)
+    return _kube_proxy_rule_text(rule)
+
+
+def _calico_endpoint_reading(chain, comments, jumps):
+    """Calico's per-pod chains (cali-tw-/cali-fw-) that drop what no policy or profile allowed."""
+    iface = chain[len("cali-tw-"):] if chain.startswith(("cali-tw-", "cali-fw-")) else None
+    direction = "to" if chain.startswith("cali-tw-") else "from"
+    policies = [j for j in (jumps or {}).get(chain, [])
+                if j.startswith(("cali-pi-", "cali-po-", "cali-pri-", "cali-pro-"))]
+    if not (iface and ("no policies passed" in comments or "no profiles matched" in comments)):
+        return None
+    what = "no policy" if "no policies passed" in comments else "no profile"
+    return {"object": {"kind": "WorkloadEndpoint", "interface": iface, "policy_chains": policies},
+            "reason": "no_policy_allowed" if what == "no policy" else "no_profile_allowed",
+            "meaning": "Calico drops traffic %s the pod on %s: %s allowed it (a policy selects the pod and "
+                       "none of its rules matched)" % (direction, iface, what),
+            "next_step": "calicoctl get workloadendpoints -A -o wide | grep %s (the pod), then its policies: "
+                         "kubectl get networkpolicy -n NS, calicoctl get networkpolicy,globalnetworkpolicy -o wide%s"
+                         % (iface, " (chains %s)" % ", ".join(policies) if policies else "")}
+
+
+def _calico_reading(chain, rule, jumps):
+    """What a Calico DROP entry means: a pod's endpoint chain, or a policy's rule chain."""
+    comments = " ".join(a or b for a, b in _COMMENTS.findall(rule))
+    reading = _calico_endpoint_reading(chain, comments, jumps)
+    if reading:
+        return reading
+    if chain.startswith(("cali-pi-", "cali-po-")):
+        return {"object": {"kind": "NetworkPolicy", "chain": chain}, "reason": "policy_deny",
+                "meaning": "a Calico policy rule denies it (chain %s; cali-pi-/cali-po- are a policy's in/outbound "
+                           "rules)" % chain,
+                "next_step": "calicoctl get networkpolicy,globalnetworkpolicy -A -o wide; the chain name carries the "
+                             "policy name (or its hash)"}
+    return None
+
+
+def _cilium_reading(chain):
+    """A rule of the Cilium agent."""
+    return {"object": {"kind": "cilium", "chain": chain}, "reason": "cilium_rule",
+            "meaning": "a rule of the Cilium agent (%s) drops it" % chain,
+            "next_step": "cilium-dbg monitor --type drop or hubble observe --verdict DROPPED (the reason and the "
+                         "endpoint)"}
+
+
+def _firewalld_reading(chain):
+    """A chain of a firewalld zone (the zone is in the chain name)."""
+    zone = re.match(r"^(?:filter_)?(?:IN|FWD|FWDI|FWDO|OUT)_([^_]+)", chain)
+    return {"object": {"kind": "firewalld zone", "name": zone.group(1) if zone else None, "chain": chain},
+            "reason": "host_firewall", "meaning": "the node's firewalld drops it (chain %s)" % chain,
+            "next_step": "firewall-cmd --get-active-zones; firewall-cmd --list-all --zone=%s"
+                         % (zone.group(1) if zone else "ZONE")}
+
+
+def _ufw_reading(chain):
+    """A chain of ufw."""
+    return {"object": {"kind": "ufw", "chain": chain}, "reason": "host_firewall",
+            "meaning": "the node's ufw drops it (chain %s)" % chain,
+            "next_step": "ufw status verbose; allow the pod and service CIDRs (ufw route allow) and the node ports"}
+
+
+# host firewalls and Cilium: the chain name is all their reading needs
+_CHAIN_READERS = {"cilium": _cilium_reading, "firewalld": _firewalld_reading, "ufw": _ufw_reading}
+
+
 def interpret(entry, jumps=None, refusals=()):
     """What a DROP/REJECT entry means for the one who wrote it, from its chain name and comments (and, for
     kube-proxy's nftables reject-chain, from the maps that jump to it): ``{"object", "reason", "meaning",
@@ -502,103 +680,11 @@ def interpret(entry, jumps=None, refusals=()):
     chain, owner = entry["chain"], entry["owner"]
     rule = entry["rule"] if entry["rule"] is not None else ""
     if owner == "kube-proxy":
-        match = _SVC_COMMENT.search(rule)
-        if match:
-            what = match.group("what")
-            reason = ("no_endpoints" if what == "has no endpoints" else
-                      "no_local_endpoints" if what == "has no local endpoints" else "load_balancer_source_ranges")
-            return _service(match.group("ns"), match.group("name"), match.group("port"), reason)
-        nft = _NFT_SVC_CHAIN.match(chain)
-        if nft and nft.group("kind") == "firewall":
-            return _service(nft.group("ns"), nft.group("name"), nft.group("port"), "load_balancer_source_ranges")
-        if chain.startswith("KUBE-XLB-"):   # kube-proxy before 1.24: the policy Local chain
-            return {"object": {"kind": "Service", "chain": chain}, "reason": "no_local_endpoints",
-                    "meaning": "kube-proxy drops external traffic to a policy-Local Service without an endpoint on this node",
-                    "next_step": "iptables-save | grep -- '%s' names the Service in its comments; then its EndpointSlices" % chain}
-        if chain in ("KUBE-SOURCE-RANGES-FIREWALL",) or chain.startswith("KUBE-FW-"):
-            return {"object": {"kind": "Service", "ipset": "KUBE-LOAD-BALANCER-FW"}, "reason": "load_balancer_source_ranges",
-                    "meaning": "kube-proxy (IPVS mode) drops traffic to a LoadBalancer IP from outside its loadBalancerSourceRanges",
-                    "next_step": "ipset list KUBE-LOAD-BALANCER-FW (the LB IP:port) and ipset list KUBE-LOAD-BALANCER-SOURCE-CIDR "
-                                 "(the allowed sources); kubectl get svc -A -o wide | grep the LB IP"}
-        if chain == "reject-chain":
-            services = sorted(set(r["service"] for r in refusals if r["reason"] == "no_endpoints" and r["service"]))
-            if len(services) == 1:
-                svc = re.match(r"^([^/]+)/([^:]+):?(.*)$", services[0])
-                if svc:
-                    return _service(svc.group(1), svc.group(2), svc.group(3), "no_endpoints")
-            if services:
-                return {"object": {"kind": "Service", "names": services}, "reason": "no_endpoints",
-                        "meaning": "kube-proxy rejects traffic to Services without ready endpoints: %s" % ", ".join(services),
-                        "next_step": "; ".join(_endpointslices(*re.match(r"^([^/]+)/([^:]+)", name).groups())
-                                               for name in services[:5])}
-            return {"object": {"kind": "Service", "map": "no-endpoint-services"}, "reason": "no_endpoints",
-                    "meaning": "kube-proxy (nftables mode) rejects traffic to a Service without ready endpoints",
-                    "next_step": "nft list map %s %s no-endpoint-services and no-endpoint-nodeports (each element's "
-                                 "comment names the Service: ns/name:port), then its EndpointSlices"
-                                 % (entry["family"] if entry["family"] in ("ip", "ip6") else "ip", entry["table"])}
-        if chain == "cluster-ips-check":
-            unallocated = entry["verdict"] == "drop"
-            return {"object": {"kind": "ClusterIP", "set": "cluster-ips"},
-                    "reason": "clusterip_unallocated" if unallocated else "clusterip_invalid_port",
-                    "meaning": "kube-proxy (nftables mode) %s" % (
-                        "drops traffic to an address of the service CIDR that no Service has" if unallocated else
-                        "rejects traffic to a ClusterIP on a port its Service does not define"),
-                    "next_step": "the client's target: kubectl get svc -A -o wide | grep the address (a stale or "
-                                 "hard-coded ClusterIP, or a wrong port)"}
-        if chain == "KUBE-IPVS-OUT-FILTER":
-            return {"object": {"kind": "Service", "chain": chain}, "reason": "lb_access_from_node",
-                    "meaning": "kube-proxy (IPVS mode) drops this node's own traffic to a LoadBalancer IP it must not reach",
-                    "next_step": "the LoadBalancer Service of the -d/--vaddr address (kubectl get svc -A -o wide | grep it)"}
-        if "dropping marked packets" in rule or "0x8000/0x8000" in rule:
-            # kubelet/kube-proxy before 1.25: KUBE-MARK-DROP marks, KUBE-FIREWALL drops
-            return {"object": {"kind": "Service", "mark": "0x8000"}, "reason": "marked_for_drop",
-                    "meaning": "kube-proxy drops packets its nat chains marked 0x8000 (KUBE-MARK-DROP): a policy-Local "
-                               "Service without an endpoint on this node (KUBE-XLB-) or a source outside "
-                               "loadBalancerSourceRanges (KUBE-FW-)",
-                    "next_step": "iptables-save -t nat | grep -- '-j KUBE-MARK-DROP' (the marking rule's comment names "
-                                 "the Service), then its EndpointSlices or loadBalancerSourceRanges"}
-        if "ctstate INVALID" in rule or "ct state invalid" in rule:
-            return {"object": {"kind": "conntrack"}, "reason": "invalid_state",
-                    "meaning": "kube-proxy drops packets conntrack marks INVALID (out-of-window or asymmetric return traffic)",
-                    "next_step": "conntrack -S (insert_failed, invalid) and whether replies take another path (k8snet.triage.route_check)"}
-        if "127.0.0.0/8" in rule or "localnet" in rule:
-            return {"object": {"kind": "node"}, "reason": "localnet",
-                    "meaning": "kube-proxy blocks connections to 127.0.0.0/8 that do not come from the node itself",
-                    "next_step": "the client: it reached a localhost-bound NodePort from outside (route_localnet)"}
+        return _kube_proxy_reading(entry, rule, refusals)
     if owner == "calico":
-        comments = " ".join(a or b for a, b in _COMMENTS.findall(rule))
-        iface = chain[len("cali-tw-"):] if chain.startswith(("cali-tw-", "cali-fw-")) else None
-        direction = "to" if chain.startswith("cali-tw-") else "from"
-        policies = [j for j in (jumps or {}).get(chain, []) if j.startswith(("cali-pi-", "cali-po-", "cali-pri-", "cali-pro-"))]
-        if iface and ("no policies passed" in comments or "no profiles matched" in comments):
-            what = "no policy" if "no policies passed" in comments else "no profile"
-            return {"object": {"kind": "WorkloadEndpoint", "interface": iface, "policy_chains": policies},
-                    "reason": "no_policy_allowed" if what == "no policy" else "no_profile_allowed",
-                    "meaning": "Calico drops traffic %s the pod on %s: %s allowed it (a policy selects the pod and "
-                               "none of its rules matched)" % (direction, iface, what),
-                    "next_step": "calicoctl get workloadendpoints -A -o wide | grep %s (the pod), then its policies: "
-                                 "kubectl get networkpolicy -n NS, calicoctl get networkpolicy,globalnetworkpolicy -o wide%s"
-                                 % (iface, " (chains %s)" % ", ".join(policies) if policies else "")}
-        if chain.startswith(("cali-pi-", "cali-po-")):
-            return {"object": {"kind": "NetworkPolicy", "chain": chain}, "reason": "policy_deny",
-                    "meaning": "a Calico policy rule denies it (chain %s; cali-pi-/cali-po- are a policy's in/outbound rules)" % chain,
-                    "next_step": "calicoctl get networkpolicy,globalnetworkpolicy -A -o wide; the chain name carries the "
-                                 "policy name (or its hash)"}
-    if owner == "cilium":
-        return {"object": {"kind": "cilium", "chain": chain}, "reason": "cilium_rule",
-                "meaning": "a rule of the Cilium agent (%s) drops it" % chain,
-                "next_step": "cilium-dbg monitor --type drop or hubble observe --verdict DROPPED (the reason and the endpoint)"}
-    if owner == "firewalld":
-        zone = re.match(r"^(?:filter_)?(?:IN|FWD|FWDI|FWDO|OUT)_([^_]+)", chain)
-        return {"object": {"kind": "firewalld zone", "name": zone.group(1) if zone else None, "chain": chain},
-                "reason": "host_firewall", "meaning": "the node's firewalld drops it (chain %s)" % chain,
-                "next_step": "firewall-cmd --get-active-zones; firewall-cmd --list-all --zone=%s"
-                             % (zone.group(1) if zone else "ZONE")}
-    if owner == "ufw":
-        return {"object": {"kind": "ufw", "chain": chain}, "reason": "host_firewall",
-                "meaning": "the node's ufw drops it (chain %s)" % chain,
-                "next_step": "ufw status verbose; allow the pod and service CIDRs (ufw route allow) and the node ports"}
-    return None
+        return _calico_reading(chain, rule, jumps)
+    reader = _CHAIN_READERS.get(owner)
+    return reader(chain) if reader else None
 
 
 REMEDIATION = {
@@ -616,28 +702,34 @@ REMEDIATION = {
 }
 
 
-def check(grown, snapshot, node, interval, limit, warning_pps, critical_pps):
-    """Findings: drops_growing (top ``limit``, read as their owner means them), drop_policy, service_refused
-    (kube-proxy nftables no-endpoint map entries), mixed_backends."""
+def _severity(pps, warning_pps, critical_pps):
+    """critical / warning / info for a drop rate against the thresholds."""
+    return "critical" if pps >= critical_pps else "warning" if pps >= warning_pps else "info"
+
+
+def _drops_growing(row, node, interval, warning_pps, critical_pps):
+    """The drops_growing finding of one grown entry, read as its owner means it when known."""
+    pps = row["pps"] or 0
+    what = "the %s policy" % row["verdict"] if row["kind"] == "policy" else "a %s rule" % row["verdict"]
+    counted = "%s of %s %s %s/%s dropped %d packets in %ss (%.1f/s)" % (
+        what, row["backend"], row["family"], row["table"], row["chain"], row["packets"], interval, pps)
+    reading = row.get("reading")
+    evidence = {"rule": row["rule"], "pps": row["pps"], "bps": row["bps"], "packets": row["packets"],
+                "packets_total": row["packets_total"], "owner": row["owner"], "family": row["family"]}
+    if reading:
+        evidence.update(object=reading["object"], reason=reading["reason"])
+    return finding(
+        "iptables.drops_growing", _severity(pps, warning_pps, critical_pps), "L4",
+        "%s %s %s %s/%s" % (node, row["backend"], row["family"], row["table"], row["chain"]),
+        "%s: %s" % (reading["meaning"], counted) if reading else counted,
+        evidence,
+        reading["next_step"] if reading else REMEDIATION[row["owner"]],
+    )
+
+
+def _drop_policies(snapshot, node):
+    """One drop_policy finding per chain whose policy drops."""
     out = []
-    for row in grown[:limit]:
-        pps = row["pps"] or 0
-        severity = "critical" if pps >= critical_pps else "warning" if pps >= warning_pps else "info"
-        what = "the %s policy" % row["verdict"] if row["kind"] == "policy" else "a %s rule" % row["verdict"]
-        counted = "%s of %s %s %s/%s dropped %d packets in %ss (%.1f/s)" % (
-            what, row["backend"], row["family"], row["table"], row["chain"], row["packets"], interval, pps)
-        reading = row.get("reading")
-        evidence = {"rule": row["rule"], "pps": row["pps"], "bps": row["bps"], "packets": row["packets"],
-                    "packets_total": row["packets_total"], "owner": row["owner"], "family": row["family"]}
-        if reading:
-            evidence.update(object=reading["object"], reason=reading["reason"])
-        out.append(finding(
-            "iptables.drops_growing", severity, "L4",
-            "%s %s %s %s/%s" % (node, row["backend"], row["family"], row["table"], row["chain"]),
-            "%s: %s" % (reading["meaning"], counted) if reading else counted,
-            evidence,
-            reading["next_step"] if reading else REMEDIATION[row["owner"]],
-        ))
     for rs in snapshot:
         for entry in rs.entries.values():
             if entry["kind"] != "policy":
@@ -653,13 +745,18 @@ def check(grown, snapshot, node, interval, limit, warning_pps, critical_pps):
                 "Expected on a hardened host; when traffic is lost, make sure the cluster's rules accept it "
                 "before the policy applies (FORWARD DROP needs pod CIDR accepts, as kube-proxy and the CNI add).",
             ))
+    return out
+
+
+def _services_refused(snapshot, node, limit):
+    """service_refused findings: kube-proxy nftables no-endpoint map entries, one per Service and reason."""
     by_service = {}
     for rs in snapshot:
         for item in rs.refusals:
             by_service.setdefault((item["service"] or "?", item["reason"]), []).append(item)
+    out = []
     for (service, reason), items in sorted(by_service.items())[:limit]:
-        ns_name = re.match(r"^([^/]+)/([^:]+):?(.*)$", service)
-        reading = _service(ns_name.group(1), ns_name.group(2), ns_name.group(3), reason) if ns_name else None
+        reading = _service_by_name(service, reason)
         matches = ", ".join("%s %s" % ("NodePort" if i["kind"] == "nodeport" else "to", i["match"]) for i in items)
         out.append(finding(
             "iptables.service_refused", "info", "L4", "%s %s" % (node, service),
@@ -669,18 +766,33 @@ def check(grown, snapshot, node, interval, limit, warning_pps, critical_pps):
              "verdict": items[0]["verdict"]},
             reading["next_step"] if reading else REMEDIATION["kube-proxy"],
         ))
+    return out
+
+
+def _mixed_backends(snapshot, node):
+    """The mixed_backends finding when iptables-legacy and nf_tables both hold rules (else none)."""
     with_rules = dict((b, sum(rs.rules for rs in snapshot if rs.backend == b)) for b in BACKENDS)
-    if with_rules["legacy"] and (with_rules["nft"] or with_rules["nftables"]):
-        warnings = sorted(set(w for rs in snapshot for w in rs.warnings))
-        out.append(finding(
-            "iptables.mixed_backends", "warning", "L4", node,
-            "rules in both iptables-legacy (%d) and nf_tables (iptables-nft %d, nft %d): both run, a packet "
-            "accepted by one can still be dropped by the other" % (
-                with_rules["legacy"], with_rules["nft"], with_rules["nftables"]),
-            {"rules": with_rules, "warnings": sample(warnings)},
-            "Use one backend: the one kube-proxy and the CNI use (`iptables --version` in their containers says "
-            "legacy or nf_tables); flush the other's leftovers after checking who wrote them.",
-        ))
+    if not (with_rules["legacy"] and (with_rules["nft"] or with_rules["nftables"])):
+        return []
+    warnings = sorted(set(w for rs in snapshot for w in rs.warnings))
+    return [finding(
+        "iptables.mixed_backends", "warning", "L4", node,
+        "rules in both iptables-legacy (%d) and nf_tables (iptables-nft %d, nft %d): both run, a packet "
+        "accepted by one can still be dropped by the other" % (
+            with_rules["legacy"], with_rules["nft"], with_rules["nftables"]),
+        {"rules": with_rules, "warnings": sample(warnings)},
+        "Use one backend: the one kube-proxy and the CNI use (`iptables --version` in their containers says "
+        "legacy or nf_tables); flush the other's leftovers after checking who wrote them.",
+    )]
+
+
+def check(grown, snapshot, node, interval, limit, warning_pps, critical_pps):
+    """Findings: drops_growing (top ``limit``, read as their owner means them), drop_policy, service_refused
+    (kube-proxy nftables no-endpoint map entries), mixed_backends."""
+    out = [_drops_growing(row, node, interval, warning_pps, critical_pps) for row in grown[:limit]]
+    out += _drop_policies(snapshot, node)
+    out += _services_refused(snapshot, node, limit)
+    out += _mixed_backends(snapshot, node)
     return out
 
 

@@ -4,7 +4,7 @@
 
 """Network facts other roles need from the Kubernetes API, read once on the controller.
 
-Pure functions over the plain dicts ``kube.Kube`` returns (the API's own field names):
+Pure functions over the plain dicts ``kube_client.Kube`` returns (the API's own field names):
 
 * ``node_facts``: name, InternalIP, pod CIDRs and Calico's per-node annotations
   (``projectcalico.org/IPv4Address`` without its prefix length, ``projectcalico.org/ASNumber``);
@@ -24,7 +24,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils.addresses import hos
 from ansible_collections.k8snet.triage.plugins.module_utils import frontends
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address, split_ref
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import split_ref
 
 GATHER = ("nodes", "service_frontends", "dns_servers")  # the default: what the node-side roles need
 GATHER_CHOICES = GATHER + ("pod",)  # and one pod, when asked for by name
@@ -141,6 +142,64 @@ def _surrogates(addresses):
     return out
 
 
+def _protocol(port):
+    """The protocol of a Service or container port as declared, TCP when absent."""
+    return (port.get("protocol") or "TCP").upper()
+
+
+def _node_addresses(nodes):
+    """(every IP address of every node, unique in order; node name -> its IP addresses) of node facts."""
+    every_node_ip = []
+    by_node = {}
+    for node in nodes:
+        by_node[node.get("name")] = list(node.get("addresses") or [])
+        every_node_ip.extend(a for a in node.get("addresses") or [] if a not in every_node_ip)
+    return every_node_ip, by_node
+
+
+def _service_forms(service, every_node_ip):
+    """The live forms of one Service (none for ExternalName): each of its addresses on each port; with a
+    nodePort, every node IP address and the surrogates on it."""
+    spec = service.get("spec") or {}
+    if spec.get("type") == "ExternalName":
+        return set()
+    out = set()
+    addresses = service_addresses(service)
+    for port in spec.get("ports") or []:
+        proto = _protocol(port)
+        for address in addresses:
+            out.add((address, int(port["port"]), proto))
+        if port.get("nodePort"):
+            for address in every_node_ip + _surrogates(every_node_ip + addresses):
+                out.add((address, int(port["nodePort"]), proto))
+    return out
+
+
+def _host_port_targets(port, node_ips):
+    """The addresses a hostPort is programmed on: its hostIP when that names an address, else every IP address
+    of the pod's node (``node_ips``) and the surrogate."""
+    host_ip = _addresses([port.get("hostIP")])
+    if host_ip and host_ip[0] not in frontends.UNSPECIFIED:
+        return host_ip
+    return node_ips + _surrogates(node_ips)
+
+
+def _host_port_forms(pod, by_node):
+    """The live forms of the hostPorts of one pod, when it is scheduled and not finished."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
+        return set()
+    out = set()
+    for container in spec.get("containers") or []:
+        for port in container.get("ports") or []:
+            if not port.get("hostPort"):
+                continue
+            proto = _protocol(port)
+            for address in _host_port_targets(port, by_node.get(spec["nodeName"], [])):
+                out.add((address, int(port["hostPort"]), proto))
+    return out
+
+
 def live_forms(services, nodes, pods=()):
     """Every form in which Cilium programs a live frontend, as (address, port, proto name) tuples.
 
@@ -152,40 +211,12 @@ def live_forms(services, nodes, pods=()):
     when hostIP names an address, else every IP address of the pod's node and the surrogate.
     ``nodes`` are node facts (``addresses``).
     """
-    every_node_ip = []
-    by_node = {}
-    for node in nodes:
-        by_node[node.get("name")] = list(node.get("addresses") or [])
-        every_node_ip.extend(a for a in node.get("addresses") or [] if a not in every_node_ip)
+    every_node_ip, by_node = _node_addresses(nodes)
     out = set()
     for service in services:
-        spec = service.get("spec") or {}
-        if spec.get("type") == "ExternalName":
-            continue
-        addresses = service_addresses(service)
-        for port in spec.get("ports") or []:
-            proto = (port.get("protocol") or "TCP").upper()
-            for address in addresses:
-                out.add((address, int(port["port"]), proto))
-            if port.get("nodePort"):
-                for address in every_node_ip + _surrogates(every_node_ip + addresses):
-                    out.add((address, int(port["nodePort"]), proto))
+        out.update(_service_forms(service, every_node_ip))
     for pod in pods:
-        spec, status = pod.get("spec") or {}, pod.get("status") or {}
-        if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
-            continue
-        for container in spec.get("containers") or []:
-            for port in container.get("ports") or []:
-                if not port.get("hostPort"):
-                    continue
-                proto = (port.get("protocol") or "TCP").upper()
-                host_ip = _addresses([port.get("hostIP")])
-                if host_ip and host_ip[0] not in frontends.UNSPECIFIED:
-                    targets = host_ip
-                else:
-                    targets = by_node.get(spec["nodeName"], []) + _surrogates(by_node.get(spec["nodeName"], []))
-                for address in targets:
-                    out.add((address, int(port["hostPort"]), proto))
+        out.update(_host_port_forms(pod, by_node))
     return out
 
 
@@ -265,7 +296,7 @@ def pod_facts(pod, ref):
 # ------------------------------------------------------------------ one read of the API
 def gather(kube, what=GATHER, dns_namespace=DNS_NAMESPACE, dns_service=DNS_SERVICE, dns_pod_selector=DNS_POD_SELECTOR,
            pod=None):
-    """Read what ``what`` names through ``kube`` (a kube.Kube), each list once; returns the result dict."""
+    """Read what ``what`` names through ``kube`` (a kube_client.Kube), each list once; returns the result dict."""
     result, found = {}, []
     if "pod" in what:
         if not pod:

@@ -22,7 +22,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils import logs
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, optional_read
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import optional_read
 
 # The agents whose logs explain network symptoms, as their upstream manifests label them.
 DEFAULT_TARGETS = (
@@ -167,6 +168,67 @@ def _pod_state(pod):
     return status.get("phase"), waiting, last
 
 
+def _state_text(phase, waiting, restarts, last):
+    """A pod's state in one line: ``phase Pending; waiting: ContainerCreating; 3 restarts; last exit 1 (Error)``."""
+    parts = ["phase %s" % phase if phase else "",
+             "waiting: %s" % ", ".join(sorted(set(waiting))) if waiting else "",
+             "%d restart%s" % (restarts, "" if restarts == 1 else "s") if restarts else "",
+             "last exit %s (%s)" % (last["exit_code"], last["reason"]) if last else ""]
+    return "; ".join(part for part in parts if part)
+
+
+def _about(pod, state):
+    """What the findings of one pod say of it: subject, namespace/name, node, where it runs and its state."""
+    node = (pod.get("spec") or {}).get("nodeName")
+    return {"subject": pod_subject(pod), "name": "%s/%s" % (meta(pod, "namespace"), meta(pod, "name")),
+            "node": node, "where": " on %s" % node if node else " (not scheduled)", "state": state}
+
+
+def _crash_unexplained(pod, lines, about, last):
+    """``log.crash_unexplained`` with the pod's last lines (the previous container's first), or None without lines."""
+    previous = [e for e in lines if e["origin"].endswith(" previous")]
+    shown = (previous or lines)[-LAST_LINES:]
+    if not shown:
+        return None
+    name, node, state = about["name"], about["node"], about["state"]
+    texts = [{"time": e["time"], "text": logs.excerpt(e["text"]), "origin": e["origin"]} for e in shown]
+    return finding(
+        "log.crash_unexplained", "info", "control-plane", about["subject"],
+        "%s%s is not running and ready (%s) and none of its %d log lines matches a known network "
+        "signature; its last line: %s" % (name, about["where"], state, len(lines), texts[-1]["text"]),
+        {"pod": name, "node": node, "state": state, "last_termination": last, "last_lines": texts,
+         "lines_read": len(lines)},
+        "read the last lines below (kubectl logs -n %s %s%s) for the cause the signatures do not "
+        "know" % (meta(pod, "namespace"), meta(pod, "name"), " --previous" if previous else ""))
+
+
+def _not_started_events(pod, events, about):
+    """``log.pod_not_started`` (warning) with the pod's Warning ``events``, latest first."""
+    name, node, state = about["name"], about["node"], about["state"]
+    events = sorted(events, key=lambda e: event_time(e) or "", reverse=True)
+    latest = events[0]
+    rows = [{"time": event_time(e), "reason": e.get("reason"), "count": e.get("count") or 1,
+             "message": logs.excerpt(e.get("message") or "", 300)} for e in events[:LAST_LINES]]
+    return finding(
+        "log.pod_not_started", "warning", "control-plane", about["subject"],
+        "%s%s has not started (%s): %s %s" % (
+            name, about["where"], state, latest.get("reason") or "", logs.excerpt(latest.get("message") or "", 300)),
+        {"pod": name, "node": node, "state": state, "events": rows, "events_count": len(events)},
+        "the events say why the pod cannot start (kubectl describe pod -n %s %s): a sandbox the CNI could "
+        "not set up, a volume, an image, or no node that fits" % (meta(pod, "namespace"), meta(pod, "name")))
+
+
+def _not_started_silent(pod, about):
+    """``log.pod_not_started`` (info) of a pod none of whose events (read) says why it has not started."""
+    name, state = about["name"], about["state"]
+    return finding(
+        "log.pod_not_started", "info", "control-plane", about["subject"],
+        "%s%s has not started (%s): no Warning event of it says why" % (name, about["where"], state or "no status"),
+        {"pod": name, "node": about["node"], "state": state, "events": [], "events_count": 0},
+        "kubectl describe pod -n %s %s; on the node, the runtime's view (crictl pods, crictl ps -a) and "
+        "kubelet's log" % (meta(pod, "namespace"), meta(pod, "name")))
+
+
 def unexplained(pod, lines, events, events_read=True):
     """Findings for a pod that is not running and ready, or restarted, and whose lines and events matched no
     signature: ``log.crash_unexplained`` (info: its last lines as they are, previous container first) and
@@ -176,87 +238,63 @@ def unexplained(pod, lines, events, events_read=True):
     restarts = _restarts(pod)
     if _healthy(pod) and not restarts:
         return []
-    subject = pod_subject(pod)
-    name = "%s/%s" % (meta(pod, "namespace"), meta(pod, "name"))
-    node = (pod.get("spec") or {}).get("nodeName")
-    where = " on %s" % node if node else " (not scheduled)"
-    parts = ["phase %s" % phase if phase else "",
-             "waiting: %s" % ", ".join(sorted(set(waiting))) if waiting else "",
-             "%d restart%s" % (restarts, "" if restarts == 1 else "s") if restarts else "",
-             "last exit %s (%s)" % (last["exit_code"], last["reason"]) if last else ""]
-    state = "; ".join(part for part in parts if part)
-    found = []
-    previous = [e for e in lines if e["origin"].endswith(" previous")]
-    shown = (previous or lines)[-LAST_LINES:]
-    if shown:
-        texts = [{"time": e["time"], "text": logs.excerpt(e["text"]), "origin": e["origin"]} for e in shown]
-        found.append(finding(
-            "log.crash_unexplained", "info", "control-plane", subject,
-            "%s%s is not running and ready (%s) and none of its %d log lines matches a known network "
-            "signature; its last line: %s" % (name, where, state, len(lines), texts[-1]["text"]),
-            {"pod": name, "node": node, "state": state, "last_termination": last, "last_lines": texts,
-             "lines_read": len(lines)},
-            "read the last lines below (kubectl logs -n %s %s%s) for the cause the signatures do not "
-            "know" % (meta(pod, "namespace"), meta(pod, "name"), " --previous" if previous else "")))
+    about = _about(pod, _state_text(phase, waiting, restarts, last))
+    crash = _crash_unexplained(pod, lines, about, last)
+    found = [crash] if crash else []
     starting = phase == "Pending" or bool(set(waiting) & set(WAITING))
     if events and starting:
-        events = sorted(events, key=lambda e: event_time(e) or "", reverse=True)
-        latest = events[0]
-        rows = [{"time": event_time(e), "reason": e.get("reason"), "count": e.get("count") or 1,
-                 "message": logs.excerpt(e.get("message") or "", 300)} for e in events[:LAST_LINES]]
-        found.append(finding(
-            "log.pod_not_started", "warning", "control-plane", subject,
-            "%s%s has not started (%s): %s %s" % (
-                name, where, state, latest.get("reason") or "", logs.excerpt(latest.get("message") or "", 300)),
-            {"pod": name, "node": node, "state": state, "events": rows, "events_count": len(events)},
-            "the events say why the pod cannot start (kubectl describe pod -n %s %s): a sandbox the CNI could "
-            "not set up, a volume, an image, or no node that fits" % (meta(pod, "namespace"), meta(pod, "name"))))
+        found.append(_not_started_events(pod, events, about))
     elif starting and not lines and events_read:
-        found.append(finding(
-            "log.pod_not_started", "info", "control-plane", subject,
-            "%s%s has not started (%s): no Warning event of it says why" % (name, where, state or "no status"),
-            {"pod": name, "node": node, "state": state, "events": [], "events_count": 0},
-            "kubectl describe pod -n %s %s; on the node, the runtime's view (crictl pods, crictl ps -a) and "
-            "kubelet's log" % (meta(pod, "namespace"), meta(pod, "name"))))
+        found.append(_not_started_silent(pod, about))
     return found
 
 
-def _read_events(kube, pods_by_namespace, nodes, oldest):
-    """The events of the pods read (and their controllers' FailedCreate events) and of the nodes, newer than
-    ``oldest``: ``{"entries", "warnings", "skipped", "pod_events", "failed"}``.  Events are optional: a 403, a
-    timeout or a malformed answer is a ``kube.read_skipped`` warning and the logs still count."""
-    warnings, skipped, pod_events, events_failed, entries = [], [], {}, set(), []
+def _pod_events(kube, namespace, pods, pod_events):
+    """(events as (event, subject), the read_skipped finding or None) of the pods read in ``namespace``; their
+    Warning events are also kept per pod in ``pod_events``."""
+    read = functools.partial(kube.events, namespace, field_selector="involvedObject.kind=Pod")
+    got, failed = optional_read(read, "the events of namespace %s" % namespace, namespace, "pod events")
     events = []
-    for namespace, pods in sorted(pods_by_namespace.items()):
-        read = functools.partial(kube.events, namespace, field_selector="involvedObject.kind=Pod")
-        got, failed = optional_read(read, "the events of namespace %s" % namespace, namespace, "pod events")
-        skipped.extend([failed] if failed else [])
-        if failed:
-            events_failed.add(namespace)
-        for event in got or []:
-            name = (event.get("involvedObject") or {}).get("name")
-            if name in pods:
-                events.append((event, pod_subject(pods[name])))
-                if event.get("type") == "Warning":
-                    pod_events.setdefault((namespace, name), []).append(event)
-        # a pod its controller could not create has no events of its own: the controller's FailedCreate
-        # events say why (an admission webhook that did not answer, a quota)
-        read = functools.partial(kube.events, namespace, field_selector="reason=FailedCreate")
-        got, failed = optional_read(read, "the FailedCreate events of namespace %s" % namespace, namespace,
-                                    "controller events")
-        skipped.extend([failed] if failed else [])
-        for event in got or []:
-            obj = event.get("involvedObject") or {}
-            if obj.get("kind") != "Pod":
-                events.append((event, "%s/%s/%s" % (namespace, obj.get("kind"), obj.get("name"))))
-    if nodes:
-        got, failed = optional_read(lambda: kube.events("default", field_selector="involvedObject.kind=Node"),
-                                    "the node events (namespace default)", "default", "node events")
-        skipped.extend([failed] if failed else [])
-        for event in got or []:
-            name = (event.get("involvedObject") or {}).get("name")
-            if name in nodes:
-                events.append((event, name))
+    for event in got or []:
+        name = (event.get("involvedObject") or {}).get("name")
+        if name in pods:
+            events.append((event, pod_subject(pods[name])))
+            if event.get("type") == "Warning":
+                pod_events.setdefault((namespace, name), []).append(event)
+    return events, failed
+
+
+def _controller_events(kube, namespace):
+    """(events as (event, subject), the read_skipped finding or None) of the FailedCreate events of the
+    controllers (not pods) of ``namespace``."""
+    # a pod its controller could not create has no events of its own: the controller's FailedCreate
+    # events say why (an admission webhook that did not answer, a quota)
+    read = functools.partial(kube.events, namespace, field_selector="reason=FailedCreate")
+    got, failed = optional_read(read, "the FailedCreate events of namespace %s" % namespace, namespace,
+                                "controller events")
+    events = []
+    for event in got or []:
+        obj = event.get("involvedObject") or {}
+        if obj.get("kind") != "Pod":
+            events.append((event, "%s/%s/%s" % (namespace, obj.get("kind"), obj.get("name"))))
+    return events, failed
+
+
+def _node_events(kube, nodes):
+    """(events as (event, node name), the read_skipped finding or None) of the ``nodes`` (namespace default)."""
+    got, failed = optional_read(lambda: kube.events("default", field_selector="involvedObject.kind=Node"),
+                                "the node events (namespace default)", "default", "node events")
+    events = []
+    for event in got or []:
+        name = (event.get("involvedObject") or {}).get("name")
+        if name in nodes:
+            events.append((event, name))
+    return events, failed
+
+
+def _event_entries(events, oldest):
+    """(entries, Warning rows) of the (event, subject) pairs newer than ``oldest`` (or without a time)."""
+    entries, warnings = [], []
     for event, subject in events:
         stamp = _epoch(event_time(event))
         if stamp is not None and stamp < oldest:
@@ -266,61 +304,96 @@ def _read_events(kube, pods_by_namespace, nodes, oldest):
             warnings.append({"time": event_time(event), "subject": subject, "reason": event.get("reason"),
                              "count": event.get("count") or 1,
                              "message": logs.excerpt(event.get("message") or "", 200)})
+    return entries, warnings
+
+
+def _read_events(kube, pods_by_namespace, nodes, oldest):
+    """The events of the pods read (and their controllers' FailedCreate events) and of the nodes, newer than
+    ``oldest``: ``{"entries", "warnings", "skipped", "pod_events", "failed"}``.  Events are optional: a 403, a
+    timeout or a malformed answer is a ``kube.read_skipped`` warning and the logs still count."""
+    skipped, pod_events, events_failed, events = [], {}, set(), []
+    for namespace, pods in sorted(pods_by_namespace.items()):
+        got, failed = _pod_events(kube, namespace, pods, pod_events)
+        skipped.extend([failed] if failed else [])
+        if failed:
+            events_failed.add(namespace)
+        events.extend(got)
+        got, failed = _controller_events(kube, namespace)
+        skipped.extend([failed] if failed else [])
+        events.extend(got)
+    if nodes:
+        got, failed = _node_events(kube, nodes)
+        skipped.extend([failed] if failed else [])
+        events.extend(got)
+    entries, warnings = _event_entries(events, oldest)
     return {"entries": entries, "warnings": warnings, "skipped": skipped, "pod_events": pod_events,
             "failed": events_failed}
 
 
-def api_check(params, kube_factory, now=None):
-    """The whole kube_logs run: ``params`` in, ``{"data": {"pods", "events", "matches"}, "findings": [...]}`` out."""
-    checked = rules.validate(params, RULES)
-    now = time.time() if now is None else now
+def _settings(checked, params):
+    """The options of a run, checked, with their defaults (the default targets when none are given)."""
     targets = checked.get("targets")
-    targets = [dict(t) for t in DEFAULT_TARGETS] if targets is None else targets
-    nodes = checked.get("nodes") or []
-    tail_lines = checked.get("tail_lines", 200)
-    since_seconds = checked.get("since_seconds", 3600)
-    limit_bytes = checked.get("limit_bytes", 262144)
-    max_pods = checked.get("max_pods", 20)
-    want_events = params.get("events", True)
-    kube = kube_factory(params)
+    return {
+        "targets": [dict(t) for t in DEFAULT_TARGETS] if targets is None else targets,
+        "nodes": checked.get("nodes") or [],
+        "tail_lines": checked.get("tail_lines", 200),
+        "since_seconds": checked.get("since_seconds", 3600),
+        "limit_bytes": checked.get("limit_bytes", 262144),
+        "max_pods": checked.get("max_pods", 20),
+        "events": params.get("events", True),
+    }
 
+
+def _target_pods(kube, target, nodes, max_pods):
+    """The pods of one target (those on ``nodes`` for a per-node target), the ones that explain most first,
+    at most ``max_pods``."""
+    pods = kube.pods(target["namespace"], label_selector=target["label_selector"])
+    if nodes and target.get("per_node"):
+        pods = [p for p in pods if (p.get("spec") or {}).get("nodeName") in nodes]
+    # the pods that explain most first: not running and ready, then the most restarted (a crash loop)
+    return sorted(pods, key=lambda p: (_healthy(p), -_restarts(p), meta(p, "name")))[:max_pods]
+
+
+def _read_logs(kube, settings):
+    """The logs of every target's pods, each pod read once: ``{"entries", "pods", "errors", "lines",
+    "by_namespace"}`` (the rows of the pods read, the container logs that could not be read, the entries
+    per pod, the pods read per namespace and name)."""
     entries, pods_read, errors, seen, pod_lines = [], [], [], set(), {}
     pods_by_namespace = {}
-    for target in targets:
-        pods = kube.pods(target["namespace"], label_selector=target["label_selector"])
-        if nodes and target.get("per_node"):
-            pods = [p for p in pods if (p.get("spec") or {}).get("nodeName") in nodes]
-        # the pods that explain most first: not running and ready, then the most restarted (a crash loop)
-        pods = sorted(pods, key=lambda p: (_healthy(p), -_restarts(p), meta(p, "name")))[:max_pods]
-        for pod in pods:
+    for target in settings["targets"]:
+        for pod in _target_pods(kube, target, settings["nodes"], settings["max_pods"]):
             key = (meta(pod, "namespace"), meta(pod, "name"))
             if key in seen:
                 continue
             seen.add(key)
             pods_by_namespace.setdefault(key[0], {})[key[1]] = pod
-            got, row = read_pod(kube, pod, target.get("containers") or [], tail_lines, since_seconds, limit_bytes)
+            got, row = read_pod(kube, pod, target.get("containers") or [], settings["tail_lines"],
+                                settings["since_seconds"], settings["limit_bytes"])
             row["target"] = target["name"]
             entries.extend(got)
             pods_read.append(row)
             pod_lines[key] = got
             errors.extend("%s/%s %s: %s" % (key[0], key[1], c["name"], e) for c in row["containers"] for e in c["errors"])
+    return {"entries": entries, "pods": pods_read, "errors": errors, "lines": pod_lines,
+            "by_namespace": pods_by_namespace}
 
-    warnings, skipped, pod_events, events_failed = [], [], {}, set()
-    if want_events:
-        read = _read_events(kube, pods_by_namespace, nodes, now - since_seconds)
-        entries.extend(read["entries"])
-        warnings, skipped, pod_events, events_failed = (read["warnings"], read["skipped"], read["pod_events"],
-                                                        read["failed"])
 
-    groups = logs.match(entries)
-    found = logs.findings(groups) + skipped
-    explained = set(g["subject"] for g in groups)
-    for namespace, pods in sorted(pods_by_namespace.items()):
+def _unexplained_pods(read, events, explained, want_events):
+    """``unexplained`` of every pod read whose subject no signature matched, in namespace and name order."""
+    found = []
+    for namespace, pods in sorted(read["by_namespace"].items()):
         for name, pod in sorted(pods.items()):
             if pod_subject(pod) not in explained:
-                found.extend(unexplained(pod, pod_lines.get((namespace, name)) or [],
-                                         pod_events.get((namespace, name)) or [],
-                                         events_read=want_events and namespace not in events_failed))
+                found.extend(unexplained(pod, read["lines"].get((namespace, name)) or [],
+                                         events["pod_events"].get((namespace, name)) or [],
+                                         events_read=want_events and namespace not in events["failed"]))
+    return found
+
+
+def _summary_findings(read, groups, targets, want_events, entries):
+    """``log.not_readable`` (container logs that could not be read) and ``log.no_signature`` (nothing matched)."""
+    found = []
+    errors = read["errors"]
     if errors:
         found.append(finding(
             "log.not_readable", "warning", "control-plane", "cluster",
@@ -331,10 +404,32 @@ def api_check(params, kube_factory, now=None):
         found.append(finding(
             "log.no_signature", "info", "control-plane", "cluster",
             "%d pods of %s and %s read (%d lines and events): none matches a known network signature" % (
-                len(pods_read), ", ".join(sorted(set(t["name"] for t in targets))) or "no target",
+                len(read["pods"]), ", ".join(sorted(set(t["name"] for t in targets))) or "no target",
                 "their events" if want_events else "no events", len(entries)),
-            {"pods": len(pods_read), "lines": len(entries)}, ""))
-    warnings.sort(key=lambda w: w["time"] or "", reverse=True)
-    return {"data": {"pods": pods_read, "events": warnings[:EVENTS_SHOWN], "events_count": len(warnings),
+            {"pods": len(read["pods"]), "lines": len(entries)}, ""))
+    return found
+
+
+def api_check(params, kube_factory, now=None):
+    """The whole kube_logs run: ``params`` in, ``{"data": {"pods", "events", "matches"}, "findings": [...]}`` out."""
+    checked = rules.validate(params, RULES)
+    now = time.time() if now is None else now
+    settings = _settings(checked, params)
+    want_events = settings["events"]
+    kube = kube_factory(params)
+
+    read = _read_logs(kube, settings)
+    entries = read["entries"]
+    events = {"warnings": [], "skipped": [], "pod_events": {}, "failed": set()}
+    if want_events:
+        events = _read_events(kube, read["by_namespace"], settings["nodes"], now - settings["since_seconds"])
+        entries.extend(events["entries"])
+
+    groups = logs.match(entries)
+    found = logs.findings(groups) + events["skipped"]
+    found.extend(_unexplained_pods(read, events, set(g["subject"] for g in groups), want_events))
+    found.extend(_summary_findings(read, groups, settings["targets"], want_events, entries))
+    warnings = sorted(events["warnings"], key=lambda w: w["time"] or "", reverse=True)
+    return {"data": {"pods": read["pods"], "events": warnings[:EVENTS_SHOWN], "events_count": len(warnings),
                      "matches": [logs.group_data(g) for g in groups]},
             "findings": sort_findings(found)}

@@ -2,7 +2,7 @@
 # Copyright (c) 2026, k8snet.triage contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Bounds of every Kubernetes API request (used by kube.Kube): deadlines, byte caps, retries, shapes.
+"""Bounds of every Kubernetes API request (used by kube_client.Kube): deadlines, byte caps, retries, shapes.
 
 The official client's ``_request_timeout`` bounds each socket operation only: a server that trickles one
 byte every 2 s, or an endless ``continue`` token, never ends.  Here:
@@ -256,10 +256,21 @@ def _kind(value):
     return "a %s (%s)" % (type(value).__name__, repr(value)[:40])
 
 
-def check_object(obj, what):
-    """``obj`` if it is a Kubernetes object with a name, its null sections made empty; else ValueError naming ``what``."""
-    if not isinstance(obj, dict):
-        raise ValueError("%s is %s, not an object" % (what, _kind(obj)))
+def _empty_nulls(container, keys, expected, message, what, name):
+    """Each of ``keys`` present in ``container``: null becomes an empty ``expected`` ({} or []); another type than
+    ``expected`` is ValueError (``message`` % (what, name, key, its kind))."""
+    for key in keys:
+        if key not in container:
+            continue
+        if container[key] is None:
+            container[key] = expected()
+        elif not isinstance(container[key], expected):
+            raise ValueError(message % (what, name, key, _kind(container[key])))
+
+
+def _check_metadata(obj, what):
+    """The name of ``obj`` once its metadata is checked (an object with a name, a string namespace, maps of
+    labels and annotations, null ones made empty); else ValueError naming ``what``."""
     metadata = obj.get("metadata")
     if metadata is None:
         raise ValueError("%s has no metadata (%s)" % (what, "null" if "metadata" in obj else "absent"))
@@ -271,25 +282,21 @@ def check_object(obj, what):
     namespace = metadata.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         raise ValueError("%s (%s) has a metadata.namespace that is %s" % (what, name, _kind(namespace)))
-    for key in NULL_META:
-        if key in metadata and metadata[key] is None:
-            metadata[key] = {}
-        elif key in metadata and not isinstance(metadata[key], dict):
-            raise ValueError("%s (%s) has metadata.%s that is %s, not a map" % (what, name, key, _kind(metadata[key])))
+    _empty_nulls(metadata, NULL_META, dict, "%s (%s) has metadata.%s that is %s, not a map", what, name)
+    return name
+
+
+def check_object(obj, what):
+    """``obj`` if it is a Kubernetes object with a name, its null sections made empty; else ValueError naming ``what``."""
+    if not isinstance(obj, dict):
+        raise ValueError("%s is %s, not an object" % (what, _kind(obj)))
+    name = _check_metadata(obj, what)
     for key in REFUSED_NULL:
         if key in obj and obj[key] is None:
             raise ValueError("%s (%s) has %s: null, which the API server never sends (it sends {} or leaves it out)"
                              % (what, name, key))
-    for key in REFUSED_NULL + NULL_SECTIONS:
-        if key in obj and obj[key] is None:
-            obj[key] = {}
-        elif key in obj and not isinstance(obj[key], dict):
-            raise ValueError("%s (%s) has a %s that is %s, not an object" % (what, name, key, _kind(obj[key])))
-    for key in NULL_LIST_SECTIONS:
-        if key in obj and obj[key] is None:
-            obj[key] = []
-        elif key in obj and not isinstance(obj[key], list):
-            raise ValueError("%s (%s) has %s that is %s, not a list" % (what, name, key, _kind(obj[key])))
+    _empty_nulls(obj, REFUSED_NULL + NULL_SECTIONS, dict, "%s (%s) has a %s that is %s, not an object", what, name)
+    _empty_nulls(obj, NULL_LIST_SECTIONS, list, "%s (%s) has %s that is %s, not a list", what, name)
     return obj
 
 

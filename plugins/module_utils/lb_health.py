@@ -148,53 +148,43 @@ def pool_view(nodes, endpoints, probes, traffic=None):
     return view
 
 
-def check_service(service, nodes, endpoints, probes, traffic=None):
-    """Findings for one eTP=Local Service.
-
-    ``nodes``: the candidate LB pool members (Node objects); ``endpoints``: node -> ready local
-    endpoints (``local_endpoints``); ``probes``: node -> ``probe`` result (empty when not probed).
-    """
-    ref = "%s/%s" % (meta(service, "namespace"), meta(service, "name"))
-    port = (service.get("spec") or {}).get("healthCheckNodePort")
-    names = [meta(n, "name") for n in nodes]
-    with_eps = [n for n in names if endpoints.get(n)]
-    without = [n for n in names if not endpoints.get(n)]
-    replicas = sum(endpoints.values())
-    found = []
-    if without:
-        pool = pool_view(nodes, endpoints, probes, traffic)
+def _without_summary(ref, names, with_eps, without, replicas, pool, probes):
+    """The summary of ``lb.nodes_without_endpoints``: expected when some node has an endpoint, an outage if none."""
+    if not with_eps:
+        return ("%d of %d nodes have no ready local endpoint of %s (%d replicas): the load balancer marks them "
+                "down; no node passes, the Service is unreachable" % (len(without), len(names), ref, replicas))
+    summary = ("%d of %d nodes (%s) have no ready local endpoint of %s (%d replicas, on %s) and fail the load "
+               "balancer's health check: expected with policy Local: no impact unless the nodes with an "
+               "endpoint (%s) fail it too, or a client bypasses the load balancer and connects to a node "
+               "without an endpoint on its nodePort (that connection is accepted or dropped and never "
+               "answered)" % (len(without), len(names), ", ".join(sample(without)), ref, replicas,
+                              ", ".join(sample(with_eps)), ", ".join(sample(with_eps))))
+    if probes:
         passing = [n for n in names if pool[n]["health_check"] == "pass"]
         failing = [n for n in names if pool[n]["health_check"] == "fail"]
-        who = owner(service)
-        if with_eps:
-            summary = ("%d of %d nodes (%s) have no ready local endpoint of %s (%d replicas, on %s) and fail the load "
-                       "balancer's health check: expected with policy Local: no impact unless the nodes with an "
-                       "endpoint (%s) fail it too, or a client bypasses the load balancer and connects to a node "
-                       "without an endpoint on its nodePort (that connection is accepted or dropped and never "
-                       "answered)" % (len(without), len(names), ", ".join(sample(without)), ref, replicas,
-                                      ", ".join(sample(with_eps)), ", ".join(sample(with_eps))))
-            if probes:
-                summary += "; pool: %s pass, %s fail" % (", ".join(sample(passing)) or "none",
-                                                         ", ".join(sample(failing)) or "none")
-        else:
-            summary = ("%d of %d nodes have no ready local endpoint of %s (%d replicas): the load balancer marks them "
-                       "down; no node passes, the Service is unreachable" % (len(without), len(names), ref, replicas))
-        remediation = (
-            "nothing to do for the nodes without an endpoint: the load balancer keeps them out of its pool by design "
-            "with externalTrafficPolicy Local. For a pool where every node passes: run one replica per pool node "
-            "(a DaemonSet or anti-affinity), limit the pool to the nodes with replicas, or switch the Service to "
-            "Cluster - %s. The switch: k8snet.triage.lb_health with remediate: cluster, remediate_services: [%s] and "
-            "force_policy_switch: true (check mode and --diff first), or by hand: kubectl -n %s patch svc %s -p "
-            "'{\"spec\":{\"externalTrafficPolicy\":\"Cluster\"}}'" % (TRADE_OFF, ref, meta(service, "namespace"),
-                                                                      meta(service, "name")))
-        if who:
-            remediation += ". " + who["note"][0].upper() + who["note"][1:]
-        found.append(finding(
-            "lb.nodes_without_endpoints", "critical" if not with_eps else "warning", "L4", ref, summary,
-            {"nodes_without": sample(without), "nodes_with": sample(with_eps), "replicas": replicas,
-             "health_check_node_port": port, "expected": bool(with_eps), "trade_off": TRADE_OFF,
-             "pool": pool, "owner": who},
-            remediation))
+        summary += "; pool: %s pass, %s fail" % (", ".join(sample(passing)) or "none",
+                                                 ", ".join(sample(failing)) or "none")
+    return summary
+
+
+def _without_remediation(service, ref, who):
+    """The remediation of ``lb.nodes_without_endpoints``: the choices, the switch to Cluster, the owner's note."""
+    remediation = (
+        "nothing to do for the nodes without an endpoint: the load balancer keeps them out of its pool by design "
+        "with externalTrafficPolicy Local. For a pool where every node passes: run one replica per pool node "
+        "(a DaemonSet or anti-affinity), limit the pool to the nodes with replicas, or switch the Service to "
+        "Cluster - %s. The switch: k8snet.triage.lb_health with remediate: cluster, remediate_services: [%s] and "
+        "force_policy_switch: true (check mode and --diff first), or by hand: kubectl -n %s patch svc %s -p "
+        "'{\"spec\":{\"externalTrafficPolicy\":\"Cluster\"}}'" % (TRADE_OFF, ref, meta(service, "namespace"),
+                                                                  meta(service, "name")))
+    if who:
+        remediation += ". " + who["note"][0].upper() + who["note"][1:]
+    return remediation
+
+
+def _mismatch_findings(ref, port, names, endpoints, probes):
+    """``lb.health_probe_mismatch`` per node whose health check failed or disagrees with the API's endpoints."""
+    found = []
     for name in names:
         result = probes.get(name)
         if not result:
@@ -210,6 +200,33 @@ def check_service(service, nodes, endpoints, probes, traffic=None):
                  "api_local_endpoints": api, "error": result["error"]},
                 "check kube-proxy (or the Cilium agent) on %s: it serves healthCheckNodePort %s from its own view of "
                 "the endpoints" % (name, port)))
+    return found
+
+
+def check_service(service, nodes, endpoints, probes, traffic=None):
+    """Findings for one eTP=Local Service.
+
+    ``nodes``: the candidate LB pool members (Node objects); ``endpoints``: node -> ready local
+    endpoints (``local_endpoints``); ``probes``: node -> ``probe`` result (empty when not probed).
+    """
+    ref = "%s/%s" % (meta(service, "namespace"), meta(service, "name"))
+    port = (service.get("spec") or {}).get("healthCheckNodePort")
+    names = [meta(n, "name") for n in nodes]
+    with_eps = [n for n in names if endpoints.get(n)]
+    without = [n for n in names if not endpoints.get(n)]
+    replicas = sum(endpoints.values())
+    found = []
+    if without:
+        pool = pool_view(nodes, endpoints, probes, traffic)
+        who = owner(service)
+        found.append(finding(
+            "lb.nodes_without_endpoints", "critical" if not with_eps else "warning", "L4", ref,
+            _without_summary(ref, names, with_eps, without, replicas, pool, probes),
+            {"nodes_without": sample(without), "nodes_with": sample(with_eps), "replicas": replicas,
+             "health_check_node_port": port, "expected": bool(with_eps), "trade_off": TRADE_OFF,
+             "pool": pool, "owner": who},
+            _without_remediation(service, ref, who)))
+    found.extend(_mismatch_findings(ref, port, names, endpoints, probes))
     found.extend(check_traffic(service, nodes, endpoints, traffic or {}))
     return found
 

@@ -91,6 +91,91 @@ def describe(entry):
     return " ".join(parts)
 
 
+def _answers(address, probes, local, local_addresses):
+    """``(answered, macs)``: the probe answers for ``address`` (None: not probed) and the distinct MACs
+    among them, sorted."""
+    answered = probes.get(address)
+    macs = sorted(set(p["mac"] for p in answered or []))
+    if answered is not None and address in local_addresses:
+        # we hold it ourselves: any other MAC answering is a rival claimant
+        own = [item["mac"] for item in local if item["address"] == address]
+        macs = sorted(set(macs) | set(own))
+        answered = answered + [{"mac": mac, "vendor": vendor(mac), "self": True} for mac in own]
+    return answered, macs
+
+
+def _truth(address, expected, macs):
+    """``(mac, source)``: the MAC ``address`` should have, from ``expected`` or else from the single MAC
+    that answered (``(None, None)`` when neither says)."""
+    if address in expected:
+        return expected[address], "expected"
+    if len(macs) == 1:
+        return macs[0], "probe"
+    return None, None
+
+
+def _conflict_finding(address, macs, answered, expected):
+    """The ip_conflict finding: several MACs answer for one address."""
+    return finding(
+        "arp.ip_conflict", "critical", "L2", address,
+        "%d different MACs answer ARP for %s: two hosts claim one address" % (len(macs), address),
+        {"answers": answered, "expected_mac": expected.get(address)},
+        "Find the hosts owning %s (vendor and MAC above) and remove the address from all but one "
+        "(e.g. a second keepalived/kube-vip leader)." % ", ".join(macs))
+
+
+def _unresolved_finding(address, entry, answered):
+    """The unresolved finding of an entry nothing answers for."""
+    return finding(
+        "arp.unresolved", "warning", "L2", "%s dev %s" % (address, entry["interface"]),
+        "%s does not resolve on %s (%s): nothing answers ARP for it" % (
+            address, entry["interface"], "/".join(entry["state"])),
+        {"entry": describe(entry), "answers": answered},
+        "Check that the owner of %s is up and holds the address; probe with arp_check probe=true." % address)
+
+
+def _stale_finding(address, entry, truth, source):
+    """The stale_entry finding of an entry whose cached MAC is not ``truth``."""
+    protected = is_protected(entry)
+    return finding(
+        "arp.stale_entry", "critical", "L2", "%s dev %s" % (address, entry["interface"]),
+        "cached MAC %s for %s is wrong: the %s MAC is %s" % (
+            entry["mac"], address, "owner's" if source == "expected" else "answering", truth),
+        {"entry": describe(entry), "cached_mac": entry["mac"], "true_mac": truth, "truth_from": source,
+         "protected": protected},
+        ("Flush it with arp_check flush=stale%s (deletes only %s dev %s)." % (
+            " force=true (the entry is %s)" % "/".join(entry["flags"] + entry["state"]) if protected else "",
+            address, entry["interface"])))
+
+
+def _entry_problem(address, entry, truth, source, answered):
+    """``(finding, stale)`` for one cached entry: unresolved, or stale (``stale`` True), or ``(None, False)``
+    when it is fine."""
+    if is_unresolved(entry):
+        return _unresolved_finding(address, entry, answered), False
+    if truth and entry["mac"] != truth:
+        return _stale_finding(address, entry, truth, source), True
+    return None, False
+
+
+def _cache_state(address, mine, answered, source, local_addresses, interface):
+    """The not_cached finding (no entry, for an address this host does not hold) or the ok finding
+    (entries, none of them a problem: the caller checks that)."""
+    if not mine:
+        if address in local_addresses:
+            return None
+        return finding(
+            "arp.not_cached", "info", "L2", address,
+            "no neighbor entry for %s%s: it is resolved on first use" % (
+                address, " on " + interface if interface else ""),
+            {"answers": answered} if answered is not None else {}, "")
+    return finding(
+        "arp.ok", "ok", "L2", address, "neighbor entry for %s matches %s" % (
+            address, "the expected MAC" if source == "expected" else "the MAC that answers" if source else
+            "no known truth"),
+        {"entries": [describe(e) for e in mine], "truth_from": source}, "")
+
+
 def check(addresses, expected, entries, probes, local, interface=None):
     """Findings for each address: stale (vs expected, or vs the single MAC that answered), conflict, unresolved.
 
@@ -102,59 +187,22 @@ def check(addresses, expected, entries, probes, local, interface=None):
     local_addresses = set(item["address"] for item in local)
     for address in addresses:
         mine = [e for e in entries if e["address"] == address]
-        answered = probes.get(address)
-        macs = sorted(set(p["mac"] for p in answered or []))
-        if answered is not None and address in local_addresses:
-            # we hold it ourselves: any other MAC answering is a rival claimant
-            own = [item["mac"] for item in local if item["address"] == address]
-            macs = sorted(set(macs) | set(own))
-            answered = answered + [{"mac": mac, "vendor": vendor(mac), "self": True} for mac in own]
-        truth, source = None, None
-        if address in expected:
-            truth, source = expected[address], "expected"
-        elif len(macs) == 1:
-            truth, source = macs[0], "probe"
+        answered, macs = _answers(address, probes, local, local_addresses)
+        truth, source = _truth(address, expected, macs)
         if len(macs) > 1:
-            findings.append(finding(
-                "arp.ip_conflict", "critical", "L2", address,
-                "%d different MACs answer ARP for %s: two hosts claim one address" % (len(macs), address),
-                {"answers": answered, "expected_mac": expected.get(address)},
-                "Find the hosts owning %s (vendor and MAC above) and remove the address from all but one "
-                "(e.g. a second keepalived/kube-vip leader)." % ", ".join(macs)))
+            findings.append(_conflict_finding(address, macs, answered, expected))
         problem = False
         for entry in mine:
-            if is_unresolved(entry):
-                problem = True
-                findings.append(finding(
-                    "arp.unresolved", "warning", "L2", "%s dev %s" % (address, entry["interface"]),
-                    "%s does not resolve on %s (%s): nothing answers ARP for it" % (
-                        address, entry["interface"], "/".join(entry["state"])),
-                    {"entry": describe(entry), "answers": answered},
-                    "Check that the owner of %s is up and holds the address; probe with arp_check probe=true." % address))
+            item, wrong = _entry_problem(address, entry, truth, source, answered)
+            if item is None:
                 continue
-            if truth and entry["mac"] != truth:
-                problem = True
+            problem = True
+            if wrong:
                 stale.append(entry)
-                protected = is_protected(entry)
-                findings.append(finding(
-                    "arp.stale_entry", "critical", "L2", "%s dev %s" % (address, entry["interface"]),
-                    "cached MAC %s for %s is wrong: the %s MAC is %s" % (
-                        entry["mac"], address, "owner's" if source == "expected" else "answering", truth),
-                    {"entry": describe(entry), "cached_mac": entry["mac"], "true_mac": truth, "truth_from": source,
-                     "protected": protected},
-                    ("Flush it with arp_check flush=stale%s (deletes only %s dev %s)." % (
-                        " force=true (the entry is %s)" % "/".join(entry["flags"] + entry["state"]) if protected else "",
-                        address, entry["interface"]))))
-        if not mine and address not in local_addresses:
-            findings.append(finding(
-                "arp.not_cached", "info", "L2", address,
-                "no neighbor entry for %s%s: it is resolved on first use" % (address, " on " + interface if interface else ""),
-                {"answers": answered} if answered is not None else {}, ""))
-        elif mine and not problem:
-            findings.append(finding(
-                "arp.ok", "ok", "L2", address, "neighbor entry for %s matches %s" % (
-                    address, "the expected MAC" if source == "expected" else "the MAC that answers" if source else "no known truth"),
-                {"entries": [describe(e) for e in mine], "truth_from": source}, ""))
+            findings.append(item)
+        if not problem:
+            state = _cache_state(address, mine, answered, source, local_addresses, interface)
+            findings.extend([state] if state else [])
     return findings, stale
 
 

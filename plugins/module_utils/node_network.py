@@ -14,7 +14,8 @@ import calendar
 import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import condition, meta, optional_read
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import condition, meta
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import optional_read
 
 DEFAULT_CNI_DAEMONSETS = ("calico-node", "cilium", "anetd")
 DEFAULT_CNI_NAMESPACES = ("kube-system", "calico-system")
@@ -117,70 +118,110 @@ def _duration(seconds):
     return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
 
 
-def check_node(model, stuck_after, restart_threshold, cni_expected=True):
-    """Findings for one node model."""
-    name, found = model["name"], []
-    nu = model["network_unavailable"]
-    if nu and nu["status"] == "True":
-        stuck = nu["seconds"] is None or nu["seconds"] >= stuck_after
-        found.append(finding(
-            "node.network_unavailable", "critical" if stuck else "warning", "L3", name,
-            "NetworkUnavailable has been True for %s (%s: %s)%s" % (
-                _duration(nu["seconds"]), nu["reason"], nu["message"],
-                "; stuck past %ds" % stuck_after if stuck else "; normal for a few seconds while the CNI agent restarts"),
-            {"reason": nu["reason"], "message": nu["message"], "since": nu["since"], "seconds": nu["seconds"],
-             "taints": model["taints"], "cni_pods": [p["name"] for p in model["cni_pods"]]},
-            "look at the CNI agent pod on %s (logs, restarts); the CNI clears the condition when it is up" % name))
-    ready = model["ready"]
-    if ready and ready["status"] != "True" and any(m in (ready["message"] or "") for m in CNI_NOT_READY_MARKERS):
-        found.append(finding(
-            "node.cni_not_ready", "critical", "L3", name,
-            "kubelet reports the container network not ready: %s" % ready["message"],
-            {"reason": ready["reason"], "since": ready["since"], "seconds": ready["seconds"], "taints": model["taints"]},
-            "check the CNI config and binaries on the node (/etc/cni/net.d, /opt/cni/bin: the cni role's "
-            "node-side check) and the CNI agent pod on it"))
-    network_down = bool(nu and nu["status"] == "True") or any(f["check"] == "node.cni_not_ready" for f in found)
-    waiting = model.get("waiting_pods") or []
-    if network_down and waiting:
-        shown = ", ".join("%s/%s (%s)" % (p["namespace"], p["name"], p["waiting"] or p["phase"] or "not ready")
-                          for p in waiting[:5])
-        found.append(finding(
-            "node.pods_waiting_for_network", "warning", "L3", name,
-            "%d system pod%s on %s wait%s for the pod network: %s%s" % (
-                len(waiting), "" if len(waiting) == 1 else "s", name, "s" if len(waiting) == 1 else "",
-                shown, ", ..." if len(waiting) > 5 else ""),
-            {"pods": ["%s/%s" % (p["namespace"], p["name"]) for p in waiting[:20]], "count": len(waiting),
-             "phases": dict(("%s/%s" % (p["namespace"], p["name"]), p["waiting"] or p["phase"]) for p in waiting[:20]),
-             "owners": dict(("%s/%s" % (p["namespace"], p["name"]), "%s/%s" % (p["owner"]["kind"], p["owner"]["name"]))
-                            for p in waiting[:20] if p["owner"])},
-            "they start once the CNI agent on %s is up; until then what they serve is missing. When one of them is "
-            "the API server's tunnel (vpn, konnectivity-agent) or an admission webhook's backend, the CNI may be "
-            "waiting for it in turn (webhook.cni_deadlock); kubectl cordon %s and deleting the pod moves a "
-            "Deployment's pod to a node with network" % (name, name)))
-    pods = model["cni_pods"]
+def _is_true(cond):
+    """A condition model that is present and True."""
+    return bool(cond and cond["status"] == "True")
+
+
+def _network_unavailable(model, stuck_after):
+    """node.network_unavailable while NetworkUnavailable is True (critical once stuck past ``stuck_after``)."""
+    name, nu = model["name"], model["network_unavailable"]
+    if not _is_true(nu):
+        return None
+    stuck = nu["seconds"] is None or nu["seconds"] >= stuck_after
+    return finding(
+        "node.network_unavailable", "critical" if stuck else "warning", "L3", name,
+        "NetworkUnavailable has been True for %s (%s: %s)%s" % (
+            _duration(nu["seconds"]), nu["reason"], nu["message"],
+            "; stuck past %ds" % stuck_after if stuck else "; normal for a few seconds while the CNI agent restarts"),
+        {"reason": nu["reason"], "message": nu["message"], "since": nu["since"], "seconds": nu["seconds"],
+         "taints": model["taints"], "cni_pods": [p["name"] for p in model["cni_pods"]]},
+        "look at the CNI agent pod on %s (logs, restarts); the CNI clears the condition when it is up" % name)
+
+
+def _cni_not_ready(model):
+    """node.cni_not_ready when Ready is not True and kubelet's message says the container network is not ready."""
+    name, ready = model["name"], model["ready"]
+    if not (ready and ready["status"] != "True" and any(m in (ready["message"] or "") for m in CNI_NOT_READY_MARKERS)):
+        return None
+    return finding(
+        "node.cni_not_ready", "critical", "L3", name,
+        "kubelet reports the container network not ready: %s" % ready["message"],
+        {"reason": ready["reason"], "since": ready["since"], "seconds": ready["seconds"], "taints": model["taints"]},
+        "check the CNI config and binaries on the node (/etc/cni/net.d, /opt/cni/bin: the cni role's "
+        "node-side check) and the CNI agent pod on it")
+
+
+def _pods_waiting_for_network(model):
+    """node.pods_waiting_for_network for the node's system pods that wait for the pod network (None: none wait)."""
+    name, waiting = model["name"], model.get("waiting_pods") or []
+    if not waiting:
+        return None
+    shown = ", ".join("%s/%s (%s)" % (p["namespace"], p["name"], p["waiting"] or p["phase"] or "not ready")
+                      for p in waiting[:5])
+    return finding(
+        "node.pods_waiting_for_network", "warning", "L3", name,
+        "%d system pod%s on %s wait%s for the pod network: %s%s" % (
+            len(waiting), "" if len(waiting) == 1 else "s", name, "s" if len(waiting) == 1 else "",
+            shown, ", ..." if len(waiting) > 5 else ""),
+        {"pods": ["%s/%s" % (p["namespace"], p["name"]) for p in waiting[:20]], "count": len(waiting),
+         "phases": dict(("%s/%s" % (p["namespace"], p["name"]), p["waiting"] or p["phase"]) for p in waiting[:20]),
+         "owners": dict(("%s/%s" % (p["namespace"], p["name"]), "%s/%s" % (p["owner"]["kind"], p["owner"]["name"]))
+                        for p in waiting[:20] if p["owner"])},
+        "they start once the CNI agent on %s is up; until then what they serve is missing. When one of them is "
+        "the API server's tunnel (vpn, konnectivity-agent) or an admission webhook's backend, the CNI may be "
+        "waiting for it in turn (webhook.cni_deadlock); kubectl cordon %s and deleting the pod moves a "
+        "Deployment's pod to a node with network" % (name, name))
+
+
+def _cni_pod(name, pod, restart_threshold, network_unavailable):
+    """node.cni_pod_crashloop or node.cni_pod_pending for one CNI agent pod (None: neither)."""
+    if pod["waiting"] == "CrashLoopBackOff" or (not pod["ready"] and pod["restarts"] >= restart_threshold):
+        return finding(
+            "node.cni_pod_crashloop", "critical", "L3", "%s/%s" % (name, pod["name"]),
+            "CNI agent pod %s on %s is crash-looping (%d restarts, %s)" % (
+                pod["name"], name, pod["restarts"], pod["waiting"] or "not ready"),
+            {"phase": pod["phase"], "ready": pod["ready"], "restarts": pod["restarts"], "waiting": pod["waiting"]},
+            "kubectl -n %s logs %s --previous; a circular dependency through an admission webhook "
+            "shows as the agent failing to reach the API" % (pod["namespace"], pod["name"]))
+    if pod["phase"] == "Pending":
+        return finding(
+            "node.cni_pod_pending", "critical" if network_unavailable else "warning", "L3",
+            "%s/%s" % (name, pod["name"]),
+            "CNI agent pod %s on %s is Pending (%s)" % (pod["name"], name, pod["waiting"] or "not started"),
+            {"phase": pod["phase"], "waiting": pod["waiting"], "restarts": pod["restarts"]},
+            "kubectl -n %s describe pod %s (image pull, resources, init containers)" % (pod["namespace"], pod["name"]))
+    return None
+
+
+def _cni_pods(model, restart_threshold, cni_expected):
+    """The node's CNI agent pods: none where one is expected, crash-looping or Pending ones."""
+    name, pods = model["name"], model["cni_pods"]
+    found = []
     if not pods and cni_expected:
         found.append(finding(
             "node.cni_pod_missing", "critical", "L3", name,
             "no CNI agent pod runs on %s" % name,
             {"taints": model["taints"]},
             "check the DaemonSet's nodeSelector, tolerations and affinity against this node's labels and taints"))
+    network_unavailable = _is_true(model["network_unavailable"])
     for pod in pods:
-        if pod["waiting"] == "CrashLoopBackOff" or (not pod["ready"] and pod["restarts"] >= restart_threshold):
-            found.append(finding(
-                "node.cni_pod_crashloop", "critical", "L3", "%s/%s" % (name, pod["name"]),
-                "CNI agent pod %s on %s is crash-looping (%d restarts, %s)" % (
-                    pod["name"], name, pod["restarts"], pod["waiting"] or "not ready"),
-                {"phase": pod["phase"], "ready": pod["ready"], "restarts": pod["restarts"], "waiting": pod["waiting"]},
-                "kubectl -n %s logs %s --previous; a circular dependency through an admission webhook "
-                "shows as the agent failing to reach the API" % (pod["namespace"], pod["name"])))
-        elif pod["phase"] == "Pending":
-            found.append(finding(
-                "node.cni_pod_pending", "critical" if nu and nu["status"] == "True" else "warning", "L3",
-                "%s/%s" % (name, pod["name"]),
-                "CNI agent pod %s on %s is Pending (%s)" % (pod["name"], name, pod["waiting"] or "not started"),
-                {"phase": pod["phase"], "waiting": pod["waiting"], "restarts": pod["restarts"]},
-                "kubectl -n %s describe pod %s (image pull, resources, init containers)" % (pod["namespace"], pod["name"])))
+        item = _cni_pod(name, pod, restart_threshold, network_unavailable)
+        if item is not None:
+            found.append(item)
     return found
+
+
+def check_node(model, stuck_after, restart_threshold, cni_expected=True):
+    """Findings for one node model."""
+    unavailable = _network_unavailable(model, stuck_after)
+    not_ready = _cni_not_ready(model)
+    found = [item for item in (unavailable, not_ready) if item is not None]
+    network_down = unavailable is not None or not_ready is not None
+    if network_down:
+        waiting = _pods_waiting_for_network(model)
+        found.extend([waiting] if waiting is not None else [])
+    return found + _cni_pods(model, restart_threshold, cni_expected)
 
 
 def check_agent_configs(configs):

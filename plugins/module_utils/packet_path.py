@@ -72,6 +72,93 @@ def _client_hop(client, vip, port, hop):
     return arp_requests, arp_replies, None
 
 
+def _hops_recorder(hops):
+    """``hop(name, host, packets)``: appends the hop to ``hops`` and returns its packets."""
+    def hop(name, host, packets):
+        hops.append({"hop": name, "host": host, "packets": packets})
+        return packets
+    return hop
+
+
+def _lb_hops(lbs, vip, port, hop, translated):
+    """The LB nodes' hops: the probes in to vip:port (``lb_in``), then translated toward the backends
+    (``lb_translated``: ``translated()`` packets); the step where they vanished (``arp``, ``nat``) or None."""
+    names = ",".join(r.get("host") or "?" for r in lbs)
+    if not hop("lb_in", names, sum(seen(r, direction="in", proto="tcp", dst=vip, dport=port) for r in lbs)):
+        return "arp"
+    if not hop("lb_translated", names, translated()):
+        return "nat"
+    return None
+
+
+def _worker_walk(worker, ip, port, interface, same_node, hop):
+    """The worker's hops toward the backend ``ip:port`` behind ``interface`` (the worker's route to ``ip``),
+    each recorded by ``hop(name, packets)``; the step where the probes vanished or None.  ``same_node``: the
+    worker is an LB node too, so there is no ``worker_in`` hop to cross."""
+    # a backend on the host network (a hostNetwork pod) has the node's own address: the kernel routes it to lo,
+    # there is no veth to cross, and its answer leaves the node's own interface
+    host_network = interface == "lo"
+    if not same_node and not hop("worker_in", seen(
+            worker, exclude_interface=None if host_network else interface, direction="in", proto="tcp", dst=ip,
+            dport=port)):
+        return "between_nodes"
+    if host_network:
+        return None if hop("host_socket", seen(worker, direction="out", proto="tcp", src=ip, sport=port)) else "backend"
+    if not hop("pod_veth", seen(worker, interface=interface, direction="out", proto="tcp", dst=ip, dport=port)
+               if interface else 0):
+        return "pod"
+    if not hop("pod_reply", seen(worker, interface=interface, direction="in", proto="tcp", src=ip, sport=port)):
+        return "backend"
+    return None
+
+
+def _last_seen(hops):
+    """``<hop> on <host>`` of the last hop that saw packets, ``no hop`` when none did."""
+    last = [h for h in hops if h["packets"]]
+    return last[-1]["hop"] + " on " + str(last[-1]["host"]) if last else "no hop"
+
+
+def _arp_note(vanished, client, arp_requests, arp_replies, vip):
+    """The summary's note on the client's unanswered ARP requests when the probes vanish at ``arp``."""
+    if vanished == "arp" and client and arp_requests and not arp_replies:
+        return " (the client's %d ARP requests for %s got no reply)" % (arp_requests, vip)
+    return ""
+
+
+# where the probes vanish, by the step of STEPS (ingress_bisect)
+_WHERE = {"client": "on the client", "arp": "between the client and the LB node",
+          "nat": "on the LB node (not translated)", "between_nodes": "between the LB node and the worker",
+          "pod": "on the worker, before the pod's veth", "backend": "in the pod (no reply)",
+          "return": "on the way back to the client"}
+
+
+def _ingress_vanished(vanished, vip, port, pod_ip, hops, evidence, arp_note, worker):
+    """The critical finding of ingress_bisect for the step where the probes vanished (``arp_note``: _arp_note)."""
+    check, layer, step = STEPS[vanished]
+    where = ("in the backend on the host network (no reply)"
+             if vanished == "backend" and evidence["backend_on_host_network"] else _WHERE[vanished])
+    summary = "packets to %s:%s vanish %s; last seen at %s" % (vip, port, where, _last_seen(hops)) + arp_note
+    if vanished == "pod" and worker and evidence["pod_interface"] is None:
+        summary += " (the worker has no route to %s)" % pod_ip
+    return finding(check, "critical", layer, "%s:%s" % (vip, port), summary, evidence, step)
+
+
+def _ingress_walk(client, lbs, worker, vip, port, pod_ip, pod_port, pod_interface):
+    """The walk client -> LB nodes -> worker -> pod: (hops, the client's ARP requests, its ARP replies, the step
+    where the probes vanished or None)."""
+    same_node = worker is not None and any(r.get("host") == worker.get("host") for r in lbs)
+    hops = []
+    hop = _hops_recorder(hops)
+    arp_requests, arp_replies, vanished = _client_hop(client, vip, port, hop)
+    if vanished is None and lbs:
+        vanished = _lb_hops(lbs, vip, port, hop, lambda: sum(
+            seen(r, direction="out", proto="tcp", dst=pod_ip, dport=pod_port) for r in lbs))
+    if vanished is None and worker:
+        vanished = _worker_walk(worker, pod_ip, pod_port, pod_interface, same_node,
+                                lambda name, packets: hop(name, worker.get("host"), packets))
+    return hops, arp_requests, arp_replies, vanished
+
+
 def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None):
     """captures: {"client": result|None, "lb": [results], "worker": result}; results carry ``host``.
 
@@ -82,40 +169,9 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
     worker = captures.get("worker")
     if pod_interface is None and worker:
         pod_interface = (worker.get("routed") or {}).get(pod_ip)
-    same_node = worker is not None and any(r.get("host") == worker.get("host") for r in lbs)
-    hops = []
-
-    def hop(name, host, packets):
-        hops.append({"hop": name, "host": host, "packets": packets})
-        return packets
-
-    arp_requests, arp_replies, vanished = _client_hop(client, vip, port, hop)
-    if vanished is None and lbs:
-        lb_hosts = ",".join(r.get("host") or "?" for r in lbs)
-        if not hop("lb_in", lb_hosts, sum(seen(r, direction="in", proto="tcp", dst=vip, dport=port) for r in lbs)):
-            vanished = "arp"
-        elif not hop("lb_translated", lb_hosts,
-                     sum(seen(r, direction="out", proto="tcp", dst=pod_ip, dport=pod_port) for r in lbs)):
-            vanished = "nat"
-    # a backend on the host network (a hostNetwork pod) has the node's own address: the kernel routes it to lo,
-    # there is no veth to cross, and its answer leaves the node's own interface
-    host_network = pod_interface == "lo"
-    if vanished is None and worker:
-        if not same_node and not hop("worker_in", worker.get("host"), seen(
-                worker, exclude_interface=None if host_network else pod_interface, direction="in", proto="tcp",
-                dst=pod_ip, dport=pod_port)):
-            vanished = "between_nodes"
-        elif host_network:
-            if not hop("host_socket", worker.get("host"), seen(worker, direction="out", proto="tcp", src=pod_ip,
-                                                               sport=pod_port)):
-                vanished = "backend"
-        elif not hop("pod_veth", worker.get("host"), seen(worker, interface=pod_interface, direction="out",
-                                                          proto="tcp", dst=pod_ip, dport=pod_port)
-                     if pod_interface else 0):
-            vanished = "pod"
-        elif not hop("pod_reply", worker.get("host"), seen(worker, interface=pod_interface, direction="in",
-                                                           proto="tcp", src=pod_ip, sport=pod_port)):
-            vanished = "backend"
+    hops, arp_requests, arp_replies, vanished = _ingress_walk(client, lbs, worker, vip, port, pod_ip, pod_port,
+                                                              pod_interface)
+    host_network = pod_interface == "lo"  # the backend on the host network (_worker_walk says why)
     probe_ok = _probe_ok(probe)
     if vanished is None and probe_ok is False:
         vanished = "return"
@@ -133,47 +189,119 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
         findings = [finding("ingress.ok", "ok", "L4", "%s:%s" % (vip, port),
                             "the probes crossed every hop to the pod and back", evidence)]
     else:
-        check, layer, step = STEPS[vanished]
-        last = [h for h in hops if h["packets"]]
-        where = {"client": "on the client", "arp": "between the client and the LB node",
-                 "nat": "on the LB node (not translated)", "between_nodes": "between the LB node and the worker",
-                 "pod": "on the worker, before the pod's veth",
-                 "backend": "in the backend on the host network (no reply)" if host_network else "in the pod (no reply)",
-                 "return": "on the way back to the client"}[vanished]
-        summary = "packets to %s:%s vanish %s; last seen at %s" % (
-            vip, port, where, last[-1]["hop"] + " on " + str(last[-1]["host"]) if last else "no hop")
-        if vanished == "arp" and client and arp_requests and not arp_replies:
-            summary += " (the client's %d ARP requests for %s got no reply)" % (arp_requests, vip)
-        if vanished == "pod" and worker and pod_interface is None:
-            summary += " (the worker has no route to %s)" % pod_ip
-        findings = [finding(check, "critical", layer, "%s:%s" % (vip, port), summary, evidence, step)]
+        findings = [_ingress_vanished(vanished, vip, port, pod_ip, hops, evidence,
+                                      _arp_note(vanished, client, arp_requests, arp_replies, vip), worker)]
     return {"hops": hops, "vanished_at": vanished, "findings": findings}
+
+
+def _translated(lbs, backends):
+    """{backend ip: the packets the LB nodes sent out translated to that backend's ip:port}."""
+    return dict((b["ip"], sum(seen(r, direction="out", proto="tcp", dst=b["ip"], dport=b["port"]) for r in lbs))
+                for b in backends)
 
 
 def _backend_walk(worker, backend, lb_hosts):
     """The worker's hops of one backend: (hops, the hop where its probes vanished or None)."""
     ip, port = backend["ip"], backend["port"]
     interface = (worker.get("routed") or {}).get(ip)
-    hops, vanished = [], None
+    hops = []
 
     def hop(name, packets):
         hops.append({"hop": name, "host": backend.get("host"), "packets": packets, "backend": backend.get("pod") or ip})
         return packets
 
-    host_network = interface == "lo"  # the node's own address: no veth (ingress_bisect says why)
-    if backend.get("host") not in lb_hosts and not hop("worker_in", seen(
-            worker, exclude_interface=None if host_network else interface, direction="in", proto="tcp", dst=ip,
-            dport=port)):
-        vanished = "between_nodes"
-    elif host_network:
-        if not hop("host_socket", seen(worker, direction="out", proto="tcp", src=ip, sport=port)):
-            vanished = "backend"
-    elif not hop("pod_veth", seen(worker, interface=interface, direction="out", proto="tcp", dst=ip, dport=port)
-                 if interface else 0):
-        vanished = "pod"
-    elif not hop("pod_reply", seen(worker, interface=interface, direction="in", proto="tcp", src=ip, sport=port)):
-        vanished = "backend"
+    vanished = _worker_walk(worker, ip, port, interface, backend.get("host") in lb_hosts, hop)
     return hops, vanished, interface
+
+
+def _backend_row(backend, worker, translated, lbs, lb_hosts, hops):
+    """One backend's row of the evidence (its translated packets and verdict); its worker's hops go to ``hops``."""
+    row = {"pod": backend.get("pod"), "ip": backend["ip"], "port": backend["port"], "node": backend.get("node"),
+           "host": backend.get("host"), "translated": translated.get(backend["ip"], 0) if lbs else None,
+           "vanished_at": None}
+    if lbs and not row["translated"]:
+        row["verdict"] = "not hit"
+    elif worker is None:
+        row["verdict"] = "not captured (node not in the inventory or not reached)"
+    else:
+        backend_hops, row["vanished_at"], row["pod_interface"] = _backend_walk(worker, backend, lb_hosts)
+        hops.extend(backend_hops)
+        row["verdict"] = "ok" if row["vanished_at"] is None else "vanished"
+    return row
+
+
+def _backend_rows(backends, workers, translated, lbs, lb_hosts, hops):
+    """(every backend's row, the first row whose probes vanished or None)."""
+    rows, culprit = [], None
+    for backend in backends:
+        worker = workers.get(backend.get("host")) if backend.get("host") else None
+        row = _backend_row(backend, worker, translated, lbs, lb_hosts, hops)
+        if row["vanished_at"] and culprit is None:
+            culprit = row
+        rows.append(row)
+    return rows, culprit
+
+
+def _backends_walk(client, lbs, workers, vip, port, backends):
+    """The walk client -> LB nodes -> every backend: (hops, the client's ARP requests, its ARP replies, the step
+    where the probes vanished or None, the backends' rows, the first row whose probes vanished or None)."""
+    hops, rows, culprit = [], [], None
+    hop = _hops_recorder(hops)
+    arp_requests, arp_replies, vanished = _client_hop(client, vip, port, hop)
+    lb_hosts = set(r.get("host") for r in lbs)
+    translated = _translated(lbs, backends)
+    if vanished is None and lbs:
+        vanished = _lb_hops(lbs, vip, port, hop, lambda: sum(translated.values()))
+    if vanished is None:
+        rows, culprit = _backend_rows(backends, workers, translated, lbs, lb_hosts, hops)
+        vanished = culprit["vanished_at"] if culprit else None
+    return hops, arp_requests, arp_replies, vanished, rows, culprit
+
+
+def _backends_unbroken(subject, rows, backends, evidence):
+    """The finding when no hop lost the probes: ok when a captured backend got them, else not checked."""
+    hit = [r for r in rows if r["verdict"] == "ok"]
+    if not hit and backends:
+        return finding(
+            "ingress.not_checked", "warning", "L4", subject,
+            "the probes were translated only to backends whose node was not captured: the path beyond the LB node "
+            "was not checked", evidence,
+            "add the backends' nodes to the inventory (k8s_node_name) and run the play on them")
+    return finding(
+        "ingress.ok", "ok", "L4", subject, "the probes crossed every hop to %d backend%s (%s) and back" % (
+            len(hit), "" if len(hit) == 1 else "s", ", ".join(r["pod"] or r["ip"] for r in hit)), evidence)
+
+
+def _culprit_summary(subject, culprit, rows, vanished):
+    """The summary naming the backend (pod, node) whose probes vanished, and those that got through."""
+    others = [r["pod"] or r["ip"] for r in rows if r["verdict"] == "ok"]
+    where = {"between_nodes": "between the LB node and %s" % culprit["host"],
+             "pod": "on %s, before the pod's veth" % culprit["host"],
+             "backend": "in the pod (no reply)"}[vanished]
+    summary = "packets to %s translated to backend %s (%s on node %s) vanish %s%s" % (
+        subject, culprit["pod"] or culprit["ip"], culprit["ip"], culprit["node"] or culprit["host"], where,
+        "; the probes to %s got through" % ", ".join(others) if others else "")
+    if vanished == "pod" and culprit.get("pod_interface") is None:
+        summary += " (%s has no route to %s)" % (culprit["host"], culprit["ip"])
+    return summary
+
+
+# where the probes vanish before any backend, by the step of STEPS (ingress_bisect_backends)
+_WHERE_BEFORE_BACKENDS = {"client": "on the client", "arp": "between the client and the LB node",
+                          "nat": "on the LB node (translated to no backend)", "return": "on the way back to the client"}
+
+
+def _backends_vanished(vanished, subject, culprit, rows, hops, evidence, arp_note):
+    """The critical finding of ingress_bisect_backends for the step where the probes vanished: naming the
+    culprit backend (also put in ``evidence.backend``) when they vanished beyond the LB node."""
+    check, layer, step = STEPS[vanished]
+    if culprit:
+        summary = _culprit_summary(subject, culprit, rows, vanished)
+        evidence["backend"] = dict((k, culprit.get(k)) for k in ("pod", "ip", "port", "node", "host"))
+    else:
+        summary = "packets to %s vanish %s; last seen at %s" % (
+            subject, _WHERE_BEFORE_BACKENDS[vanished], _last_seen(hops)) + arp_note
+    return finding(check, "critical", layer, subject, summary, evidence, step)
 
 
 def ingress_bisect_backends(captures, vip, port, backends, probe=None):
@@ -187,40 +315,8 @@ def ingress_bisect_backends(captures, vip, port, backends, probe=None):
     client = captures.get("client")
     lbs = [r for r in captures.get("lb") or [] if r]
     workers = captures.get("workers") or {}
-    hops, culprit = [], None
-
-    def hop(name, host, packets):
-        hops.append({"hop": name, "host": host, "packets": packets})
-        return packets
-
-    arp_requests, arp_replies, vanished = _client_hop(client, vip, port, hop)
-    rows = []
-    lb_hosts = set(r.get("host") for r in lbs)
-    translated = dict((b["ip"], sum(seen(r, direction="out", proto="tcp", dst=b["ip"], dport=b["port"]) for r in lbs))
-                      for b in backends)
-    if vanished is None and lbs:
-        names = ",".join(r.get("host") or "?" for r in lbs)
-        if not hop("lb_in", names, sum(seen(r, direction="in", proto="tcp", dst=vip, dport=port) for r in lbs)):
-            vanished = "arp"
-        elif not hop("lb_translated", names, sum(translated.values())):
-            vanished = "nat"
-    if vanished is None:
-        for backend in backends:
-            row = {"pod": backend.get("pod"), "ip": backend["ip"], "port": backend["port"], "node": backend.get("node"),
-                   "host": backend.get("host"), "translated": translated.get(backend["ip"], 0) if lbs else None,
-                   "vanished_at": None}
-            worker = workers.get(backend.get("host")) if backend.get("host") else None
-            if lbs and not row["translated"]:
-                row["verdict"] = "not hit"
-            elif worker is None:
-                row["verdict"] = "not captured (node not in the inventory or not reached)"
-            else:
-                backend_hops, row["vanished_at"], row["pod_interface"] = _backend_walk(worker, backend, lb_hosts)
-                hops.extend(backend_hops)
-                row["verdict"] = "ok" if row["vanished_at"] is None else "vanished"
-                if row["vanished_at"] and culprit is None:
-                    culprit, vanished = row, row["vanished_at"]
-            rows.append(row)
+    hops, arp_requests, arp_replies, vanished, rows, culprit = _backends_walk(
+        client, lbs, workers, vip, port, backends)
     probe_ok = _probe_ok(probe)
     if vanished is None and probe_ok is False and any(r["verdict"] == "ok" for r in rows):
         vanished = "return"
@@ -234,40 +330,12 @@ def ingress_bisect_backends(captures, vip, port, backends, probe=None):
             "no hop's capture result was given (client, LB nodes and workers all missing): nothing was checked",
             evidence, "run the captures on the client, the LB nodes and the backends' nodes (role "
                       "k8snet.triage.ingress_path)")]}
-    if vanished is None and not any(r["verdict"] == "ok" for r in rows) and backends:
-        return {"hops": hops, "vanished_at": None, "backend": None, "findings": [finding(
-            "ingress.not_checked", "warning", "L4", subject,
-            "the probes were translated only to backends whose node was not captured: the path beyond the LB node "
-            "was not checked", evidence,
-            "add the backends' nodes to the inventory (k8s_node_name) and run the play on them")]}
     if vanished is None:
-        hit = [r for r in rows if r["verdict"] == "ok"]
-        return {"hops": hops, "vanished_at": None, "backend": None, "findings": [finding(
-            "ingress.ok", "ok", "L4", subject, "the probes crossed every hop to %d backend%s (%s) and back" % (
-                len(hit), "" if len(hit) == 1 else "s", ", ".join(r["pod"] or r["ip"] for r in hit)), evidence)]}
-    check, layer, step = STEPS[vanished]
-    if culprit:
-        others = [r["pod"] or r["ip"] for r in rows if r["verdict"] == "ok"]
-        where = {"between_nodes": "between the LB node and %s" % culprit["host"],
-                 "pod": "on %s, before the pod's veth" % culprit["host"],
-                 "backend": "in the pod (no reply)"}[vanished]
-        summary = "packets to %s translated to backend %s (%s on node %s) vanish %s%s" % (
-            subject, culprit["pod"] or culprit["ip"], culprit["ip"], culprit["node"] or culprit["host"], where,
-            "; the probes to %s got through" % ", ".join(others) if others else "")
-        if vanished == "pod" and culprit.get("pod_interface") is None:
-            summary += " (%s has no route to %s)" % (culprit["host"], culprit["ip"])
-        evidence["backend"] = dict((k, culprit.get(k)) for k in ("pod", "ip", "port", "node", "host"))
-    else:
-        where = {"client": "on the client", "arp": "between the client and the LB node",
-                 "nat": "on the LB node (translated to no backend)",
-                 "return": "on the way back to the client"}[vanished]
-        last = [h for h in hops if h["packets"]]
-        summary = "packets to %s vanish %s; last seen at %s" % (
-            subject, where, last[-1]["hop"] + " on " + str(last[-1]["host"]) if last else "no hop")
-        if vanished == "arp" and client and arp_requests and not arp_replies:
-            summary += " (the client's %d ARP requests for %s got no reply)" % (arp_requests, vip)
-    return {"hops": hops, "vanished_at": vanished, "backend": evidence.get("backend"),
-            "findings": [finding(check, "critical", layer, subject, summary, evidence, step)]}
+        return {"hops": hops, "vanished_at": None, "backend": None,
+                "findings": [_backends_unbroken(subject, rows, backends, evidence)]}
+    vanished_finding = _backends_vanished(vanished, subject, culprit, rows, hops, evidence,
+                                          _arp_note(vanished, client, arp_requests, arp_replies, vip))
+    return {"hops": hops, "vanished_at": vanished, "backend": evidence.get("backend"), "findings": [vanished_finding]}
 
 
 def _without(result, addresses):
@@ -304,6 +372,48 @@ def _no_local_endpoint(host, ip, port, backends, item):
         "k8snet.triage.lb_health with force_policy_switch)" % (host, ", ".join(serving) or "none"))
 
 
+def _entry_sources(client, lbs, entries, backends):
+    """{entry host: the source addresses its translated packets carry (its own address with them), the client's
+    own addresses left out}."""
+    keys = set((b["ip"], b["port"]) for b in backends)
+    client_ip = set(f.get("src") for f in (client or {}).get("flows") or [] if f.get("direction") == "out")
+    return dict((e.get("host"), (_translated_sources(lbs.get(e.get("host")), keys) | set([e["ip"]])) - client_ip)
+                for e in entries)
+
+
+def _other_sources(sources, host):
+    """The translated-source addresses of the entry nodes other than ``host``, but none of its own."""
+    others = set()
+    for other, addresses in sources.items():
+        if other != host:
+            others |= addresses
+    return others - sources[host]
+
+
+def _entry_captures(client, lbs, workers, host, others):
+    """The captures of entry node ``host``'s own walk: without the packets of the ``others`` addresses."""
+    lb = _without(lbs.get(host), others)
+    own = dict((name, _without(result, others)) for name, result in workers.items())
+    return {"client": client, "lb": [lb] if lb else [], "workers": own}
+
+
+def _no_local_backend(host, backends):
+    """True when entry node ``host`` holds no backend (by inventory host or node name)."""
+    local = set(b.get("host") for b in backends) | set(b.get("node") for b in backends)
+    return host not in local
+
+
+def _label_findings(findings, host, ip, port, backends, expected):
+    """Name the entry node in each finding (``evidence.entry_node``, the summary); an ``expected`` NAT failure
+    becomes ``ingress.nodeport_no_local_endpoint``."""
+    for index, item in enumerate(findings):
+        item["evidence"]["entry_node"] = host
+        if expected:
+            findings[index] = _no_local_endpoint(host, ip, port, backends, item)
+        else:
+            item["summary"] = "via node %s: %s" % (host, item["summary"])
+
+
 def nodeport_bisect(captures, entries, port, backends, probe=None, policy=None):
     """The bisection of a NodePort (or a ManualLB VIP outside the cluster, which forwards to the nodes):
     every entry node's ``ip:port`` was probed from the client and captured on that node and on the backends'
@@ -325,32 +435,18 @@ def nodeport_bisect(captures, entries, port, backends, probe=None, policy=None):
     lbs = dict((r.get("host"), r) for r in captures.get("lb") or [] if r)
     workers = captures.get("workers") or {}
     rows = (probe or {}).get("targets") or []
-    keys = set((b["ip"], b["port"]) for b in backends)
-    client_ip = set(f.get("src") for f in (client or {}).get("flows") or [] if f.get("direction") == "out")
-    sources = dict((e.get("host"), (_translated_sources(lbs.get(e.get("host")), keys) | set([e["ip"]])) - client_ip)
-                   for e in entries)
+    sources = _entry_sources(client, lbs, entries, backends)
     out = {"entries": [], "hops": [], "findings": []}
     for entry in entries:
         host, ip = entry.get("host"), entry["ip"]
-        others = set()
-        for other, addresses in sources.items():
-            if other != host:
-                others |= addresses
-        others -= sources[host]
-        lb = _without(lbs.get(host), others)
-        own = dict((name, _without(result, others)) for name, result in workers.items())
-        result = ingress_bisect_backends({"client": client, "lb": [lb] if lb else [], "workers": own}, ip, port,
-                                         backends, {"targets": [r for r in rows if r.get("address") == ip]} if probe else None)
-        local = set(b.get("host") for b in backends) | set(b.get("node") for b in backends)
-        expected = policy == "Local" and host not in local and result["vanished_at"] == "nat"
-        for index, item in enumerate(result["findings"]):
-            item["evidence"]["entry_node"] = host
-            if expected:
-                result["findings"][index] = _no_local_endpoint(host, ip, port, backends, item)
-            else:
-                item["summary"] = "via node %s: %s" % (host, item["summary"])
-        out["entries"].append({"host": host, "ip": ip, "vanished_at": result["vanished_at"], "backend": result["backend"],
-                               "expected": expected})
+        others = _other_sources(sources, host)
+        own = _entry_captures(client, lbs, workers, host, others)
+        result = ingress_bisect_backends(own, ip, port, backends,
+                                         {"targets": [r for r in rows if r.get("address") == ip]} if probe else None)
+        expected = policy == "Local" and _no_local_backend(host, backends) and result["vanished_at"] == "nat"
+        _label_findings(result["findings"], host, ip, port, backends, expected)
+        out["entries"].append({"host": host, "ip": ip, "vanished_at": result["vanished_at"],
+                               "backend": result["backend"], "expected": expected})
         out["hops"].extend(dict(h, entry_node=host) for h in result["hops"])
         out["findings"].extend(result["findings"])
     if not entries:

@@ -367,6 +367,38 @@ def _raw_args():
     return raw if isinstance(raw, dict) else None
 
 
+def _given(raw, name, option):
+    """The value given for option ``name`` in ``raw`` under its name or an alias (the first not None), else None."""
+    keys = [name] + list(option.get("aliases") or [])
+    return next((raw[k] for k in keys if isinstance(raw, dict) and raw.get(k) is not None), None)
+
+
+def _not_text_items(option, value, label):
+    """(option[index], item) of the first list or dict among the items of list option ``label``, else None
+    (its dict items' suboptions checked in turn)."""
+    elements = option.get("elements")
+    for index, item in enumerate(value):
+        if elements in ("str", "path") and isinstance(item, (list, dict)):
+            return "%s[%d]" % (label, index), item
+        if elements == "dict" and option.get("options") and isinstance(item, dict):
+            found = _not_text(option["options"], item, "%s[%d]." % (label, index))
+            if found:
+                return found
+    return None
+
+
+def _not_text_value(option, value, label):
+    """(option, value) of the first list or dict in ``value``, given to option ``label``, where a string is expected."""
+    kind = option.get("type", "str")
+    if kind in ("str", "path") and isinstance(value, (list, dict)):
+        return label, value
+    if kind == "dict" and option.get("options") and isinstance(value, dict):
+        return _not_text(option["options"], value, label + ".")
+    if kind == "list" and isinstance(value, list):
+        return _not_text_items(option, value, label)
+    return None
+
+
 def _not_text(spec, raw, prefix=""):
     """(option, value) of the first list or dict given where a string is expected, else None.
 
@@ -374,26 +406,12 @@ def _not_text(spec, raw, prefix=""):
     text (``['a']``), which would then be used as a name or a path: refuse it instead.
     """
     for name, option in spec.items():
-        keys = [name] + list(option.get("aliases") or [])
-        value = next((raw[k] for k in keys if isinstance(raw, dict) and raw.get(k) is not None), None)
+        value = _given(raw, name, option)
         if value is None:
             continue
-        kind, elements = option.get("type", "str"), option.get("elements")
-        label = prefix + name
-        if kind in ("str", "path") and isinstance(value, (list, dict)):
-            return label, value
-        if kind == "dict" and option.get("options") and isinstance(value, dict):
-            found = _not_text(option["options"], value, label + ".")
-            if found:
-                return found
-        if kind == "list" and isinstance(value, list):
-            for index, item in enumerate(value):
-                if elements in ("str", "path") and isinstance(item, (list, dict)):
-                    return "%s[%d]" % (label, index), item
-                if elements == "dict" and option.get("options") and isinstance(item, dict):
-                    found = _not_text(option["options"], item, "%s[%d]." % (label, index))
-                    if found:
-                        return found
+        found = _not_text_value(option, value, prefix + name)
+        if found:
+            return found
     return None
 
 
@@ -410,8 +428,7 @@ def _not_dict(spec, raw, prefix=""):
     """(option, value) of the first dict option (or list-of-dicts item) given something that is neither a
     dict nor text Ansible could parse into one (a number, a list), else None."""
     for name, option in spec.items():
-        keys = [name] + list(option.get("aliases") or [])
-        value = next((raw[k] for k in keys if isinstance(raw, dict) and raw.get(k) is not None), None)
+        value = _given(raw, name, option)
         if value is None:
             continue
         kind, label = option.get("type", "str"), prefix + name

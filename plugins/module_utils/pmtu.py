@@ -125,32 +125,50 @@ def path_interfaces(links, devices, tunnel_kinds=TUNNEL_KINDS, veth_prefixes=POD
             "pod_veths": {"count": len(veths), "mtus": mtus, "sample": sample(row(link) for link in veths)}}
 
 
+def _local_failure_finding(failed, total, subject):
+    """``net.pmtu_probe_failed_locally``: ``failed`` of ``total`` searches could not send their probes."""
+    return finding(
+        "net.pmtu_probe_failed_locally", "warning", "L3", subject,
+        "%d of %d path-MTU searches could not send their probes from %s (%s): those peers were not measured, "
+        "and nothing is concluded about them - the failure is this node's" % (
+            len(failed), total, subject, "; ".join(sorted(set(r["local_error"] for r in failed)))),
+        {"peers": sample(r["name"] for r in failed), "errors": sorted(set(r["local_error"] for r in failed))},
+        "No buffer space available is this node's own queue full (many probes at once on a loaded node: fewer "
+        "peers per run, pmtu_max_peers); Operation not permitted is a local firewall (OUTPUT) or missing "
+        "CAP_NET_RAW; Network is unreachable is this node's route")
+
+
+def _peer_finding(row, interfaces):
+    """The finding ``judge`` gives one measured peer, with its search as evidence (None when it passed)."""
+    verdict = judge(row)
+    if not verdict:
+        return None
+    name, severity, summary = verdict
+    keys = ("address", "dev", "probed_min", "probed_max", "largest", "frag_needed", "probes", "seconds")
+    evidence = dict((k, row[k]) for k in keys)
+    evidence["interfaces"] = interfaces
+    return finding(name, severity, "L3", row["name"], summary, evidence,
+                   "k8snet.triage.reachability to this peer first" if name == "net.pmtu_unchecked"
+                   else REMEDIATION)
+
+
+def _all_full_size(rows):
+    """Whether there are rows and every one of them carried packets up to its probed maximum."""
+    measured = [r for r in rows if r["largest"] is not None and r["largest"] >= r["probed_max"]]
+    return bool(measured) and len(measured) == len(rows)
+
+
 def check(rows, interfaces, subject):
     out = []
     failed = [r for r in rows if r.get("local_error")]
     if failed:
-        out.append(finding(
-            "net.pmtu_probe_failed_locally", "warning", "L3", subject,
-            "%d of %d path-MTU searches could not send their probes from %s (%s): those peers were not measured, "
-            "and nothing is concluded about them - the failure is this node's" % (
-                len(failed), len(rows), subject, "; ".join(sorted(set(r["local_error"] for r in failed)))),
-            {"peers": sample(r["name"] for r in failed), "errors": sorted(set(r["local_error"] for r in failed))},
-            "No buffer space available is this node's own queue full (many probes at once on a loaded node: fewer "
-            "peers per run, pmtu_max_peers); Operation not permitted is a local firewall (OUTPUT) or missing "
-            "CAP_NET_RAW; Network is unreachable is this node's route"))
+        out.append(_local_failure_finding(failed, len(rows), subject))
     rows = [r for r in rows if not r.get("local_error")]
     for row in rows:
-        verdict = judge(row)
-        if verdict:
-            name, severity, summary = verdict
-            keys = ("address", "dev", "probed_min", "probed_max", "largest", "frag_needed", "probes", "seconds")
-            evidence = dict((k, row[k]) for k in keys)
-            evidence["interfaces"] = interfaces
-            out.append(finding(name, severity, "L3", row["name"], summary, evidence,
-                               "k8snet.triage.reachability to this peer first" if name == "net.pmtu_unchecked"
-                               else REMEDIATION))
-    measured = [r for r in rows if r["largest"] is not None and r["largest"] >= r["probed_max"]]
-    if measured and len(measured) == len(rows) and not failed:
+        found = _peer_finding(row, interfaces)
+        if found:
+            out.append(found)
+    if not failed and _all_full_size(rows):
         out.append(finding("net.pmtu", "ok", "L3", subject,
                            "full-size packets (%s bytes) with DF set reach all %d peers" % (
                                ", ".join(sorted(set(str(r["probed_max"]) for r in rows))), len(rows)),
@@ -300,30 +318,25 @@ def unusable(target, route):
     return why
 
 
-def node_check(params, runner, strict=False):
-    """The path-MTU search from this node to each target, in parallel: ``params`` (pmtu_check's options)
-    in, ``{"data": {peers, interfaces, skipped}, "findings": [...]}`` out.  ``runner`` runs ``ip`` (the
-    netlink reader).  A target that is not a peer (``unusable``) is refused with ``strict`` (module
-    pmtu_check), else (node_triage's pass over the fleet) skipped with a note and the finding
-    ``net.pmtu_target_skipped`` (info)."""
-    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
-
-    targets = validate_targets(params.get("targets") or [])
-    low, ceiling = params.get("min_size", MIN_SIZE), params.get("max_size")
-    timeout = params.get("timeout", 0.5)
+def _check_sizes(low, ceiling):
+    """Refuse a ``max_size`` below ``min_size``."""
     if ceiling is not None and ceiling < low:
         raise InputError("max_size %d is below min_size %d; give max_size of at least min_size or leave it out "
                          "(the route's interface MTU)" % (ceiling, low))
-    if strict:
-        for target in targets:
-            why = not_a_peer(target["address"])
-            if why:
-                raise refusal(target["option"], target["address"], why)
-    netns_pid = params.get("netns_pid")
-    if netns_pid is not None:
-        # a pod's view: only for a process that runs nothing else (module pmtu_check); the one pass never passes it
-        enter_netns(netns_pid)
-    netlink = Netlink(runner, params.get("reader") or "auto")
+
+
+def _refuse_non_peers(targets):
+    """With ``strict``: refuse the first target whose address no peer has (before anything is read)."""
+    for target in targets:
+        why = not_a_peer(target["address"])
+        if why:
+            raise refusal(target["option"], target["address"], why)
+
+
+def _read_paths(netlink, targets, ceiling, strict):
+    """(links, usable targets, skipped) from netlink: each usable target gets its route's ``dev`` and the size
+    ``high`` to search up to (the device's MTU, 1500 when unknown, capped by ``ceiling``); a target that is not
+    a peer is refused with ``strict``, else skipped with its reason.  ``netlink`` is closed in any case."""
     skipped = []
     try:
         links = netlink.links()
@@ -342,9 +355,12 @@ def node_check(params, runner, strict=False):
             usable.append(target)
     finally:
         netlink.close()
-    targets = usable
+    return links, usable, skipped
+
+
+def _probe_all(targets, low, timeout):
+    """The searches of every target with a route device, in parallel, then a row for each one without."""
     jobs = [t for t in targets if t["dev"]]
-    rows = []
     with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, max(1, len(jobs)))) as pool:
         futures = [pool.submit(probe_peer, t, max(low, t["high"]), low, timeout) for t in jobs]
         rows = [f.result() for f in futures]
@@ -352,20 +368,49 @@ def node_check(params, runner, strict=False):
         if not target["dev"]:
             rows.append({"address": target["address"], "name": target["name"], "dev": None, "probed_min": low,
                          "probed_max": None, "largest": None, "frag_needed": None, "probes": 0, "seconds": 0.0})
+    return rows
+
+
+def _skipped_finding(skipped, subject):
+    """``net.pmtu_target_skipped`` (info): the targets that are not peers, each with its reason."""
+    return finding(
+        "net.pmtu_target_skipped", "info", "L3", subject,
+        "%d target%s not measured, not a peer: %s" % (len(skipped), "" if len(skipped) == 1 else "s", "; ".join(
+            "%s is %s" % (s["name"] if s["name"] == s["address"] else "%s (%s)" % (s["name"], s["address"]),
+                          s["reason"]) for s in skipped)),
+        {"skipped": skipped},
+        "give that peer's unicast address (its node InternalIP or k8s_node_ip host variable), or leave it out "
+        "of the targets")
+
+
+def node_check(params, runner, strict=False):
+    """The path-MTU search from this node to each target, in parallel: ``params`` (pmtu_check's options)
+    in, ``{"data": {peers, interfaces, skipped}, "findings": [...]}`` out.  ``runner`` runs ``ip`` (the
+    netlink reader).  A target that is not a peer (``unusable``) is refused with ``strict`` (module
+    pmtu_check), else (node_triage's pass over the fleet) skipped with a note and the finding
+    ``net.pmtu_target_skipped`` (info)."""
+    from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
+
+    targets = validate_targets(params.get("targets") or [])
+    low, ceiling = params.get("min_size", MIN_SIZE), params.get("max_size")
+    timeout = params.get("timeout", 0.5)
+    _check_sizes(low, ceiling)
+    if strict:
+        _refuse_non_peers(targets)
+    netns_pid = params.get("netns_pid")
+    if netns_pid is not None:
+        # a pod's view: only for a process that runs nothing else (module pmtu_check); the one pass never passes it
+        enter_netns(netns_pid)
+    netlink = Netlink(runner, params.get("reader") or "auto")
+    links, targets, skipped = _read_paths(netlink, targets, ceiling, strict)
+    rows = _probe_all(targets, low, timeout)
     interfaces = path_interfaces(links, set(r["dev"] for r in rows if r["dev"]))
     subject = params.get("node_name") or "this node"
     if netns_pid is not None:
         subject = "%s (netns of pid %d)" % (subject, netns_pid)
     found = check(rows, interfaces, subject)
     if skipped:
-        found.append(finding(
-            "net.pmtu_target_skipped", "info", "L3", subject,
-            "%d target%s not measured, not a peer: %s" % (len(skipped), "" if len(skipped) == 1 else "s", "; ".join(
-                "%s is %s" % (s["name"] if s["name"] == s["address"] else "%s (%s)" % (s["name"], s["address"]),
-                              s["reason"]) for s in skipped)),
-            {"skipped": skipped},
-            "give that peer's unicast address (its node InternalIP or k8s_node_ip host variable), or leave it out "
-            "of the targets"))
+        found.append(_skipped_finding(skipped, subject))
     return {"data": {"peers": rows, "interfaces": interfaces, "skipped": skipped}, "findings": found}
 
 

@@ -292,28 +292,30 @@ def judge(row):
     return (row.get("arp") or {}).get("status") == "answered"
 
 
-def diagnose(row):
-    """(check, severity, layer, summary, remediation) for one target row."""
+def _unreachable(row):
+    """(check, severity, layer, summary, remediation) for a target that answered neither ICMP nor TCP."""
     icmp, tcp, arp = row.get("icmp"), row.get("tcp"), row.get("arp")
     name = row["name"]
-    if arp and len(arp.get("macs") or []) > 1:
-        return ("reach.arp_conflict", "critical", "L2", "%s is answered by %d MACs (%s): an IP conflict" % (
-            name, len(arp["macs"]), ", ".join(arp["macs"])), "find the hosts owning these MACs; k8snet.triage.arp_check")
-    if not row["reachable"]:
-        if arp and arp["status"] == "answered" and (icmp or tcp):
-            return ("reach.unreachable", "critical", "L3", "%s answers ARP on %s (layer 2 works) but neither ICMP nor "
-                    "TCP: a firewall drops its traffic" % (name, arp["interface"]), "k8snet.triage.iptables_drops on "
-                    "both ends (INPUT/OUTPUT/FORWARD) and any security group between them")
-        if arp and arp["status"] == "no_answer":
-            return ("reach.unreachable", "critical", "L2", "%s does not answer ARP on %s: host down, wrong VLAN, or a "
-                    "stale/unannounced address" % (name, arp["interface"]), "k8snet.triage.arp_check on this node; "
-                    "is the target up and on this segment?")
-        if tcp and tcp["status"] == "unreachable":
-            return ("reach.unreachable", "critical", "L3", "%s is unreachable (%s)" % (name, tcp["error"]),
-                    "k8snet.triage.route_check: the route to it, and ARP for the next hop")
-        return ("reach.unreachable", "critical", "L3", "%s answers no probe (%s)" % (name, ", ".join(
-            p for p in ("icmp", "tcp", "arp") if row.get(p))), "packets are dropped on the way: "
-            "k8snet.triage.iptables_drops on both ends, route_check, then role k8snet.triage.ingress_path")
+    if arp and arp["status"] == "answered" and (icmp or tcp):
+        return ("reach.unreachable", "critical", "L3", "%s answers ARP on %s (layer 2 works) but neither ICMP nor "
+                "TCP: a firewall drops its traffic" % (name, arp["interface"]), "k8snet.triage.iptables_drops on "
+                "both ends (INPUT/OUTPUT/FORWARD) and any security group between them")
+    if arp and arp["status"] == "no_answer":
+        return ("reach.unreachable", "critical", "L2", "%s does not answer ARP on %s: host down, wrong VLAN, or a "
+                "stale/unannounced address" % (name, arp["interface"]), "k8snet.triage.arp_check on this node; "
+                "is the target up and on this segment?")
+    if tcp and tcp["status"] == "unreachable":
+        return ("reach.unreachable", "critical", "L3", "%s is unreachable (%s)" % (name, tcp["error"]),
+                "k8snet.triage.route_check: the route to it, and ARP for the next hop")
+    return ("reach.unreachable", "critical", "L3", "%s answers no probe (%s)" % (name, ", ".join(
+        p for p in ("icmp", "tcp", "arp") if row.get(p))), "packets are dropped on the way: "
+        "k8snet.triage.iptables_drops on both ends, route_check, then role k8snet.triage.ingress_path")
+
+
+def _degraded(row):
+    """(check, severity, layer, summary, remediation) for a reachable target whose port or echoes fail, or None."""
+    icmp, tcp = row.get("icmp"), row.get("tcp")
+    name = row["name"]
     if tcp and tcp["status"] == "refused":
         return ("reach.port_closed", "warning", "L4", "%s is up but port %d refuses connections" % (name, tcp["port"]),
                 "is the service listening on that port? a REJECT rule answers the same way (k8snet.triage.iptables_drops)")
@@ -325,6 +327,18 @@ def diagnose(row):
         return ("reach.loss", "warning", "L3", "%s lost %d of %d ICMP echoes" % (
             name, icmp["sent"] - icmp["received"], icmp["sent"]), "repeat with a larger count; check interface errors")
     return None
+
+
+def diagnose(row):
+    """(check, severity, layer, summary, remediation) for one target row."""
+    arp = row.get("arp")
+    name = row["name"]
+    if arp and len(arp.get("macs") or []) > 1:
+        return ("reach.arp_conflict", "critical", "L2", "%s is answered by %d MACs (%s): an IP conflict" % (
+            name, len(arp["macs"]), ", ".join(arp["macs"])), "find the hosts owning these MACs; k8snet.triage.arp_check")
+    if not row["reachable"]:
+        return _unreachable(row)
+    return _degraded(row)
 
 
 def check(rows, subject):

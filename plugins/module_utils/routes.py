@@ -214,6 +214,181 @@ def uplink_for(index, gateway):
     return route.get("dev") or (_hops(route)[0][1] if route.get("nexthops") else None)
 
 
+def _neighbor_table(neighbors):
+    """Neighbor entries keyed by (address, interface), for next-hop lookups."""
+    neigh = {}
+    for entry in neighbors:
+        neigh[(entry["address"], entry.get("interface"))] = entry
+    return neigh
+
+
+class _PeerCidr(object):
+    """One peer pod CIDR under check: the route it should have, the route found, and the problems seen."""
+
+    def __init__(self, index, peer, cidr, mode, tunnel_device):
+        self.peer = peer
+        self.node = peer["node"]
+        self.cidr = cidr
+        self.cidr_text = str(cidr)
+        self.mode = mode
+        self.gateway = _node_ip(peer, cidr.version)
+        if mode == "overlay":
+            self.device = tunnel_device
+            self.expected = "%s dev %s" % (self.cidr_text, self.device)
+        else:
+            self.device = uplink_for(index, self.gateway) if self.gateway else None
+            self.expected = "%s via %s dev %s" % (
+                self.cidr_text, self.gateway or "<%s node address>" % self.node, self.device or "?")
+        self.route = index.exact.get(self.cidr_text)
+        self.found = self.route or index.covering(cidr)
+        self.evidence = {"cidr": self.cidr_text, "peer": self.node, "expected": self.expected,
+                         "found": describe(self.found)}
+        self.subject = "%s %s" % (self.node, self.cidr_text)
+        self.statuses = []
+        self.findings = []
+
+    def add(self, status, item):
+        """Record one problem: its status for the results row and its finding."""
+        self.statuses.append(status)
+        self.findings.append(item)
+
+    def result(self):
+        """The results row of this CIDR."""
+        return {"node": self.node, "cidr": self.cidr_text, "expected": self.expected,
+                "found": describe(self.found), "status": self.statuses or ["ok"]}
+
+
+def _check_unreachable_all(target):
+    """A blackhole / unreachable / prohibit route over all of the CIDR."""
+    found = target.found
+    target.add("unreachable", finding(
+        "route.unreachable", "critical", "L3", target.subject,
+        "all of %s (pods of %s) hits a %s route" % (target.cidr_text, target.node, found["type"]),
+        dict(target.evidence, covers="all"),
+        "Delete the %s route (`ip route del %s`) if nothing should drop this range, then restore "
+        "`%s` (the CNI or routing daemon normally does it)." % (found["type"], found["dst"], target.expected),
+    ))
+
+
+def _check_missing(target):
+    """No route for the CIDR itself (at best a less specific one)."""
+    found = target.found
+    target.add("missing", finding(
+        "route.missing", "critical", "L3", target.subject,
+        "no route for %s (pods of %s)%s" % (
+            target.cidr_text, target.node, "; it falls to the less specific %s" % found["dst"] if found else ""),
+        target.evidence,
+        "Add `ip route add %s` or restart the component that programs it (routing daemon, CNI agent); "
+        "check that node %s is still a member of the cluster." % (target.expected, target.node),
+    ))
+
+
+def _check_gateway(target, hops):
+    """Direct mode: the exact route goes via the peer's node address."""
+    gateway = target.gateway
+    if target.mode != "direct" or not gateway or gateway in [h[0] for h in hops]:
+        return
+    target.add("wrong_gateway", finding(
+        "route.wrong_gateway", "critical", "L3", target.subject,
+        "%s (pods of %s) goes via %s instead of %s" % (
+            target.cidr_text, target.node, ", ".join(str(h[0]) for h in hops), gateway),
+        target.evidence,
+        "Replace it: `ip route replace %s`; a wrong gateway usually means a re-used node IP or a "
+        "stale route of a node that left the cluster." % target.expected,
+    ))
+
+
+def _check_device(target, hops):
+    """The exact route (its hops via the gateway, in direct mode) leaves by the uplink / tunnel device."""
+    device, gateway = target.device, target.gateway
+    if target.mode == "overlay":
+        matching = hops
+    else:
+        matching = [h for h in hops if h[0] == gateway] if gateway else hops
+    if not (device and matching and device not in [h[1] for h in matching]):
+        return
+    target.add("wrong_device", finding(
+        "route.wrong_device", "critical", "L3", target.subject,
+        "%s (pods of %s) leaves by %s instead of %s" % (
+            target.cidr_text, target.node, ", ".join(str(h[1]) for h in hops), device),
+        target.evidence,
+        "Replace it: `ip route replace %s`." % target.expected,
+    ))
+
+
+def _check_next_hop(target, checked_hops, neigh):
+    """Direct mode: the gateway's neighbor entry on the uplink resolves (each (gateway, device) checked once)."""
+    gateway, device = target.gateway, target.device
+    if target.mode != "direct" or not gateway or not device or (gateway, device) in checked_hops:
+        return
+    checked_hops.add((gateway, device))
+    entry = neigh.get((gateway, device))
+    bad = [s for s in (entry or {}).get("state", []) if s in NEXT_HOP_BAD]
+    if not bad:
+        return
+    node = target.node
+    target.add("next_hop_unresolved", finding(
+        "route.next_hop_unresolved", "critical", "L2", "%s %s" % (node, gateway),
+        "the next hop %s (node %s) on %s does not resolve: neighbor entry %s" % (
+            gateway, node, device, "/".join(entry["state"])),
+        {"gateway": gateway, "dev": device, "state": entry["state"], "mac": entry.get("mac"),
+         "cidrs": [str(c) for c in target.peer["pod_cidrs"]]},
+        "Check that node %s is up and answers ARP/ND on %s (`arping -I %s %s`); "
+        "k8snet.triage.arp_check tells a stale or conflicting entry apart." % (node, device, device, gateway),
+    ))
+
+
+def _check_whole_cidr(target, checked_hops, neigh):
+    """The route that covers all of the CIDR: a drop route, none, or the exact one checked hop by hop."""
+    found = target.found
+    if found is not None and found.get("type", "unicast") in BAD_TYPES:
+        _check_unreachable_all(target)
+    elif target.route is None:
+        _check_missing(target)
+    else:
+        hops = _hops(target.route)
+        _check_gateway(target, hops)
+        _check_device(target, hops)
+        _check_next_hop(target, checked_hops, neigh)
+
+
+def _split_inside(index, target):
+    """The more specific routes inside the CIDR as (drops, elsewhere): drop routes, and (direct mode)
+    unicast routes that do not go via the peer."""
+    drops, elsewhere = [], []
+    gateway = target.gateway
+    for part in index.inside(target.cidr):
+        if part.get("type", "unicast") in BAD_TYPES:
+            drops.append(part)
+        elif part.get("type", "unicast") == "unicast" and target.mode == "direct" and gateway and \
+                gateway not in [h[0] for h in _hops(part)]:
+            elsewhere.append(part)
+    return drops, elsewhere
+
+
+def _check_parts(index, target):
+    """The parts of the CIDR that go somewhere else (more specific routes inside it)."""
+    drops, elsewhere = _split_inside(index, target)
+    if drops:
+        target.add("unreachable", finding(
+            "route.unreachable", "critical", "L3", target.subject,
+            "%d more specific %s route(s) inside %s (pods of %s) drop part of it" % (
+                len(drops), "/".join(sorted(set(r["type"] for r in drops))), target.cidr_text, target.node),
+            dict(target.evidence, covers="part", routes=[describe(r) for r in sample(drops)], count=len(drops)),
+            "Delete the more specific route(s), e.g. `ip route del %s %s`, unless that range is meant "
+            "to be dropped (longest prefix wins over `%s`)." % (drops[0]["type"], drops[0]["dst"], target.expected),
+        ))
+    if elsewhere:
+        target.add("wrong_gateway", finding(
+            "route.wrong_gateway", "critical", "L3", target.subject,
+            "%d more specific route(s) send part of %s (pods of %s) elsewhere than %s" % (
+                len(elsewhere), target.cidr_text, target.node, target.gateway),
+            dict(target.evidence, covers="part", routes=[describe(r) for r in sample(elsewhere)],
+                 count=len(elsewhere)),
+            "Delete the more specific route(s), e.g. `ip route del %s`." % elsewhere[0]["dst"],
+        ))
+
+
 def check_peer_routes(index, remote, node, mode="direct", tunnel_device=None, neighbors=()):
     """Every peer's pod CIDR routed via that peer (direct) or the tunnel device (overlay).
 
@@ -221,114 +396,15 @@ def check_peer_routes(index, remote, node, mode="direct", tunnel_device=None, ne
     (node, cidr, status, found, expected).
     """
     out, results = [], []
-    neigh = {}
-    for entry in neighbors:
-        neigh[(entry["address"], entry.get("interface"))] = entry
+    neigh = _neighbor_table(neighbors)
     checked_hops = set()
     for peer in remote:
         for cidr in peer["pod_cidrs"]:
-            cidr_text = str(cidr)
-            gateway = _node_ip(peer, cidr.version)
-            if mode == "overlay":
-                device = tunnel_device
-                expected = "%s dev %s" % (cidr_text, device)
-            else:
-                device = uplink_for(index, gateway) if gateway else None
-                expected = "%s via %s dev %s" % (cidr_text, gateway or "<%s node address>" % peer["node"], device or "?")
-            statuses = []
-            route = index.exact.get(cidr_text)
-            found = route or index.covering(cidr)
-            evidence = {"cidr": cidr_text, "peer": peer["node"], "expected": expected, "found": describe(found)}
-            subject = "%s %s" % (peer["node"], cidr_text)
-            if found is not None and found.get("type", "unicast") in BAD_TYPES:
-                statuses.append("unreachable")
-                out.append(finding(
-                    "route.unreachable", "critical", "L3", subject,
-                    "all of %s (pods of %s) hits a %s route" % (cidr_text, peer["node"], found["type"]),
-                    dict(evidence, covers="all"),
-                    "Delete the %s route (`ip route del %s`) if nothing should drop this range, then restore "
-                    "`%s` (the CNI or routing daemon normally does it)." % (found["type"], found["dst"], expected),
-                ))
-            elif route is None:
-                statuses.append("missing")
-                out.append(finding(
-                    "route.missing", "critical", "L3", subject,
-                    "no route for %s (pods of %s)%s" % (
-                        cidr_text, peer["node"], "; it falls to the less specific %s" % found["dst"] if found else ""),
-                    evidence,
-                    "Add `ip route add %s` or restart the component that programs it (routing daemon, CNI agent); "
-                    "check that node %s is still a member of the cluster." % (expected, peer["node"]),
-                ))
-            else:
-                hops = _hops(route)
-                if mode == "direct" and gateway and gateway not in [h[0] for h in hops]:
-                    statuses.append("wrong_gateway")
-                    out.append(finding(
-                        "route.wrong_gateway", "critical", "L3", subject,
-                        "%s (pods of %s) goes via %s instead of %s" % (
-                            cidr_text, peer["node"], ", ".join(str(h[0]) for h in hops), gateway),
-                        evidence,
-                        "Replace it: `ip route replace %s`; a wrong gateway usually means a re-used node IP or a "
-                        "stale route of a node that left the cluster." % expected,
-                    ))
-                if mode == "overlay":
-                    matching = hops
-                else:
-                    matching = [h for h in hops if h[0] == gateway] if gateway else hops
-                if device and matching and device not in [h[1] for h in matching]:
-                    statuses.append("wrong_device")
-                    out.append(finding(
-                        "route.wrong_device", "critical", "L3", subject,
-                        "%s (pods of %s) leaves by %s instead of %s" % (
-                            cidr_text, peer["node"], ", ".join(str(h[1]) for h in hops), device),
-                        evidence,
-                        "Replace it: `ip route replace %s`." % expected,
-                    ))
-                if mode == "direct" and gateway and device and (gateway, device) not in checked_hops:
-                    checked_hops.add((gateway, device))
-                    entry = neigh.get((gateway, device))
-                    bad = [s for s in (entry or {}).get("state", []) if s in NEXT_HOP_BAD]
-                    if bad:
-                        statuses.append("next_hop_unresolved")
-                        out.append(finding(
-                            "route.next_hop_unresolved", "critical", "L2", "%s %s" % (peer["node"], gateway),
-                            "the next hop %s (node %s) on %s does not resolve: neighbor entry %s" % (
-                                gateway, peer["node"], device, "/".join(entry["state"])),
-                            {"gateway": gateway, "dev": device, "state": entry["state"], "mac": entry.get("mac"),
-                             "cidrs": [str(c) for c in peer["pod_cidrs"]]},
-                            "Check that node %s is up and answers ARP/ND on %s (`arping -I %s %s`); "
-                            "k8snet.triage.arp_check tells a stale or conflicting entry apart." % (
-                                peer["node"], device, device, gateway),
-                        ))
-            # the parts of the CIDR that go somewhere else
-            drops, elsewhere = [], []
-            for part in index.inside(cidr):
-                if part.get("type", "unicast") in BAD_TYPES:
-                    drops.append(part)
-                elif part.get("type", "unicast") == "unicast" and mode == "direct" and gateway and \
-                        gateway not in [h[0] for h in _hops(part)]:
-                    elsewhere.append(part)
-            if drops:
-                statuses.append("unreachable")
-                out.append(finding(
-                    "route.unreachable", "critical", "L3", subject,
-                    "%d more specific %s route(s) inside %s (pods of %s) drop part of it" % (
-                        len(drops), "/".join(sorted(set(r["type"] for r in drops))), cidr_text, peer["node"]),
-                    dict(evidence, covers="part", routes=[describe(r) for r in sample(drops)], count=len(drops)),
-                    "Delete the more specific route(s), e.g. `ip route del %s %s`, unless that range is meant "
-                    "to be dropped (longest prefix wins over `%s`)." % (drops[0]["type"], drops[0]["dst"], expected),
-                ))
-            if elsewhere:
-                statuses.append("wrong_gateway")
-                out.append(finding(
-                    "route.wrong_gateway", "critical", "L3", subject,
-                    "%d more specific route(s) send part of %s (pods of %s) elsewhere than %s" % (
-                        len(elsewhere), cidr_text, peer["node"], gateway),
-                    dict(evidence, covers="part", routes=[describe(r) for r in sample(elsewhere)], count=len(elsewhere)),
-                    "Delete the more specific route(s), e.g. `ip route del %s`." % elsewhere[0]["dst"],
-                ))
-            results.append({"node": peer["node"], "cidr": cidr_text, "expected": expected,
-                            "found": describe(found), "status": statuses or ["ok"]})
+            target = _PeerCidr(index, peer, cidr, mode, tunnel_device)
+            _check_whole_cidr(target, checked_hops, neigh)
+            _check_parts(index, target)
+            out.extend(target.findings)
+            results.append(target.result())
     return out, results
 
 
@@ -354,31 +430,40 @@ def check_local_cidrs(index, local, node):
     return out
 
 
-def check_pod_routes(routes, links, node, local=None):
-    """Every /32 and /128 route to a cali*/lxc* device has the device present and up; a host route
-    inside this node's pod CIDR that reaches no pod device (and no gateway) has lost its device."""
-    by_name = dict((link["ifname"], link) for link in links)
-    local_cidrs = (local or {}).get("pod_cidrs") or []
-    missing, down, checked = [], [], 0
-    for route in routes:
-        dst = route["dst"]
-        if not (dst.endswith("/32") and route["family"] == 4) and not (dst.endswith("/128") and route["family"] == 6):
-            continue
-        if route.get("type", "unicast") != "unicast":
-            continue
-        dev = route.get("dev")
-        if is_pod_device(dev) or (dev and dev not in by_name):
-            checked += 1
-            link = by_name.get(dev)
-            if link is None:
-                missing.append({"route": describe(route), "dev": dev})
-            elif not link.get("up") or link.get("operstate") in LINK_DOWN_STATES or "linkdown" in (route.get("flags") or []):
-                down.append({"route": describe(route), "dev": dev, "operstate": link.get("operstate"), "up": link.get("up")})
-        elif local_cidrs and not route.get("gateway") and not route.get("nexthops") and dev != "lo":
-            address = ipaddress.ip_network(dst).network_address
-            if any(address in cidr for cidr in local_cidrs if cidr.version == route["family"]):
-                checked += 1
-                missing.append({"route": describe(route), "dev": dev, "note": "not a cali*/lxc* pod device"})
+def _is_host_route(route):
+    """A unicast /32 (IPv4) or /128 (IPv6) route."""
+    dst = route["dst"]
+    if not (dst.endswith("/32") and route["family"] == 4) and not (dst.endswith("/128") and route["family"] == 6):
+        return False
+    return route.get("type", "unicast") == "unicast"
+
+
+def _is_link_down(link, route):
+    """The route's device is administratively or operationally down (or the route is linkdown)."""
+    return not link.get("up") or link.get("operstate") in LINK_DOWN_STATES or "linkdown" in (route.get("flags") or [])
+
+
+def _check_pod_route(route, by_name, local_cidrs):
+    """``(status, row)`` for one host route: status None when it is no local pod route, else "ok",
+    "missing" or "down" (row None when ok)."""
+    dev = route.get("dev")
+    if is_pod_device(dev) or (dev and dev not in by_name):
+        link = by_name.get(dev)
+        if link is None:
+            return "missing", {"route": describe(route), "dev": dev}
+        if _is_link_down(link, route):
+            return "down", {"route": describe(route), "dev": dev, "operstate": link.get("operstate"),
+                            "up": link.get("up")}
+        return "ok", None
+    if local_cidrs and not route.get("gateway") and not route.get("nexthops") and dev != "lo":
+        address = ipaddress.ip_network(route["dst"]).network_address
+        if any(address in cidr for cidr in local_cidrs if cidr.version == route["family"]):
+            return "missing", {"route": describe(route), "dev": dev, "note": "not a cali*/lxc* pod device"}
+    return None, None
+
+
+def _pod_device_findings(node, missing, down):
+    """The pod_device_missing and pod_device_down findings (each only when it has routes)."""
     out = []
     if missing:
         out.append(finding(
@@ -398,7 +483,26 @@ def check_pod_routes(routes, links, node, local=None):
             "Bring the device up (`ip link set %s up`) or delete the pod so the CNI recreates it; check the "
             "CNI agent's log for the pod." % down[0]["dev"],
         ))
-    return out, checked
+    return out
+
+
+def check_pod_routes(routes, links, node, local=None):
+    """Every /32 and /128 route to a cali*/lxc* device has the device present and up; a host route
+    inside this node's pod CIDR that reaches no pod device (and no gateway) has lost its device."""
+    by_name = dict((link["ifname"], link) for link in links)
+    local_cidrs = (local or {}).get("pod_cidrs") or []
+    rows = {"missing": [], "down": []}
+    checked = 0
+    for route in routes:
+        if not _is_host_route(route):
+            continue
+        status, row = _check_pod_route(route, by_name, local_cidrs)
+        if status is None:
+            continue
+        checked += 1
+        if row is not None:
+            rows[status].append(row)
+    return _pod_device_findings(node, rows["missing"], rows["down"]), checked
 
 
 def summary(findings_list, results, node, pod_routes_checked=None):

@@ -44,17 +44,130 @@ def _window(capture):
     return float((capture or {}).get("seconds") or 0.0)
 
 
+def _not_captured(missing):
+    """``seesaw.not_checked`` for every host without a capture."""
+    return [finding(
+        "seesaw.not_checked", "warning", "L2", host,
+        "no capture from %s: what it says of the Seesaw pair was not read" % host, {},
+        "run the seesaw role on it (become, tcpdump on the node)") for host in missing]
+
+
+def _no_master(subject, vrid, window, heard, evidence):
+    """``seesaw.no_master``: no node captured sends advertisements (naming the strangers heard, if any)."""
+    strangers = sorted(set(a.get("src") for ads in heard.values() for a in ads))
+    heard_text = (" (advertisements from %s, not one of the nodes checked, were heard)" % ", ".join(strangers)
+                  if strangers else "")
+    return finding(
+        "seesaw.no_master", "critical", "L2", subject,
+        "no load-balancer node sent a VRRP advertisement for VRID %d in %gs%s: the pair has no master, so no node "
+        "holds or announces the VIPs" % (vrid, window, heard_text),
+        dict(evidence, heard_from=strangers),
+        "check seesaw_ha and seesaw_engine on both nodes (systemctl status seesaw_watchdog, the logs under "
+        "/var/log/seesaw) and that VRRP (IP protocol 112 to 224.0.0.18) passes between them")
+
+
+def _split_brain(subject, vrid, masters, evidence):
+    """``seesaw.split_brain``: several nodes send advertisements."""
+    return finding(
+        "seesaw.split_brain", "critical", "L2", subject,
+        "%s all send VRRP advertisements for VRID %d: each thinks it is the master, both answer for the VIPs and "
+        "clients flip between them" % (" and ".join(sorted(masters)), vrid), evidence,
+        "VRRP does not pass between them (a firewall or a VLAN between the pair drops IP protocol 112 to "
+        "224.0.0.18): restore it, then stop seesaw_ha on the node that should be the backup until it hears the "
+        "master")
+
+
+def _peers_not_hearing(master, deaf, window, evidence):
+    """``seesaw.peer_not_hearing``: the peers ``deaf`` hear no advertisement from the master."""
+    return finding(
+        "seesaw.peer_not_hearing", "critical", "L2", ", ".join(deaf),
+        "%s hear%s no VRRP advertisement from the master %s in %gs: %s will take over as well (split brain) or "
+        "cannot take over when the master fails" % (
+            ", ".join(deaf), "s" if len(deaf) == 1 else "", master, window, "it" if len(deaf) == 1 else "they"),
+        dict(evidence, deaf=deaf),
+        "VRRP multicast (IP protocol 112 to 224.0.0.18) is lost between the nodes: check the switch and any "
+        "firewall between them (tcpdump -ni any 'ip proto 112' on both)")
+
+
+def _garp_findings(master, garps, window, garp_interval, evidence):
+    """The findings on the master's gratuitous ARPs: none sent (or the capture too short to tell), or late."""
+    if not garps:
+        if window >= TOLERANCE * garp_interval:
+            return [finding(
+                "seesaw.garp_missing", "warning", "L2", master,
+                "the master %s sent no gratuitous ARP in %gs (Seesaw sends one per VIP every %gs): after a failover "
+                "the router and the clients keep the old node's MAC for the VIPs" % (master, window, garp_interval),
+                evidence,
+                "check seesaw_engine on %s (its log says 'Starting gratuitous ARPs every ...' when it leads) and "
+                "garp_interval_sec in /etc/seesaw/seesaw.cfg" % master)]
+        return [finding(
+            "seesaw.garp_not_checked", "info", "L2", master,
+            "the capture (%gs) is shorter than %g gratuitous ARP intervals (%gs): their cadence was not checked"
+            % (window, TOLERANCE, garp_interval), evidence,
+            "capture for at least %gs (seesaw_window)" % (TOLERANCE * garp_interval))]
+    late = [g for g in garps if (g.get("max_gap") or 0) > TOLERANCE * garp_interval]
+    if not late:
+        return []
+    return [finding(
+        "seesaw.garp_irregular", "warning", "L2", master,
+        "the master %s announces %s late: a gap of %gs between gratuitous ARPs, more than %g x %gs" % (
+            master, ", ".join(g["address"] for g in late), max(g["max_gap"] for g in late), TOLERANCE,
+            garp_interval), evidence,
+        "a busy or stalled seesaw_engine on %s (its log), or garp_interval_sec changed in "
+        "/etc/seesaw/seesaw.cfg" % master)]
+
+
+def _pair_ok(subject, vrid, master, ad, captured, vips, macs, garps, evidence):
+    """``seesaw.pair``: the master, who hears it, and the VIPs it announces."""
+    mac_text = (" from the VRRP virtual MAC %s" % vmac(vrid)) if macs == [vmac(vrid)] else (
+        " from %s" % ", ".join(macs) if macs else "")
+    return finding(
+        "seesaw.pair", "ok", "L2", subject,
+        "%s is the Seesaw master (VRID %d, priority %s, advertising every %ss)%s%s" % (
+            master, vrid, ad.get("priority"), ad.get("interval"),
+            "; %s hear%s it" % (", ".join(h for h in sorted(captured) if h != master),
+                                "s" if len(captured) == 2 else "") if len(captured) > 1 else
+            "; its peer was not captured",
+            "; it announces %s by gratuitous ARP every %ss%s" % (", ".join(vips[:5]), garps[0].get("mean_gap"),
+                                                                 mac_text) if garps else ""),
+        evidence)
+
+
+def _garp_evidence(garps, vrid):
+    """(the VIPs the master's gratuitous ARPs name, their MACs, the evidence on them)."""
+    vips = sorted(set(g.get("address") for g in garps if g.get("address")))
+    macs = sorted(set(g.get("mac") for g in garps if g.get("mac")))
+    return vips, macs, dict(
+        vips=sample(vips), macs=macs, vmac=vmac(vrid),
+        garp=[dict((k, g.get(k)) for k in ("address", "mac", "interface", "packets", "mean_gap", "max_gap"))
+              for g in garps][:20])
+
+
+def _master_findings(found, subject, vrid, garp_interval, captured, heard, window, masters, evidence):
+    """Adds to ``found`` (the findings so far, whose warnings hold the ok one back) the findings on a pair with
+    one master: its peers not hearing it, its gratuitous ARPs, else ``seesaw.pair``; returns ``found``."""
+    master, ads = next(iter(masters.items()))
+    ad = max(ads, key=lambda a: a.get("packets") or 0)
+    evidence.update(master=master, priority=ad.get("priority"), advertised_interval=ad.get("interval"),
+                    observed_gap=ad.get("mean_gap"))
+    deaf = sorted(h for h in captured if h != master and not heard.get(h))
+    if deaf:
+        found.append(_peers_not_hearing(master, deaf, window, evidence))
+    garps = _garps(captured[master], "out")
+    vips, macs, garp_evidence = _garp_evidence(garps, vrid)
+    evidence.update(garp_evidence)
+    found.extend(_garp_findings(master, garps, window, garp_interval, evidence))
+    if not [f for f in found if f["severity"] in ("warning", "critical")]:
+        found.append(_pair_ok(subject, vrid, master, ad, captured, vips, macs, garps, evidence))
+    return found
+
+
 def pair_check(captures, vrid=DEFAULT_VRID, garp_interval=DEFAULT_GARP_INTERVAL):
     """Findings on the pair from ``{host: packet_capture result}`` (None for a host not captured)."""
-    found = []
     subject = "seesaw VRID %d" % vrid
     missing = sorted(h for h, c in captures.items() if not isinstance(c, dict) or c.get("failed"))
     captured = dict((h, c) for h, c in captures.items() if h not in missing)
-    for host in missing:
-        found.append(finding(
-            "seesaw.not_checked", "warning", "L2", host,
-            "no capture from %s: what it says of the Seesaw pair was not read" % host, {},
-            "run the seesaw role on it (become, tcpdump on the node)"))
+    found = _not_captured(missing)
     if not captured:
         return found
     masters = dict((h, _adverts(c, vrid, "out")) for h, c in captured.items() if _adverts(c, vrid, "out"))
@@ -63,82 +176,7 @@ def pair_check(captures, vrid=DEFAULT_VRID, garp_interval=DEFAULT_GARP_INTERVAL)
     evidence = {"nodes": sorted(captured), "window": window, "vrid": vrid,
                 "advertisers": dict((h, [a.get("src") for a in ads]) for h, ads in masters.items())}
     if not masters:
-        strangers = sorted(set(a.get("src") for ads in heard.values() for a in ads))
-        heard_text = (" (advertisements from %s, not one of the nodes checked, were heard)" % ", ".join(strangers)
-                      if strangers else "")
-        found.append(finding(
-            "seesaw.no_master", "critical", "L2", subject,
-            "no load-balancer node sent a VRRP advertisement for VRID %d in %gs%s: the pair has no master, so no node "
-            "holds or announces the VIPs" % (vrid, window, heard_text),
-            dict(evidence, heard_from=strangers),
-            "check seesaw_ha and seesaw_engine on both nodes (systemctl status seesaw_watchdog, the logs under "
-            "/var/log/seesaw) and that VRRP (IP protocol 112 to 224.0.0.18) passes between them"))
-        return found
+        return found + [_no_master(subject, vrid, window, heard, evidence)]
     if len(masters) > 1:
-        found.append(finding(
-            "seesaw.split_brain", "critical", "L2", subject,
-            "%s all send VRRP advertisements for VRID %d: each thinks it is the master, both answer for the VIPs and "
-            "clients flip between them" % (" and ".join(sorted(masters)), vrid), evidence,
-            "VRRP does not pass between them (a firewall or a VLAN between the pair drops IP protocol 112 to "
-            "224.0.0.18): restore it, then stop seesaw_ha on the node that should be the backup until it hears the "
-            "master"))
-        return found
-    master, ads = next(iter(masters.items()))
-    ad = max(ads, key=lambda a: a.get("packets") or 0)
-    evidence.update(master=master, priority=ad.get("priority"), advertised_interval=ad.get("interval"),
-                    observed_gap=ad.get("mean_gap"))
-    deaf = sorted(h for h in captured if h != master and not heard.get(h))
-    if deaf:
-        found.append(finding(
-            "seesaw.peer_not_hearing", "critical", "L2", ", ".join(deaf),
-            "%s hear%s no VRRP advertisement from the master %s in %gs: %s will take over as well (split brain) or "
-            "cannot take over when the master fails" % (
-                ", ".join(deaf), "s" if len(deaf) == 1 else "", master, window, "it" if len(deaf) == 1 else "they"),
-            dict(evidence, deaf=deaf),
-            "VRRP multicast (IP protocol 112 to 224.0.0.18) is lost between the nodes: check the switch and any "
-            "firewall between them (tcpdump -ni any 'ip proto 112' on both)"))
-    garps = _garps(captured[master], "out")
-    vips = sorted(set(g.get("address") for g in garps if g.get("address")))
-    macs = sorted(set(g.get("mac") for g in garps if g.get("mac")))
-    evidence.update(vips=sample(vips), macs=macs, vmac=vmac(vrid),
-                    garp=[dict((k, g.get(k)) for k in ("address", "mac", "interface", "packets", "mean_gap", "max_gap"))
-                          for g in garps][:20])
-    if not garps:
-        if window >= TOLERANCE * garp_interval:
-            found.append(finding(
-                "seesaw.garp_missing", "warning", "L2", master,
-                "the master %s sent no gratuitous ARP in %gs (Seesaw sends one per VIP every %gs): after a failover "
-                "the router and the clients keep the old node's MAC for the VIPs" % (master, window, garp_interval),
-                evidence,
-                "check seesaw_engine on %s (its log says 'Starting gratuitous ARPs every ...' when it leads) and "
-                "garp_interval_sec in /etc/seesaw/seesaw.cfg" % master))
-        else:
-            found.append(finding(
-                "seesaw.garp_not_checked", "info", "L2", master,
-                "the capture (%gs) is shorter than %g gratuitous ARP intervals (%gs): their cadence was not checked"
-                % (window, TOLERANCE, garp_interval), evidence,
-                "capture for at least %gs (seesaw_window)" % (TOLERANCE * garp_interval)))
-    else:
-        late = [g for g in garps if (g.get("max_gap") or 0) > TOLERANCE * garp_interval]
-        if late:
-            found.append(finding(
-                "seesaw.garp_irregular", "warning", "L2", master,
-                "the master %s announces %s late: a gap of %gs between gratuitous ARPs, more than %g x %gs" % (
-                    master, ", ".join(g["address"] for g in late), max(g["max_gap"] for g in late), TOLERANCE,
-                    garp_interval), evidence,
-                "a busy or stalled seesaw_engine on %s (its log), or garp_interval_sec changed in "
-                "/etc/seesaw/seesaw.cfg" % master))
-    if not [f for f in found if f["severity"] in ("warning", "critical")]:
-        mac_text = (" from the VRRP virtual MAC %s" % vmac(vrid)) if macs == [vmac(vrid)] else (
-            " from %s" % ", ".join(macs) if macs else "")
-        found.append(finding(
-            "seesaw.pair", "ok", "L2", subject,
-            "%s is the Seesaw master (VRID %d, priority %s, advertising every %ss)%s%s" % (
-                master, vrid, ad.get("priority"), ad.get("interval"),
-                "; %s hear%s it" % (", ".join(h for h in sorted(captured) if h != master),
-                                    "s" if len(captured) == 2 else "") if len(captured) > 1 else
-                "; its peer was not captured",
-                "; it announces %s by gratuitous ARP every %ss%s" % (", ".join(vips[:5]), garps[0].get("mean_gap"),
-                                                                     mac_text) if garps else ""),
-            evidence))
-    return found
+        return found + [_split_brain(subject, vrid, masters, evidence)]
+    return _master_findings(found, subject, vrid, garp_interval, captured, heard, window, masters, evidence)

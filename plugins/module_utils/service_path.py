@@ -29,7 +29,9 @@ from ansible_collections.k8snet.triage.plugins.module_utils import arp_announce
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address, optional_read, split_ref
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import split_ref
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import optional_read
 
 METALLB_GROUP = "metallb.io"
 METALLB_VERSION = "v1beta1"
@@ -75,11 +77,8 @@ def _ip_or_none(value):
         return None
 
 
-def service_view(service, port=None):
-    """The Service's addresses and the chosen port; InputError when ``port`` names no port of it."""
-    spec = service.get("spec") or {}
-    status = service.get("status") or {}
-    ingress = (status.get("loadBalancer") or {}).get("ingress") or []
+def _service_vips(spec, ingress):
+    """(the Service's VIPs in order of preference, without duplicates, {vip: the field that gives it})."""
     vips, sources = [], {}
     for source, values in (("status.loadBalancer.ingress", [i.get("ip") for i in ingress]),
                            ("spec.loadBalancerIP", [spec.get("loadBalancerIP")]),
@@ -89,17 +88,29 @@ def service_view(service, port=None):
             if ip and ip not in vips:
                 vips.append(ip)
                 sources[ip] = source
-    ports = spec.get("ports") or []
+    return vips, sources
+
+
+def _chosen_port(service, ports, port):
+    """The Service port named or numbered ``port`` (the first one when None); InputError when it has none."""
     if port is None:
-        chosen = ports[0] if ports else None
-    else:
-        chosen = next((p for p in ports if p.get("name") == port or p.get("port") == port), None)
-        if chosen is None:
-            raise InputError("Service %s has no port %s; its ports are %s: give one of them as port" % (
-                "%s/%s" % (meta(service, "namespace"), meta(service, "name")), port,
-                ", ".join("%s%s" % (p.get("port"), " (%s)" % p["name"] if p.get("name") else "") for p in ports)
-                or "none"))
-    chosen = chosen or {}
+        return ports[0] if ports else None
+    chosen = next((p for p in ports if p.get("name") == port or p.get("port") == port), None)
+    if chosen is None:
+        raise InputError("Service %s has no port %s; its ports are %s: give one of them as port" % (
+            "%s/%s" % (meta(service, "namespace"), meta(service, "name")), port,
+            ", ".join("%s%s" % (p.get("port"), " (%s)" % p["name"] if p.get("name") else "") for p in ports)
+            or "none"))
+    return chosen
+
+
+def service_view(service, port=None):
+    """The Service's addresses and the chosen port; InputError when ``port`` names no port of it."""
+    spec = service.get("spec") or {}
+    status = service.get("status") or {}
+    ingress = (status.get("loadBalancer") or {}).get("ingress") or []
+    vips, sources = _service_vips(spec, ingress)
+    chosen = _chosen_port(service, spec.get("ports") or [], port) or {}
     target = chosen.get("targetPort", chosen.get("port"))
     return {
         "namespace": meta(service, "namespace"),
@@ -124,7 +135,8 @@ def service_view(service, port=None):
 def _slice_port(slice_ports, view):
     """The port number a slice gives for the Service port of ``view`` (slices name ports as the Service does)."""
     for item in slice_ports or []:
-        if (item.get("name") or None) == (view["port_name"] or None) and (item.get("protocol") or "TCP") == view["protocol"]:
+        if ((item.get("name") or None) == (view["port_name"] or None)
+                and (item.get("protocol") or "TCP") == view["protocol"]):
             return item.get("port")
     return view["target_port"] if isinstance(view["target_port"], int) else None
 
@@ -160,22 +172,40 @@ def _event_time(event):
             or meta(event, "creationTimestamp") or "")
 
 
+def _l2_status_of(status_object, namespace, name):
+    """True when the ServiceL2Status object names a node announcing Service ``namespace/name``."""
+    status = status_object.get("status") or {}
+    return status.get("serviceName") == name and status.get("serviceNamespace") == namespace and status.get("node")
+
+
+def _announcer_from_l2_statuses(namespace, name, l2_statuses):
+    """The declared announcer from MetalLB's ServiceL2Status objects of the Service, None when none names one."""
+    mine = [s for s in l2_statuses if _l2_status_of(s, namespace, name)]
+    if not mine:
+        return None
+    return {"source": "servicel2status",
+            "nodes": sorted(set(s["status"]["node"] for s in mine)),
+            "interfaces": sorted(set(i.get("name") for s in mine for i in s["status"].get("interfaces") or []
+                                     if i.get("name"))),
+            "objects": sorted("%s/%s" % (meta(s, "namespace"), meta(s, "name")) for s in mine)}
+
+
+def _node_assigned(event, name):
+    """True when ``event`` is the speaker's nodeAssigned event of Service ``name``, naming the node."""
+    involved = event.get("involvedObject") or {}
+    return (event.get("reason") == "nodeAssigned" and involved.get("kind") == "Service"
+            and involved.get("name") == name and _ASSIGNED.search(event.get("message") or ""))
+
+
 def declared_announcer(namespace, name, l2_statuses, events):
     """``{source, nodes, interfaces}``: MetalLB's ServiceL2Status objects of the Service when the CRD is served
     (``l2_statuses`` is not None), else the newest ``nodeAssigned`` event's node; ``source`` None when neither
     says anything (not MetalLB, or BGP mode)."""
     if l2_statuses is not None:
-        mine = [s for s in l2_statuses if (s.get("status") or {}).get("serviceName") == name
-                and (s.get("status") or {}).get("serviceNamespace") == namespace and (s.get("status") or {}).get("node")]
-        if mine:
-            return {"source": "servicel2status",
-                    "nodes": sorted(set(s["status"]["node"] for s in mine)),
-                    "interfaces": sorted(set(i.get("name") for s in mine for i in s["status"].get("interfaces") or []
-                                             if i.get("name"))),
-                    "objects": sorted("%s/%s" % (meta(s, "namespace"), meta(s, "name")) for s in mine)}
-    assigned = [e for e in events or [] if e.get("reason") == "nodeAssigned"
-                and (e.get("involvedObject") or {}).get("kind") == "Service"
-                and (e.get("involvedObject") or {}).get("name") == name and _ASSIGNED.search(e.get("message") or "")]
+        declared = _announcer_from_l2_statuses(namespace, name, l2_statuses)
+        if declared:
+            return declared
+    assigned = [e for e in events or [] if _node_assigned(e, name)]
     if assigned:
         newest = max(assigned, key=_event_time)
         return {"source": "events", "nodes": [_ASSIGNED.search(newest["message"]).group(1)], "interfaces": [],
@@ -193,11 +223,85 @@ def host_of(inventory):
     return out
 
 
+def _no_vip(view, ref, subject):
+    """[``service.no_vip``] when the Service has no VIP to follow, else []."""
+    if view["vip"] or (view["type"] == "NodePort" and view["node_port"]):
+        # a NodePort Service has no VIP by design: its path is followed through nodeIP:nodePort
+        return []
+    return [finding(
+        "service.no_vip", "warning", "L4", subject,
+        "Service %s (type %s) has no load-balancer or external IP%s: there is no VIP to follow" % (
+            ref, view["type"], " (only the hostnames %s)" % ", ".join(view["hostnames"]) if view["hostnames"] else ""),
+        {"type": view["type"], "cluster_ip": view["cluster_ip"], "node_port": view["node_port"],
+         "hostnames": view["hostnames"]},
+        "Check the load-balancer controller (MetalLB's controller logs, the cloud provider) for why no IP was "
+        "assigned, or give the VIP by hand (ingress_path_vip).")]
+
+
+def _no_ready_endpoints(view, ref, subject, slices):
+    """``service.no_ready_endpoints``: the Service has no ready endpoint."""
+    return finding(
+        "service.no_ready_endpoints", "critical", "L4", subject,
+        "Service %s has no ready endpoint in its EndpointSlices: every connection to it fails before any hop "
+        "of the network" % ref,
+        {"endpoint_slices": [meta(s, "name") for s in slices]},
+        "kubectl -n %s get pods -l <the Service's selector>: make its pods ready (readiness probe, "
+        "crash loop), or fix the selector." % view["namespace"])
+
+
+def _nodes_not_in_inventory(endpoints, announcer, hosts, ips, ref):
+    """``service.node_not_in_inventory`` for every node on the path (a backend's, the announcer) that is no
+    host of the inventory, sorted by node."""
+    wanted = [(e["node"], "backend %s (%s)" % (e["pod"] or e["ip"], e["ip"])) for e in endpoints if e["node"]]
+    wanted += [(n, "the announcer of the VIP (%s)" % announcer["source"]) for n in announcer["nodes"]]
+    missing = {}
+    for node, role in wanted:
+        if node not in hosts:
+            missing.setdefault(node, []).append(role)
+    return [finding(
+        "service.node_not_in_inventory", "warning", "L3", node,
+        "node %s, on the path of Service %s, is no host of the inventory: its hop cannot be captured" % (
+            node, ref),
+        {"service": ref, "roles": sample(missing[node]), "node_ip": ips.get(node)},
+        "Add node %s to the inventory (or set k8s_node_name: %s on its host) so the path can be "
+        "captured there." % (node, node)) for node in sorted(missing)]
+
+
+def _announcer_unknown(view, subject, l2_statuses):
+    """``service.announcer_unknown``: no load-balancer status names the node announcing the VIP."""
+    return finding(
+        "service.announcer_unknown", "info", "L2", subject,
+        "no load-balancer status names the node announcing %s (no MetalLB ServiceL2Status nor nodeAssigned "
+        "event): the announcer is found from the ARP answers alone" % view["vip"],
+        {"servicel2status_served": l2_statuses is not None},
+        "")
+
+
+def _path_findings(view, endpoints, announcer, hosts, ips, slices, l2_statuses):
+    """The findings on one Service's path (unsorted)."""
+    ref = "%s/%s" % (view["namespace"], view["name"])
+    subject = "%s:%s" % (ref, view["port"]) if view["port"] else ref
+    findings = _no_vip(view, ref, subject)
+    if not endpoints:
+        findings.append(_no_ready_endpoints(view, ref, subject, slices))
+    if hosts is not None:
+        findings.extend(_nodes_not_in_inventory(endpoints, announcer, hosts, ips, ref))
+    if view["vip"] and announcer["source"] is None:
+        findings.append(_announcer_unknown(view, subject, l2_statuses))
+    return findings
+
+
+def _node_rows(endpoints, announcer, hosts, ips):
+    """The nodes on the path (a backend's, the announcer, a host of the inventory): {name, host, internal_ip}."""
+    relevant = set(e["node"] for e in endpoints if e["node"]) | set(announcer["nodes"]) | set(hosts or {})
+    return [{"name": name, "host": hosts.get(name) if hosts is not None else None, "internal_ip": ips[name]}
+            for name in sorted(ips) if name in relevant]
+
+
 def path_model(service, slices, nodes, l2_statuses, events, inventory, port=None):
     """``{data, findings}`` of one Service's path.  ``inventory`` ({host: {k8s_node_name}}) may be None: then
     no host is named and no node is reported missing from it."""
     view = service_view(service, port)
-    ref = "%s/%s" % (view["namespace"], view["name"])
     endpoints = ready_endpoints(slices, view)
     announcer = declared_announcer(view["namespace"], view["name"], l2_statuses, events)
     hosts = host_of(inventory) if inventory is not None else None
@@ -205,53 +309,9 @@ def path_model(service, slices, nodes, l2_statuses, events, inventory, port=None
     for endpoint in endpoints:
         endpoint["host"] = hosts.get(endpoint["node"]) if hosts is not None and endpoint["node"] else None
     announcer["hosts"] = [hosts[n] for n in announcer["nodes"] if n in hosts] if hosts is not None else []
-    findings = []
-    subject = "%s:%s" % (ref, view["port"]) if view["port"] else ref
-    if not view["vip"] and not (view["type"] == "NodePort" and view["node_port"]):
-        # a NodePort Service has no VIP by design: its path is followed through nodeIP:nodePort
-        findings.append(finding(
-            "service.no_vip", "warning", "L4", subject,
-            "Service %s (type %s) has no load-balancer or external IP%s: there is no VIP to follow" % (
-                ref, view["type"], " (only the hostnames %s)" % ", ".join(view["hostnames"]) if view["hostnames"] else ""),
-            {"type": view["type"], "cluster_ip": view["cluster_ip"], "node_port": view["node_port"],
-             "hostnames": view["hostnames"]},
-            "Check the load-balancer controller (MetalLB's controller logs, the cloud provider) for why no IP was "
-            "assigned, or give the VIP by hand (ingress_path_vip)."))
-    if not endpoints:
-        findings.append(finding(
-            "service.no_ready_endpoints", "critical", "L4", subject,
-            "Service %s has no ready endpoint in its EndpointSlices: every connection to it fails before any hop "
-            "of the network" % ref,
-            {"endpoint_slices": [meta(s, "name") for s in slices]},
-            "kubectl -n %s get pods -l <the Service's selector>: make its pods ready (readiness probe, "
-            "crash loop), or fix the selector." % view["namespace"]))
-    if hosts is not None:
-        wanted = [(e["node"], "backend %s (%s)" % (e["pod"] or e["ip"], e["ip"])) for e in endpoints if e["node"]]
-        wanted += [(n, "the announcer of the VIP (%s)" % announcer["source"]) for n in announcer["nodes"]]
-        missing = {}
-        for node, role in wanted:
-            if node not in hosts:
-                missing.setdefault(node, []).append(role)
-        for node in sorted(missing):
-            findings.append(finding(
-                "service.node_not_in_inventory", "warning", "L3", node,
-                "node %s, on the path of Service %s, is no host of the inventory: its hop cannot be captured" % (
-                    node, ref),
-                {"service": ref, "roles": sample(missing[node]), "node_ip": ips.get(node)},
-                "Add node %s to the inventory (or set k8s_node_name: %s on its host) so the path can be "
-                "captured there." % (node, node)))
-    if view["vip"] and announcer["source"] is None:
-        findings.append(finding(
-            "service.announcer_unknown", "info", "L2", subject,
-            "no load-balancer status names the node announcing %s (no MetalLB ServiceL2Status nor nodeAssigned "
-            "event): the announcer is found from the ARP answers alone" % view["vip"],
-            {"servicel2status_served": l2_statuses is not None},
-            ""))
-    relevant = set(e["node"] for e in endpoints if e["node"]) | set(announcer["nodes"]) | set(hosts or {})
-    node_rows = [{"name": name, "host": hosts.get(name) if hosts is not None else None, "internal_ip": ips[name]}
-                 for name in sorted(ips) if name in relevant]
+    findings = _path_findings(view, endpoints, announcer, hosts, ips, slices, l2_statuses)
     data = {"service": view, "endpoints": endpoints[:MAX_ENDPOINTS], "endpoints_count": len(endpoints),
-            "announcer": announcer, "nodes": node_rows}
+            "announcer": announcer, "nodes": _node_rows(endpoints, announcer, hosts, ips)}
     return {"data": data, "findings": sort_findings(findings)}
 
 
@@ -304,6 +364,123 @@ def _arp_owners(node_reads):
     return owners, unread
 
 
+def _expected(vip, node_reads, declared):
+    """(the hosts holding ``vip`` on an interface, the hosts expected to announce it, where that comes from)."""
+    holders = sorted(host for host in node_reads if any(
+        b.get("address") == vip for b in (node_reads[host] or {}).get("local") or []))
+    if declared:
+        return holders, sorted(declared), "load balancer status"
+    return holders, holders, "VIP on an interface"
+
+
+def _answering(client_read, vip, owners):
+    """(the client's route to ``vip`` when it is off the VIP's segment, whether the client's probe gave an answer
+    list for ``vip``, [{mac, hosts}]: each MAC answering with the nodes that own it)."""
+    probes = (client_read or {}).get("probes")
+    off_subnet = ((client_read or {}).get("off_subnet") or {}).get(vip)
+    checked = isinstance(probes, dict) and vip in probes
+    answering = []
+    for item in (probes[vip] or []) if checked else []:
+        mac = str(item.get("mac") if isinstance(item, dict) else item).lower()
+        answering.append({"mac": mac, "hosts": owners.get(mac, [])})
+    return off_subnet, checked, answering
+
+
+def _replying_nodes(seen):
+    """(lost, announcing) from the candidates' captures ``seen`` (None: not captured)."""
+    # from the candidates' captures: the nodes whose reply left (lost if the client got none), and those announcing
+    lost = arp_announce.replying(seen) if seen else []
+    announcing = arp_announce.replying(seen, gratuitous=True) if seen else []
+    return lost, announcing
+
+
+def _off_subnet_findings(vip, off_subnet, holders, announcing, evidence):
+    """The findings for a client off the VIP's segment: its ARP proves nothing; its gateway may not resolve."""
+    findings = [finding(
+        "ingress.client_off_subnet", "info", "L2", vip,
+        "the client reaches %s through its gateway %s: it is not on the VIP's segment, so ARP from it proves "
+        "nothing about who announces the VIP%s%s" % (
+            vip, off_subnet.get("gateway"), "; the nodes holding it: %s" % ", ".join(holders) if holders else
+            "; no node of the play holds it on an interface",
+            "; from the nodes' side, %s answered ARP for it during the capture" % ", ".join(announcing)
+            if announcing else ""),
+        evidence,
+        "Judge the announcer from a host on the VIP's segment (a node of its subnet as the client), or from the "
+        "router's neighbour table for the VIP; the packet walk below still shows where the probes stop.")]
+    if off_subnet.get("gateway_resolved") is False:
+        findings.append(finding(
+            "ingress.client_gateway_unresolved", "critical", "L2", vip,
+            "the client's gateway %s toward %s does not resolve (%s): what the client sends to the VIP does not "
+            "leave its segment, whoever announces the VIP" % (off_subnet.get("gateway"), vip,
+                                                              off_subnet.get("gateway_neighbor")), evidence,
+            "Check the gateway %s on %s (is it up, does it hold that address, does the segment pass ARP); "
+            "`ip neigh show %s` on the client, `arping -I %s %s` from it" % (
+                off_subnet.get("gateway"), off_subnet.get("interface"), off_subnet.get("gateway"),
+                off_subnet.get("interface"), off_subnet.get("gateway"))))
+    return findings
+
+
+def _not_checked(vip, client_read, evidence):
+    """``ingress.announcer_not_checked``: the client's ARP probe gave no answer list."""
+    return finding(
+        "ingress.announcer_not_checked", "warning", "L2", vip,
+        "the client's ARP probe for %s gave no answer list (%s): who announces the VIP is unknown" % (
+            vip, (client_read or {}).get("msg") or "no result"), evidence,
+        "Run the role with become: true on the client (ARP probes need CAP_NET_RAW).")
+
+
+def _unanswered(vip, lost, expected, expected_from, seen, evidence):
+    """The finding when no MAC answered the client's ARP for ``vip``: the reply was lost on the way (a node's
+    reply left, in its capture), else no node announces it."""
+    if lost:
+        return finding(
+            "ingress.vip_reply_not_delivered", "critical", "L2", vip,
+            "%s answered the client's ARP for %s (the reply left %s, in its capture) but the client got no answer: "
+            "the reply is lost between the node and the client" % (
+                ", ".join(lost), vip, "it" if len(lost) == 1 else "them"),
+            evidence,
+            "Check the segment between %s and the client: the switch or bridge (port security, a VLAN mismatch, an "
+            "ARP filter such as ebtables/nft bridge rules), then the client's own arp_ignore / arp_filter and its "
+            "interface; `tcpdump -eni <if> arp` on the client shows whether the reply arrives." % ", ".join(lost))
+    who = "%s should (%s)" % (", ".join(expected), expected_from) if expected else "no node holds it"
+    asked = sorted(node for node, arp in (seen or {}).items() if arp["requests_in"])
+    if asked:
+        who += "; the client's requests reached %s and no reply left any node captured" % ", ".join(sample(asked, 5))
+    return finding(
+        "ingress.vip_unannounced", "critical", "L2", vip, "no node answers ARP for %s; %s" % (vip, who), evidence,
+        "On %s: check the announcer (MetalLB speaker logs and its memberlist, keepalived / kube-vip), that the "
+        "VIP is in an L2Advertisement's pool and the interface is selected; `arping -c 3 %s` from the "
+        "client shows when it answers again." % (", ".join(expected) or "the LB nodes", vip))
+
+
+def _answered(vip, answering, hosts, expected, expected_from, evidence):
+    """The findings when MACs answered the client's ARP for ``vip``: several MACs, or not the expected nodes, or
+    a MAC of no node read; [] when the expected node answers."""
+    if len(answering) > 1:
+        return [finding(
+            "ingress.announcer_mismatch", "critical", "L2", vip,
+            "%d MACs answer ARP for %s (%s): the clients' caches flip between them" % (
+                len(answering), vip, ", ".join("%s=%s" % (a["mac"], "/".join(a["hosts"]) or "unknown")
+                                               for a in answering)), evidence,
+            "Keep the VIP on one node: remove it from the others (`ip addr del %s/32 dev <if>`), or fix the "
+            "split-brain of the announcers (MetalLB memberlist, keepalived priorities)." % vip)]
+    if expected and hosts != expected:
+        return [finding(
+            "ingress.announcer_mismatch", "critical", "L2", vip,
+            "%s answers ARP for %s, but %s should (%s)" % (
+                "/".join(hosts) or "a MAC of no inventory node (%s)" % answering[0]["mac"], vip,
+                ", ".join(expected), expected_from), evidence,
+            "Find who holds %s on %s and remove it there; restart the announcer the load balancer names if it "
+            "does not answer." % (vip, "/".join(hosts) or answering[0]["mac"]))]
+    if not hosts:
+        return [finding(
+            "ingress.announcer_unknown", "warning", "L2", vip,
+            "%s answers ARP for %s, a MAC of no node that was read" % (answering[0]["mac"], vip), evidence,
+            "Look the MAC up on the LB nodes (`ip -br link`) or the switch's MAC table; add that node to the "
+            "inventory so its hop can be captured.")]
+    return []
+
+
 def vip_announcer(vip, client_read, node_reads, declared=None, captures=None):
     """Who answers ARP for ``vip`` and whether that is who should.
 
@@ -314,16 +491,8 @@ def vip_announcer(vip, client_read, node_reads, declared=None, captures=None):
     the candidate nodes while the client asked (arp_announce), or None.  Returns ``{announcer, answering,
     expected, expected_from, holders, findings}``; ``announcer`` is the one inventory host answering, else None."""
     owners, unread = _arp_owners(node_reads)
-    holders = sorted(host for host in node_reads if any(
-        b.get("address") == vip for b in (node_reads[host] or {}).get("local") or []))
-    expected, expected_from = (sorted(declared), "load balancer status") if declared else (holders, "VIP on an interface")
-    answering = []
-    probes = (client_read or {}).get("probes")
-    off_subnet = ((client_read or {}).get("off_subnet") or {}).get(vip)
-    checked = isinstance(probes, dict) and vip in probes
-    for item in (probes[vip] or []) if checked else []:
-        mac = str(item.get("mac") if isinstance(item, dict) else item).lower()
-        answering.append({"mac": mac, "hosts": owners.get(mac, [])})
+    holders, expected, expected_from = _expected(vip, node_reads, declared)
+    off_subnet, checked, answering = _answering(client_read, vip, owners)
     hosts = sorted(set(h for a in answering for h in a["hosts"]))
     announcer = hosts[0] if len(answering) == 1 and len(hosts) == 1 else None
     evidence = {"vip": vip, "answering": answering, "expected": expected, "expected_from": expected_from,
@@ -332,79 +501,15 @@ def vip_announcer(vip, client_read, node_reads, declared=None, captures=None):
     if captures is not None:
         seen, not_captured = arp_announce.nodes_view(captures, vip)
         evidence.update(nodes_arp=seen, not_captured=not_captured)
-    # from the candidates' captures: the nodes whose reply left (lost if the client got none), and those announcing
-    lost = arp_announce.replying(seen) if seen else []
-    announcing = arp_announce.replying(seen, gratuitous=True) if seen else []
-    findings = []
+    lost, announcing = _replying_nodes(seen)
     if off_subnet:
         evidence["client_route"] = off_subnet
-        findings.append(finding(
-            "ingress.client_off_subnet", "info", "L2", vip,
-            "the client reaches %s through its gateway %s: it is not on the VIP's segment, so ARP from it proves "
-            "nothing about who announces the VIP%s%s" % (
-                vip, off_subnet.get("gateway"), "; the nodes holding it: %s" % ", ".join(holders) if holders else
-                "; no node of the play holds it on an interface",
-                "; from the nodes' side, %s answered ARP for it during the capture" % ", ".join(announcing)
-                if announcing else ""),
-            evidence,
-            "Judge the announcer from a host on the VIP's segment (a node of its subnet as the client), or from the "
-            "router's neighbour table for the VIP; the packet walk below still shows where the probes stop."))
-        if off_subnet.get("gateway_resolved") is False:
-            findings.append(finding(
-                "ingress.client_gateway_unresolved", "critical", "L2", vip,
-                "the client's gateway %s toward %s does not resolve (%s): what the client sends to the VIP does not "
-                "leave its segment, whoever announces the VIP" % (off_subnet.get("gateway"), vip,
-                                                                  off_subnet.get("gateway_neighbor")), evidence,
-                "Check the gateway %s on %s (is it up, does it hold that address, does the segment pass ARP); "
-                "`ip neigh show %s` on the client, `arping -I %s %s` from it" % (
-                    off_subnet.get("gateway"), off_subnet.get("interface"), off_subnet.get("gateway"),
-                    off_subnet.get("interface"), off_subnet.get("gateway"))))
+        findings = _off_subnet_findings(vip, off_subnet, holders, announcing, evidence)
     elif not checked:
-        findings.append(finding(
-            "ingress.announcer_not_checked", "warning", "L2", vip,
-            "the client's ARP probe for %s gave no answer list (%s): who announces the VIP is unknown" % (
-                vip, (client_read or {}).get("msg") or "no result"), evidence,
-            "Run the role with become: true on the client (ARP probes need CAP_NET_RAW)."))
-    elif not answering and lost:
-        findings.append(finding(
-            "ingress.vip_reply_not_delivered", "critical", "L2", vip,
-            "%s answered the client's ARP for %s (the reply left %s, in its capture) but the client got no answer: the "
-            "reply is lost between the node and the client" % (", ".join(lost), vip, "it" if len(lost) == 1 else "them"),
-            evidence,
-            "Check the segment between %s and the client: the switch or bridge (port security, a VLAN mismatch, an "
-            "ARP filter such as ebtables/nft bridge rules), then the client's own arp_ignore / arp_filter and its "
-            "interface; `tcpdump -eni <if> arp` on the client shows whether the reply arrives." % ", ".join(lost)))
+        findings = [_not_checked(vip, client_read, evidence)]
     elif not answering:
-        who = "%s should (%s)" % (", ".join(expected), expected_from) if expected else "no node holds it"
-        asked = sorted(node for node, arp in (seen or {}).items() if arp["requests_in"])
-        if asked:
-            who += "; the client's requests reached %s and no reply left any node captured" % ", ".join(sample(asked, 5))
-        findings.append(finding(
-            "ingress.vip_unannounced", "critical", "L2", vip, "no node answers ARP for %s; %s" % (vip, who), evidence,
-            "On %s: check the announcer (MetalLB speaker logs and its memberlist, keepalived / kube-vip), that the "
-            "VIP is in an L2Advertisement's pool and the interface is selected; `arping -c 3 %s` from the "
-            "client shows when it answers again." % (", ".join(expected) or "the LB nodes", vip)))
-    elif len(answering) > 1:
-        findings.append(finding(
-            "ingress.announcer_mismatch", "critical", "L2", vip,
-            "%d MACs answer ARP for %s (%s): the clients' caches flip between them" % (
-                len(answering), vip, ", ".join("%s=%s" % (a["mac"], "/".join(a["hosts"]) or "unknown")
-                                               for a in answering)), evidence,
-            "Keep the VIP on one node: remove it from the others (`ip addr del %s/32 dev <if>`), or fix the "
-            "split-brain of the announcers (MetalLB memberlist, keepalived priorities)." % vip))
-    elif expected and hosts != expected:
-        findings.append(finding(
-            "ingress.announcer_mismatch", "critical", "L2", vip,
-            "%s answers ARP for %s, but %s should (%s)" % (
-                "/".join(hosts) or "a MAC of no inventory node (%s)" % answering[0]["mac"], vip,
-                ", ".join(expected), expected_from), evidence,
-            "Find who holds %s on %s and remove it there; restart the announcer the load balancer names if it "
-            "does not answer." % (vip, "/".join(hosts) or answering[0]["mac"])))
-    elif not hosts:
-        findings.append(finding(
-            "ingress.announcer_unknown", "warning", "L2", vip,
-            "%s answers ARP for %s, a MAC of no node that was read" % (answering[0]["mac"], vip), evidence,
-            "Look the MAC up on the LB nodes (`ip -br link`) or the switch's MAC table; add that node to the "
-            "inventory so its hop can be captured."))
+        findings = [_unanswered(vip, lost, expected, expected_from, seen, evidence)]
+    else:
+        findings = _answered(vip, answering, hosts, expected, expected_from, evidence)
     return {"announcer": announcer, "answering": answering, "expected": expected, "expected_from": expected_from,
             "holders": holders, "findings": findings}

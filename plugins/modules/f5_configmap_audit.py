@@ -152,69 +152,12 @@ from ansible_collections.k8snet.triage.plugins.module_utils import payload
 # before the imports below: the payload's files are compiled once each, not twice
 payload.compile_once()
 
-from ansible_collections.k8snet.triage.plugins.module_utils import f5
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError, TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils import f5, f5_cluster
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, require_kubernetes
-
-
-# API options that name one cluster's server and identity: not inherited by a clusters entry with its own kubeconfig
-CLUSTER_IDENTITY = ("host", "api_key", "ca_cert", "client_cert", "client_key")
-# what RV(modes) shows of each CIS controller
-CIS_SHOWN = ("ref", "replicas", "ready", "watch", "pool_member_type", "partitions")
-
-
-def deployments(kube):
-    """Every Deployment, or None when the API does not let us list them (RBAC, or not served)."""
-    try:
-        return kube.pages("list deployments (all namespaces)", "AppsV1Api", "list_deployment_for_all_namespaces", ())
-    except PrivilegeError:
-        return None
-    except ReadError as exc:
-        if exc.details.get("status") == 404:
-            return None
-        raise
-
-
-def audit_cluster(kube, namespaces, controllers):
-    name = kube.name
-    services, configmaps = [], []
-    for namespace in namespaces or [None]:
-        services.extend(kube.services(namespace))
-        configmaps.extend(kube.config_maps(namespace, label_selector=f5.F5_LABEL))
-    pods = kube.pods(f5.CONTROLLER_NAMESPACE)
-    deps = deployments(kube)
-    mode, why = f5.detect_mode(deps, pods, configmaps)
-    cis = f5.cis_controllers(deps or [])
-    if any(c["namespace_label"] and not c["namespaces"] for c in cis):
-        f5.resolve_namespace_labels(cis, kube.namespaces())
-    found, parsed = f5.audit(services, configmaps, cluster=name, mode=mode, controllers=cis)
-    if mode == "gdc" or deps is None:
-        expected = [c for c in controllers if mode == "gdc" or c != f5.GDC_CONTROLLER]
-        found.extend(f5.check_controllers(pods, expected, cluster=name, mode=mode))
-    else:
-        found.extend(f5.check_cis(cis, pods, cluster=name))
-    ports = sum(len(s["spec"].get("ports") or []) for s in services if s.get("spec", {}).get("type") == "LoadBalancer")
-    partitions = f5.partitions_of(parsed)
-    summary = {"name": name, "server": kube.server, "reached": True, "load_balancer_ports": ports,
-               "configmaps": len(parsed), "partitions": sorted(partitions)}
-    judged = {"name": name, "server": kube.server, "mode": mode, "mode_name": f5.MODES[mode], "why": why,
-              "deployments_read": deps is not None,
-              "configmaps": {"virtual-server": len([c for c in parsed if c["kind"] == "virtual-server"]),
-                             "as3": len([c for c in parsed if c["kind"] == "as3"])},
-              "schema_versions": sorted(set(c["schema_version"] for c in parsed if c["schema_version"])),
-              "cis_controllers": [dict((k, c[k]) for k in CIS_SHOWN) for c in cis]}
-    return found, summary, partitions, judged
-
-
-RULES = dict(
-    rules.KUBE_AUTH_RULES,
-    clusters=rules.each(rules.fields(name=rules.short_text, kubeconfig=rules.absolute_path,
-                                     context=rules.short_text), max_items=64),
-    namespaces=rules.each(rules.k8s_name),
-    controller_pods=rules.each(rules.short_text),
-)
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import AUTH_ARG_SPEC
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import Kube
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import require_kubernetes
 
 
 def main():
@@ -228,51 +171,16 @@ def main():
         namespaces=dict(type="list", elements="str", default=[]),
         controller_pods=dict(type="list", elements="str", default=list(f5.DEFAULT_CONTROLLERS)),
     )
-    module = rules.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
+    module = rules.new_module(AnsibleModule, f5_cluster.RULES, argument_spec=argument_spec, supports_check_mode=True)
     require_kubernetes(module)
     if not f5.HAS_JSONSCHEMA:
         module.fail_json(msg=missing_required_lib("jsonschema"), exception=f5.JSONSCHEMA_IMPORT_ERROR)
-    p = module.params
-    targets = []
-    for cluster in p["clusters"]:
-        params = dict(p)
-        if cluster.get("kubeconfig") or cluster.get("context"):
-            # the module's server, token and certificates (K8S_AUTH_* in AWX) belong to another cluster
-            params.update(dict.fromkeys(CLUSTER_IDENTITY))
-        params.update((k, v) for k, v in cluster.items() if v is not None and k != "name")
-        targets.append((cluster["name"], params))
-    several = bool(targets)
-    if not targets:
-        targets = [(None, p)]
-    found, summaries, partitions, modes = [], [], {}, []
     try:
-        # every cluster's options first: a wrong one fails before anything is read
-        kubes = [Kube(params, name=name) for name, params in targets]
-        for kube in kubes:
-            try:
-                cluster_found, summary, parts, judged = audit_cluster(kube, p["namespaces"], p["controller_pods"])
-            except (ReadError, PrivilegeError) as exc:
-                if not several:
-                    raise
-                found.append(f5.cluster_unreachable(kube.name, kube.server, exc.message))
-                summaries.append({"name": kube.name, "server": kube.server, "reached": False, "error": exc.message})
-                continue
-            found.extend(cluster_found)
-            summaries.append(summary)
-            modes.append(judged)
-            partitions[kube.name or summary["server"]] = parts
+        result = f5_cluster.audit_clusters(module.params, Kube)
     except TriageError as exc:
-        fail_from(module, exc, clusters=summaries)
-    found.extend(f5.shared_partitions(partitions))
-    if not found:
-        gdc = [m for m in modes if m["mode"] == "gdc"]
-        found.append(finding("f5.audit_clean", "ok", "L4", ", ".join(s["name"] or s["server"] for s in summaries),
-                             ("every LoadBalancer Service port has exactly one valid, matching ConfigMap" if gdc else
-                              "every CIS ConfigMap validates against its schema and names an existing Service and port")
-                             + " (judged as %s)" % "; ".join(sorted(set(m["mode_name"] for m in modes))),
-                             {"load_balancer_ports": sum(s["load_balancer_ports"] for s in summaries),
-                              "modes": dict((m["name"] or m["server"], m["mode"]) for m in modes)}))
-    module.exit_json(changed=False, clusters=summaries, modes=modes, findings=sort_findings(found))
+        # its details name the clusters audited before it (clusters)
+        fail_from(module, exc)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

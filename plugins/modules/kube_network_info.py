@@ -205,13 +205,10 @@ from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import (
-    AUTH_ARG_SPEC,
-    Kube,
-    configuration,
-    credential_source,
-    require_kubernetes,
-)
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import AUTH_ARG_SPEC
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_auth import configuration, credential_source
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import Kube
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import require_kubernetes
 
 
 RULES = dict(

@@ -228,7 +228,10 @@ from ansible_collections.k8snet.triage.plugins.module_utils import lb_health
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ARG_SPEC, Kube, meta, require_kubernetes, split_ref
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import AUTH_ARG_SPEC, split_ref
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import Kube
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import require_kubernetes
 
 MAX_PATCH_LIMIT = 100
 

@@ -97,7 +97,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils import payload
 payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_network, webhooks
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import api_module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
 
 
 def main():

@@ -100,7 +100,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils import payload
 payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import webhooks
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import api_change_main
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_change_main
 
 
 def main():

@@ -77,6 +77,34 @@ def _host_findings(state):
     return [dict(f) for f in found if isinstance(f, dict)] if isinstance(found, list) else []
 
 
+UNFINISHED = "did not finish: the host stopped answering or failed before this check recorded its outcome"
+
+
+def _not_targeted(limit):
+    """Why a host without any record was not checked (the --limit the run was given, if any)."""
+    if limit:
+        return "the triage did not target this host (it is in none of its groups, or --limit %s left it out)" % limit
+    return "the triage did not target this host (it is in none of its groups)"
+
+
+def _scenario_entry(result, status):
+    """(entry, unfinished) of one scenario's result on a host of ``status``: an outcome that is not ran, skipped
+    or failed is a failure when the host was reached (``unfinished``), else not run."""
+    result = result if isinstance(result, dict) else {}
+    s_status = str(result.get("status", "not finished"))
+    s_reason = str(result.get("reason", "") or "")
+    findings = [f for f in (result.get("findings") or []) if isinstance(f, dict)]
+    unfinished = False
+    if s_status not in ("ran", "skipped", "failed"):
+        if status in REACHED:
+            unfinished = True
+            s_status, s_reason = "failed", UNFINISHED
+        else:
+            s_status, s_reason = "not run", "host %s" % status
+    return {"status": s_status, "reason": s_reason, "findings": findings,
+            "details": result.get("details") if isinstance(result.get("details"), dict) else {}}, unfinished
+
+
 def _host_entry(host, facts, scenario=None, limit=None):
     """(status, reason, {scenario: result}) of one host, with unfinished scenarios resolved."""
     state = _get(facts, "triage_host")
@@ -85,28 +113,18 @@ def _host_entry(host, facts, scenario=None, limit=None):
     if not results and scenario:
         results = _scenario_results(facts, scenario)
         if not results:
-            return "not checked", "the %s playbook recorded nothing here (not in its play, or it stopped before)" % scenario, {}
+            return "not checked", ("the %s playbook recorded nothing here (not in its play, or it stopped before)"
+                                   % scenario), {}
     if not isinstance(state, dict):
         if not results:
-            return "not checked", ("the triage did not target this host (it is in none of its groups, or --limit %s left "
-                                   "it out)" % limit if limit else
-                                   "the triage did not target this host (it is in none of its groups)"), {}
+            return "not checked", _not_targeted(limit), {}
         state = {"status": "reached", "reason": ""}
     status, reason = str(state.get("status", "failed")), str(state.get("reason", "") or "")
     scenarios, unfinished = {}, []
     for name in sorted(results):
-        result = results[name] if isinstance(results[name], dict) else {}
-        s_status = str(result.get("status", "not finished"))
-        s_reason = str(result.get("reason", "") or "")
-        findings = [f for f in (result.get("findings") or []) if isinstance(f, dict)]
-        if s_status not in ("ran", "skipped", "failed"):
-            if status in REACHED:
-                unfinished.append(name)
-                s_status, s_reason = "failed", "did not finish: the host stopped answering or failed before this check recorded its outcome"
-            else:
-                s_status, s_reason = "not run", "host %s" % status
-        scenarios[name] = {"status": s_status, "reason": s_reason, "findings": findings,
-                           "details": result.get("details") if isinstance(result.get("details"), dict) else {}}
+        scenarios[name], stopped = _scenario_entry(results[name], status)
+        if stopped:
+            unfinished.append(name)
     if unfinished and status in REACHED and status != "controller":
         status, reason = "failed", "stopped during %s" % ", ".join(unfinished)
     return status, reason, scenarios
@@ -148,46 +166,65 @@ def _hosts_text(hosts):
     return ", ".join(hosts[:5]) + (" and %d more" % (len(hosts) - 5) if len(hosts) > 5 else "")
 
 
+def _requested(requested, scenario):
+    """The scenarios asked for by name, with a scenario playbook's own scenario last when not among them."""
+    return list(requested or []) + ([scenario] if scenario and scenario not in (requested or []) else [])
+
+
+def _ran(per_host):
+    """The names of the scenarios that ran on at least one reached host."""
+    return set(name for info in per_host.values() if info["status"] in REACHED
+               for name, entry in info["scenarios"].items() if entry["status"] == "ran")
+
+
+def _nothing_checked(per_host, requested, scenario):
+    """``triage.nothing_checked``: no scenario ran on any host, with the hosts' statuses and why each did not run."""
+    statuses = Counter(info["status"] for info in per_host.values())
+    hosts_line = ", ".join("%d %s" % (n, s) for s, n in sorted(statuses.items())) or "no host at all"
+    names = sorted(set(requested) | set(n for info in per_host.values() for n in info["scenarios"]))
+    nowhere = ["no host of the run has it (the hosts' group is empty or left out by --limit)"]
+    why = dict((name, ["%s on %s" % (reason, _hosts_text(hosts)) for reason, hosts in _why_not(per_host, name)]
+                or nowhere) for name in names)
+    reasons = "; ".join("%s: %s" % (name, " / ".join(why[name][:3])) for name in names[:6])
+    subject = ("scenario %s" % scenario) if scenario else "the triage"
+    return finding(NOTHING_CHECKED, "critical", "control-plane", subject,
+                   "nothing was checked: no scenario ran on any host (hosts: %s)%s" % (
+                       hosts_line, (" - " + reasons) if reasons else ""),
+                   {"hosts": dict(statuses), "scenarios": why, "requested": requested},
+                   "Check the hosts are in the group the run targets (triage_nodes_group, default k8s_nodes) and "
+                   "reachable, and that triage_scenarios / triage_cni name scenarios that apply to them; "
+                   "then run again")
+
+
+def _scenario_not_run(per_host, name):
+    """``triage.scenario_not_run`` for scenario ``name``, asked for but run on no host, with why."""
+    groups = _why_not(per_host, name)
+    if groups:
+        why = "; ".join("%s on %s" % (reason, _hosts_text(hosts)) for reason, hosts in groups[:4])
+    else:
+        why = ("no host of the run has it (not a scenario of the triage's node pass or its API steps, or no host was "
+               "targeted)")
+    return finding(SCENARIO_NOT_RUN, "critical", "control-plane", "scenario %s" % name,
+                   "scenario %s was asked for but ran on no host: %s" % (name, why),
+                   {"scenario": name, "why": dict((reason, hosts) for reason, hosts in groups)},
+                   "Give %s what it needs on the hosts named (the reasons say what is missing), or leave it "
+                   "out of triage_scenarios" % name)
+
+
 def coverage_findings(per_host, requested=None, scenario=None):
     """The run's own word when it checked nothing: ``triage.nothing_checked`` when no scenario ran on any
     host, else ``triage.scenario_not_run`` for each requested scenario that ran on none, with why (each
     host's status and each skip's reason).  ``requested``: the scenarios the user asked for by name
     (None: only the first check; a scenario playbook's report asks for its scenario)."""
-    requested = list(requested or []) + ([scenario] if scenario and scenario not in (requested or []) else [])
-    ran = set(name for info in per_host.values() if info["status"] in REACHED
-              for name, entry in info["scenarios"].items() if entry["status"] == "ran")
+    requested = _requested(requested, scenario)
+    ran = _ran(per_host)
     if not ran:
-        statuses = Counter(info["status"] for info in per_host.values())
-        hosts_line = ", ".join("%d %s" % (n, s) for s, n in sorted(statuses.items())) or "no host at all"
-        names = sorted(set(requested) | set(n for info in per_host.values() for n in info["scenarios"]))
-        nowhere = ["no host of the run has it (the hosts' group is empty or left out by --limit)"]
-        why = dict((name, ["%s on %s" % (reason, _hosts_text(hosts)) for reason, hosts in _why_not(per_host, name)]
-                    or nowhere) for name in names)
-        reasons = "; ".join("%s: %s" % (name, " / ".join(why[name][:3])) for name in names[:6])
-        subject = ("scenario %s" % scenario) if scenario else "the triage"
-        return [finding(NOTHING_CHECKED, "critical", "control-plane", subject,
-                        "nothing was checked: no scenario ran on any host (hosts: %s)%s" % (
-                            hosts_line, (" - " + reasons) if reasons else ""),
-                        {"hosts": dict(statuses), "scenarios": why, "requested": requested},
-                        "Check the hosts are in the group the run targets (triage_nodes_group, default k8s_nodes) and "
-                        "reachable, and that triage_scenarios / triage_cni name scenarios that apply to them; "
-                        "then run again")]
-    out = []
-    for name in sorted(set(requested) - ran):
-        groups = _why_not(per_host, name)
-        if groups:
-            why = "; ".join("%s on %s" % (reason, _hosts_text(hosts)) for reason, hosts in groups[:4])
-        else:
-            why = "no host of the run has it (not a scenario of the triage's node pass or its API steps, or no host was targeted)"
-        out.append(finding(SCENARIO_NOT_RUN, "critical", "control-plane", "scenario %s" % name,
-                           "scenario %s was asked for but ran on no host: %s" % (name, why),
-                           {"scenario": name, "why": dict((reason, hosts) for reason, hosts in groups)},
-                           "Give %s what it needs on the hosts named (the reasons say what is missing), or leave it "
-                           "out of triage_scenarios" % name))
-    return out
+        return [_nothing_checked(per_host, requested, scenario)]
+    return [_scenario_not_run(per_host, name) for name in sorted(set(requested) - ran)]
 
 
-def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
+def _check_arguments(hostvars, hosts, scenario, requested):
+    """Refuse arguments of triage_report that are not of the shape it reads (AnsibleFilterError names which)."""
     if requested is not None and (not isinstance(requested, list) or not all(isinstance(n, str) for n in requested)):
         raise AnsibleFilterError("triage_report: requested must be the list of scenario names asked for, not %r"
                                  % (requested,))
@@ -197,74 +234,112 @@ def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
         raise AnsibleFilterError("triage_report needs hostvars (a mapping of host name to variables), got %s"
                                  % type(hostvars).__name__)
     if scenario is not None and (not isinstance(scenario, str) or not scenario.isidentifier()):
-        raise AnsibleFilterError("triage_report: scenario must be a scenario name such as stale_arp, not %r" % (scenario,))
-    flat, per_host, details, fleet_seen = [], {}, {}, set()
-    for host in hosts:
-        facts = host_facts(hostvars, host)
-        status, reason, scenarios = _host_entry(host, facts, scenario, limit)
-        state = _get(facts, "triage_host")
-        mine = []
-        for item in _host_findings(state):
-            item = placed(item, item.get("scenario") or "triage")
-            if item["scope"] == "fleet":
-                key = _fleet_key(item)
-                if key in fleet_seen:
-                    continue
-                fleet_seen.add(key)
-            mine.append(item)
-        if status in HOST_FINDINGS and not any(f["severity"] == "critical" for f in mine):
-            # the generic word on a host that failed, unless its record already says why, critically
-            check, summary, remediation = HOST_FINDINGS[status]
-            mine.append(placed(finding(check, "critical", "L3", host, summary % (host, reason or status), {"reason": reason},
-                                       remediation % host), "triage", "host"))
-        summary_scenarios = {}
-        for name, result in scenarios.items():
-            kept = []
-            for item in result["findings"]:
-                item = placed(item, name)
-                if item["scope"] == "fleet":
-                    key = _fleet_key(item)
-                    if key in fleet_seen:
-                        continue
-                    fleet_seen.add(key)
-                kept.append(item)
-            mine.extend(kept)
-            summary_scenarios[name] = {"status": result["status"], "reason": result["reason"], "findings": len(kept),
-                                       "worst": worst(kept) if result["status"] in ("ran", "failed") else None}
-            if result["details"]:
-                details.setdefault(host, {})[name] = result["details"]
-        for item in mine:
-            item["host"] = host
-        flat.extend(mine)
-        ran = [s for s in summary_scenarios.values() if s["status"] == "ran"]
-        verdict = worst(mine) if (ran or mine) else "not checked"
-        per_host[host] = {"status": status, "reason": reason, "verdict": verdict,
-                          "worst": verdict, "counts": dict(Counter(f["severity"] for f in mine)),
-                          "scenarios": summary_scenarios}
-        left_out = state.get("peers_left_out") if isinstance(state, dict) else None
-        if isinstance(left_out, dict) and left_out:
-            per_host[host]["peers_left_out"] = dict((str(k), str(v)) for k, v in left_out.items())
-    flat = report_fold.fold(flat, set(per_host))
+        raise AnsibleFilterError("triage_report: scenario must be a scenario name such as stale_arp, not %r"
+                                 % (scenario,))
+
+
+def _once(items, fleet_seen):
+    """``items`` without the fleet findings already seen on another host (a fleet finding is counted once)."""
+    kept = []
+    for item in items:
+        if item["scope"] == "fleet":
+            key = _fleet_key(item)
+            if key in fleet_seen:
+                continue
+            fleet_seen.add(key)
+        kept.append(item)
+    return kept
+
+
+def _status_finding(host, status, reason):
+    """The generic critical finding of a host that could not be checked (HOST_FINDINGS, by its status)."""
+    check, summary, remediation = HOST_FINDINGS[status]
+    return placed(finding(check, "critical", "L3", host, summary % (host, reason or status), {"reason": reason},
+                          remediation % host), "triage", "host")
+
+
+def _scenario_summary(result, kept):
+    """A scenario's entry in the report's hosts: its status, reason, how many findings it kept and the worst."""
+    return {"status": result["status"], "reason": result["reason"], "findings": len(kept),
+            "worst": worst(kept) if result["status"] in ("ran", "failed") else None}
+
+
+def _host_summary(status, reason, mine, summary_scenarios, state):
+    """A host's entry in the report's hosts: status, reason, verdict, counts, scenarios (and the peers left out)."""
+    ran = [s for s in summary_scenarios.values() if s["status"] == "ran"]
+    verdict = worst(mine) if (ran or mine) else "not checked"
+    entry = {"status": status, "reason": reason, "verdict": verdict,
+             "worst": verdict, "counts": dict(Counter(f["severity"] for f in mine)),
+             "scenarios": summary_scenarios}
+    left_out = state.get("peers_left_out") if isinstance(state, dict) else None
+    if isinstance(left_out, dict) and left_out:
+        entry["peers_left_out"] = dict((str(k), str(v)) for k, v in left_out.items())
+    return entry
+
+
+def _host_report(host, facts, scenario, limit, fleet_seen, details):
+    """(the findings of one host, its entry in the report's hosts); its scenarios' details go into ``details``."""
+    status, reason, scenarios = _host_entry(host, facts, scenario, limit)
+    state = _get(facts, "triage_host")
+    mine = _once([placed(item, item.get("scenario") or "triage") for item in _host_findings(state)], fleet_seen)
+    if status in HOST_FINDINGS and not any(f["severity"] == "critical" for f in mine):
+        # the generic word on a host that failed, unless its record already says why, critically
+        mine.append(_status_finding(host, status, reason))
+    summary_scenarios = {}
+    for name, result in scenarios.items():
+        kept = _once([placed(item, name) for item in result["findings"]], fleet_seen)
+        mine.extend(kept)
+        summary_scenarios[name] = _scenario_summary(result, kept)
+        if result["details"]:
+            details.setdefault(host, {})[name] = result["details"]
+    for item in mine:
+        item["host"] = host
+    return mine, _host_summary(status, reason, mine, summary_scenarios, state)
+
+
+def _count_on(entry, item):
+    """Count ``item`` on the host entry that holds it (the controller's): its counts, verdict and worst."""
+    entry["counts"][item["severity"]] = entry["counts"].get(item["severity"], 0) + 1
+    before = [{"severity": entry["verdict"]}] if entry["verdict"] in SEVERITIES else []
+    entry["verdict"] = entry["worst"] = worst([item] + before)
+
+
+def _placed_coverage(per_host, requested, scenario):
+    """The coverage findings as fleet findings of the controller (counted on it when it is in the report)."""
+    out = []
     for item in coverage_findings(per_host, requested, scenario):
         where = "localhost" if "localhost" in per_host else None
         name = item["evidence"].get("scenario")
         concerned = sorted(h for h in per_host if name is None or name in per_host[h]["scenarios"])
         item = placed(item, "triage", "fleet", concerned, where)
-        flat.append(item)
+        out.append(item)
         if where:
-            entry = per_host[where]
-            entry["counts"][item["severity"]] = entry["counts"].get(item["severity"], 0) + 1
-            before = [{"severity": entry["verdict"]}] if entry["verdict"] in SEVERITIES else []
-            entry["verdict"] = entry["worst"] = worst([item] + before)
-    flat = sort_findings(flat)
+            _count_on(per_host[where], item)
+    return out
+
+
+def _counts(flat):
+    """The report's counts of findings: by severity (all), by layer and by check (those not ok)."""
     problems = [f for f in flat if f["severity"] != "ok"]
     return {
+        "severity": dict((name, sum(1 for f in flat if f["severity"] == name)) for name in SEVERITIES),
+        "layer": dict(Counter(f["layer"] for f in problems)),
+        "check": dict(Counter(f["check"] for f in problems)),
+    }
+
+
+def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
+    _check_arguments(hostvars, hosts, scenario, requested)
+    flat, per_host, details, fleet_seen = [], {}, {}, set()
+    for host in hosts:
+        mine, per_host[host] = _host_report(host, host_facts(hostvars, host), scenario, limit, fleet_seen, details)
+        flat.extend(mine)
+    flat = report_fold.fold(flat, set(per_host))
+    flat.extend(_placed_coverage(per_host, requested, scenario))
+    flat = sort_findings(flat)
+    return {
         "findings": flat,
-        "counts": {
-            "severity": dict((name, sum(1 for f in flat if f["severity"] == name)) for name in SEVERITIES),
-            "layer": dict(Counter(f["layer"] for f in problems)),
-            "check": dict(Counter(f["check"] for f in problems)),
-        },
+        "counts": _counts(flat),
         "hosts": per_host,
         "coverage": {
             "hosts": dict(Counter(h["status"] for h in per_host.values())),
@@ -281,11 +356,8 @@ def recount(data):
     is ``counts.severity`` without the silenced findings, ``counts.silenced`` how many are."""
     data["findings"] = sort_findings(data["findings"])
     flat = data["findings"]
-    problems = [f for f in flat if f["severity"] != "ok"]
     counts = data["counts"]
-    counts["severity"] = dict((name, sum(1 for f in flat if f["severity"] == name)) for name in SEVERITIES)
-    counts["layer"] = dict(Counter(f["layer"] for f in problems))
-    counts["check"] = dict(Counter(f["check"] for f in problems))
+    counts.update(_counts(flat))
     counts["active"] = dict((name, sum(1 for f in flat if f["severity"] == name and not f.get("silenced")))
                             for name in SEVERITIES)
     counts["silenced"] = sum(1 for f in flat if f.get("silenced"))
@@ -300,10 +372,7 @@ def add_run_findings(data, items):
     for item in items:
         data["findings"].append(placed(item, "triage", "fleet", [where] if where else [], where))
         if where:
-            entry = data["hosts"][where]
-            entry["counts"][item["severity"]] = entry["counts"].get(item["severity"], 0) + 1
-            before = [{"severity": entry["verdict"]}] if entry["verdict"] in SEVERITIES else []
-            entry["verdict"] = entry["worst"] = worst([item] + before)
+            _count_on(data["hosts"][where], item)
     return data
 
 

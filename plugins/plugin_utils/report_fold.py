@@ -72,82 +72,112 @@ def _names(items, limit=5):
     return ", ".join(items[:limit]) + (" and %d more" % (len(items) - limit) if len(items) > limit else "")
 
 
-def fold(flat, hosts):
-    """The report's findings with the pairwise ones folded (see the module docstring); the others unchanged."""
+def _pairwise(flat):
+    """The pairwise findings of ``flat`` by check, in their order ({check: [finding]})."""
     groups = OrderedDict()
     for item in flat:
         target = _target(item)
         if target is not None:
             groups.setdefault(item["check"], []).append(item)
+    return groups
+
+
+def _fleet_head(check, what):
+    """The start of the whole-fleet finding's summary of ``check``."""
+    if check == "route.missing":
+        return "no node routes any peer's pod CIDR"
+    if check.startswith("route."):
+        return "every node has every peer's pod CIDR %s" % what
+    return "every node finds every peer %s" % what
+
+
+def _fold_fleet(check, items, controller):
+    """[(finding, members)]: one finding when every observer misses every other observer (at least FOLD_MIN)."""
+    observers = set(i["host"] for i in items)
+    targets = set(_target(i) for i in items)
+    pairs = set((i["host"], _target(i)) for i in items)
+    # the whole fleet: every observer misses every other observer
+    fleet = sorted(observers & targets)
+    if len(fleet) < FOLD_MIN or not all((o, t) in pairs for o in fleet for t in fleet if o != t):
+        return []
+    members = [i for i in items if i["host"] in fleet and _target(i) in fleet]
+    head = _fleet_head(check, WHAT[check])
+    return [(_folded(
+        check, "fleet", "%s: %d nodes x %d peers (%s)" % (head, len(fleet), len(fleet) - 1, _names(fleet)),
+        members,
+        "one cause for the whole fleet: the CNI's routing is down everywhere (its agents, BGP), or the pods "
+        "go through an overlay the check was not told about (pod_network_mode overlay and the tunnel device)"
+        if check.startswith("route.") else
+        "every node fails every peer: the probes themselves (a firewall on every node, the probe port), "
+        "or the controller's load; run the connectivity scenario on a few nodes with -f 5",
+        observers, {"pairs": len(members)}, controller), members)]
+
+
+def _target_folded(check, target, members, seen_by, host):
+    """The finding about one ``target`` that the observers ``seen_by`` report (``members``), held by ``host``."""
+    cidr = (members[0].get("evidence") or {}).get("cidr") if check.startswith("route.") else None
+    subject = "%s %s" % (target, cidr) if cidr else target
+    return _folded(
+        check, subject,
+        "%s%s is %s on %d nodes: %s" % ("the pod CIDR of %s (%s)" % (target, cidr) if cidr else target,
+                                        "" if cidr else " (the target)", WHAT[check], len(seen_by), _names(seen_by)),
+        members,
+        "one cause about %s, seen from many nodes: look at %s first (its CNI agent, its announcement of its "
+        "pod CIDR, its firewall), then at one of the observers; %s" % (target, target,
+                                                                       members[0].get("remediation") or ""),
+        seen_by, host=host)
+
+
+def _fold_targets(check, rest, hosts, controller):
+    """[(finding, members)]: one finding per target that FOLD_MIN or more observers report, held by the target
+    when it is in the report, else by the controller."""
+    by_target = OrderedDict()
+    for item in rest:
+        by_target.setdefault(_target(item), []).append(item)
+    out = []
+    for target, members in by_target.items():
+        seen_by = set(m["host"] for m in members)
+        if len(seen_by) >= FOLD_MIN:
+            out.append((_target_folded(check, target, members, seen_by, target if target in hosts else controller),
+                        members))
+    return out
+
+
+def _fold_probers(check, rest):
+    """[(finding, members)]: one finding per prober that reports FOLD_MIN or more targets (reach.unreachable)."""
+    if check != "reach.unreachable":
+        return []
+    # what is left: targets fewer than FOLD_MIN probers report, so the others reach them
+    by_prober = OrderedDict()
+    for item in rest:
+        by_prober.setdefault(item["host"], []).append(item)
+    return [(_folded(
+        check, "prober %s" % prober,
+        "prober %s reaches none of %d targets (%s) that the other probers reach: its own network, "
+        "firewall or load" % (prober, len(members), _names(set(_target(m) for m in members))),
+        members,
+        "look at %s itself: its routes and firewall (k8snet.triage.route_check, iptables_drops), its "
+        "CPU and its socket buffers during the run" % prober,
+        {prober}, host=prober), members) for prober, members in by_prober.items() if len(members) >= FOLD_MIN]
+
+
+def _take(steps, folded, drop):
+    """Add each folded finding of ``steps`` to ``folded`` and its members to ``drop`` (by id)."""
+    for item, members in steps:
+        folded.append(item)
+        drop.update(id(m) for m in members)
+
+
+def fold(flat, hosts):
+    """The report's findings with the pairwise ones folded (see the module docstring); the others unchanged."""
+    groups = _pairwise(flat)
     if not groups:
         return flat
     controller = "localhost" if "localhost" in hosts else None
-
-    def where(name):
-        return name if name in hosts else controller
-
     folded, drop = [], set()
     for check, items in groups.items():
-        observers = set(i["host"] for i in items)
-        targets = set(_target(i) for i in items)
-        pairs = set((i["host"], _target(i)) for i in items)
-        what = WHAT[check]
-        # the whole fleet: every observer misses every other observer
-        fleet = sorted(observers & targets)
-        if len(fleet) >= FOLD_MIN and all((o, t) in pairs for o in fleet for t in fleet if o != t):
-            members = [i for i in items if i["host"] in fleet and _target(i) in fleet]
-            if check == "route.missing":
-                head = "no node routes any peer's pod CIDR"
-            elif check.startswith("route."):
-                head = "every node has every peer's pod CIDR %s" % what
-            else:
-                head = "every node finds every peer %s" % what
-            folded.append(_folded(
-                check, "fleet", "%s: %d nodes x %d peers (%s)" % (head, len(fleet), len(fleet) - 1, _names(fleet)),
-                members,
-                "one cause for the whole fleet: the CNI's routing is down everywhere (its agents, BGP), or the pods "
-                "go through an overlay the check was not told about (pod_network_mode overlay and the tunnel device)"
-                if check.startswith("route.") else
-                "every node fails every peer: the probes themselves (a firewall on every node, the probe port), "
-                "or the controller's load; run the connectivity scenario on a few nodes with -f 5",
-                observers, {"pairs": len(members)}, controller))
-            drop.update(id(m) for m in members)
-        rest = [i for i in items if id(i) not in drop]
-        by_target = OrderedDict()
-        for item in rest:
-            by_target.setdefault(_target(item), []).append(item)
-        for target, members in by_target.items():
-            seen_by = set(m["host"] for m in members)
-            if len(seen_by) < FOLD_MIN:
-                continue
-            cidr = (members[0].get("evidence") or {}).get("cidr") if check.startswith("route.") else None
-            subject = "%s %s" % (target, cidr) if cidr else target
-            folded.append(_folded(
-                check, subject,
-                "%s%s is %s on %d nodes: %s" % ("the pod CIDR of %s (%s)" % (target, cidr) if cidr else target,
-                                                "" if cidr else " (the target)", what, len(seen_by), _names(seen_by)),
-                members,
-                "one cause about %s, seen from many nodes: look at %s first (its CNI agent, its announcement of its "
-                "pod CIDR, its firewall), then at one of the observers; %s" % (target, target,
-                                                                               members[0].get("remediation") or ""),
-                seen_by, host=where(target)))
-            drop.update(id(m) for m in members)
-        rest = [i for i in rest if id(i) not in drop]
-        if check == "reach.unreachable":
-            # what is left: targets fewer than FOLD_MIN probers report, so the others reach them
-            by_prober = OrderedDict()
-            for item in rest:
-                by_prober.setdefault(item["host"], []).append(item)
-            for prober, members in by_prober.items():
-                if len(members) < FOLD_MIN:
-                    continue
-                folded.append(_folded(
-                    check, "prober %s" % prober,
-                    "prober %s reaches none of %d targets (%s) that the other probers reach: its own network, "
-                    "firewall or load" % (prober, len(members), _names(set(_target(m) for m in members))),
-                    members,
-                    "look at %s itself: its routes and firewall (k8snet.triage.route_check, iptables_drops), its "
-                    "CPU and its socket buffers during the run" % prober,
-                    {prober}, host=prober))
-                drop.update(id(m) for m in members)
+        # each step folds what the steps before it left
+        _take(_fold_fleet(check, items, controller), folded, drop)
+        _take(_fold_targets(check, [i for i in items if id(i) not in drop], hosts, controller), folded, drop)
+        _take(_fold_probers(check, [i for i in items if id(i) not in drop]), folded, drop)
     return [i for i in flat if id(i) not in drop] + folded

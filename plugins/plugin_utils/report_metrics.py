@@ -95,11 +95,15 @@ class _Out(object):
         self.lines.append("%s%s %s" % (name, "{%s}" % text if text else "", _number(value)))
 
 
-def render(data, finished, duration=None, labels=None, versions=None):
-    """The OpenMetrics text of report ``data`` (annotated by the history and the silences when they ran).
-    ``finished``: the run's end as seconds since the epoch; ``duration``: seconds, or None (left out);
-    ``labels``: constant labels on every sample; ``versions``: {collection_version, ansible_version}."""
-    out = _Out(validate_labels(labels))
+def _by_label(out, name, help_text, label, values, counts):
+    """One family: a sample per value of ``label`` in ``values`` order, its count in ``counts`` (0 when absent)."""
+    out.family(name, help_text)
+    for value in values:
+        out.sample(name, {label: value}, counts.get(value, 0))
+
+
+def _findings_families(out, data):
+    """The findings by check, severity, host and whether silenced; then those no silence covers, by severity."""
     findings = Counter()
     for item in data.get("findings") or []:
         findings[(str(item.get("check")), str(item.get("severity")), str(item.get("host") or ""),
@@ -108,30 +112,24 @@ def render(data, finished, duration=None, labels=None, versions=None):
     for (check, severity, host, silenced), n in sorted(findings.items()):
         out.sample("k8snet_triage_findings", {"check": check, "severity": severity, "host": host, "silenced": silenced}, n)
     active = Counter(str(item.get("severity")) for item in data.get("findings") or [] if not item.get("silenced"))
-    out.family("k8snet_triage_findings_active", "Findings of the last triage run that no silence covers, by severity.")
-    for severity in SEVERITIES:
-        out.sample("k8snet_triage_findings_active", {"severity": severity}, active.get(severity, 0))
-    counts = (data.get("counts") or {}).get("state")
-    if isinstance(counts, dict):
-        out.family("k8snet_triage_findings_since_last_run",
-                   "Problems compared with the previous run: new, ongoing, resolved, unverified (not checked again).")
-        for state in ("new", "ongoing", "resolved", "unverified"):
-            out.sample("k8snet_triage_findings_since_last_run", {"state": state}, counts.get(state, 0))
+    _by_label(out, "k8snet_triage_findings_active",
+              "Findings of the last triage run that no silence covers, by severity.", "severity", SEVERITIES, active)
+
+
+def _coverage_families(out, data):
+    """The hosts by status and the scenario runs (host x scenario) by status, every known status listed."""
     coverage = data.get("coverage") or {}
     hosts = Counter(dict((str(k), v) for k, v in (coverage.get("hosts") or {}).items()))
-    out.family("k8snet_triage_hosts", "Hosts of the last triage run by status (reached, unreachable, failed, not checked...).")
-    for status in sorted(set(HOST_STATUSES) | set(hosts)):
-        out.sample("k8snet_triage_hosts", {"status": status}, hosts.get(status, 0))
+    _by_label(out, "k8snet_triage_hosts",
+              "Hosts of the last triage run by status (reached, unreachable, failed, not checked...).",
+              "status", sorted(set(HOST_STATUSES) | set(hosts)), hosts)
     scenarios = Counter(dict((str(k), v) for k, v in (coverage.get("scenarios") or {}).items()))
-    out.family("k8snet_triage_scenarios", "Scenario runs (host x scenario) of the last triage run by status.")
-    for status in sorted(set(SCENARIO_STATUSES) | set(scenarios)):
-        out.sample("k8snet_triage_scenarios", {"status": status}, scenarios.get(status, 0))
-    silences = data.get("silences")
-    if isinstance(silences, list):
-        states = Counter(str(entry.get("state")) for entry in silences if isinstance(entry, dict))
-        out.family("k8snet_triage_silences", "Entries of the silences file by state (active, expired, invalid).")
-        for state in ("active", "expired", "invalid"):
-            out.sample("k8snet_triage_silences", {"state": state}, states.get(state, 0))
+    _by_label(out, "k8snet_triage_scenarios", "Scenario runs (host x scenario) of the last triage run by status.",
+              "status", sorted(set(SCENARIO_STATUSES) | set(scenarios)), scenarios)
+
+
+def _run_families(out, finished, duration, versions):
+    """The run's duration (when known), its end and its versions (when given)."""
     if duration is not None:
         out.family("k8snet_triage_duration_seconds", "How long the last triage run took, from its start to its report.")
         out.sample("k8snet_triage_duration_seconds", {}, duration)
@@ -140,6 +138,26 @@ def render(data, finished, duration=None, labels=None, versions=None):
     if versions:
         out.family("k8snet_triage_build_info", "The collection and ansible-core versions of the last triage run (always 1).")
         out.sample("k8snet_triage_build_info", dict((k, str(v)) for k, v in versions.items()), 1)
+
+
+def render(data, finished, duration=None, labels=None, versions=None):
+    """The OpenMetrics text of report ``data`` (annotated by the history and the silences when they ran).
+    ``finished``: the run's end as seconds since the epoch; ``duration``: seconds, or None (left out);
+    ``labels``: constant labels on every sample; ``versions``: {collection_version, ansible_version}."""
+    out = _Out(validate_labels(labels))
+    _findings_families(out, data)
+    counts = (data.get("counts") or {}).get("state")
+    if isinstance(counts, dict):
+        _by_label(out, "k8snet_triage_findings_since_last_run",
+                  "Problems compared with the previous run: new, ongoing, resolved, unverified (not checked again).",
+                  "state", ("new", "ongoing", "resolved", "unverified"), counts)
+    _coverage_families(out, data)
+    silences = data.get("silences")
+    if isinstance(silences, list):
+        states = Counter(str(entry.get("state")) for entry in silences if isinstance(entry, dict))
+        _by_label(out, "k8snet_triage_silences", "Entries of the silences file by state (active, expired, invalid).",
+                  "state", ("active", "expired", "invalid"), states)
+    _run_families(out, finished, duration, versions)
     return "\n".join(out.lines + ["# EOF"]) + "\n"
 
 

@@ -9,7 +9,8 @@ import subprocess
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import AUTH_ENV, Kube
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_auth import AUTH_ENV
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import Kube
 
 from tests.kube_api.helpers import kubectl, start
 

@@ -14,6 +14,8 @@ import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils import dns_options
 from ansible_collections.k8snet.triage.plugins.module_utils import dns as d
+from ansible_collections.k8snet.triage.plugins.module_utils import dns_wire as w
+from ansible_collections.k8snet.triage.plugins.module_utils import resolv_conf as rc
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
 FIX = Path(__file__).parent / "fixtures" / "dns"
@@ -31,10 +33,10 @@ EXPECTED = {
 @pytest.mark.parametrize("label", sorted(EXPECTED))
 def test_parse_real_dnsmasq_replies(label):
     wire = binascii.unhexlify(REPLIES[label]["response_hex"])
-    got = d.parse_response(wire)
+    got = w.parse_response(wire)
     rcode, answers, status = EXPECTED[label]
     assert (got["id"], got["rcode"], got["answers"], got["truncated"]) == (0x1234, rcode, answers, False)
-    assert d.classify(got) == status
+    assert w.classify(got) == status
     # the same bytes read by dnspython agree
     msg = dns.message.from_wire(wire)
     assert dns.rcode.to_text(msg.rcode()) == rcode
@@ -44,7 +46,7 @@ def test_parse_real_dnsmasq_replies(label):
 @pytest.mark.parametrize("label", sorted(EXPECTED))
 def test_our_query_is_what_dnspython_reads(label):
     case = REPLIES[label]
-    assert d.build_query(case["name"], case["rdtype"], qid=0x1234).hex() == case["query_hex"]
+    assert w.build_query(case["name"], case["rdtype"], qid=0x1234).hex() == case["query_hex"]
     msg = dns.message.from_wire(binascii.unhexlify(case["query_hex"]))
     assert str(msg.question[0].name) == case["name"] + "." and msg.edns == 0 and msg.flags & 0x0100
 
@@ -55,30 +57,30 @@ def test_cname_chain_with_compression_pointers():
     reply.answer.append(dns.rrset.from_text("api.default.svc.cluster.local.", 30, "IN", "CNAME",
                                             "kubernetes.default.svc.cluster.local."))
     reply.answer.append(dns.rrset.from_text("kubernetes.default.svc.cluster.local.", 30, "IN", "A", "198.18.176.1"))
-    got = d.parse_response(reply.to_wire())
+    got = w.parse_response(reply.to_wire())
     assert got["cnames"] == ["kubernetes.default.svc.cluster.local"] and got["answers"] == ["198.18.176.1"]
 
 
 def test_truncated_and_short_replies():
     reply = dns.message.make_response(dns.message.make_query("x.cluster.local", "A"))
     reply.flags |= 0x0200
-    assert d.parse_response(reply.to_wire())["truncated"] is True
+    assert w.parse_response(reply.to_wire())["truncated"] is True
     with pytest.raises(ValueError, match="shorter than a DNS header"):
-        d.parse_response(b"\x12\x34")
+        w.parse_response(b"\x12\x34")
 
 
 def test_classify_against_expect():
     reply = {"rcode": "NOERROR", "answers": ["198.18.176.9"]}
-    assert d.classify(reply, ["198.18.176.1"]) == "wrong_answer"
-    assert d.classify(reply, ["198.18.176.9"]) == "ok"
-    assert d.classify({"rcode": "SERVFAIL"}) == "servfail"
-    assert d.classify({"rcode": "NOTIMP"}) == "error"
+    assert w.classify(reply, ["198.18.176.1"]) == "wrong_answer"
+    assert w.classify(reply, ["198.18.176.9"]) == "ok"
+    assert w.classify({"rcode": "SERVFAIL"}) == "servfail"
+    assert w.classify({"rcode": "NOTIMP"}) == "error"
 
 
 def test_resolv_conf_real_systemd_files():
-    assert d.parse_resolv_conf((FIX / "resolv.conf.systemd-stub").read_text()) == ["127.0.0.53"]
-    assert d.parse_resolv_conf((FIX / "resolv.conf.systemd-uplink").read_text()) == ["198.18.160.90", "198.18.160.91"]
-    found = d.read_resolv_confs([str(FIX / "resolv.conf.systemd-uplink"), str(FIX / "missing")])
+    assert rc.parse_resolv_conf((FIX / "resolv.conf.systemd-stub").read_text()) == ["127.0.0.53"]
+    assert rc.parse_resolv_conf((FIX / "resolv.conf.systemd-uplink").read_text()) == ["198.18.160.90", "198.18.160.91"]
+    found = rc.read_resolv_confs([str(FIX / "resolv.conf.systemd-uplink"), str(FIX / "missing")])
     assert list(found) == [str(FIX / "resolv.conf.systemd-uplink")]
 
 

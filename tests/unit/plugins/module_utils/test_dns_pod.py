@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils import dns as d
+from ansible_collections.k8snet.triage.plugins.module_utils import dns_pod_view as pv
+from ansible_collections.k8snet.triage.plugins.module_utils import resolv_conf as rc
 
 POD_SEARCH = ["default.svc.cluster.local", "svc.cluster.local", "cluster.local"]
 # a kubelet-written resolv.conf (ClusterFirst) with a NodeLocal DNS address first
@@ -19,7 +21,7 @@ options ndots:5
 
 
 def test_resolver_config_as_glibc_reads_it():
-    c = d.parse_resolver_config(KUBELET)
+    c = rc.parse_resolver_config(KUBELET)
     assert c["nameservers"] == ["198.18.0.61", "10.96.0.10"] and c["search"] == POD_SEARCH
     assert (c["ndots"], c["timeout"], c["attempts"], c["default_nameserver"]) == (5, 5, 2, False)
 
@@ -27,16 +29,17 @@ def test_resolver_config_as_glibc_reads_it():
 def test_resolver_config_limits_and_last_line_wins():
     text = ("nameserver 1.1.1.1\nnameserver 2.2.2.2\nnameserver 3.3.3.3\nnameserver 4.4.4.4 ; fourth\n"
             "search a.example b.example\ndomain only.example\noptions ndots:99 timeout:0 attempts:9 rotate\n")
-    c = d.parse_resolver_config(text)
+    c = rc.parse_resolver_config(text)
     assert c["nameservers"] == ["1.1.1.1", "2.2.2.2", "3.3.3.3"]  # MAXNS = 3
     assert c["all_nameservers"][-1] == "4.4.4.4"
     assert c["search"] == ["only.example"]  # domain after search replaces it
     assert (c["ndots"], c["timeout"], c["attempts"], c["rotate"]) == (15, 1, 5, True)
-    assert d.parse_resolver_config("domain x.example\nsearch y.example. z.example\n")["search"] == ["y.example", "z.example"]
+    assert rc.parse_resolver_config("domain x.example\nsearch y.example. z.example\n")["search"] == [
+        "y.example", "z.example"]
     # no nameserver line: glibc asks the loopback address
-    empty = d.parse_resolver_config("# nothing\n")
+    empty = rc.parse_resolver_config("# nothing\n")
     assert empty["nameservers"] == ["127.0.0.1"] and empty["default_nameserver"] is True
-    assert d.parse_resolv_conf(text) == ["1.1.1.1", "2.2.2.2", "3.3.3.3", "4.4.4.4"]
+    assert rc.parse_resolv_conf(text) == ["1.1.1.1", "2.2.2.2", "3.3.3.3", "4.4.4.4"]
 
 
 @pytest.mark.parametrize("name, ndots, expected", [
@@ -52,21 +55,21 @@ def test_resolver_config_limits_and_last_line_wins():
     ("web.default.svc.cluster.local.", 5, ["web.default.svc.cluster.local"]),
 ])
 def test_expand_name_glibc_order(name, ndots, expected):
-    assert d.expand_name(name, POD_SEARCH, ndots) == expected
+    assert rc.expand_name(name, POD_SEARCH, ndots) == expected
 
 
 def test_expand_name_root_domain_and_no_search():
-    assert d.expand_name("web", ["a.example", ".", "b.example"], 1) == ["web.a.example", "web", "web.b.example"]
-    assert d.expand_name("web", [], 5) == ["web"]
+    assert rc.expand_name("web", ["a.example", ".", "b.example"], 1) == ["web.a.example", "web", "web.b.example"]
+    assert rc.expand_name("web", [], 5) == ["web"]
 
 
 def test_lookup_cost_and_timeout_wait():
-    c = d.parse_resolver_config(KUBELET)
-    cost = d.lookup_cost("web", c)
+    c = rc.parse_resolver_config(KUBELET)
+    cost = rc.lookup_cost("web", c)
     assert cost["queries"] == 4 and cost["queries_a_aaaa"] == 8
     # res_send: 2 attempts x 2 servers, 5 s each in the first round, (5 << 1) / 2 in the second
     assert cost["wait_per_name_s"] == 20
-    assert d.timeout_wait(1, 2, 1) == 3 and d.timeout_wait(5, 2, 3) == 15 + 9
+    assert rc.timeout_wait(1, 2, 1) == 3 and rc.timeout_wait(5, 2, 3) == 15 + 9
 
 
 def _ask(table):
@@ -81,9 +84,9 @@ def _ask(table):
 
 
 def test_walk_stops_at_the_answer():
-    c = d.parse_resolver_config(KUBELET)
+    c = rc.parse_resolver_config(KUBELET)
     ask, calls = _ask({("ns1", "web.cluster.local"): "ok"})
-    out = d.walk(ask, ["ns1"], "web", c)
+    out = rc.walk(ask, ["ns1"], "web", c)
     assert out["result"] == "ok" and out["answered_as"] == "web.cluster.local" and out["queries"] == 3
     assert out["failed_queries"] == 2
     assert calls == [("ns1", "web.default.svc.cluster.local"), ("ns1", "web.svc.cluster.local"),
@@ -91,26 +94,27 @@ def test_walk_stops_at_the_answer():
 
 
 def test_walk_next_server_after_a_timeout_and_stop_when_all_silent():
-    c = d.parse_resolver_config(KUBELET)
-    ask, calls = _ask({("dead", f): "timeout" for f in d.expand_name("web", POD_SEARCH, 5)})
-    out = d.walk(ask, ["dead", "ns2"], "web", c)
+    c = rc.parse_resolver_config(KUBELET)
+    ask, calls = _ask({("dead", f): "timeout" for f in rc.expand_name("web", POD_SEARCH, 5)})
+    out = rc.walk(ask, ["dead", "ns2"], "web", c)
     # each name goes to the dead cache first, then to ns2 (NXDOMAIN, next name)
     assert out["result"] == "nxdomain" and out["queries"] == 8 and calls[:2] == [
         ("dead", "web.default.svc.cluster.local"), ("ns2", "web.default.svc.cluster.local")]
     ask, calls = _ask({("dead", "web.default.svc.cluster.local"): "timeout"})
-    out = d.walk(ask, ["dead"], "web", c)
+    out = rc.walk(ask, ["dead"], "web", c)
     assert out["result"] == "timeout" and out["queries"] == 1  # res_nsearch gives up at a timeout
 
 
 def test_walk_servfail_goes_on_refused_stops():
-    c = d.parse_resolver_config(KUBELET)
-    ask, dummy = _ask({("ns1", "web.default.svc.cluster.local"): "servfail", ("ns1", "web.svc.cluster.local"): "refused"})
-    out = d.walk(ask, ["ns1"], "web", c)
+    c = rc.parse_resolver_config(KUBELET)
+    ask, dummy = _ask({("ns1", "web.default.svc.cluster.local"): "servfail",
+                       ("ns1", "web.svc.cluster.local"): "refused"})
+    out = rc.walk(ask, ["ns1"], "web", c)
     assert out["result"] == "refused" and out["queries"] == 2
 
 
 def _view(pod, node, lookups, nameservers=("ns1", "kube-dns"), **extra):
-    view = {"subject": "pod 198.19.0.5", "config": d.parse_resolver_config(KUBELET), "nameservers": list(nameservers),
+    view = {"subject": "pod 198.19.0.5", "config": rc.parse_resolver_config(KUBELET), "nameservers": list(nameservers),
             "pod": pod, "node": node, "lookups": lookups, "repeat": None, "conntrack": None, "repeat_target": None}
     view.update(extra)
     return view
@@ -129,7 +133,7 @@ def by_check(found):
 def test_dead_first_nameserver_and_pod_only():
     pod = [_row("ns1", "web", "timeout", ["timeout"]), _row("kube-dns", "web", "ok", ["nxdomain", "ok"])]
     node = [_row("ns1", "web", "ok", ["ok"]), _row("kube-dns", "web", "ok", ["nxdomain", "ok"])]
-    found = by_check(d.check_pod_view(_view(pod, node, [pod[1]])))
+    found = by_check(pv.check_pod_view(_view(pod, node, [pod[1]])))
     dead = found["dns.dead_nameserver"]
     assert dead["severity"] == "critical" and dead["evidence"]["dead"] == ["ns1"]
     assert "waits 5s" in dead["summary"] and "ns1 answers the node" in dead["summary"]
@@ -141,33 +145,34 @@ def test_dead_first_nameserver_and_pod_only():
 def test_amplification_threshold():
     four = _row("ns1", "web", "ok", ["nxdomain", "nxdomain", "nxdomain", "ok"])
     four["answered_as"] = "web"
-    found = by_check(d.check_pod_view(_view([four], [four], [four], nameservers=["ns1"])))
+    found = by_check(pv.check_pod_view(_view([four], [four], [four], nameservers=["ns1"])))
     amp = found["dns.search_amplification"]
     assert amp["severity"] == "warning" and "costs 4 queries (8 with AAAA), 3 of them 3 nxdomain" in amp["summary"]
     two = _row("ns1", "web", "ok", ["nxdomain", "ok"])
-    found = by_check(d.check_pod_view(_view([two], [two], [two], nameservers=["ns1"])))
+    found = by_check(pv.check_pod_view(_view([two], [two], [two], nameservers=["ns1"])))
     assert list(found) == ["dns.pod_ok"]
 
 
 def test_intermittent_and_insert_failed():
-    stats = d.repeat_stats([("ok", 1)] * 95 + [("timeout", 1000)] * 5)
+    stats = pv.repeat_stats([("ok", 1)] * 95 + [("timeout", 1000)] * 5)
     assert (stats["timeout_rate"], stats["p50_ms"], stats["p99_ms"]) == (0.05, 1, 1)
     counters = {"seconds": 3.2, "before": {"insert_failed": 10}, "after": {"insert_failed": 14},
                 "delta": {"insert_failed": 4, "drop": 0, "early_drop": 0}}
-    found = by_check(d.check_pod_view(_view([], [], [], nameservers=[], repeat=stats, conntrack=counters,
-                                            repeat_target="ns1")))
+    found = by_check(pv.check_pod_view(_view([], [], [], nameservers=[], repeat=stats, conntrack=counters,
+                                             repeat_target="ns1")))
     assert found["dns.intermittent_timeout"]["severity"] == "warning"
     assert "5 of 100 queries to ns1 timed out (5.0%)" in found["dns.intermittent_timeout"]["summary"]
     assert found["conntrack.insert_failed"]["severity"] == "warning"
     assert "grew by 4" in found["conntrack.insert_failed"]["summary"]
     calm = dict(counters, delta={"insert_failed": 0})
-    found = by_check(d.check_pod_view(_view([], [], [], nameservers=[], repeat=d.repeat_stats([("ok", 2)] * 3),
-                                            conntrack=calm, repeat_target="ns1")))
+    found = by_check(pv.check_pod_view(_view([], [], [], nameservers=[], repeat=pv.repeat_stats([("ok", 2)] * 3),
+                                             conntrack=calm, repeat_target="ns1")))
     assert found["dns.intermittent_timeout"]["severity"] == "ok" and found["conntrack.insert_failed"]["severity"] == "ok"
 
 
 def test_percentile_nearest_rank():
-    assert d.percentile(list(range(1, 101)), 0.99) == 99 and d.percentile([7], 0.5) == 7 and d.percentile([], 0.5) is None
+    assert pv.percentile(list(range(1, 101)), 0.99) == 99 and pv.percentile([7], 0.5) == 7
+    assert pv.percentile([], 0.5) is None
 
 
 def test_repeat_bound():
@@ -187,16 +192,16 @@ def test_a_host_network_pods_ip_is_the_nodes_view_not_a_dead_nameserver(monkeypa
     # the node's resolv.conf names a nameserver nothing answers: judged by host_resolvers, not as the pod's
     found = {"ip": "198.18.0.11", "inode": 4026531840, "pids": [1], "netns_name": None, "method": "scan",
              "namespaces_scanned": 3, "host_network": True}
-    monkeypatch.setattr(d.pod_netns, "find_by_ip", lambda ip, runner=None: dict(found))
-    monkeypatch.setattr(d.pod_netns, "read_root_file", lambda pid, path: {
+    monkeypatch.setattr(pv.pod_netns, "find_by_ip", lambda ip, runner=None: dict(found))
+    monkeypatch.setattr(pv.pod_netns, "read_root_file", lambda pid, path: {
         "path": path, "text": "nameserver 10.255.255.53\nsearch example.net\n", "truncated": False})
 
     def no_walk(*args, **kwargs):
         raise AssertionError("no pod view is walked for a host-network IP")
-    monkeypatch.setattr(d, "walks", no_walk)
-    monkeypatch.setattr(d, "_in_netns", no_walk)
+    monkeypatch.setattr(pv, "walks", no_walk)
+    monkeypatch.setattr(pv, "_in_netns", no_walk)
     servers = [{"address": "10.96.0.10", "name": "kube-dns", "role": "service"}]
-    out = d.pod_view({"pod_ip": "198.18.0.11"}, None, None, servers, ["kubernetes.default.svc.cluster.local"], {})
+    out = pv.pod_view({"pod_ip": "198.18.0.11"}, None, None, servers, ["kubernetes.default.svc.cluster.local"], {})
     assert [(f["check"], f["severity"]) for f in out["findings"]] == [("dns.pod_host_network", "info")]
     summary = out["findings"][0]["summary"]
     assert summary.startswith("198.18.0.11 is this node's own address: a pod with it runs on the host network")

@@ -4,45 +4,45 @@ import json
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube
+from ansible_collections.k8snet.triage.plugins.module_utils import kube, kube_args, kube_auth, kube_client
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError, ReadError
 
 
 def test_resources_map_to_public_typed_api_methods():
     import kubernetes.client
-    for plural, (api, namespaced, stem) in kube.RESOURCES.items():
+    for plural, (api, namespaced, stem) in kube_client.RESOURCES.items():
         cls = getattr(kubernetes.client, api)
         names = (["list_namespaced_%s" % stem, "list_%s_for_all_namespaces" % stem, "read_namespaced_%s" % stem]
                  if namespaced else ["list_%s" % stem, "read_%s" % stem])
         assert all(hasattr(cls, n) for n in names), plural
     assert hasattr(kubernetes.client.CoreV1Api, "patch_namespaced_service")
     with pytest.raises(InputError, match="unknown resource"):
-        kube.Kube._resource("deployments")
+        kube_client.Kube._resource("deployments")
 
 
 @pytest.mark.parametrize("value", ["../../x", "..", "a/b", "Web", "-a", "a-", "", "a" * 64, "web\n", "a.b", 7, None])
 def test_namespace_must_be_a_dns_label(value):
     with pytest.raises(InputError, match="is not a Kubernetes namespace name: a DNS-1123 label"):
-        kube.check_namespace(value)
+        kube_args.check_namespace(value)
 
 
 def test_names_and_refs():
-    assert kube.check_namespace("kube-system") == "kube-system"
-    assert kube.check_name("node1.example.com") == "node1.example.com"
+    assert kube_args.check_namespace("kube-system") == "kube-system"
+    assert kube_args.check_name("node1.example.com") == "node1.example.com"
     for bad in ("..", "../x", "a/b", "a,b=c", "A", "a" * 254, "x\n"):
         with pytest.raises(InputError, match="is not a Kubernetes object name"):
-            kube.check_name(bad)
-    assert kube.split_ref("web/a") == ("web", "a")
+            kube_args.check_name(bad)
+    assert kube_args.split_ref("web/a") == ("web", "a")
     with pytest.raises(InputError, match="service 'a' is not namespace/name"):
-        kube.split_ref("a")
+        kube_args.split_ref("a")
     with pytest.raises(InputError, match="namespace '..' is not"):
-        kube.split_ref("../../x")
+        kube_args.split_ref("../../x")
 
 
 def test_describe():
-    assert kube.describe("list", "pods") == "list pods (all namespaces)"
-    assert kube.describe("list", "nodes") == "list nodes"
-    assert kube.describe("patch", "services", "web", "a") == "patch services web/a"
+    assert kube_client.describe("list", "pods") == "list pods (all namespaces)"
+    assert kube_client.describe("list", "nodes") == "list nodes"
+    assert kube_client.describe("patch", "services", "web", "a") == "patch services web/a"
 
 
 # Status bodies as kube-apiserver sends them.
@@ -52,18 +52,20 @@ FORBIDDEN = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure
 
 
 def test_http_errors_name_the_action():
-    err = kube.http_error(403, FORBIDDEN, "list pods (all namespaces)", "https://api:6443")
+    err = kube_client.http_error(403, FORBIDDEN, "list pods (all namespaces)", "https://api:6443")
     assert isinstance(err, PrivilegeError)
     assert "RBAC forbids us to list pods (all namespaces) on https://api:6443 (403 Forbidden)" in err.message
     assert "cannot list resource" in err.message
-    err = kube.http_error(401, '{"kind":"Status","message":"Unauthorized","code":401}', "list nodes", "https://api")
+    err = kube_client.http_error(401, '{"kind":"Status","message":"Unauthorized","code":401}', "list nodes",
+                                 "https://api")
     assert isinstance(err, PrivilegeError) and "refused our credentials (401 Unauthorized) to list nodes" in err.message
-    err = kube.http_error(404, "", "get services web/a", "https://api")
+    err = kube_client.http_error(404, "", "get services web/a", "https://api")
     assert isinstance(err, ReadError) and err.details["status"] == 404 and err.message.startswith("not found: get services web/a")
-    assert "HTTP 500" in kube.http_error(500, "<html>", "list nodes", "https://api").message
-    err = kube.http_error(409, json.dumps({"kind": "Status", "code": 409, "reason": "Conflict", "message":
-                                           'Operation cannot be fulfilled on services "web": the object has been modified'}),
-                          "patch services a/web", "https://api")
+    assert "HTTP 500" in kube_client.http_error(500, "<html>", "list nodes", "https://api").message
+    err = kube_client.http_error(409, json.dumps({"kind": "Status", "code": 409, "reason": "Conflict", "message":
+                                                  'Operation cannot be fulfilled on services "web": the object has been '
+                                                  'modified'}),
+                                 "patch services a/web", "https://api")
     assert isinstance(err, ChangeError) and err.details["status"] == 409
     assert err.message.startswith("conflict: the Kubernetes API at https://api refused to patch services a/web (409")
 
@@ -80,23 +82,23 @@ def test_auth_spec_matches_doc_fragment():
     import yaml
     from ansible_collections.k8snet.triage.plugins.doc_fragments.kube_auth import ModuleDocFragment
     doc = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
-    assert set(doc) == set(kube.AUTH_ARG_SPEC)
-    for name, spec in kube.AUTH_ARG_SPEC.items():
+    assert set(doc) == set(kube_args.AUTH_ARG_SPEC)
+    for name, spec in kube_args.AUTH_ARG_SPEC.items():
         assert doc[name]["type"] == spec["type"]
         assert doc[name].get("aliases", []) == spec.get("aliases", [])
 
 
 def test_missing_kubeconfig_is_input_error(tmp_path):
     with pytest.raises(InputError, match="does not exist"):
-        kube.Kube({"kubeconfig": str(tmp_path / "nope")})
+        kube_client.Kube({"kubeconfig": str(tmp_path / "nope")})
     bad = tmp_path / "kc"
     bad.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n")
     with pytest.raises(InputError, match="cannot load the Kubernetes client configuration"):
-        kube.Kube({"kubeconfig": str(bad), "context": "nope"})
+        kube_client.Kube({"kubeconfig": str(bad), "context": "nope"})
 
 
 def test_auth_spec_env_fallbacks_are_kubernetes_core_names():
-    assert kube.AUTH_ENV == {
+    assert kube_auth.AUTH_ENV == {
         "kubeconfig": "K8S_AUTH_KUBECONFIG", "context": "K8S_AUTH_CONTEXT", "host": "K8S_AUTH_HOST",
         "api_key": "K8S_AUTH_API_KEY", "validate_certs": "K8S_AUTH_VERIFY_SSL", "ca_cert": "K8S_AUTH_SSL_CA_CERT",
         "client_cert": "K8S_AUTH_CERT_FILE", "client_key": "K8S_AUTH_KEY_FILE", "proxy": "K8S_AUTH_PROXY",
@@ -126,7 +128,7 @@ def test_credential_source_order(tmp_path):
     sa = _service_account(tmp_path)
     pod = {"KUBERNETES_SERVICE_HOST": "198.18.0.1", "KUBERNETES_SERVICE_PORT": "443", "KUBECONFIG": kc}
     none = {"KUBECONFIG": str(tmp_path / "absent")}
-    source = kube.credential_source
+    source = kube_auth.credential_source
     assert source({}, none, sa) is None
     assert source({"kubeconfig": kc, "host": "https://h", "api_key": "t"}, pod, sa) == "kubeconfig"
     assert source({"context": "c"}, none, sa) == "kubeconfig"
@@ -143,7 +145,7 @@ def test_credential_source_order(tmp_path):
 
 def test_no_credentials_is_a_clear_error(tmp_path):
     with pytest.raises(InputError, match="no Kubernetes API to talk to: set kubeconfig"):
-        kube.configuration({}, {"KUBECONFIG": str(tmp_path / "absent")}, str(tmp_path))
+        kube_auth.configuration({}, {"KUBECONFIG": str(tmp_path / "absent")}, str(tmp_path))
 
 
 @pytest.mark.parametrize("content, message", [
@@ -156,9 +158,9 @@ def test_not_a_kubeconfig_is_a_clear_error(tmp_path, content, message):
     path = tmp_path / "kc"
     path.write_text(content)
     with pytest.raises(InputError, match=message):
-        kube.configuration({"kubeconfig": str(path)}, {})
+        kube_auth.configuration({"kubeconfig": str(path)}, {})
     with pytest.raises(InputError, match="is not a regular file"):
-        kube.configuration({"kubeconfig": str(tmp_path)}, {})
+        kube_auth.configuration({"kubeconfig": str(tmp_path)}, {})
 
 
 def test_overrides_beside_a_kubeconfig_survive_the_refresh_hook(tmp_path):
@@ -167,27 +169,27 @@ def test_overrides_beside_a_kubeconfig_survive_the_refresh_hook(tmp_path):
     kc = _kubeconfig(tmp_path / "kc")
     ca = tmp_path / "ca.pem"
     ca.write_text("x")
-    config, source = kube.configuration({"kubeconfig": kc, "host": "https://198.18.0.9:6443/", "api_key": "override",
-                                         "ca_cert": str(ca), "validate_certs": True}, {})
+    config, source = kube_auth.configuration({"kubeconfig": kc, "host": "https://198.18.0.9:6443/",
+                                              "api_key": "override", "ca_cert": str(ca), "validate_certs": True}, {})
     assert source == "kubeconfig"
     for dummy in range(2):
         assert config.auth_settings()["BearerToken"]["value"] == "Bearer override"
         assert config.host == "https://198.18.0.9:6443"
         assert config.ssl_ca_cert == str(ca) and config.verify_ssl is True
     # without overrides the kubeconfig's values are used
-    config, source = kube.configuration({"kubeconfig": kc}, {})
+    config, source = kube_auth.configuration({"kubeconfig": kc}, {})
     assert config.auth_settings()["BearerToken"]["value"].lower() == "bearer kc-token"
     assert config.host == "https://198.18.0.1:6443"
 
 
 def test_env_fallbacks_and_in_cluster(tmp_path):
-    config, source = kube.configuration({}, {"K8S_AUTH_HOST": "https://198.18.0.7:6443", "K8S_AUTH_API_KEY": "awx",
-                                             "K8S_AUTH_VERIFY_SSL": "false", "KUBECONFIG": str(tmp_path / "x")})
+    config, source = kube_auth.configuration({}, {"K8S_AUTH_HOST": "https://198.18.0.7:6443", "K8S_AUTH_API_KEY": "awx",
+                                                  "K8S_AUTH_VERIFY_SSL": "false", "KUBECONFIG": str(tmp_path / "x")})
     assert source == "host" and config.host == "https://198.18.0.7:6443" and config.verify_ssl is False
     assert config.auth_settings()["BearerToken"]["value"] == "Bearer awx"
     sa = _service_account(tmp_path, "pod-token")
     pod = {"KUBERNETES_SERVICE_HOST": "198.18.0.1", "KUBERNETES_SERVICE_PORT": "6443"}
-    config, source = kube.configuration({}, pod, sa)
+    config, source = kube_auth.configuration({}, pod, sa)
     assert source == "in_cluster" and config.host == "https://198.18.0.1:6443"
     assert config.auth_settings()["BearerToken"]["value"] == "bearer pod-token"
     assert config.ssl_ca_cert == sa + "/ca.crt"
@@ -201,4 +203,4 @@ def test_env_fallbacks_and_in_cluster(tmp_path):
 ])
 def test_bad_overrides(params, message):
     with pytest.raises(InputError, match=message):
-        kube.configuration(params, {})
+        kube_auth.configuration(params, {})

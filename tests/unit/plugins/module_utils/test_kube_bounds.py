@@ -1,4 +1,4 @@
-"""kube.Kube against a hostile API server on loopback (tests/kube_api/hostile.py): every call ends within its
+"""kube_client.Kube against a hostile API server on loopback (tests/kube_api/hostile.py): every call ends within its
 deadline, big answers are refused early, paging cannot loop, malformed objects are named, 429 is retried."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube
+from ansible_collections.k8snet.triage.plugins.module_utils import kube_client
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError
 
 from tests.kube_api import FIXTURES, load_yaml
@@ -34,7 +34,7 @@ def _client(server, seconds=None):
     params = {"kubeconfig": str(server.kubeconfig())}
     if seconds is not None:
         params["api_timeout"] = seconds
-    return kube.Kube(params)
+    return kube_client.Kube(params)
 
 
 def _fails(call, cause):
@@ -60,7 +60,7 @@ def test_a_hung_or_trickling_api_ends_at_the_module_deadline(hostile, mode):
 
 
 def test_one_call_has_its_own_deadline_inside_the_budget(hostile, monkeypatch):
-    monkeypatch.setattr(kube.Kube, "CALL_TIMEOUT", 1.0)
+    monkeypatch.setattr(kube_client.Kube, "CALL_TIMEOUT", 1.0)
     client = _client(hostile("trickle"), 10)
     msg, took = _fails(lambda: client.get("services", "web", "default"), "deadline")
     assert took <= 1.1 and "within 1 s (the deadline of one call" in msg
@@ -131,7 +131,8 @@ def test_a_throttled_patch_is_retried(hostile):
 
 def test_an_optional_read_degrades_to_a_warning(hostile):
     client = _client(hostile("events403"))
-    events, found = kube.optional_read(lambda: client.events("default"), "the events of namespace default", "default")
+    events, found = kube_client.optional_read(lambda: client.events("default"), "the events of namespace default",
+                                              "default")
     assert events is None and found["check"] == "kube.read_skipped" and found["severity"] == "warning"
     assert found["evidence"]["status"] == 403 and "RBAC forbids us to list events" in found["summary"]
     with pytest.raises(PrivilegeError):
@@ -163,7 +164,7 @@ def test_a_tls_eof_is_a_broken_connection_not_a_certificate_problem():
 
     eof = ssl.SSLEOFError(8, "EOF occurred in violation of protocol (_ssl.c:2427)")
     wrapped = urllib3.exceptions.MaxRetryError(None, "/api/v1/services", urllib3.exceptions.SSLError(eof))
-    assert kube._tls_eof(wrapped)  # pylint: disable=protected-access
+    assert kube_client._tls_eof(wrapped)  # pylint: disable=protected-access
     verify = ssl.SSLCertVerificationError(1, "certificate verify failed: unable to get local issuer certificate")
-    assert not kube._tls_eof(urllib3.exceptions.MaxRetryError(  # pylint: disable=protected-access
+    assert not kube_client._tls_eof(urllib3.exceptions.MaxRetryError(  # pylint: disable=protected-access
         None, "/api/v1/services", urllib3.exceptions.SSLError(verify)))

@@ -141,9 +141,10 @@ def test_null_maps_and_lists_read_as_empty():
 
 # ------------------------------------------------------------------ the option
 def test_api_timeout_option():
-    from ansible_collections.k8snet.triage.plugins.module_utils import kube
+    from ansible_collections.k8snet.triage.plugins.module_utils import kube_client
     from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-    assert kube.api_timeout({}) == t.API_TIMEOUT == 120.0 and kube.api_timeout({"api_timeout": "7.5"}) == 7.5
+    assert kube_client.api_timeout({}) == t.API_TIMEOUT == 120.0
+    assert kube_client.api_timeout({"api_timeout": "7.5"}) == 7.5
     for bad in (0, 0.5, 3601, "soon", float("inf"), float("nan")):
         with pytest.raises(InputError, match="api_timeout .* is not a number of seconds from 1 to 3600"):
-            kube.api_timeout({"api_timeout": bad})
+            kube_client.api_timeout({"api_timeout": bad})

@@ -153,7 +153,7 @@ def test_only_named_services_up_to_the_cap_in_check_mode():
 
 
 def test_partial_progress_is_returned_and_the_rest_listed():
-    from ansible_collections.k8snet.triage.plugins.module_utils.kube import http_error
+    from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import http_error
     kube = FakeKube(deny={"b/web": http_error(403, '{"message": "services \\"web\\" is forbidden"}', "patch services b/web", "https://api")})
     out = lb.remediate(kube, _targets("a", "b", "c"), 3, check_mode=False)
     assert out["patched"] == ["a/web"]

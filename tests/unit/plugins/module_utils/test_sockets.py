@@ -114,7 +114,7 @@ class TcpTrickle(object):
 
 
 def test_tcp_reads_of_the_dns_and_lb_health_checks_keep_one_deadline():
-    from ansible_collections.k8snet.triage.plugins.module_utils import dns, lb_health
+    from ansible_collections.k8snet.triage.plugins.module_utils import dns_wire, lb_health
 
     peer = TcpTrickle(b"HTTP/1.1 200 OK\r\n" + b"X-Slow: 1\r\n" * 500)
     try:
@@ -128,7 +128,7 @@ def test_tcp_reads_of_the_dns_and_lb_health_checks_keep_one_deadline():
     try:
         started = time.monotonic()
         with pytest.raises(socket.timeout):
-            dns._wire_exchange("127.0.0.1", peer.port, b"\x12\x34" + b"\x00" * 10, "tcp", TIMEOUT)
+            dns_wire._wire_exchange("127.0.0.1", peer.port, b"\x12\x34" + b"\x00" * 10, "tcp", TIMEOUT)
         assert time.monotonic() - started <= TIMEOUT * SLACK
     finally:
         peer.close()

@@ -1,0 +1,539 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The Kubernetes API client of the controller-side modules: a small reader over the official ``kubernetes``
+Python client's public API.
+
+* ``Kube`` lists and gets objects as plain dicts in the API's own field names (camelCase)
+  through the typed APIs (``CoreV1Api``, ``DiscoveryV1Api``) with raw responses, pages lists
+  with ``limit``/``continue``, and merge-patches with the resourceVersion it read;
+  ``nodes()``, ``pods()``, ``services()``, ``endpoint_slices()``, ``config_maps()`` are the
+  small API other scenarios use.  Names and namespaces are validated (DNS-1123, kube_args) before
+  they reach a URL, and the client quotes every path segment.
+* Every failure becomes one errors.* exception whose message names the verb, the resource,
+  the API server and what to do (unreachable, TLS, 401, 403, 404, 409): ``http_error``.
+* ``optional_read`` turns the failure of a read a check can do without into a warning finding.
+
+Objects are not deserialised into the client's models: modules read a few fields and
+return compact findings, and the raw field names are the ones operators know from
+``kubectl get -o yaml``.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+import time
+
+from ansible.module_utils.basic import missing_required_lib
+
+from ansible_collections.k8snet.triage.plugins.module_utils import kube_transport as transport
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import (
+    ChangeError,
+    InputError,
+    PrivilegeError,
+    ReadError,
+)
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import (
+    auth_params,
+    check_name,
+    check_namespace,
+    shown,
+)
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_auth import client_library, configuration
+
+# The bounds of every request (connect, headers, body, retries): kube_transport.
+API_TIMEOUT_RANGE = (1.0, 3600.0)
+PAGE_SIZE = 500
+MERGE_PATCH = "application/merge-patch+json"
+
+# plural -> (typed API, namespaced, method stem): list_<stem> / list_namespaced_<stem> /
+# list_<stem>_for_all_namespaces / read_[namespaced_]<stem> / patch_namespaced_<stem>
+RESOURCES = {
+    "nodes": ("CoreV1Api", False, "node"),
+    "namespaces": ("CoreV1Api", False, "namespace"),
+    "pods": ("CoreV1Api", True, "pod"),
+    "services": ("CoreV1Api", True, "service"),
+    "configmaps": ("CoreV1Api", True, "config_map"),
+    "endpointslices": ("DiscoveryV1Api", True, "endpoint_slice"),
+    "events": ("CoreV1Api", True, "event"),
+    "validatingwebhookconfigurations": ("AdmissionregistrationV1Api", False, "validating_webhook_configuration"),
+    "mutatingwebhookconfigurations": ("AdmissionregistrationV1Api", False, "mutating_webhook_configuration"),
+}
+PATCHABLE = ("services", "validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+DELETABLE = ("pods",)
+
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+# ------------------------------------------------------------------ errors
+def describe(verb, plural, namespace=None, name=None):
+    """`list pods in namespace kube-system`, `get services default/web` ..."""
+    if name:
+        what = "%s %s/%s" % (plural, namespace, name) if namespace else "%s %s" % (plural, name)
+    else:
+        what = plural + (" in namespace %s" % namespace if namespace else " (all namespaces)" if RESOURCES[plural][1] else "")
+    return "%s %s" % (verb, what)
+
+
+def _status_message(body):
+    """The message of a Kubernetes Status object, or the raw text."""
+    try:
+        status = json.loads(body)
+    except (TypeError, ValueError):
+        return (body or "").strip()[:300]
+    if isinstance(status, dict):
+        return status.get("message") or status.get("reason") or ""
+    return ""
+
+
+def http_error(status, body, action, server):
+    """Turn an HTTP error status into the domain exception for ``action`` on ``server``."""
+    message = _status_message(body)
+    detail = " (%s)" % message if message else ""
+    if status == 401:
+        return PrivilegeError(
+            "the Kubernetes API at %s refused our credentials (401 Unauthorized) to %s%s: "
+            "check api_key, or the user and token of the kubeconfig context" % (server, action, detail),
+            status=status, action=action)
+    if status == 403:
+        return PrivilegeError(
+            "RBAC forbids us to %s on %s (403 Forbidden)%s: grant that verb on that resource to the "
+            "user or service account (a ClusterRole with get/list on it)" % (action, server, detail),
+            status=status, action=action)
+    if status == 404:
+        return ReadError(
+            "not found: %s on %s (404)%s: check the name and namespace, or that this API version is served"
+            % (action, server, detail), status=status, action=action)
+    if status == 409:
+        return ChangeError(
+            "conflict: the Kubernetes API at %s refused to %s (409 Conflict)%s: the object changed since it was "
+            "read; nothing was changed, run again to re-read it" % (server, action, detail),
+            status=status, action=action)
+    return ReadError(
+        "the Kubernetes API at %s failed to %s: HTTP %d%s" % (server, action, status, detail),
+        status=status, action=action)
+
+
+def api_timeout(params):
+    """The ``api_timeout`` option (seconds, default kube_transport.API_TIMEOUT), checked."""
+    value = (params or {}).get("api_timeout")
+    if value is None or value == "":
+        return transport.API_TIMEOUT
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = None
+    low, high = API_TIMEOUT_RANGE
+    if seconds is None or not low <= seconds <= high:
+        raise InputError("api_timeout %s is not a number of seconds from %g to %g: give the total time the module may "
+                         "spend on the Kubernetes API (default %g)" % (shown(value), low, high, transport.API_TIMEOUT))
+    return seconds
+
+
+class Kube(object):
+    """One API server.  ``params`` holds the AUTH_ARG_SPEC options; ``name`` labels a cluster.
+
+    Requests go through the client's typed APIs (CoreV1Api, DiscoveryV1Api, VersionApi) with
+    ``_preload_content=False``: the client builds and quotes every URL, the JSON comes back as
+    plain dicts.  Names and namespaces are validated before they reach a URL.
+
+    Every request is bounded (kube_transport): one call (connect, headers, body and its retries) ends
+    within CALL_TIMEOUT seconds, all the pages of a list within LIST_TIMEOUT, and everything this object
+    asks within ``api_timeout`` (the module's budget); a response is read as a stream and refused beyond
+    MAX_RESPONSE_BYTES; answers that are not the objects expected are refused naming the object."""
+
+    CALL_TIMEOUT = transport.CALL_TIMEOUT
+    LIST_TIMEOUT = 2 * transport.CALL_TIMEOUT
+    MAX_RESPONSE_BYTES = transport.MAX_RESPONSE_BYTES
+    MAX_LIST_BYTES = transport.MAX_LIST_BYTES
+    MAX_PAGES = transport.MAX_PAGES
+
+    def __init__(self, params, name=None, environ=None, service_account_dir=None):
+        if not client_library.load():
+            raise ReadError(missing_required_lib("kubernetes"))
+        self.name = name
+        self.api_timeout = api_timeout(params)
+        self.config, self.credential_source = configuration(auth_params(params), environ, service_account_dir)
+        self.server = self.config.host
+        self.client = client_library.kubernetes.client.ApiClient(configuration=self.config)
+        self.pool = transport.BoundedPool(self.client.rest_client.pool_manager)
+        self.client.rest_client.pool_manager = self.pool
+        self.budget = transport.Deadline(self.api_timeout)
+        self._apis = {}
+        self.last_bytes = 0
+
+    def api(self, name):
+        """The typed API object ``name`` (``CoreV1Api``, ``DiscoveryV1Api``, ``VersionApi``) on our client."""
+        if name not in self._apis:
+            self._apis[name] = getattr(client_library.kubernetes.client, name)(self.client)
+        return self._apis[name]
+
+    # ------------------------------------------------------------------ requests
+    def deadline(self, seconds=None):
+        """A deadline ``seconds`` (CALL_TIMEOUT) from now, within the module's budget; ReadError when it is spent."""
+        if self.budget.expired():
+            raise ReadError("the time this module may spend on the Kubernetes API at %s (api_timeout %g s) is spent: "
+                            "earlier requests were slow; check the API server's health (kubectl get --raw /readyz) "
+                            "or raise api_timeout" % (self.server, self.api_timeout), cause="deadline")
+        return self.budget.within(self.CALL_TIMEOUT if seconds is None else seconds)
+
+    def _expired(self, action, deadline, phase):
+        budget = deadline.end >= self.budget.end
+        return ReadError(
+            "the Kubernetes API at %s did not %s %s within %g s (%s; every call is bounded: connect, headers and body "
+            "together): the API server or the path to it hangs or trickles; check its health (kubectl get --raw "
+            "/readyz), the network and any proxy in between%s" % (
+                self.server, "finish answering" if phase == "body" else "answer", action,
+                round(deadline.seconds, 1),
+                "the module's api_timeout" if budget else "the deadline of one call",
+                "; api_timeout sets the module's total" if budget else ""),
+            action=action, cause="deadline")
+
+    def _too_large(self, action, size, declared, limit):
+        return ReadError(
+            "the Kubernetes API at %s answered %s with %s %d MiB (%s bytes %s): refused rather than read whole (the "
+            "limit of one answer is %d MiB); narrow the query: a namespace, a label or field selector" % (
+                self.server, action, "a body declared larger than" if declared else "more than", limit >> 20, size,
+                "declared" if declared else "read before stopping", limit >> 20),
+            action=action, cause="too_large")
+
+    def _once(self, action, api, method, args, kwargs, deadline, max_bytes):
+        """(status, headers, body bytes) of one request, or ReadError for what is not an HTTP answer.
+        A connection broken mid-way is ReadError with ``reset=True``."""
+        self.pool.deadline, self.pool.max_bytes = deadline, max_bytes
+        kwargs = dict(kwargs, _preload_content=False, _request_timeout=deadline.timeouts())
+        exceptions = client_library.kubernetes.client.exceptions
+        urllib3 = client_library.urllib3
+        try:
+            with transport.alarm(deadline):
+                try:
+                    response = getattr(self.api(api), method)(*args, **kwargs)
+                    return response.status, response.headers, response.data
+                except exceptions.ApiException as exc:
+                    if not exc.status:
+                        raise ReadError(
+                            "TLS to the Kubernetes API at %s failed to %s: %s; check ca_cert (or set validate_certs: "
+                            "false for a test cluster)" % (self.server, action, (exc.reason or "").splitlines()[-1]),
+                            action=action)
+                    body = exc.body
+                    if isinstance(body, bytes):
+                        body = body.decode("utf-8", "replace")
+                    return exc.status, exc.headers or {}, body
+        except transport.Expired as exc:
+            self.pool.clear()
+            raise self._expired(action, deadline, exc.phase)
+        except transport.TooLarge as exc:
+            self.pool.clear()
+            raise self._too_large(action, exc.size, exc.declared, max_bytes)
+        except urllib3.exceptions.HTTPError as exc:
+            self.pool.clear()
+            reason = getattr(exc, "reason", None) or exc
+            ssl_error = urllib3.exceptions.SSLError
+            if (isinstance(reason, ssl_error) or isinstance(exc, ssl_error)) and not _tls_eof(exc):
+                raise ReadError(
+                    "TLS to the Kubernetes API at %s failed to %s: %s; check ca_cert (or set validate_certs: false "
+                    "for a test cluster)" % (self.server, action, _short(reason)), action=action)
+            # urllib3's NewConnectionError (refused, unreachable) is a ConnectTimeoutError subclass
+            timeout = (isinstance(reason, urllib3.exceptions.TimeoutError)
+                       and not isinstance(reason, urllib3.exceptions.NewConnectionError))
+            if timeout or (isinstance(reason, OSError) and "timed out" in str(reason)):
+                raise self._expired(action, deadline, "answer")
+            reset = isinstance(exc, urllib3.exceptions.ProtocolError) or isinstance(
+                reason, (urllib3.exceptions.ProtocolError, ConnectionResetError)) or _tls_eof(exc)
+            raise ReadError(
+                "cannot reach the Kubernetes API at %s to %s: %s; check host / the kubeconfig server and that "
+                "the API server is up (node-side checks do not need it)" % (self.server, action, _short(reason)),
+                action=action, reset=reset)
+
+    def call(self, action, api, method, *args, **kwargs):
+        """One call of a typed API method; returns the decoded JSON body (the text with ``_raw_text=True``).
+
+        ``_deadline``: a kube_transport.Deadline (default: CALL_TIMEOUT from now, within the budget);
+        ``_idempotent=False`` (a PATCH) retries only when the server refused before processing it;
+        ``_max_bytes``: the cap of the answer.  Raises ReadError/PrivilegeError/ChangeError."""
+        raw_text = kwargs.pop("_raw_text", False)
+        idempotent = kwargs.pop("_idempotent", True)
+        deadline = kwargs.pop("_deadline", None) or self.deadline()
+        max_bytes = kwargs.pop("_max_bytes", None) or self.MAX_RESPONSE_BYTES
+        kwargs = dict((k, v) for k, v in kwargs.items() if v is not None)
+        data = self._answer(action, api, method, args, kwargs, deadline, max_bytes, idempotent)
+        if raw_text:
+            return data or ""
+        return self._json(action, data)
+
+    def _answer(self, action, api, method, args, kwargs, deadline, max_bytes, idempotent):
+        """The text of the first 2xx answer of one call, retrying broken connections and the statuses
+        kube_transport.retry_delay retries within ``deadline``; else the error of the last try."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                status, headers, data = self._once(action, api, method, args, kwargs, deadline, max_bytes)
+            except ReadError as exc:
+                delay = self._reset_delay(exc, attempt, deadline, idempotent)
+                if delay is None:
+                    raise
+                time.sleep(delay)
+                continue
+            self.last_bytes = len(data or "")
+            if isinstance(data, bytes):
+                data = data.decode("utf-8", "replace")
+            if 200 <= status <= 299:
+                return data
+            delay = transport.retry_delay(attempt, status, headers, idempotent=idempotent)
+            if delay is not None and delay < deadline.left():
+                time.sleep(delay)
+                continue
+            raise self._http_failure(action, status, data, attempt, delay)
+
+    @staticmethod
+    def _reset_delay(exc, attempt, deadline, idempotent):
+        """Seconds to wait before retrying after ``exc`` (a connection broken mid-way: ``reset``), or None when
+        it is not retried (another error, a PATCH, no attempt left, or no time left before ``deadline``)."""
+        delay = exc.details.get("reset") and transport.retry_delay(attempt, reset=True, idempotent=idempotent)
+        if not delay or delay >= deadline.left():
+            return None
+        return delay
+
+    def _http_failure(self, action, status, data, attempt, delay):
+        """The error of an HTTP error answer (http_error), with how often it was retried, or that the next retry
+        (in ``delay`` seconds) would pass the deadline."""
+        error = http_error(status, data, action, self.server)
+        if delay is not None:
+            error.message += ("; retried %d time%s, the next retry (in %g s, Retry-After or backoff) would pass "
+                              "the deadline" % (attempt - 1, "" if attempt == 2 else "s", delay))
+            error.args = (error.message,)
+        elif status in transport.RETRY_STATUSES:
+            error.message += "; retried %d time%s" % (attempt - 1, "" if attempt == 2 else "s")
+            error.args = (error.message,)
+        return error
+
+    def _json(self, action, data):
+        """The decoded JSON of an answer (``{}`` for an empty one); ReadError for what is not JSON."""
+        try:
+            return json.loads(data) if data else {}
+        except ValueError:
+            raise ReadError("the Kubernetes API at %s answered %s with something that is not JSON: %r"
+                            % (self.server, action, data[:200]), action=action)
+
+    def malformed(self, action, problem):
+        return ReadError("the Kubernetes API at %s answered %s with a malformed object: %s; nothing was concluded "
+                         "from it (a proxy or an aggregated API in between answering for the API server?)"
+                         % (self.server, action, problem), action=action, cause="malformed")
+
+    def pages(self, action, api, method, args, page_size=PAGE_SIZE, **kwargs):
+        """Every item of a paged list (``continue`` tokens), each checked (kube_transport.check_list), within
+        LIST_TIMEOUT, MAX_PAGES and MAX_LIST_BYTES; a token answered twice is refused naming it."""
+        deadline = self.deadline(self.LIST_TIMEOUT)
+        items, token, seen, size = [], None, set(), 0
+        for number in range(1, self.MAX_PAGES + 1):
+            if deadline.expired():
+                raise self._expired("%s (page %d)" % (action, number), deadline, "answer")
+            page = self.call(action, api, method, *args, limit=int(page_size), _continue=token,
+                             _deadline=deadline.within(self.CALL_TIMEOUT), **kwargs)
+            size += self.last_bytes
+            try:
+                got, token = transport.check_list(page, "page %d" % number)
+            except ValueError as exc:
+                raise self.malformed(action, "page %d: %s" % (number, exc))
+            items.extend(got)
+            if not token:
+                return items
+            if token in seen:
+                raise ReadError("the Kubernetes API at %s answered %s with the continue token %s a second time (page %d): "
+                                "its paging loops; nothing more is read (a proxy caching the list? retry later or "
+                                "narrow the query)" % (self.server, action, shown(token, 60), number),
+                                action=action, cause="continue_loop")
+            seen.add(token)
+            if size > self.MAX_LIST_BYTES:
+                raise self._too_large(action + " (all pages)", size, False, self.MAX_LIST_BYTES)
+        raise ReadError("the Kubernetes API at %s had more than %d pages of %d for %s: refused rather than read without "
+                        "end; narrow the query (a namespace, a label or field selector)"
+                        % (self.server, self.MAX_PAGES, page_size, action), action=action, cause="pages")
+
+    def one(self, action, obj):
+        """``obj`` checked as one object (kube_transport.check_object)."""
+        try:
+            return transport.check_object(obj, "the object")
+        except ValueError as exc:
+            raise self.malformed(action, str(exc))
+
+    @staticmethod
+    def _resource(plural):
+        if plural not in RESOURCES:
+            raise InputError("unknown resource %r; known: %s" % (plural, ", ".join(sorted(RESOURCES))))
+        return RESOURCES[plural]
+
+    def list(self, plural, namespace=None, label_selector=None, field_selector=None, page_size=PAGE_SIZE):
+        """Every object of a collection, following ``continue`` tokens; plain dicts."""
+        api, namespaced, stem = self._resource(plural)
+        if namespaced and namespace:
+            method, args = "list_namespaced_%s" % stem, (check_namespace(namespace),)
+        elif namespaced:
+            method, args = "list_%s_for_all_namespaces" % stem, ()
+        else:
+            method, args, namespace = "list_%s" % stem, (), None
+        return self.pages(describe("list", plural, namespace), api, method, args, page_size=page_size,
+                          label_selector=label_selector or None, field_selector=field_selector or None)
+
+    def get(self, plural, name, namespace=None):
+        """One object, or None when it does not exist."""
+        api, namespaced, stem = self._resource(plural)
+        check_name(name)
+        if namespaced:
+            method, args = "read_namespaced_%s" % stem, (name, check_namespace(namespace))
+        else:
+            method, args, namespace = "read_%s" % stem, (name,), None
+        action = describe("get", plural, namespace, name)
+        try:
+            obj = self.call(action, api, method, *args)
+        except ReadError as exc:
+            if exc.details.get("status") == 404:
+                return None
+            raise
+        return self.one(action, obj)
+
+    def merge_patch(self, plural, name, namespace, patch, resource_version=None):
+        """Apply an RFC 7386 merge patch; returns the object as the server stored it.
+
+        With ``resource_version`` the patch carries it (``metadata.resourceVersion``): the API server
+        refuses it with 409 Conflict (ChangeError) when the object changed since that version was read."""
+        api, namespaced, stem = self._resource(plural)
+        if plural not in PATCHABLE:
+            raise InputError("patching %s is not supported" % plural)
+        check_name(name)
+        body = dict(patch)
+        if resource_version is not None:
+            body["metadata"] = dict(body.get("metadata") or {}, resourceVersion=str(resource_version))
+        if not namespaced:
+            action = describe("patch", plural, None, name)
+            return self.one(action, self.call(action, api, "patch_%s" % stem, name, body, _content_type=MERGE_PATCH,
+                                              _idempotent=False))
+        check_namespace(namespace)
+        action = describe("patch", plural, namespace, name)
+        return self.one(action, self.call(action, api, "patch_namespaced_%s" % stem, name, namespace, body,
+                                          _content_type=MERGE_PATCH, _idempotent=False))
+
+    def delete(self, plural, name, namespace, uid):
+        """Delete one object, only if it is still the one read (a ``uid`` precondition: the API server refuses with
+        409 Conflict, ChangeError, when the name now holds another object); returns what the server answered."""
+        api, namespaced, stem = self._resource(plural)
+        if plural not in DELETABLE or not namespaced:
+            raise InputError("deleting %s is not supported" % plural)
+        check_name(name)
+        check_namespace(namespace)
+        action = describe("delete", plural, namespace, name)
+        return self.one(action, self.call(action, api, "delete_namespaced_%s" % stem, name, namespace,
+                                          body={"preconditions": {"uid": str(uid)}}, _idempotent=False))
+
+    def version(self):
+        got = self.call("get /version", "VersionApi", "get_code")
+        if not isinstance(got, dict):
+            raise self.malformed("get /version", "the answer is not a JSON object")
+        return got
+
+    # ------------------------------------------------------------ the small API
+    def nodes(self, label_selector=None):
+        return self.list("nodes", label_selector=label_selector)
+
+    def pods(self, namespace=None, label_selector=None, field_selector=None, node=None):
+        """Pods; ``node`` adds ``spec.nodeName=<node>`` to the field selector."""
+        if node:
+            field_selector = ",".join(filter(None, [field_selector, "spec.nodeName=%s" % check_name(node, "node")]))
+        return self.list("pods", namespace, label_selector=label_selector, field_selector=field_selector)
+
+    def services(self, namespace=None, label_selector=None, field_selector=None):
+        return self.list("services", namespace, label_selector=label_selector, field_selector=field_selector)
+
+    def endpoint_slices(self, namespace=None, service=None, label_selector=None):
+        """EndpointSlices; ``service`` selects those of one Service (kubernetes.io/service-name)."""
+        if service:
+            label_selector = ",".join(filter(None, [label_selector, "%s=%s" % (SERVICE_NAME_LABEL, check_name(service))]))
+        return self.list("endpointslices", namespace, label_selector=label_selector)
+
+    def custom_objects(self, group, version, plural, label_selector=None, page_size=PAGE_SIZE):
+        """Every object of a namespaced custom resource in all namespaces (``metallb.io``/``v1beta1``/
+        ``servicel2statuses``), following ``continue`` tokens; None when the API server does not serve the
+        resource (its CRD is not installed: 404)."""
+        for value, what in ((group, "API group"), (plural, "resource")):
+            check_name(value, what)
+        action = "list %s.%s/%s (all namespaces)" % (plural, group, version)
+        try:
+            return self.pages(action, "CustomObjectsApi", "list_custom_object_for_all_namespaces",
+                              (group, check_name(version, "API version"), plural), page_size=page_size,
+                              label_selector=label_selector or None)
+        except ReadError as exc:
+            if exc.details.get("status") == 404:
+                return None
+            raise
+
+    def config_maps(self, namespace=None, label_selector=None):
+        return self.list("configmaps", namespace, label_selector=label_selector)
+
+    def namespaces(self):
+        return self.list("namespaces")
+
+    def webhook_configurations(self):
+        """(validating, mutating) admission webhook configurations."""
+        return self.list("validatingwebhookconfigurations"), self.list("mutatingwebhookconfigurations")
+
+    def events(self, namespace=None, field_selector=None):
+        """Core v1 Events (``involvedObject.kind=Node,involvedObject.name=n1`` ...)."""
+        return self.list("events", namespace, field_selector=field_selector)
+
+    def pod_log(self, namespace, name, container, previous=False, tail_lines=None, since_seconds=None,
+                limit_bytes=None):
+        """The text of one container's log (``previous``: the terminated container before it), with the
+        API server's own bounds (tailLines, sinceSeconds, limitBytes) and an RFC 3339 timestamp per line."""
+        check_namespace(namespace)
+        check_name(name)
+        check_name(container, "container")
+        action = "get the log of pods %s/%s container %s%s" % (
+            namespace, name, container, " (previous)" if previous else "")
+        return self.call(action, "CoreV1Api", "read_namespaced_pod_log", name, namespace, container=container,
+                         previous=bool(previous), tail_lines=tail_lines, since_seconds=since_seconds,
+                         limit_bytes=limit_bytes, timestamps=True, _raw_text=True)
+
+
+def optional_read(read, what, subject="cluster", why=""):
+    """``(read(), None)``, or ``(None, finding)`` when an optional read failed (403, 404, the deadline, a malformed
+    answer): a warning ``kube.read_skipped`` naming what was not read, why, and what the check did without it.
+    For reads a check can do without (events, custom resources, pod logs); a required read lets its error go."""
+    try:
+        return read(), None
+    except (ReadError, PrivilegeError) as exc:
+        return None, finding(
+            "kube.read_skipped", "warning", "control-plane", subject,
+            "%s could not be read, the check went on without it%s: %s" % (what, " (%s)" % why if why else "", exc.message),
+            {"read": what, "status": exc.details.get("status"), "cause": exc.details.get("cause"),
+             "error": exc.message[:500]},
+            "The error names the cause: RBAC (grant get/list on it), a slow or hung API server (api_timeout), a "
+            "malformed answer (a proxy in between)")
+
+
+def _tls_eof(exc):
+    """True when a TLS error is the peer closing the connection (an EOF in the middle of the TLS stream: the
+    server or a proxy dropped it), not a certificate or protocol mismatch: a broken connection, said as such."""
+    seen, todo = set(), [exc]
+    while todo:
+        item = todo.pop()
+        if item is None or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, ssl.SSLEOFError) or "EOF occurred in violation of protocol" in str(item) \
+                or "UNEXPECTED_EOF_WHILE_READING" in str(item):
+            return True
+        todo.extend([getattr(item, "reason", None), getattr(item, "__cause__", None), getattr(item, "__context__", None)]
+                    + [a for a in getattr(item, "args", ()) if isinstance(a, BaseException)])
+    return False
+
+
+def _short(reason):
+    text = str(reason)
+    # urllib3 wraps the useful part: "...: Failed to establish a new connection: [Errno 111] Connection refused"
+    if "Failed to establish a new connection" in text:
+        text = text.split("Failed to establish a new connection:", 1)[1].strip().rstrip(")'\"")
+    return text[:200]
