@@ -228,12 +228,8 @@ def read_entries(runner, reader="auto", table_path=TABLE_PATH):
 # ------------------------------------------------------------------ checks (pure)
 
 
-def check(usage, stats, delta, pairs, subject, warn_ratio=0.75, critical_ratio=0.9, window=0.0):
-    """Findings from the table's fill, the drop counters (and their growth in the window) and the top pairs."""
-    if usage is None:
-        return [finding("conntrack.pressure", "info", "L4", subject,
-                        "connection tracking is not loaded in this network namespace (no %s/nf_conntrack_count): "
-                        "no table to fill" % SYSCTL_DIR, {})]
+def _check_evidence(usage, stats, delta, pairs, window):
+    """The evidence of the conntrack findings: the fill, the drop counters, the window's growth, the top pairs."""
     evidence = {"count": usage["count"], "max": usage["max"], "ratio": usage["ratio"], "buckets": usage["buckets"],
                 "counters": dict((k, stats[k]) for k in DROP_COUNTERS if k in stats)}
     if delta is not None:
@@ -244,33 +240,67 @@ def check(usage, stats, delta, pairs, subject, warn_ratio=0.75, critical_ratio=0
         evidence["reader"] = pairs["reader"]
         if pairs.get("error"):
             evidence["top_pairs_error"] = pairs["error"]
+    return evidence
+
+
+def _top_text(pairs):
+    """The summary's mention of the commonest pair ("" when no pair was named)."""
+    if not (pairs and pairs["pairs"]):
+        return ""
+    first = pairs["pairs"][0]
+    return "; the commonest pair %s -> %s holds %d entries" % (first["src"], first["dst"], first["count"])
+
+
+def _full_finding(full, grew, percent, top, window, subject, evidence):
+    """``conntrack.table_full`` (critical): the table is full now, or flows were dropped in the window."""
+    cause = ("the table is full, " if full else "the table holds ") + percent
+    lost = (": new flows were dropped or evicted in the %gs window (%s)" % (
+        window, ", ".join("%s +%d" % item for item in sorted(grew.items()))) if grew else
+        ": new flows are dropped (the kernel logs 'nf_conntrack: table full, dropping packet')")
+    return finding("conntrack.table_full", "critical", "L4", subject, cause + lost + top, evidence, REMEDIATION)
+
+
+def _ratio_finding(ratio, percent, top, warn_ratio, critical_ratio, subject, evidence):
+    """``conntrack.pressure`` (warning or critical) when the fill is past a ratio, else None."""
+    if not (ratio >= critical_ratio or ratio >= warn_ratio):
+        return None
+    severity = "critical" if ratio >= critical_ratio else "warning"
+    return finding("conntrack.pressure", severity, "L4", subject,
+                   "the conntrack table holds %s, past the %s ratio %g%s" % (
+                       percent, severity, critical_ratio if severity == "critical" else warn_ratio, top),
+                   evidence, REMEDIATION)
+
+
+def _past_full_finding(stats, percent, subject, evidence):
+    """``conntrack.table_full`` (info) when the drop counters say the table was full once, else None."""
+    since = dict((k, stats[k]) for k in ("drop", "early_drop") if stats.get(k))
+    if not since:
+        return None
+    return finding("conntrack.table_full", "info", "L4", subject,
+                   "the conntrack table holds %s now, but it was full at some time since its counters started (%s)"
+                   % (percent, ", ".join("%s %d" % item for item in sorted(since.items()))), evidence,
+                   "not full now: compare the counters over time (conntrack_check with an interval) and, "
+                   "if they grow, " + REMEDIATION)
+
+
+def check(usage, stats, delta, pairs, subject, warn_ratio=0.75, critical_ratio=0.9, window=0.0):
+    """Findings from the table's fill, the drop counters (and their growth in the window) and the top pairs."""
+    if usage is None:
+        return [finding("conntrack.pressure", "info", "L4", subject,
+                        "connection tracking is not loaded in this network namespace (no %s/nf_conntrack_count): "
+                        "no table to fill" % SYSCTL_DIR, {})]
+    evidence = _check_evidence(usage, stats, delta, pairs, window)
     grew = dict((k, v) for k, v in (delta or {}).items() if k in ("drop", "early_drop") and v > 0)
     ratio = usage["ratio"] or 0.0
     percent = "%d of %d entries (%.0f%%)" % (usage["count"], usage["max"], ratio * 100)
-    top = ""
-    if pairs and pairs["pairs"]:
-        first = pairs["pairs"][0]
-        top = "; the commonest pair %s -> %s holds %d entries" % (first["src"], first["dst"], first["count"])
+    top = _top_text(pairs)
     full = is_full(usage)
     if full or grew:
-        cause = ("the table is full, " if full else "the table holds ") + percent
-        lost = (": new flows were dropped or evicted in the %gs window (%s)" % (
-            window, ", ".join("%s +%d" % item for item in sorted(grew.items()))) if grew else
-            ": new flows are dropped (the kernel logs 'nf_conntrack: table full, dropping packet')")
-        return [finding("conntrack.table_full", "critical", "L4", subject, cause + lost + top, evidence, REMEDIATION)]
-    if ratio >= critical_ratio or ratio >= warn_ratio:
-        severity = "critical" if ratio >= critical_ratio else "warning"
-        return [finding("conntrack.pressure", severity, "L4", subject,
-                        "the conntrack table holds %s, past the %s ratio %g%s" % (
-                            percent, severity, critical_ratio if severity == "critical" else warn_ratio, top),
-                        evidence, REMEDIATION)]
-    since = dict((k, stats[k]) for k in ("drop", "early_drop") if stats.get(k))
-    if since:
-        return [finding("conntrack.table_full", "info", "L4", subject,
-                        "the conntrack table holds %s now, but it was full at some time since its counters started (%s)"
-                        % (percent, ", ".join("%s %d" % item for item in sorted(since.items()))), evidence,
-                        "not full now: compare the counters over time (conntrack_check with an interval) and, "
-                        "if they grow, " + REMEDIATION)]
+        return [_full_finding(full, grew, percent, top, window, subject, evidence)]
+    found = (_ratio_finding(ratio, percent, top, warn_ratio, critical_ratio, subject, evidence)
+             or _past_full_finding(stats, percent, subject, evidence))
+    if found is not None:
+        return [found]
     return [finding("conntrack.pressure", "ok", "L4", subject,
                     "the conntrack table holds %s, below the warning ratio %g" % (percent, warn_ratio), evidence)]
 

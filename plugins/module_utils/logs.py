@@ -387,6 +387,63 @@ def read_files(paths, since, max_bytes, max_lines, subject, now=None):
 # ----------------------------------------------------------------- the node check (one shape)
 
 
+def _journal_chosen(source, journald, runner):
+    """Whether the journal is read (else the log files): ``source: journal``, or ``auto`` when journald runs and
+    journalctl is installed; ``journal`` without journald raises."""
+    if journald is None:
+        journald = journald_present()
+    if source == "auto" and journald and not Tool(runner, "journalctl", required=False,
+                                                  opt_dirs=("/usr/bin", "/bin")).available:
+        journald = False  # journald runs but its reader is not installed: the files are read instead
+    if source == "journal" or (source == "auto" and journald):
+        if not journald and source == "journal":
+            raise ReadError("journald is not running on this host (no %s): set source: files" % JOURNAL_SOCKET)
+        return True
+    return False
+
+
+def _skipped_finding(rows, node):
+    """``log.file_skipped`` (info) naming the log files that were not read, or None."""
+    skipped = [row for row in rows if row["status"] == "skipped"]
+    if not skipped:
+        return None
+    return finding(
+        "log.file_skipped", "info", "control-plane", node,
+        "%d log file%s not read on %s: %s" % (len(skipped), "" if len(skipped) == 1 else "s", node, "; ".join(
+            "%s %s" % (row["origin"], row["note"]) for row in skipped)),
+        {"skipped": skipped},
+        "give node_log_files the real log files under /var/log (a log moved elsewhere is not read through its "
+        "symlink; a FIFO or device is never read)")
+
+
+def _nothing_read_reason(used, units, since, files):
+    """Why no log line was read: the journal's units had none, or the files are missing, unreadable or empty."""
+    if used == "journal":
+        return "the journal had no line of %s in the last %ds" % (", ".join(units), since)
+    if files:
+        return "none of %s exists, can be read or has recent lines" % ", ".join(files)
+    return "node_log_files is empty"
+
+
+def _coverage_finding(groups, rows, node, since, used, units, files):
+    """``log.no_signature`` (lines read, none matched) or ``log.nothing_read`` (no line read), else None."""
+    read = sum(row["lines"] for row in rows)
+    if not groups and read:
+        origins = [row["origin"] for row in rows if row["status"] == "read"]
+        return finding(
+            "log.no_signature", "info", "control-plane", node,
+            "%d log lines of the last %ds read (%s): none matches a known network signature" % (
+                read, since, ", ".join(origins)),
+            {"read": rows}, "")
+    if not read:
+        return finding(
+            "log.nothing_read", "info", "control-plane", node,
+            "no log line was read on %s: %s" % (node, _nothing_read_reason(used, units, since, files)),
+            {"read": rows, "source": used},
+            "set node_log_files to kubelet's and the runtime's log files on this host (under /var/log)")
+    return None
+
+
 def node_check(params, runner, now=None, journald=None):
     """The whole node_logs run on this node: kubelet's and the runtime's recent lines (the journal when
     journald runs, else the log files that exist), matched against the signature table.
@@ -404,14 +461,7 @@ def node_check(params, runner, now=None, journald=None):
     files = checked.get("node_log_files")
     files = list(DEFAULT_FILES) if files is None else files
     units = checked.get("units") or list(DEFAULT_UNITS)
-    if journald is None:
-        journald = journald_present()
-    if source == "auto" and journald and not Tool(runner, "journalctl", required=False,
-                                                  opt_dirs=("/usr/bin", "/bin")).available:
-        journald = False  # journald runs but its reader is not installed: the files are read instead
-    if source == "journal" or (source == "auto" and journald):
-        if not journald and source == "journal":
-            raise ReadError("journald is not running on this host (no %s): set source: files" % JOURNAL_SOCKET)
+    if _journal_chosen(source, journald, runner):
         entries, rows = read_journal(runner, units, since, max_lines, max_bytes, node,
                                      kernel=params.get("kernel", True) is not False)
         used = "journal"
@@ -420,30 +470,8 @@ def node_check(params, runner, now=None, journald=None):
         used = "files"
     groups = match(entries)
     found = findings(groups)
-    read = sum(row["lines"] for row in rows)
-    origins = [row["origin"] for row in rows if row["status"] == "read"]
-    skipped = [row for row in rows if row["status"] == "skipped"]
-    if skipped:
-        found.append(finding(
-            "log.file_skipped", "info", "control-plane", node,
-            "%d log file%s not read on %s: %s" % (len(skipped), "" if len(skipped) == 1 else "s", node, "; ".join(
-                "%s %s" % (row["origin"], row["note"]) for row in skipped)),
-            {"skipped": skipped},
-            "give node_log_files the real log files under /var/log (a log moved elsewhere is not read through its "
-            "symlink; a FIFO or device is never read)"))
-    if not groups and read:
-        found.append(finding(
-            "log.no_signature", "info", "control-plane", node,
-            "%d log lines of the last %ds read (%s): none matches a known network signature" % (
-                read, since, ", ".join(origins)),
-            {"read": rows}, ""))
-    elif not read:
-        found.append(finding(
-            "log.nothing_read", "info", "control-plane", node,
-            "no log line was read on %s: %s" % (node, "the journal had no line of %s in the last %ds" % (
-                ", ".join(units), since) if used == "journal" else "none of %s exists, can be read or has recent "
-                "lines" % ", ".join(files) if files else "node_log_files is empty"),
-            {"read": rows, "source": used},
-            "set node_log_files to kubelet's and the runtime's log files on this host (under /var/log)"))
+    for extra in (_skipped_finding(rows, node), _coverage_finding(groups, rows, node, since, used, units, files)):
+        if extra is not None:
+            found.append(extra)
     return {"data": {"source": used, "read": rows, "matches": [group_data(g) for g in groups]},
             "findings": sort_findings(found)}
