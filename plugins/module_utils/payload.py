@@ -12,7 +12,7 @@ Python 3.9 and 3.11). The one-pass module imports some thirty of this collection
 compiling them twice cost 0.03 to 0.05 s of CPU per node and run, 10 to 16 % of the module's
 whole CPU on an idle lab node.
 
-Every module of this collection calls ``compile_once()`` right after importing
+node_triage, which imports some thirty files, calls ``compile_once()`` right after importing
 ``AnsibleModule`` (which the AnsiballZ loader imported before the module runs, so that import
 still compiles twice). The later imports from the payload go through a ``zipimport`` importer
 whose ``get_filename`` names the file without compiling it. Nothing else changes: the same

@@ -76,10 +76,6 @@ msg:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.k8snet.triage.plugins.module_utils import payload
-
-# before the imports below: the payload's files are compiled once each, not twice
-payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_restart
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_change_main

@@ -147,10 +147,6 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.k8snet.triage.plugins.module_utils import payload
-
-# before the imports below: the payload's files are compiled once each, not twice
-payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import f5, f5_cluster
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from

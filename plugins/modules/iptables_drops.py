@@ -125,10 +125,6 @@ interval:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.k8snet.triage.plugins.module_utils import payload
-
-# before the imports below: the payload's files are compiled once each, not twice
-payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import iptables
 from ansible_collections.k8snet.triage.plugins.module_utils import iptables_options

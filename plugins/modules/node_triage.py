@@ -28,7 +28,7 @@ description:
     the AnsiballZ payload. An action plugin runs on the controller and would still have to
     execute one module per check on the node, paying those costs once per check.
   - What needs the whole fleet is not computed on the node. The controller computes it once
-    before the pass (see the C(tasks/node_pass.yml) playbook of this collection) and passes it
+    before the pass (see the role C(k8snet.triage.node_pass) of this collection) and passes it
     in as the scenarios' parameters, e.g. O(calico.expected_peers), O(pod_network.peers),
     O(connectivity.targets), O(dns.servers), O(stale_arp.expected), O(cilium_maps.live_frontends).
   - A scenario not listed in O(scenarios), or without the input it needs (no probe targets, no

@@ -107,10 +107,6 @@ findings:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.k8snet.triage.plugins.module_utils import payload
-
-# before the imports below: the payload's files are compiled once each, not twice
-payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import service_path
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
