@@ -3,7 +3,7 @@ replaces (`ssh node ip n; ip r; iptables-save -c` node after node), in the same 
 lab:
 - before: the node side as one scenario role per scenario and host
   (tests/integration/playbooks/roles_triage.yml, the triage as it ran before the one pass);
-- after: triage.yml itself (tasks/node_pass.yml: one k8snet.triage.node_triage invocation per
+- after: triage.yml itself (role k8snet.triage.node_pass: one k8snet.triage.node_triage invocation per
   node), optionally also with Mitogen's strategy (--mitogen DIR, a `pip install --target DIR
   mitogen`).
 

@@ -10,9 +10,16 @@ from __future__ import annotations
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import SCENARIOS
 from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass
 
 MODULE = "k8snet.triage.node_triage"
+
+# the arguments that are dicts when given: (name, what it must be)
+_DICT_ARGUMENTS = (("owners", "the vip_owners result"), ("kube", "the registered kube_network_info result"),
+                   ("pod", "the registered kube_network_info result of dns_pod (gather: [pod])"),
+                   ("inventory", "the inventory contract of every host (host: its k8s_node_name, k8s_node_ip, "
+                                 "ansible_host, k8s_pod_cidr)"))
 
 
 class ActionModule(ActionBase):
@@ -20,11 +27,25 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False
-    _VALID_ARGS = frozenset(("owners", "kube", "inventory", "pod"))
+    _VALID_ARGS = frozenset(("owners", "kube", "inventory", "pod", "scenarios", "nodes"))
 
     def _variables(self, task_vars):
         """The triage's and the scenario roles' variables as this host sees them, templated."""
         return dict((name, self._templar.template(task_vars[name])) for name in node_pass.VARIABLES if name in task_vars)
+
+    @staticmethod
+    def _narrowed(args):
+        """({scenarios, nodes} of a scenario role's call, or None; the problem with them, or None)."""
+        scenarios, nodes = args.get("scenarios"), args.get("nodes")
+        if scenarios is None and nodes is None:
+            return None, None
+        known = SCENARIOS
+        if not isinstance(scenarios, list) or not scenarios or not all(name in known for name in scenarios):
+            return None, ("node_pass: scenarios must be a non-empty list of node scenarios (%s), not %r"
+                          % (", ".join(known), scenarios))[:600]
+        if not isinstance(nodes, list) or not all(isinstance(name, str) for name in nodes):
+            return None, "node_pass: nodes must be the list of the play's hosts (ansible_play_hosts_all) with scenarios"
+        return {"scenarios": list(scenarios), "nodes": list(nodes)}, None
 
     def _pass(self, module_args, task_vars):
         """node_triage's result on this host, or ``unreachable`` with ssh's words."""
@@ -38,53 +59,75 @@ class ActionModule(ActionBase):
             pass  # the pass returned; a host lost right after keeps its result
         return raw
 
+    @staticmethod
+    def _not_a_dict(args):
+        """The message refusing the first dict argument given as something else, else None."""
+        for name, what in _DICT_ARGUMENTS:
+            if args.get(name) is not None and not isinstance(args.get(name), dict):
+                return ("node_pass: %s must be %s (a dict), not %s; leave it out when there is none"
+                        % (name, what, type(args[name]).__name__))
+        return None
+
+    def _host_pass(self, host, args, task_vars, narrowed):
+        """(node_triage's result on this host, or the failure that stood for it; the host's parameters)."""
+        try:
+            # the contract read once for the fleet when given (else every host's variables, n x n)
+            hostvars = args.get("inventory") or task_vars["hostvars"]
+            params = node_pass.params(self._variables(task_vars), host, hostvars, task_vars["groups"],
+                                      args.get("owners") or {}, args.get("kube") or {}, args.get("pod") or {}, narrowed)
+        except node_pass.BadHostVariable as exc:
+            # this host's own inventory variable is unusable: this host fails, with a finding naming the
+            # variable, its value and the fix; the other hosts leave it out of their peers (and say so)
+            raw = {"failed": True, "bad_variable": True, "msg": "bad host variable: %s" % exc}
+            return raw, {"scenarios": exc.scenarios, "skipped": exc.skipped,
+                         "host_findings": node_pass.bad_variable_findings(exc)}
+        except (node_pass.ParamsError, AnsibleError) as exc:
+            # the inventory cannot give this host's parameters: recorded as a failed host (a
+            # critical finding with the message), the other hosts go on
+            raw = {"failed": True, "msg": "cannot build this host's checks: %s" % exc}
+            return raw, {"scenarios": [], "skipped": {}}
+        module_args = dict((key, value) for key, value in params.items()
+                           if key not in ("skipped", "left_out", "left_out_findings"))
+        if not params["scenarios"]:
+            return {"skipped": True}, params
+        return self._pass(module_args, task_vars), params
+
+    @staticmethod
+    def _recorded(recorded, raw, narrowed, task_vars):
+        """The task's result fields from this host's record: its status, its scenarios' and its facts."""
+        results = recorded["results"]
+        if narrowed and isinstance(task_vars.get("triage_results"), dict):
+            # a scenario role's pass adds its scenario to what this host recorded before (another role's)
+            results = dict(task_vars["triage_results"], **results)
+        timing = raw.get("timing") if isinstance(raw.get("timing"), dict) else {}
+        return dict(
+            changed=False,
+            host_status=recorded["host"],
+            scenarios=dict((name, entry["status"]) for name, entry in recorded["results"].items()),
+            timing=timing,
+            ansible_facts={"triage_host": recorded["host"], "triage_results": results,
+                           "triage_node_timing": timing},
+        )
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
         task_vars = task_vars or {}
         host = task_vars["inventory_hostname"]
         args = self._task.args
-        for name, what in (("owners", "the vip_owners result"), ("kube", "the registered kube_network_info result"),
-                           ("pod", "the registered kube_network_info result of dns_pod (gather: [pod])"),
-                           ("inventory", "the inventory contract of every host (host: its k8s_node_name, k8s_node_ip, "
-                                         "ansible_host, k8s_pod_cidr)")):
-            if args.get(name) is not None and not isinstance(args.get(name), dict):
-                result.update(failed=True, msg="node_pass: %s must be %s (a dict), not %s; leave it out when there is none"
-                              % (name, what, type(args[name]).__name__))
-                return result
-        try:
-            # the contract read once for the fleet when given (else every host's variables, n x n)
-            hostvars = args.get("inventory") or task_vars["hostvars"]
-            params = node_pass.params(self._variables(task_vars), host, hostvars, task_vars["groups"],
-                                      args.get("owners") or {}, args.get("kube") or {}, args.get("pod") or {})
-        except node_pass.BadHostVariable as exc:
-            # this host's own inventory variable is unusable: this host fails, with a finding naming the
-            # variable, its value and the fix; the other hosts leave it out of their peers (and say so)
-            raw = {"failed": True, "bad_variable": True, "msg": "bad host variable: %s" % exc}
-            params = {"scenarios": exc.scenarios, "skipped": exc.skipped, "host_findings": node_pass.bad_variable_findings(exc)}
-        except (node_pass.ParamsError, AnsibleError) as exc:
-            # the inventory cannot give this host's parameters: recorded as a failed host (a
-            # critical finding with the message), the other hosts go on
-            raw = {"failed": True, "msg": "cannot build this host's checks: %s" % exc}
-            params = {"scenarios": [], "skipped": {}}
-        else:
-            module_args = dict((key, value) for key, value in params.items()
-                               if key not in ("skipped", "left_out", "left_out_findings"))
-            if not params["scenarios"]:
-                raw = {"skipped": True}
-            else:
-                raw = self._pass(module_args, task_vars)
+        problem = self._not_a_dict(args)
+        if problem:
+            result.update(failed=True, msg=problem)
+            return result
+        narrowed, problem = self._narrowed(args)
+        if problem:
+            result.update(failed=True, msg=problem)
+            return result
+        raw, params = self._host_pass(host, args, task_vars, narrowed)
         recorded = node_pass.record(raw, params["scenarios"], params["skipped"],
-                                    params.get("host_findings") or params.get("left_out_findings"), params.get("left_out"))
-        timing = raw.get("timing") if isinstance(raw.get("timing"), dict) else {}
-        result.update(
-            changed=False,
-            host_status=recorded["host"],
-            scenarios=dict((name, entry["status"]) for name, entry in recorded["results"].items()),
-            timing=timing,
-            ansible_facts={"triage_host": recorded["host"], "triage_results": recorded["results"],
-                           "triage_node_timing": timing},
-        )
+                                    params.get("host_findings") or params.get("left_out_findings"),
+                                    params.get("left_out"))
+        result.update(self._recorded(recorded, raw, narrowed, task_vars))
         if recorded["host"]["status"] not in ("reached", "not checked"):
             # the host is recorded, and the report names it; the play goes on for the others
             result["warnings"] = ["%s %s: %s (recorded for the report)" % (

@@ -78,6 +78,11 @@ def process_started(pid=None):
         return None
 
 
+def _message(exc):
+    """An error's text: an AnsibleError's ``message`` (with its causes), else ``str(exc)``."""
+    return str(getattr(exc, "message", exc))
+
+
 def started_at(value, now):
     """The run's start (seconds since the epoch): ``value`` (seconds, or ISO 8601 with a timezone) when
     given, else the ansible-playbook process's start; None when neither is plausible (after now, or
@@ -187,7 +192,7 @@ class ActionModule(ActionBase):
             try:
                 previous, source = report_history.previous_report(directory, args["previous"])
             except AnsibleError as exc:
-                error = str(getattr(exc, "message", exc))
+                error = _message(exc)
                 warnings.append("report_write: %s; every finding counts as new" % error)
                 extra.append(finding("triage.history_unreadable", "warning", "control-plane", "previous report",
                                      "the previous report cannot be read, so every finding counts as new: %s" % error,
@@ -225,6 +230,63 @@ class ActionModule(ActionBase):
                 push_error = "report_write: %s; the reports were written, the metrics were not pushed" % exc
         return changed, files, push_error
 
+    def _gathered(self, args, task_vars):
+        """(the scenarios asked for, the report gathered from every host's records, now, the run's start)."""
+        limit = task_vars.get("ansible_limit")
+        requested = self._requested(args, task_vars)
+        data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], requested,
+                                    str(limit) if limit else None)
+        now = datetime.now(timezone.utc)
+        started = started_at(args["started"], now.timestamp())
+        return requested, data, now, started
+
+    @staticmethod
+    def _directory(args):
+        """(the output directory, else None; why it cannot be used, else None)."""
+        if not args["output_dir"]:
+            return None, None
+        try:
+            return report.output_directory(args["output_dir"]), None
+        except AnsibleError as exc:
+            return None, _message(exc)
+
+    def _report_files(self, args, data, directory, now):
+        """(changed, files): triage-report.json and triage-report.html written to ``directory``."""
+        texts = dict(zip(NAMES, (report.report_json(data), self._html(args["template"], data, now))))
+        # in check mode, said as a change that would be made
+        changed = True if self._task.check_mode else report.write_pair(directory, texts)
+        return changed, dict((name, os.path.join(directory, name)) for name in NAMES)
+
+    def _write(self, args, data, directory, error, now, started):
+        """(changed, files, error, push_error): the report files, then (not in check mode, and when nothing
+        failed before) the history entry and the metrics; ``error`` is the first failure, else None."""
+        changed, files, push_error = False, {}, None
+        if directory:
+            try:
+                changed, files = self._report_files(args, data, directory, now)
+            except AnsibleError as exc:
+                error = _message(exc)
+        if not self._task.check_mode and error is None:
+            try:
+                more, extra, push_error = self._write_extra(args, data, directory, now, now.timestamp(), started)
+                changed, files = changed or more, dict(files, **extra)
+            except AnsibleError as exc:
+                error = _message(exc)
+        return changed, files, error, push_error
+
+    @staticmethod
+    def _listed(args, data, task_vars):
+        """The findings the AWX artifact lists: those ``select`` selects, else all."""
+        return report_select(data, args["select"], task_vars.get("groups")) if args["select"] else data["findings"]
+
+    @staticmethod
+    def _stats(args, data, listed, files, error):
+        """The AWX artifact (set_stats) of the report: its counts and ``listed``, and the write error when any."""
+        artifact = report.artifacts(data, listed, args["artifact_findings"], files.get("triage-report.html"))
+        if error:
+            artifact["report_error"] = error
+        return {"data": {"k8snet_triage": artifact}, "per_host": False, "aggregate": False}
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp  # tmp no longer has any effect
@@ -240,42 +302,18 @@ class ActionModule(ActionBase):
                 # the triage's first play: the options refused before any host is touched, nothing gathered
                 result.update(changed=False, msg="report options valid")
                 return result
-            limit = task_vars.get("ansible_limit")
-            requested = self._requested(args, task_vars)
-            data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], requested,
-                                        str(limit) if limit else None)
-            now = datetime.now(timezone.utc)
-            started = started_at(args["started"], now.timestamp())
+            requested, data, now, started = self._gathered(args, task_vars)
         except AnsibleError as exc:
-            result.update(failed=True, msg=str(getattr(exc, "message", exc)))
+            result.update(failed=True, msg=_message(exc))
             return result
         # the files, then the artifacts whatever became of the files: a report that cannot be
         # written is said (write_error, and the role fails after the summary), never a lost summary
-        files, changed, error, directory, warnings = {}, False, None, None, []
-        if args["output_dir"]:
-            try:
-                directory = report.output_directory(args["output_dir"])
-            except AnsibleError as exc:
-                error = str(getattr(exc, "message", exc))
-        warnings.extend(self._annotate(args, data, directory, now, now.isoformat()))
+        directory, error = self._directory(args)
+        warnings = self._annotate(args, data, directory, now, now.isoformat())
         data["schema_version"] = report.SCHEMA_VERSION
         data["generated"] = now.isoformat()
         data["run"] = self._run_info(task_vars, requested, started, time.time())
-        if directory:
-            try:
-                texts = dict(zip(NAMES, (report.report_json(data), self._html(args["template"], data, now))))
-                # in check mode, said as a change that would be made
-                changed = True if self._task.check_mode else report.write_pair(directory, texts)
-                files = dict((name, os.path.join(directory, name)) for name in NAMES)
-            except AnsibleError as exc:
-                error = str(getattr(exc, "message", exc))
-        push_error = None
-        if not self._task.check_mode and error is None:
-            try:
-                more, extra, push_error = self._write_extra(args, data, directory, now, now.timestamp(), started)
-                changed, files = changed or more, dict(files, **extra)
-            except AnsibleError as exc:
-                error = str(getattr(exc, "message", exc))
+        changed, files, error, push_error = self._write(args, data, directory, error, now, started)
         if error:
             warnings.append("report_write: the report files were not written: %s" % error)
         if push_error:
@@ -285,15 +323,11 @@ class ActionModule(ActionBase):
             result["warnings"] = warnings
         if args["set_stats"]:
             try:
-                listed = (report_select(data, args["select"], task_vars.get("groups"))
-                          if args["select"] else data["findings"])
+                listed = self._listed(args, data, task_vars)
             except AnsibleError as exc:
                 result.update(failed=True, msg=str(exc))
                 return result
-            artifact = report.artifacts(data, listed, args["artifact_findings"], files.get("triage-report.html"))
-            if error:
-                artifact["report_error"] = error
-            result["ansible_stats"] = {"data": {"k8snet_triage": artifact}, "per_host": False, "aggregate": False}
+            result["ansible_stats"] = self._stats(args, data, listed, files, error)
         result["write_error"] = error
         result["push_error"] = push_error
         result.update(changed=changed, files=files, ansible_facts={"report_data": data})

@@ -62,7 +62,7 @@ options:
     elements: str
 """
 
-    # node_triage's own option of the scenario (paired with its entry in node_pass.ARGUMENT_SPEC).
+    # node_triage's own option of the scenario (paired with its entry in node_triage.ARGUMENT_SPEC).
     _TRIAGE_ONLY = r"""
 options:
   when_not_cilium:

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
-from ansible_collections.k8snet.triage.plugins.plugin_utils.terminal import terminal_text
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report_summary import triage_summary_lines
 
 DOCUMENTATION = """
 name: triage_summary_lines
@@ -48,99 +48,6 @@ _value:
   type: list
   elements: str
 """
-
-
-def _count_line(title, counter):
-    return "%s: %s" % (title, ", ".join("%d %s" % (n, name) for name, n in sorted(counter.items())))
-
-
-def triage_summary_lines(report, limit=40):
-    """A concise terminal summary: coverage and counts, then problems grouped by check, critical first;
-    every line passed through ``terminal_text`` (what the report holds is shown, never obeyed)."""
-    return [terminal_text(line) for line in _summary_lines(report, limit)]
-
-
-def _where(item):
-    return "%s  %s" % (item.get("host") or "fleet", item.get("subject"))
-
-
-def _since_lines(report):
-    """What changed since the previous run, first: the new problems (not silenced), what was resolved."""
-    since = report.get("since")
-    if not isinstance(since, dict):
-        return []
-    resolved, unverified = since.get("resolved") or [], since.get("unverified") or []
-    silenced = report["counts"].get("silenced", 0)
-    lines = ["since the last run (%s): %d new, %d ongoing, %d resolved, %d not checked again%s" % (
-        since.get("previous") or "none before", since.get("new", 0), since.get("ongoing", 0), len(resolved),
-        len(unverified), ("; %d silenced" % silenced) if silenced else "")]
-    fresh = [f for f in report["findings"] if (f.get("state") == "new" or f.get("escalated")) and not f.get("silenced")
-             and f.get("severity") in ("critical", "warning")]
-    for item in fresh[:10]:
-        lines.append("NEW %s %s  %s%s" % (item["severity"].upper(), item["check"], _where(item),
-                                          " (was %s)" % item.get("previous_severity") if item.get("escalated") else ""))
-    if len(fresh) > 10:
-        lines.append("    ... and %d more new" % (len(fresh) - 10))
-    for item in resolved[:5]:
-        lines.append("RESOLVED %s  %s (since %s)" % (item.get("check"), _where(item), item.get("first_seen")))
-    if len(resolved) > 5:
-        lines.append("    ... and %d more resolved" % (len(resolved) - 5))
-    return lines
-
-
-def _summary_lines(report, limit):
-    counts = report["counts"]["severity"]
-    hosts = report["hosts"]
-    lines = _since_lines(report)
-    lines.append("%d critical, %d warning, %d info, %d ok on %d hosts" % (
-        counts.get("critical", 0), counts.get("warning", 0), counts.get("info", 0), counts.get("ok", 0), len(hosts)))
-    coverage = report.get("coverage") or {}
-    if coverage.get("hosts"):
-        lines.append(_count_line("hosts", coverage["hosts"]))
-    if coverage.get("scenarios"):
-        lines.append(_count_line("scenarios (host x scenario)", coverage["scenarios"]))
-    for host in sorted(hosts):
-        info = hosts[host]
-        if info.get("status", "reached") not in ("reached", "controller"):
-            lines.append("NOT CHECKED %s: %s%s" % (host, info.get("status"), (" (%s)" % info["reason"]) if info.get("reason") else ""))
-    # scenarios that did not run on reached hosts, grouped by scenario, status and reason
-    for gap in coverage.get("gaps") or []:
-        names = gap["hosts"]
-        lines.append("%s %s on %s: %s" % (gap["scenario"], gap["status"], ", ".join(names[:5]) + (
-            " and %d more" % (len(names) - 5) if len(names) > 5 else ""), gap["reason"]))
-    if report["counts"]["layer"]:
-        lines.append("by layer: " + ", ".join("%s %d" % kv for kv in sorted(report["counts"]["layer"].items())))
-    groups, silenced = {}, []
-    for item in report["findings"]:
-        if item["severity"] in ("critical", "warning"):
-            if item.get("silenced"):
-                silenced.append(item)
-                continue
-            groups.setdefault((item["severity"], item["check"]), []).append(item)
-    for item in silenced[:5]:
-        mark = item["silenced"] if isinstance(item["silenced"], dict) else {}
-        lines.append("SILENCED %s %s  %s: %s (%s, until %s)" % (item["severity"], item["check"], _where(item),
-                                                                mark.get("reason"), mark.get("created_by"), mark.get("expires")))
-    if len(silenced) > 5:
-        lines.append("    ... and %d more silenced" % (len(silenced) - 5))
-    shown = 0
-    for (severity, check), items in sorted(groups.items(), key=lambda kv: (kv[0][0] != "critical", kv[0][1])):
-        lines.append("%s %s (%d): %s" % (severity.upper(), check, len(items), items[0]["summary"]))
-        for item in items[:5]:
-            if item.get("scope") == "fleet":
-                hosts = [str(h) for h in item.get("hosts") or []]
-                where = "fleet (%s)" % (", ".join(hosts[:5]) + (" and %d more" % (len(hosts) - 5) if len(hosts) > 5 else ""))
-            else:
-                where = item["host"]
-            lines.append("    %s  %s" % (where, item["subject"]))
-        if len(items) > 5:
-            lines.append("    ... and %d more" % (len(items) - 5))
-        if items[0].get("remediation"):
-            lines.append("    next: %s" % items[0]["remediation"])
-        shown += 1
-        if shown >= limit:
-            break
-    return lines
 
 
 class FilterModule(object):

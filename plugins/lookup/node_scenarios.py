@@ -35,7 +35,7 @@ _list:
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import SCENARIOS
+from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import SCENARIOS
 
 
 class LookupModule(LookupBase):

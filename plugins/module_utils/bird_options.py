@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The options of the BGP session check (calico_bgp_status, node_triage's calico): the argument spec and its rules,
-apart from the check's code, which node_triage imports only once its sampled checks run (node_pass.load)."""
+apart from the check's code, which node_triage imports only once its sampled checks run (node_triage.load)."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def not_calico_reason(paths):
 
 
 def skip_reason(params_, calico_config):
-    """The check's own ``when_not_calico=skip`` decision, made before its code is loaded (node_pass.plan):
+    """The check's own ``when_not_calico=skip`` decision, made before its code is loaded (node_triage.plan):
     every socket it would read is absent (nothing at the path, as BirdClient finds it) and
     ``calico_config()`` (a Calico CNI configuration on the node) is false.  None when the check must
     run: ``when_not_calico=critical``, a socket path that exists or cannot be looked at (the check

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The options of the node log check (node_logs, node_triage's logs): the argument spec and its rules,
-apart from the check's code, which node_triage imports only once its sampled checks run (node_pass.load)."""
+apart from the check's code, which node_triage imports only once its sampled checks run (node_triage.load)."""
 
 from __future__ import annotations
 

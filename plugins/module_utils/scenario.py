@@ -9,7 +9,7 @@ Each domain declares its check's options once, ``CHECK_SPEC`` and their ``RULES`
 ``node_check(params, runner)`` in ``<domain>.py``.  The scenario module takes ``CHECK_SPEC`` as it
 is (plus its own options) and runs ``module_main``; node_triage takes it as one dict option per
 scenario, with the triage's defaults (``options``), and imports the checks' code only when it runs
-them (node_pass.load).
+them (node_triage.load).
 """
 
 from __future__ import annotations
@@ -50,6 +50,11 @@ def module_main(module_class, check, rules, argument_spec, **kwargs):
     except TriageError as exc:
         fail_from(module, exc)
     module.exit_json(changed=False, findings=result["findings"], **result["data"])
+
+
+def picked(data, *keys):
+    """The entries ``keys`` of ``data`` that it has (a report's compact view of a scenario's data)."""
+    return dict((key, data[key]) for key in keys if key in data)
 
 
 def top(rows, key, fields, count=8):

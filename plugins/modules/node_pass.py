@@ -82,15 +82,27 @@ options:
   inventory:
     description:
       - The inventory-node contract of every host, read once for the fleet - host name to its
-        C(k8s_node_name), C(k8s_node_ip), C(ansible_host) and C(k8s_pod_cidr) (C(tasks/node_pass.yml)
+        C(k8s_node_name), C(k8s_node_ip), C(ansible_host) and C(k8s_pod_cidr) (the role C(k8snet.triage.node_pass)
         builds it in one C(run_once) step).
       - Left out, each host reads every other host's variables itself, which costs n x n templating on
         the controller for n hosts.
     type: dict
+  scenarios:
+    description:
+      - A scenario role's pass - the node scenarios to run, in place of C(triage_scenarios). Given with O(nodes).
+      - The host's earlier C(triage_results) (another scenario role's) are kept beside this pass's.
+    type: list
+    elements: str
+  nodes:
+    description:
+      - With O(scenarios), the hosts that count as the scenario's nodes (the role's play, C(ansible_play_hosts_all)),
+        in place of the group C(triage_nodes_group).
+    type: list
+    elements: str
 seealso:
   - module: k8snet.triage.node_triage
 notes:
-  - The playbook C(k8snet.triage.triage) uses it through its task file C(tasks/node_pass.yml),
+  - The playbook C(k8snet.triage.triage) uses it through the role C(k8snet.triage.node_pass),
     which reads the fleet's inputs once before and publishes the fleet's conclusions once after.
 """
 

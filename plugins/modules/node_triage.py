@@ -192,14 +192,14 @@ from ansible_collections.k8snet.triage.plugins.module_utils import payload
 # before the imports below: the payload's files are compiled once each, not twice
 payload.compile_once()
 
-from ansible_collections.k8snet.triage.plugins.module_utils import node_pass
+from ansible_collections.k8snet.triage.plugins.module_utils import node_triage
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 
 
 def main():
-    module = rules.new_module(AnsibleModule, node_pass.RULES, argument_spec=node_pass.ARGUMENT_SPEC, supports_check_mode=True)
+    module = rules.new_module(AnsibleModule, node_triage.RULES, argument_spec=node_triage.ARGUMENT_SPEC, supports_check_mode=True)
     # each scenario's failure is already in its entry: nothing here fails the whole pass
-    module.exit_json(**node_pass.run(module.params, module))
+    module.exit_json(**node_triage.run(module.params, module))
 
 
 if __name__ == "__main__":

@@ -41,3 +41,9 @@ def as_list(value, name="value"):
         kind = "a %s (%r)" % (type(value).__name__, value)
     raise AnsibleFilterError(
         "%s must be a list, or a string of items separated by newlines or commas; got %s" % (name, kind))
+
+
+def first_names(names, limit=5):
+    """The first ``limit`` of ``names`` joined with commas, then how many more there are ("a, b and 3 more")."""
+    names = list(names)
+    return ", ".join(names[:limit]) + (" and %d more" % (len(names) - limit) if len(names) > limit else "")

@@ -30,7 +30,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.inventory import (
 # this action's module in the controller's main process before it forks a worker per host, so the
 # checks' code is compiled once and every worker inherits it (imported inside a function, each of
 # the n workers compiled it again from source: about 0.3 s of CPU per host).
-from ansible_collections.k8snet.triage.plugins.module_utils.node_pass import ARGUMENT_SPEC, BY_NAME, REGISTRY
+from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import ARGUMENT_SPEC, BY_NAME, REGISTRY
 from ansible_collections.k8snet.triage.plugins.plugin_utils import record as records
 from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_read, pod_host
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
@@ -92,10 +92,12 @@ def _guarded(what, func, *args):
                           "variables it reads and what they hold" % (what, detail))
 
 
-def params(variables, host, hostvars, groups, owners=None, kube=None, pod=None):
-    """The node_triage parameters of ``host`` (plus ``skipped``: {scenario: reason})."""
+def params(variables, host, hostvars, groups, owners=None, kube=None, pod=None, narrowed=None):
+    """The node_triage parameters of ``host`` (plus ``skipped``: {scenario: reason}).  ``narrowed``, a scenario
+    role's call: {scenarios: [its name], nodes: the play's hosts}, in place of triage_scenarios and
+    triage_nodes_group (the role's play is its nodes)."""
     return _guarded("the variables or the fleet inputs of host %s" % host, _params,
-                    variables, host, hostvars, groups, owners, kube, pod)
+                    variables, host, hostvars, groups, owners, kube, pod, narrowed)
 
 
 def record(result, asked, skipped=None, host_findings=None, left_out=None):
@@ -113,7 +115,8 @@ ROLE_VARIABLES = dict((declared.NAME, declared.ROLE_VARIABLES) for declared in R
 FLEET_VARIABLES = ("triage_scenarios", "triage_cni", "triage_nodes_group", "stale_arp_vips", "stale_arp_clients_group",
                    "dns_servers", "cilium_maps_live_frontends", "calico_expected_nodes", "calico_nodes_group",
                    "pod_network_peers", "pod_network_nodes_group", "connectivity_group", "connectivity_max_peers",
-                   "pmtu_targets", "pmtu_group", "pmtu_max_peers", "dns_pod", "dns_repeat", "dns_repeat_interval")
+                   "pmtu_targets", "pmtu_group", "pmtu_max_peers", "dns_pod", "dns_repeat", "dns_repeat_interval",
+                   "cilium_agent_when_not_cilium")
 VARIABLES = FLEET_VARIABLES + tuple(name for pairs in ROLE_VARIABLES.values() for _option, name in pairs)
 
 
@@ -199,7 +202,7 @@ class Fleet(object):
     inventory, and the fleet's reads (the API read, the VIP owners, the DNS pod).  Each scenario's
     ``applies`` and ``needs`` (module_utils/scenarios) read it."""
 
-    def __init__(self, variables, host, hostvars, groups, owners, kube, pod):
+    def __init__(self, variables, host, hostvars, groups, owners, kube, pod, nodes=None):
         self.variables, self.host, self.hostvars, self.groups = variables, host, hostvars, groups
         self.owners, self.kube = owners, kube
         self.api, self.api_reason = _api(kube)
@@ -211,6 +214,8 @@ class Fleet(object):
         # triage_cni auto decides per node (a node without BIRD / Cilium is "not a ... node"); an explicit CNI does not
         self.auto = (variables.get("triage_cni") or "auto") == "auto"
         self.nodes_group = variables.get("triage_nodes_group") or "k8s_nodes"
+        # a scenario role's play: its hosts are the nodes, whatever their group (None: triage_nodes_group's)
+        self.nodes = None if nodes is None else list(nodes)
         self.peers = _Peers(host, hostvars)
 
     def group(self, variable, default="k8s_nodes"):
@@ -219,6 +224,8 @@ class Fleet(object):
 
     def not_a_node(self):
         """The reason a node scenario does not apply to this host (None when it is in triage_nodes_group)."""
+        if self.nodes is not None:
+            return None if self.host in self.nodes else "not one of this play's hosts"
         return None if self.host in _group(self.groups, self.nodes_group) else "not in group %s" % self.nodes_group
 
     def cni_is_not(self, cni):
@@ -261,15 +268,16 @@ def applicable(fleet, wanted=None):
     return out, skipped
 
 
-def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None):
+def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None, narrowed=None):
     if not isinstance(variables, dict):
         raise ParamsError("node_pass expects the play's variables as a dict")
     for value, what in ((owners, "owners (the vip_owners result)"), (kube, "kube (the kube_network_info result)"),
                         (pod, "pod (the kube_network_info result of dns_pod)")):
         if value is not None and not isinstance(value, dict):
             raise ParamsError("node_pass: %s must be a dict, not %s" % (what, type(value).__name__))
-    fleet = Fleet(_lists(variables), host, hostvars, groups, owners or {}, kube or {}, pod or {})
-    scenarios, skipped = applicable(fleet, fleet.variables.get("triage_scenarios"))
+    narrowed = narrowed or {}
+    fleet = Fleet(_lists(variables), host, hostvars, groups, owners or {}, kube or {}, pod or {}, narrowed.get("nodes"))
+    scenarios, skipped = applicable(fleet, narrowed.get("scenarios") or fleet.variables.get("triage_scenarios"))
     own = contract_problems(host, hostvars[host]) if scenarios else []
     if own:
         raise BadHostVariable(host, own, scenarios, skipped)
@@ -316,32 +324,53 @@ def _host(result, asked):
     return "failed", msg
 
 
-def _record(result, asked, skipped=None, host_findings=None, left_out=None):
+def _check_record_arguments(result, asked, skipped):
+    """Refuse a record's arguments that are not of the shape it reads (ParamsError names which)."""
     if not isinstance(result, dict):
         raise ParamsError("the node pass record expects the registered result of a node_triage task")
     if not isinstance(asked, list) or not all(isinstance(name, str) for name in asked):
         raise ParamsError("the node pass record expects the list of scenario names asked for, not %r" % (asked,))
     if skipped is not None and not isinstance(skipped, dict):
-        raise ParamsError("the node pass record: skipped must be the dict of scenario to reason from the pass parameters")
-    status, reason = _host(result, asked)
-    results = dict((str(name), records.result("skipped", why, data={})) for name, why in (skipped or {}).items())
-    scenarios = result.get("scenarios") if status == "reached" else None
-    for name in asked:
-        entry = scenarios.get(name) if isinstance(scenarios, dict) else None
-        if isinstance(entry, dict):
-            state = entry.get("status") if entry.get("status") in ("ran", "skipped", "failed") else "failed"
-            results[name] = records.result(state, entry.get("reason", ""), entry.get("findings"),
-                                           details(name, entry.get("data")), entry.get("data") or {})
-        elif status in ("unreachable", "no usable Python"):
-            results[name] = records.result("not run", "host %s" % status, data={})
-        else:
-            results[name] = records.result("failed", reason or "the node pass did not return this scenario", data={})
+        raise ParamsError("the node pass record: skipped must be the dict of scenario to reason from the pass "
+                          "parameters")
+
+
+def _scenario_record(name, entry, status, reason):
+    """The record of scenario ``name``: from its ``entry`` in the result, else not run (the host not reached
+    or without Python) or failed (the host's ``reason``)."""
+    if isinstance(entry, dict):
+        state = entry.get("status") if entry.get("status") in ("ran", "skipped", "failed") else "failed"
+        return records.result(state, entry.get("reason", ""), entry.get("findings"),
+                              details(name, entry.get("data")), entry.get("data") or {})
+    if status in ("unreachable", "no usable Python"):
+        return records.result("not run", "host %s" % status, data={})
+    return records.result("failed", reason or "the node pass did not return this scenario", data={})
+
+
+def _add_log_evidence(results):
+    """Attach the log lines the logs scenario matched to the findings they explain (when it ran and matched)."""
     matches = ((results.get("logs") or {}).get("data") or {}).get("matches")
     if results.get("logs", {}).get("status") == "ran" and isinstance(matches, list) and matches:
         with_log_evidence(results, matches)
+
+
+def _host_state(status, reason, host_findings, left_out):
+    """The host's ``triage_host``: status, reason, and its own findings and peers left out when it has any."""
     state = {"status": status, "reason": reason}
     if host_findings:
         state["findings"] = list(host_findings)
     if left_out:
         state["peers_left_out"] = dict(left_out)
-    return {"host": state, "results": results}
+    return state
+
+
+def _record(result, asked, skipped=None, host_findings=None, left_out=None):
+    _check_record_arguments(result, asked, skipped)
+    status, reason = _host(result, asked)
+    results = dict((str(name), records.result("skipped", why, data={})) for name, why in (skipped or {}).items())
+    scenarios = result.get("scenarios") if status == "reached" else None
+    for name in asked:
+        entry = scenarios.get(name) if isinstance(scenarios, dict) else None
+        results[name] = _scenario_record(name, entry, status, reason)
+    _add_log_evidence(results)
+    return {"host": _host_state(status, reason, host_findings, left_out), "results": results}

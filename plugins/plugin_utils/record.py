@@ -4,7 +4,7 @@
 
 """The record of one scenario, the one structure the report reads.
 
-Per host, ``triage_results[scenario]``; for the fleet (the controller's ``triage_fleet_results``), the
+Per host, ``triage_results[scenario]``; for the fleet (the controller's ``node_pass_fleet_results``), the
 same with the hosts it concerns and its findings marked fleet.  Built here only: by the node_pass
 action (node scenarios), the node_pass_fleet filter (fleet conclusions), the report (a scenario
 playbook's role facts) and, through the ``scenario_result`` filter, the triage's API plays.
@@ -31,9 +31,10 @@ def result(status, reason="", findings=None, details=None, data=None):
     return out
 
 
-def fleet_result(status, reason, findings, hosts, details=None):
+def fleet_result(status, reason, findings, hosts, details=None, data=None):
     """One scenario's fleet record: ``hosts`` it concerns, each finding a fleet finding (its own hosts, else these)."""
     hosts = sorted(set(str(h) for h in hosts))
-    out = result(status, reason, [fleet(f, f.get("hosts") or hosts) for f in findings or [] if isinstance(f, dict)], details)
+    out = result(status, reason, [fleet(f, f.get("hosts") or hosts) for f in findings or [] if isinstance(f, dict)], details,
+                 data)
     out["hosts"] = hosts
     return out

@@ -20,6 +20,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding, placed, sort_findings, worst
 from ansible_collections.k8snet.triage.plugins.plugin_utils import record, report_fold
+from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import first_names
 
 # the version of triage-report.json's shape (docs/triage-report.schema.json): it changes when a key is removed or
 # changes meaning; keys may be added within a version
@@ -109,6 +110,11 @@ def _host_entry(host, facts, scenario=None, limit=None):
     """(status, reason, {scenario: result}) of one host, with unfinished scenarios resolved."""
     state = _get(facts, "triage_host")
     results = _get(facts, "triage_results")
+    fleet = _get(facts, "node_pass_fleet_results")
+    if state is None and results is None and isinstance(fleet, dict) and fleet:
+        # a scenario role's pass published the fleet's conclusions here and nothing else recorded this host:
+        # they are the controller's record, as the triage's API play makes them
+        state, results = {"status": "controller", "reason": ""}, fleet
     results = dict(results) if isinstance(results, dict) else {}
     if not results and scenario:
         results = _scenario_results(facts, scenario)
@@ -162,10 +168,6 @@ def _why_not(per_host, name):
     return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
 
 
-def _hosts_text(hosts):
-    return ", ".join(hosts[:5]) + (" and %d more" % (len(hosts) - 5) if len(hosts) > 5 else "")
-
-
 def _requested(requested, scenario):
     """The scenarios asked for by name, with a scenario playbook's own scenario last when not among them."""
     return list(requested or []) + ([scenario] if scenario and scenario not in (requested or []) else [])
@@ -183,7 +185,7 @@ def _nothing_checked(per_host, requested, scenario):
     hosts_line = ", ".join("%d %s" % (n, s) for s, n in sorted(statuses.items())) or "no host at all"
     names = sorted(set(requested) | set(n for info in per_host.values() for n in info["scenarios"]))
     nowhere = ["no host of the run has it (the hosts' group is empty or left out by --limit)"]
-    why = dict((name, ["%s on %s" % (reason, _hosts_text(hosts)) for reason, hosts in _why_not(per_host, name)]
+    why = dict((name, ["%s on %s" % (reason, first_names(hosts)) for reason, hosts in _why_not(per_host, name)]
                 or nowhere) for name in names)
     reasons = "; ".join("%s: %s" % (name, " / ".join(why[name][:3])) for name in names[:6])
     subject = ("scenario %s" % scenario) if scenario else "the triage"
@@ -200,7 +202,7 @@ def _scenario_not_run(per_host, name):
     """``triage.scenario_not_run`` for scenario ``name``, asked for but run on no host, with why."""
     groups = _why_not(per_host, name)
     if groups:
-        why = "; ".join("%s on %s" % (reason, _hosts_text(hosts)) for reason, hosts in groups[:4])
+        why = "; ".join("%s on %s" % (reason, first_names(hosts)) for reason, hosts in groups[:4])
     else:
         why = ("no host of the run has it (not a scenario of the triage's node pass or its API steps, or no host was "
                "targeted)")

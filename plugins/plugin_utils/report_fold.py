@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, placed, sample, worst
+from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import first_names
 
 FOLD_MIN = 3
 # check -> how to find its target: ("evidence", key) or ("subject", None)
@@ -67,11 +68,6 @@ def _folded(check, subject, summary, members, remediation, observers, extra=None
                   members[0].get("scenario", "triage"), "fleet", observers, host)
 
 
-def _names(items, limit=5):
-    items = sorted(items)
-    return ", ".join(items[:limit]) + (" and %d more" % (len(items) - limit) if len(items) > limit else "")
-
-
 def _pairwise(flat):
     """The pairwise findings of ``flat`` by check, in their order ({check: [finding]})."""
     groups = OrderedDict()
@@ -103,7 +99,8 @@ def _fold_fleet(check, items, controller):
     members = [i for i in items if i["host"] in fleet and _target(i) in fleet]
     head = _fleet_head(check, WHAT[check])
     return [(_folded(
-        check, "fleet", "%s: %d nodes x %d peers (%s)" % (head, len(fleet), len(fleet) - 1, _names(fleet)),
+        check, "fleet", "%s: %d nodes x %d peers (%s)" % (head, len(fleet), len(fleet) - 1,
+                                                          first_names(sorted(fleet))),
         members,
         "one cause for the whole fleet: the CNI's routing is down everywhere (its agents, BGP), or the pods "
         "go through an overlay the check was not told about (pod_network_mode overlay and the tunnel device)"
@@ -120,7 +117,7 @@ def _target_folded(check, target, members, seen_by, host):
     return _folded(
         check, subject,
         "%s%s is %s on %d nodes: %s" % ("the pod CIDR of %s (%s)" % (target, cidr) if cidr else target,
-                                        "" if cidr else " (the target)", WHAT[check], len(seen_by), _names(seen_by)),
+                                        "" if cidr else " (the target)", WHAT[check], len(seen_by), first_names(sorted(seen_by))),
         members,
         "one cause about %s, seen from many nodes: look at %s first (its CNI agent, its announcement of its "
         "pod CIDR, its firewall), then at one of the observers; %s" % (target, target,
@@ -154,7 +151,7 @@ def _fold_probers(check, rest):
     return [(_folded(
         check, "prober %s" % prober,
         "prober %s reaches none of %d targets (%s) that the other probers reach: its own network, "
-        "firewall or load" % (prober, len(members), _names(set(_target(m) for m in members))),
+        "firewall or load" % (prober, len(members), first_names(sorted(set(_target(m) for m in members)))),
         members,
         "look at %s itself: its routes and firewall (k8snet.triage.route_check, iptables_drops), its "
         "CPU and its socket buffers during the run" % prober,

@@ -242,12 +242,12 @@ def test_connectivity_matrix_partial_drop(lab, ansible, lb):
             lab.ns_run("node3", ["iptables", "-w", "-D", *r])
     assert full.rc == 0 and sampled.rc == 0, (full, sampled)
     task = "k8snet.triage.connectivity : Record the findings of this host and the fleet matrix"
-    facts = full.result(task, "node1")["ansible_facts"]
+    facts = dict(full.result(task, "node1")["ansible_facts"], **full.result("Keep the findings of this host", "node1")["ansible_facts"])
     [seen] = facts["connectivity_findings"]
     assert (seen["check"], seen["subject"], seen["layer"]) == ("reach.unreachable", "node3", "L3")
     assert "answers ARP" in seen["summary"]  # layer 2 works, the firewall drops ICMP and TCP
     assert [(f["check"], f["subject"]) for f in facts["connectivity_matrix"]["findings"]] == [("connectivity.partial", "node3")]
-    assert full.result(task, "node2")["ansible_facts"]["connectivity_findings"][0]["check"] == "reach.ok"
+    assert full.result("Keep the findings of this host", "node2")["ansible_facts"]["connectivity_findings"][0]["check"] == "reach.ok"
     # one peer per node (stride 2 on a ring of 3): node1 -> node3, node2 -> node1, node3 -> node2
     facts = sampled.result(task, "node1")["ansible_facts"]["connectivity_matrix"]
     assert sorted((p["from"], p["to"]) for p in facts["pairs"]) == [("node1", "node3"), ("node2", "node1"), ("node3", "node2")]

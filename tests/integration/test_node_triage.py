@@ -202,7 +202,8 @@ def test_api_half_of_cni_runs_once_and_is_published_once(lab, ansible, tmp_path)
             "      kubeconfig: '{{ triage_kubeconfig }}'\n"
             "  tasks:\n"
             "    - name: Node pass\n"
-            "      ansible.builtin.include_tasks: %s\n" % (ROOT / "playbooks" / "tasks" / "node_pass.yml"))
+            "      ansible.builtin.include_role:\n"
+            "        name: k8snet.triage.node_pass\n")
         one = ansible.playbook(play, extra_vars={"triage_kubeconfig": kubeconfig, "triage_scenarios": ["cni"]})
         assert one.rc == 0, one
         role = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": kubeconfig})
@@ -214,7 +215,7 @@ def test_api_half_of_cni_runs_once_and_is_published_once(lab, ansible, tmp_path)
     assert len(api_runs) == 1 and api_runs[0]["status"] == "ok"
     publish = one.results(task="Publish the fleet results once")
     assert len(publish) == 1
-    fleet = publish[0]["result"]["ansible_facts"]["triage_fleet_results"]
+    fleet = publish[0]["result"]["ansible_facts"]["node_pass_fleet_results"]
     expected_api = (role.results(action="node_network_status")[0]["result"]["findings"]
                     + role.results(action="webhook_deadlock")[0]["result"]["findings"])
     assert fleet["cni"]["status"] == "ran" and _key(fleet["cni"]["findings"]) == _key(expected_api)

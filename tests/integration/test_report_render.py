@@ -120,3 +120,52 @@ def test_a_next_step_command_is_shown_as_code(tmp_path):
     dom = chromium_dom(tmp_path)
     assert '<code title="click to copy">kubectl get pods -n kube-system -o wide</code>' in dom
     assert '<code title="click to copy">&lt;/script&gt;&lt;b&gt;y&lt;/b&gt;</code>' in dom and "<b>y</b>" not in dom
+
+
+FLEET_PLAY = """
+- name: Record four hosts as the triage does
+  hosts: h1,h2,h3,h4
+  gather_facts: false
+  tasks:
+    - name: Publish each host's record
+      ansible.builtin.set_fact:
+        triage_host: "{{{{ records[inventory_hostname].host }}}}"
+        triage_results: "{{{{ records[inventory_hostname].results }}}}"
+  vars:
+    records: {records}
+- name: Report
+  hosts: localhost
+  gather_facts: false
+  roles:
+    - role: k8snet.triage.report
+      vars:
+        report_hosts: [h1, h2, h3, h4]
+        report_output_dir: {out}
+        report_fail_on_critical: false
+"""
+
+
+def test_the_coverage_table_lists_what_did_not_run_and_folds_the_hosts_where_everything_ran(tmp_path):
+    ran = {"status": "ran", "reason": "", "findings": [], "details": {}}
+    records = {
+        "h1": {"host": {"status": "reached", "reason": ""}, "results": {"dns": ran, "sysctl": ran}},
+        "h2": {"host": {"status": "reached", "reason": ""}, "results": {"dns": ran, "sysctl": ran}},
+        "h3": {"host": {"status": "reached", "reason": ""},
+               "results": {"dns": dict(ran, status="skipped", reason="no DNS servers given"), "sysctl": ran}},
+        "h4": {"host": {"status": "unreachable", "reason": "ssh timed out"},
+               "results": {"dns": dict(ran, status="not run", reason="host unreachable")}},
+    }
+    play = tmp_path / "play.yml"
+    play.write_text(FLEET_PLAY.format(records=json.dumps(records), out=tmp_path))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH="%s:%s" % (BIN, os.environ["PATH"]))
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "h1,h2,h3,h4,localhost,", "-c", "local",
+                           "-e", "ansible_python_interpreter=%s" % sys.executable, str(play)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    dom = chromium_dom(tmp_path)
+    table = dom.split('id="coveragetable"', 1)[1].split("</table>", 1)[0]
+    rows = [[cell.split(">", 1)[1] for cell in row.split("</td>")[:-1]] for row in table.split("<tr>")[2:]]
+    # h3's skipped scenario and the unreachable h4 each have their row; h1 and h2, where every scenario ran, one
+    assert rows == [["h3", "reached", "dns", "skipped", "0", "no DNS servers given"],
+                    ["h4", "unreachable", "dns", "not run", "0", "host unreachable"],
+                    ["2 hosts", "reached", "every one", "ran", "0", "h1, h2"]], rows

@@ -19,7 +19,7 @@ findings (``NODE_NAMED``), and these functions:
 - ``needs(fleet, sub)``: on the controller, what its check needs from the fleet, added to ``sub``;
 - ``details(data)``: the compact view of its data that the HTML report draws.
 
-The registry is ``node_pass.REGISTRY``; everything else (node_triage's argument spec and rules, the
+The registry is ``node_triage.REGISTRY``; everything else (node_triage's argument spec and rules, the
 plan, the controller's parameters and applicability, the record's details) is derived from it.
 A scenario module imports only its options at the top: its check's code is imported by ``load``,
 and what the controller side needs inside ``needs``.

@@ -61,5 +61,19 @@ def needs(fleet, sub):
     sub["when_not_calico"] = "skip" if fleet.auto else "critical"
 
 
+SHOWN_SESSIONS = 8
+
+
 def details(data):
-    return {"bgp_sessions": data["peers"]} if isinstance(data.get("peers"), list) else {}
+    """The BGP sessions, those not Established first, at most 8 (a full mesh has one per node: the report
+    would grow with the square of the fleet), and how many of how many are Established."""
+    peers = data.get("peers")
+    if not isinstance(peers, list):
+        return {}
+    peers = [p for p in peers if isinstance(p, dict)]
+    up = [p for p in peers if p.get("bgp_state") == "Established"]
+    shown = ([p for p in peers if p.get("bgp_state") != "Established"] + up)[:SHOWN_SESSIONS]
+    out = {"bgp_sessions": shown}
+    if len(peers) > len(shown):
+        out["bgp_established"] = "%d of %d sessions Established (%d shown)" % (len(up), len(peers), len(shown))
+    return out

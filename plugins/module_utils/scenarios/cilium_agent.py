@@ -49,11 +49,15 @@ def applies(fleet):
 
 
 def needs(fleet, sub):
-    sub["when_not_cilium"] = "skip" if fleet.auto else "critical"
+    # the role's cilium_agent_when_not_cilium when set; else a node without Cilium is a skip under triage_cni auto
+    sub["when_not_cilium"] = fleet.variables.get("cilium_agent_when_not_cilium") or ("skip" if fleet.auto else "critical")
 
 
 def details(data):
+    """The agent's status, its metrics' drop rates, and the top dropped flows (cilium-health's view, one row
+    per node of the cluster, stays in the data: it grows with the fleet)."""
+    out = scenario.picked(data, "agent", "metrics")
     flows = (data.get("monitor") or {}).get("flows")
-    if not isinstance(flows, list):
-        return {}
-    return {"dropped_flows": scenario.top(flows, "packets", ("flow", "reason", "packets", "endpoint", "pod"))}
+    if isinstance(flows, list):
+        out["dropped_flows"] = scenario.top(flows, "packets", ("flow", "reason", "packets", "endpoint", "pod"))
+    return out

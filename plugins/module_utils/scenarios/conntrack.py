@@ -26,3 +26,11 @@ def load():
     from ansible_collections.k8snet.triage.plugins.module_utils import conntrack  # pylint: disable=import-outside-toplevel
 
     return conntrack.node_check
+
+
+def details(data):
+    """The table's fill, and the counters' change over the window."""
+    out = scenario.picked(data, "usage")
+    if "window" in data:
+        out["window"] = (data["window"] or {}).get("delta") or {}
+    return out

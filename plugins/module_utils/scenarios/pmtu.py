@@ -36,3 +36,7 @@ def needs(fleet, sub):
         sub.pop("max_size", None)  # the role's 0: the interface MTU
     sub["targets"] = list(fleet.variables.get("pmtu_targets") or []) or fleet.peer_sample(
         "pmtu_group", "pmtu_max_peers", "pmtu targets", members_only=True)
+
+
+def details(data):
+    return scenario.picked(data, "peers", "interfaces")

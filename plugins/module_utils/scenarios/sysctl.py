@@ -23,3 +23,7 @@ def load():
     from ansible_collections.k8snet.triage.plugins.module_utils import sysctl  # pylint: disable=import-outside-toplevel
 
     return sysctl.node_check
+
+
+def details(data):
+    return scenario.picked(data, "ip_forward", "neigh")

@@ -393,3 +393,25 @@ def test_an_empty_metrics_url_turns_the_agent_metrics_off_as_in_the_module():
     assert params["cilium_agent"]["metrics_url"] == ""
     params = node_pass_params({"triage_cni": "cilium"}, "n1", HOSTVARS, GROUPS)
     assert "metrics_url" not in params["cilium_agent"]  # unset: the module's default URL
+
+
+def test_a_scenario_roles_pass_runs_its_scenario_on_its_plays_hosts_whatever_their_group():
+    # the sysctl playbook's play (sysctl_hosts) may hold a host outside k8s_nodes: the role's pass takes the play's
+    # hosts as the nodes, and runs that scenario only
+    narrowed = {"scenarios": ["sysctl"], "nodes": ["client", "n1"]}
+    params = node_pass_params({"triage_scenarios": ["cni", "dns"]}, "client", HOSTVARS, GROUPS, narrowed=narrowed)
+    assert params["scenarios"] == ["sysctl"] and params["skipped"] == {}
+    assert node_pass_params({}, "client", HOSTVARS, GROUPS)["skipped"]["sysctl"] == "not in group k8s_nodes"
+    outside = node_pass_params({}, "n2", HOSTVARS, GROUPS, narrowed=narrowed)
+    assert outside["scenarios"] == [] and outside["skipped"] == {"sysctl": "not one of this play's hosts"}
+
+
+def test_the_fleet_keeps_the_whole_connectivity_matrix_as_its_data():
+    row = {"address": "198.18.96.12", "name": "n2", "reachable": False}
+    hostvars = {"n1": {"triage_results": {"connectivity": {"status": "ran", "data": {"targets": [row]}}}},
+                "n3": {"triage_results": {"connectivity": {"status": "ran", "data": {"targets": [dict(row)]}}}}}
+    entry = node_pass_fleet(hostvars, ["n1", "n3"])["connectivity"]
+    # the report draws the matrix without its pairs; the connectivity role's connectivity_matrix is the whole of it
+    assert "pairs" not in entry["details"] and sorted((p["from"], p["to"]) for p in entry["data"]["pairs"]) == [
+        ("n1", "n2"), ("n3", "n2")]
+    assert [f["check"] for f in entry["data"]["findings"]] == ["connectivity.node_isolated"]

@@ -199,3 +199,16 @@ def test_a_host_left_out_by_limit_says_so():
     expected = "the triage did not target this host (it is in none of its groups, or --limit node2 left it out)"
     assert report["hosts"]["node1"]["reason"] == expected
     assert "or --limit" not in triage_report({"node1": {}}, ["node1"])["hosts"]["node1"]["reason"]
+
+
+def test_a_scenario_roles_fleet_conclusions_are_the_controllers_record():
+    # a scenario playbook: the nodes recorded by their role's pass, the fleet's conclusions only in localhost's
+    # node_pass_fleet_results; the report counts them once, on the controller
+    matrix = {"check": "connectivity.node_isolated", "severity": "critical", "layer": "L3", "subject": "n2",
+              "summary": "n2 answers no peer", "evidence": {}, "remediation": "", "scope": "fleet", "hosts": ["n1"]}
+    hostvars = {"n1": {"triage_host": {"status": "reached", "reason": ""}, "triage_results": {"connectivity": ran()}},
+                "localhost": {"node_pass_fleet_results": {"connectivity": dict(ran(matrix), hosts=["n1"])}}}
+    data = triage_report(hostvars, ["n1", "localhost"], "connectivity")
+    assert data["hosts"]["localhost"]["status"] == "controller"
+    assert [(f["check"], f["host"]) for f in data["findings"] if f["severity"] == "critical"] == [
+        ("connectivity.node_isolated", "localhost")]

@@ -8,7 +8,7 @@ import importlib
 import pytest
 import yaml
 
-from ansible_collections.k8snet.triage.plugins.module_utils import node_pass, scenario
+from ansible_collections.k8snet.triage.plugins.module_utils import node_triage, scenario
 from ansible_collections.k8snet.triage.plugins.plugin_utils.doc_options import nested
 from tests.unit.plugins.modules.hostile_runner import PACKAGE, argument_spec
 
@@ -31,7 +31,7 @@ TRIAGE_ONLY = {"cilium_maps": {"when_not_cilium"}}
 def test_node_triage_scenario_options_are_the_modules_with_the_triage_defaults(name):
     module_name, triage_defaults = SCENARIOS[name]
     module_spec = argument_spec(importlib.import_module(PACKAGE + module_name))
-    triage = node_pass.ARGUMENT_SPEC[name]
+    triage = node_triage.ARGUMENT_SPEC[name]
     # (no check of the value of its default: Ansible fills the suboptions' defaults into that dict in place)
     assert triage["type"] == "dict" and isinstance(triage["default"], dict)
     sub = triage["options"]

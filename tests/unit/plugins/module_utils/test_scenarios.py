@@ -1,4 +1,4 @@
-"""The registry of node scenarios (module_utils/scenarios/<name>.py, node_pass.REGISTRY): each scenario is
+"""The registry of node scenarios (module_utils/scenarios/<name>.py, node_triage.REGISTRY): each scenario is
 declared once, and what is declared agrees with the code, the role and the module it names."""
 
 from __future__ import annotations
@@ -11,33 +11,33 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.k8snet.triage.plugins.module_utils import node_pass
+from ansible_collections.k8snet.triage.plugins.module_utils import node_triage
 from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass as controller
 
 ROOT = Path(__file__).resolve().parents[4]
-NAMES = [declared.NAME for declared in node_pass.REGISTRY]
+NAMES = [declared.NAME for declared in node_triage.REGISTRY]
 # what a scenario module may import at its top: its options, the rules, the shared scenario helpers
 TOP_LEVEL = re.compile(r"^(\w+_options|params|scenario)$")
 
 
 def _declared(name):
-    return node_pass.BY_NAME[name]
+    return node_triage.BY_NAME[name]
 
 
 def test_each_scenario_is_registered_once_under_its_own_name():
     assert len(set(NAMES)) == len(NAMES)
-    for declared in node_pass.REGISTRY:
+    for declared in node_triage.REGISTRY:
         assert declared.__name__.rsplit(".", 1)[1] == declared.NAME
     files = sorted(p.stem for p in (ROOT / "plugins/module_utils/scenarios").glob("*.py") if p.stem != "__init__")
-    assert files == sorted(NAMES), "a scenario module that is not in node_pass.REGISTRY, or the reverse"
+    assert files == sorted(NAMES), "a scenario module that is not in node_triage.REGISTRY, or the reverse"
 
 
 def test_the_node_triage_tables_are_the_registrys():
-    assert list(node_pass.SCENARIOS) == NAMES
-    assert set(node_pass.ARGUMENT_SPEC) == {"node_name", "scenarios"} | set(NAMES)
-    assert set(node_pass.RULES) == {"node_name", "scenarios"} | set(NAMES)
-    assert set(node_pass.SAMPLED) == {"firewall_drops", "conntrack", "cilium_agent"}
-    assert controller.ROLE_VARIABLES == dict((d.NAME, d.ROLE_VARIABLES) for d in node_pass.REGISTRY)
+    assert list(node_triage.SCENARIOS) == NAMES
+    assert set(node_triage.ARGUMENT_SPEC) == {"node_name", "scenarios"} | set(NAMES)
+    assert set(node_triage.RULES) == {"node_name", "scenarios"} | set(NAMES)
+    assert set(node_triage.SAMPLED) == {"firewall_drops", "conntrack", "cilium_agent"}
+    assert controller.ROLE_VARIABLES == dict((d.NAME, d.ROLE_VARIABLES) for d in node_triage.REGISTRY)
 
 
 @pytest.mark.parametrize("name", NAMES)

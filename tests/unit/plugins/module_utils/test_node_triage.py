@@ -13,7 +13,7 @@ import pytest
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.k8snet.triage.plugins.module_utils import pmtu_options
-from ansible_collections.k8snet.triage.plugins.module_utils import cni_files, iptables, node_pass
+from ansible_collections.k8snet.triage.plugins.module_utils import cni_files, iptables, node_triage
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
@@ -35,8 +35,8 @@ def _sleeper(name, seconds):
 def test_windows_overlap_so_the_longest_is_paid_once():
     checks = [(name, _sleeper(name, 0.5)) for name in ("firewall_drops", "dns", "calico")]
     started = time.monotonic()
-    out = node_pass.run({"node_name": "node-a", "scenarios": ["firewall_drops", "dns", "calico"],
-                         "dns": {"servers": [{"address": "10.96.0.10"}]}}, None, checks=checks)
+    out = node_triage.run({"node_name": "node-a", "scenarios": ["firewall_drops", "dns", "calico"],
+                           "dns": {"servers": [{"address": "10.96.0.10"}]}}, None, checks=checks)
     wall = time.monotonic() - started
     assert wall < 1.0, "three 0.5 s windows took %.2f s: they did not overlap" % wall
     assert all(out["scenarios"][n]["status"] == "ran" for n in ("firewall_drops", "dns", "calico"))
@@ -53,9 +53,9 @@ def test_skipped_scenarios_say_why_and_are_not_run():
         ran.append(params)
         return {"data": {}, "findings": []}
 
-    checks = [(name, check) for name in node_pass.SCENARIOS]
-    out = node_pass.run({"node_name": "node-a", "scenarios": ["connectivity", "dns", "stale_arp", "cni"],
-                         "dns": {"servers": [], "host_resolvers": False}}, None, checks=checks)
+    checks = [(name, check) for name in node_triage.SCENARIOS]
+    out = node_triage.run({"node_name": "node-a", "scenarios": ["connectivity", "dns", "stale_arp", "cni"],
+                           "dns": {"servers": [], "host_resolvers": False}}, None, checks=checks)
     status = dict((name, (entry["status"], entry["reason"])) for name, entry in out["scenarios"].items())
     assert status["connectivity"] == ("skipped", "no peers to probe (connectivity.targets is empty)")
     assert status["dns"][0] == "skipped" and "no DNS server" in status["dns"][1]
@@ -63,7 +63,7 @@ def test_skipped_scenarios_say_why_and_are_not_run():
     assert status["calico"] == ("skipped", "not asked for")
     assert status["cni"] == ("ran", "")
     assert len(ran) == 1 and ran[0]["node_name"] == "node-a"
-    assert set(out["scenarios"]) == set(node_pass.SCENARIOS)
+    assert set(out["scenarios"]) == set(node_triage.SCENARIOS)
 
 
 def test_a_failing_check_becomes_a_finding_and_the_others_still_run():
@@ -74,8 +74,8 @@ def test_a_failing_check_becomes_a_finding_and_the_others_still_run():
         raise KeyError("peers")
 
     checks = [("cilium_maps", broken_reader), ("pod_network", buggy), ("calico", _sleeper("calico", 0))]
-    out = node_pass.run({"node_name": "node-a", "scenarios": ["cilium_maps", "pod_network", "calico"]}, None,
-                        checks=checks)
+    out = node_triage.run({"node_name": "node-a", "scenarios": ["cilium_maps", "pod_network", "calico"]}, None,
+                          checks=checks)
     maps, routes = out["scenarios"]["cilium_maps"], out["scenarios"]["pod_network"]
     assert maps["status"] == "failed" and maps["reason"] == "no BPF filesystem at /sys/fs/bpf; mount it"
     assert [(f["check"], f["severity"], f["subject"]) for f in maps["findings"]] == [
@@ -88,9 +88,9 @@ def test_a_failing_check_becomes_a_finding_and_the_others_still_run():
 
 def test_a_check_that_finds_it_does_not_apply_is_skipped_with_its_reason(tmp_path):
     """calico_bgp_status' own per-node decision (no BIRD socket, no Calico CNI config): skipped, no finding."""
-    out = node_pass.run({"node_name": "node-a", "scenarios": ["calico"],
-                         "calico": {"sockets": [str(tmp_path / "bird.ctl")], "when_not_calico": "skip",
-                                    "cni_conf_dir": str(tmp_path)}}, None)
+    out = node_triage.run({"node_name": "node-a", "scenarios": ["calico"],
+                           "calico": {"sockets": [str(tmp_path / "bird.ctl")], "when_not_calico": "skip",
+                                      "cni_conf_dir": str(tmp_path)}}, None)
     calico = out["scenarios"]["calico"]
     assert calico["status"] == "skipped" and calico["reason"].startswith("not a Calico node"), calico
     assert calico["findings"] == [] and out["findings"] == []
@@ -106,21 +106,21 @@ def test_node_name_reaches_only_the_checks_that_name_the_node():
         return check
 
     checks = [(name, check_for(name)) for name in ("cni", "calico", "firewall_drops", "pod_network")]
-    node_pass.run({"node_name": "worker-7", "calico": {"expected_peers": ["10.0.0.1"]}}, None, checks=checks)
+    node_triage.run({"node_name": "worker-7", "calico": {"expected_peers": ["10.0.0.1"]}}, None, checks=checks)
     assert seen["cni"]["node_name"] == seen["firewall_drops"]["node_name"] == seen["pod_network"]["node_name"] == "worker-7"
     assert seen["calico"] == {"expected_peers": ["10.0.0.1"]}
 
 
 def test_argument_spec_fills_the_triage_defaults_of_every_scenario():
-    result = ArgumentSpecValidator(node_pass.ARGUMENT_SPEC).validate({"node_name": "n1"})
+    result = ArgumentSpecValidator(node_triage.ARGUMENT_SPEC).validate({"node_name": "n1"})
     assert not result.error_messages
     params = result.validated_parameters
-    assert params["scenarios"] == list(node_pass.SCENARIOS)
+    assert params["scenarios"] == list(node_triage.SCENARIOS)
     # the roles' defaults, not the scenario modules' own
     assert params["connectivity"]["tcp_port"] == 10250 and params["connectivity"]["probes"] == ["icmp", "tcp", "arp"]
     assert params["dns"]["host_resolvers"] is True and params["stale_arp"]["probe"] is True
     assert params["firewall_drops"]["interval"] == 5
-    bad = ArgumentSpecValidator(node_pass.ARGUMENT_SPEC).validate({"scenarios": ["routes"]})
+    bad = ArgumentSpecValidator(node_triage.ARGUMENT_SPEC).validate({"scenarios": ["routes"]})
     assert bad.error_messages and "routes" in bad.error_messages[0]
 
 
@@ -158,8 +158,8 @@ def test_firewall_counters_through_the_pass_equal_the_scenario_check(tmp_path):
     params = {"interval": 0.2, "limit": 20, "warning_pps": 1.0, "critical_pps": 100.0,
               "backends": list(iptables.BACKENDS), "node_name": "node1"}
     direct = iptables.node_check(params, _save_tools(tmp_path / "a"))
-    out = node_pass.run({"node_name": "node1", "scenarios": ["firewall_drops"],
-                         "firewall_drops": dict(params, node_name=None)}, _save_tools(tmp_path / "b"))
+    out = node_triage.run({"node_name": "node1", "scenarios": ["firewall_drops"],
+                           "firewall_drops": dict(params, node_name=None)}, _save_tools(tmp_path / "b"))
     entry = out["scenarios"]["firewall_drops"]
     assert entry["status"] == "ran"
     # the captures' real growth (t0 -> t1): KUBE-FIREWALL, cali-INPUT and the nft input chain drop
@@ -183,7 +183,7 @@ def test_cni_files_through_the_pass_equal_the_scenario_check(tmp_path):
     (bins / "calico").write_text("")
     params = {"conf_dir": str(conf), "bin_dir": str(bins)}
     direct = cni_files.node_check(dict(params, node_name="node1"))
-    out = node_pass.run({"node_name": "node1", "scenarios": ["cni"], "cni": params}, None)
+    out = node_triage.run({"node_name": "node1", "scenarios": ["cni"], "cni": params}, None)
     assert out["scenarios"]["cni"]["findings"] == direct["findings"]
     assert out["scenarios"]["cni"]["data"] == direct["data"]
     # portmap is missing from bin_dir: a finding, not a silent ok
@@ -246,12 +246,12 @@ def test_no_check_thread_imports_what_the_main_thread_may_be_importing():
     other checks import inside their functions is imported (_prepare) before they start."""
     import inspect
 
-    prepared = _lazy_imports(node_pass) - set(node_pass.__name__.rsplit(".", 1)[1:])
-    loaded_first = {"findings", "errors", "params", "scenario"}  # node_pass's own imports, at its top
-    for name in node_pass.SCENARIOS:
-        module = inspect.getmodule(node_pass.load(name))
+    prepared = _lazy_imports(node_triage) - set(node_triage.__name__.rsplit(".", 1)[1:])
+    loaded_first = {"findings", "errors", "params", "scenario"}  # node_triage's own imports, at its top
+    for name in node_triage.SCENARIOS:
+        module = inspect.getmodule(node_triage.load(name))
         lazy = _lazy_imports(module)
-        if name in node_pass.SAMPLED:
+        if name in node_triage.SAMPLED:
             assert lazy <= loaded_first, "%s imports %s inside a function" % (name, lazy - loaded_first)
         else:
             assert lazy <= loaded_first | prepared, "%s: %s is not imported by _prepare" % (name, lazy - prepared)
@@ -264,13 +264,13 @@ def test_the_pass_imports_no_check_code_before_its_sampled_checks_start():
     import subprocess
     import sys
 
-    code = ("import sys; from ansible_collections.k8snet.triage.plugins.module_utils import node_pass; "
+    code = ("import sys; from ansible_collections.k8snet.triage.plugins.module_utils import node_triage; "
             "import json; print(json.dumps([m.rsplit('.', 1)[1] for m in sys.modules "
-            "if m.startswith(node_pass.__name__.rsplit('.', 1)[0] + '.') and '.scenarios.' not in m]))")
+            "if m.startswith(node_triage.__name__.rsplit('.', 1)[0] + '.') and '.scenarios.' not in m]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=dict(
         __import__("os").environ, PYTHONPATH=":".join(sys.path))).stdout
     loaded = set(json.loads(out))
-    assert "node_pass" in loaded and "iptables_options" in loaded
+    assert "node_triage" in loaded and "iptables_options" in loaded
     code_modules = {"iptables", "conntrack", "cilium_agent", "reachability", "dns", "neighbors", "cni_files", "bird",
                     "cilium_lb", "routes", "logs", "pmtu", "netlink", "pod_netns", "arp_probe", "commands"}
     assert not loaded & code_modules, loaded & code_modules
@@ -289,9 +289,9 @@ def test_the_sampled_checks_start_before_the_other_checks_are_loaded(monkeypatch
         order.append(("load", name))
         return check(name)
 
-    monkeypatch.setattr(node_pass, "load", load)
-    monkeypatch.setattr(node_pass, "_prepare", lambda: order.append(("prepare", None)))
-    node_pass.run({"node_name": "n1", "scenarios": ["cni", "conntrack", "firewall_drops", "logs"]}, None)
+    monkeypatch.setattr(node_triage, "load", load)
+    monkeypatch.setattr(node_triage, "_prepare", lambda: order.append(("prepare", None)))
+    node_triage.run({"node_name": "n1", "scenarios": ["cni", "conntrack", "firewall_drops", "logs"]}, None)
     loads = [name for kind, name in order if kind == "load"]
     assert loads == ["firewall_drops", "conntrack", "cni", "logs"]
     prepare = order.index(("prepare", None))
@@ -307,15 +307,15 @@ def test_pmtu_without_peers_is_skipped_and_conntrack_is_named_after_the_node():
             return {"data": {}, "findings": []}
         return run
 
-    checks = [(name, check(name)) for name in node_pass.SCENARIOS]
-    out = node_pass.run({"node_name": "node-a", "scenarios": ["pmtu", "conntrack"], "pmtu": {"targets": []}},
-                        None, checks=checks)
+    checks = [(name, check(name)) for name in node_triage.SCENARIOS]
+    out = node_triage.run({"node_name": "node-a", "scenarios": ["pmtu", "conntrack"], "pmtu": {"targets": []}},
+                          None, checks=checks)
     assert (out["scenarios"]["pmtu"]["status"], out["scenarios"]["pmtu"]["reason"]) == (
         "skipped", "no peers to measure (pmtu.targets is empty)")
     assert out["scenarios"]["conntrack"]["status"] == "ran" and seen["conntrack"]["node_name"] == "node-a"
     assert "pmtu" not in seen
     # the pass accepts no peers (the scenario is skipped); the module refuses them, by name
-    assert node_pass.RULES["pmtu"]("pmtu", {"targets": []}) == {"targets": []}
+    assert node_triage.RULES["pmtu"]("pmtu", {"targets": []}) == {"targets": []}
     with pytest.raises(InputError, match="targets=.* the list is empty"):
         params.validate({"targets": []}, pmtu_options.RULES)
 
@@ -328,14 +328,14 @@ def test_a_check_whose_code_cannot_be_imported_is_that_scenario_failure(monkeypa
             raise ImportError("cannot import name 'Tool'")
         return lambda params, runner: {"data": {}, "findings": []}
 
-    monkeypatch.setattr(node_pass, "load", load)
-    monkeypatch.setattr(node_pass, "_prepare", lambda: None)
-    out = node_pass.run({"node_name": "n1", "scenarios": ["conntrack", "cni", "firewall_drops"]}, None)
+    monkeypatch.setattr(node_triage, "load", load)
+    monkeypatch.setattr(node_triage, "_prepare", lambda: None)
+    out = node_triage.run({"node_name": "n1", "scenarios": ["conntrack", "cni", "firewall_drops"]}, None)
     failed = out["scenarios"]["conntrack"]
     assert failed["status"] == "failed" and failed["reason"] == "ImportError: cannot import name 'Tool'"
     assert [f["check"] for f in failed["findings"]] == ["triage.check_failed"] and failed["seconds"] == 0.0
     assert out["scenarios"]["cni"]["status"] == "ran" and out["scenarios"]["firewall_drops"]["status"] == "ran"
-    assert list(out["scenarios"]) == list(node_pass.SCENARIOS)
+    assert list(out["scenarios"]) == list(node_triage.SCENARIOS)
 
 
 def _cilium_params(tmp_path):
@@ -353,23 +353,23 @@ def test_the_cilium_agent_check_is_skipped_before_its_code_loads_where_the_check
 
     (tmp_path / "net.d").mkdir()
     sub = _cilium_params(tmp_path)
-    skipped, jobs = node_pass.plan({"scenarios": ["cilium_agent"], "cilium_agent": sub}, "n1")
+    skipped, jobs = node_triage.plan({"scenarios": ["cilium_agent"], "cilium_agent": sub}, "n1")
     own = cilium_agent.node_check(dict(sub, node_name="n1"))["data"]
     assert own["applicable"] is False and jobs == []
     assert skipped["cilium_agent"]["status"] == "skipped" and skipped["cilium_agent"]["reason"] == own["skip_reason"]
     # a cilium-cni configuration, when_not_cilium=critical, or something at the socket path: the check runs
     conflist = tmp_path / "net.d" / "05-cilium.conflist"
     conflist.write_text(json.dumps({"cniVersion": "0.3.1", "name": "cilium", "plugins": [{"type": "cilium-cni"}]}))
-    assert [name for name, _sub in node_pass.plan({"scenarios": ["cilium_agent"], "cilium_agent": sub}, "n1")[1]] == [
+    assert [name for name, _sub in node_triage.plan({"scenarios": ["cilium_agent"], "cilium_agent": sub}, "n1")[1]] == [
         "cilium_agent"]
     assert cilium_agent.node_check(dict(sub, node_name="n1"))["data"]["applicable"] is True
     conflist.unlink()
     critical = dict(sub, when_not_cilium="critical")
-    assert node_pass.plan({"scenarios": ["cilium_agent"], "cilium_agent": critical}, "n1")[1] == [
+    assert node_triage.plan({"scenarios": ["cilium_agent"], "cilium_agent": critical}, "n1")[1] == [
         ("cilium_agent", dict(critical, node_name="n1"))]
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         server.bind(sub["agent_socket"])
-        assert node_pass.plan({"scenarios": ["cilium_agent"], "cilium_agent": sub}, "n1")[1] == [
+        assert node_triage.plan({"scenarios": ["cilium_agent"], "cilium_agent": sub}, "n1")[1] == [
             ("cilium_agent", dict(sub, node_name="n1"))]
 
 
@@ -386,8 +386,8 @@ def test_a_pass_on_a_node_without_cilium_loads_no_http_client(tmp_path):
               "cni": {"conf_dir": str(tmp_path / "net.d"), "bin_dir": str(tmp_path)},
               "calico": {"sockets": [str(tmp_path / "bird.ctl")], "when_not_calico": "skip",
                          "cni_conf_dir": str(tmp_path / "net.d")}}
-    code = ("import json, sys; from ansible_collections.k8snet.triage.plugins.module_utils import node_pass; "
-            "out = node_pass.run(json.loads(sys.argv[1]), None); "
+    code = ("import json, sys; from ansible_collections.k8snet.triage.plugins.module_utils import node_triage; "
+            "out = node_triage.run(json.loads(sys.argv[1]), None); "
             "print(json.dumps({'status': {k: v['status'] for k, v in out['scenarios'].items()}, "
             "'modules': [m for m in sys.modules if m in ('http.client', 'ssl') or (m.endswith(('.cilium_agent', '.bird')) and '.scenarios.' not in m)]}))")
     out = json.loads(subprocess.run([sys.executable, "-c", code, json.dumps(params)], capture_output=True, text=True,
@@ -407,7 +407,7 @@ def test_the_calico_check_is_skipped_before_its_code_loads_where_the_check_would
     (tmp_path / "net.d").mkdir()
     sub = dict(sockets=[str(tmp_path / "bird.ctl"), str(tmp_path / "bird6.ctl")], when_not_calico="skip",
                cni_conf_dir=str(tmp_path / "net.d"), timeout=1)
-    skipped, jobs = node_pass.plan({"scenarios": ["calico"], "calico": sub}, "n1")
+    skipped, jobs = node_triage.plan({"scenarios": ["calico"], "calico": sub}, "n1")
     own = bird.node_check(dict(sub, node_name="n1"), None)["data"]
     assert own["applicable"] is False and jobs == []
     assert skipped["calico"]["status"] == "skipped" and skipped["calico"]["reason"] == own["skip_reason"]
@@ -415,14 +415,14 @@ def test_the_calico_check_is_skipped_before_its_code_loads_where_the_check_would
     # cannot be looked at: the check runs (and says what it found)
     conflist = tmp_path / "net.d" / "10-calico.conflist"
     conflist.write_text(json.dumps({"cniVersion": "0.3.1", "name": "k8s-pod-network", "plugins": [{"type": "calico"}]}))
-    assert [name for name, _sub in node_pass.plan({"scenarios": ["calico"], "calico": sub}, "n1")[1]] == ["calico"]
+    assert [name for name, _sub in node_triage.plan({"scenarios": ["calico"], "calico": sub}, "n1")[1]] == ["calico"]
     assert bird.node_check(dict(sub, node_name="n1"), None)["data"]["applicable"] is True
     conflist.unlink()
     critical = dict(sub, when_not_calico="critical")
-    assert node_pass.plan({"scenarios": ["calico"], "calico": critical}, "n1")[1] == [("calico", critical)]
+    assert node_triage.plan({"scenarios": ["calico"], "calico": critical}, "n1")[1] == [("calico", critical)]
     not_a_dir = dict(sub, sockets=[str(conflist.parent / "10-calico.conflist" / "bird.ctl")])
     (tmp_path / "net.d" / "10-calico.conflist").write_text("{}")
-    assert [name for name, _sub in node_pass.plan({"scenarios": ["calico"], "calico": not_a_dir}, "n1")[1]] == ["calico"]
+    assert [name for name, _sub in node_triage.plan({"scenarios": ["calico"], "calico": not_a_dir}, "n1")[1]] == ["calico"]
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         server.bind(sub["sockets"][1])
-        assert [name for name, _sub in node_pass.plan({"scenarios": ["calico"], "calico": sub}, "n1")[1]] == ["calico"]
+        assert [name for name, _sub in node_triage.plan({"scenarios": ["calico"], "calico": sub}, "n1")[1]] == ["calico"]

@@ -1,0 +1,317 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The fleet's conclusions, drawn once on the controller (the vip_owners and node_pass_fleet filters).
+
+``vip_owners`` reads the VIP owners' arp_check results: who holds each VIP, its true MAC, and the
+findings of a VIP no owner holds or several owners hold.  ``node_pass_fleet`` publishes, once, what
+concerns several hosts in a one-pass triage: those VIP owners' findings (``stale_arp``), the API reads,
+the cross-node connectivity matrix and the DNS pod's view, each a fleet record (plugin_utils/record.py).
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import check_failed, finding, fleet
+from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_read, pod_host
+from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
+from ansible_collections.k8snet.triage.plugins.plugin_utils.log_evidence import with_log_evidence
+from ansible_collections.k8snet.triage.plugins.plugin_utils.peers import matrix
+from ansible_collections.k8snet.triage.plugins.plugin_utils.record import fleet_result
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import host_facts
+
+
+# --- vip_owners: who holds each VIP ---------------------------------------------------------------
+
+
+def _not_checked(item):
+    """Why an owner's result holds no answer (unreachable, or the module failed), else None.
+
+    The owner task runs with ``failed_when: false``, so a failed module (no usable Python, a
+    missing tool) shows as not failed: a result without ``local`` is one that did not answer.
+    """
+    if item.get("unreachable"):
+        return "unreachable"
+    if item.get("failed") or item.get("skipped") or "local" not in item:
+        return "failed"
+    return None
+
+
+def _vips(vips):
+    """The VIPs asked about, each checked as an address (text split first, as as_list does)."""
+    if isinstance(vips, str):
+        # a survey's textarea or -e key=value gives text: one VIP a line, or comma-separated
+        vips = as_list(vips, "stale_arp_vips")
+    try:
+        return params.each(params.address())("vips", vips)
+    except InputError as exc:
+        raise AnsibleFilterError("vip_owners: %s" % exc.message)
+
+
+def _holders(results, vips):
+    """``({vip: [{node, interface, mac}]}, [{node, status, msg}])``: who holds each VIP (every VIP asked
+    about, and any other an owner holds), and the owners that could not be checked."""
+    owners = dict((str(vip), []) for vip in vips)
+    unreachable = []
+    for item in results:
+        node = item.get("item") or item.get("_ansible_delegated_vars", {}).get("ansible_host")
+        status = _not_checked(item)
+        if status:
+            unreachable.append({"node": node, "status": status, "msg": item.get("msg", "")})
+            continue
+        for bound in item.get("local", []):
+            owners.setdefault(bound["address"], []).append(
+                {"node": node, "interface": bound["interface"], "mac": bound["mac"]})
+    return owners, unreachable
+
+
+def _owner_unreachable(owner):
+    """``arp.owner_unreachable``: an owner node that could not be checked."""
+    return finding(
+        "arp.owner_unreachable", "warning", "L2", owner["node"],
+        "owner node %s could not be checked (%s): a VIP it holds has no known true MAC" % (
+            owner["node"], owner["status"]),
+        {"status": owner["status"], "msg": owner["msg"]},
+        "Make %s reachable with a usable Python, or leave it out of the owners group; until then the "
+        "probe results show which MACs answer for the VIPs." % owner["node"])
+
+
+def _owner_unknown(vip, results, unreachable):
+    """``arp.vip_owner_unknown``: no reachable owner holds ``vip``, and some owners could not be checked."""
+    not_checked = [owner["node"] for owner in unreachable]
+    return finding(
+        "arp.vip_owner_unknown", "warning", "L2", vip,
+        "no reachable owner node holds %s, and %d owner node%s could not be checked (%s): whether it is "
+        "unowned is unknown, and caches were not compared with an owner" % (
+            vip, len(not_checked), "" if len(not_checked) == 1 else "s", ", ".join(not_checked)),
+        {"owners_checked": [r.get("item") for r in results], "unreachable": unreachable},
+        "Reach the owner nodes listed above (SSH, Python) and run again; the probe results show which "
+        "MACs answer for %s meanwhile." % vip)
+
+
+def _unowned(vip, results, unreachable):
+    """``arp.vip_unowned``: no owner holds ``vip`` (or no owner was checked: the owners group is empty)."""
+    return finding(
+        "arp.vip_unowned", "critical", "L2", vip,
+        "no owner node holds %s, so the true MAC is unknown: caches were not compared with an owner" % vip
+        if results else
+        "no owner node was checked for %s (the owners group is empty): caches were not compared with an "
+        "owner" % vip,
+        {"owners_checked": [r.get("item") for r in results], "unreachable": unreachable},
+        "Check the VIP manager (keepalived / kube-vip) on the control-plane nodes; the probe results "
+        "show which MACs answer for it." if results else
+        "Set stale_arp_owners_group to the inventory group of the nodes that can hold the VIPs.")
+
+
+def _ip_conflict(vip, holders):
+    """``arp.ip_conflict``: several owners hold ``vip`` at once."""
+    return finding(
+        "arp.ip_conflict", "critical", "L2", vip,
+        "%s is held by %d owner nodes at once: %s" % (vip, len(holders), ", ".join(h["node"] for h in holders)),
+        {"owners": holders},
+        "Remove %s from all but one node (split-brain keepalived / kube-vip)." % vip)
+
+
+def _vip_finding(vip, holders, results, unreachable):
+    """The finding of a VIP without one true MAC: held by several owners, else unknown (owners not
+    checked), else unowned."""
+    if holders:
+        return _ip_conflict(vip, holders)
+    if unreachable:
+        return _owner_unknown(vip, results, unreachable)
+    return _unowned(vip, results, unreachable)
+
+
+def vip_owners(results, vips):
+    """``{expected, owners, findings}`` from the owners' arp_check results (see the vip_owners filter)."""
+    if not isinstance(results, list):
+        raise AnsibleFilterError("vip_owners expects the results list of a looped arp_check task")
+    owners, unreachable = _holders(results, _vips(vips))
+    expected, findings = {}, [_owner_unreachable(owner) for owner in unreachable]
+    for vip, holders in owners.items():
+        macs = sorted(set(h["mac"] for h in holders))
+        if len(macs) == 1:
+            expected[vip] = macs[0]
+        else:
+            findings.append(_vip_finding(vip, holders, results, unreachable))
+    # conclusions about the VIP across the owner nodes: published by every client, counted once
+    checked = sorted(set(str(r.get("item")) for r in results if r.get("item")))
+    findings = [fleet(f, checked) for f in findings]
+    return {"expected": expected, "owners": owners, "findings": findings}
+
+
+# --- node_pass_fleet: the fleet-scoped results of a one-pass triage ----------------------------------
+
+
+def _reads(results):
+    """One scenario's registered API results as a list (it registered one result, or a list of them)."""
+    return results if isinstance(results, list) else [results]
+
+
+def _node_names(results):
+    """The names of the nodes the reads ``results`` name (node_network_status), in order."""
+    return [n["name"] for r in results for n in (r.get("nodes") or []) if isinstance(n, dict) and n.get("name")]
+
+
+def _scenario_record(facts, scenario):
+    """A host's record of ``scenario`` (its ``triage_results`` entry), {} when it has none."""
+    return (facts.get("triage_results") or {}).get(scenario) or {}
+
+
+def _api_entry(name, result, hosts):
+    """The entry of one API read: skipped, failed (with a triage.check_failed finding) or its findings."""
+    status, message = api_read(result)
+    if status == "skipped":
+        return fleet_result("skipped", message, [], [])
+    if status == "failed":
+        reason = message or "the read returned no findings"
+        return fleet_result("failed", reason, [check_failed(name, "the Kubernetes API", reason)], hosts)
+    named = _node_names([result])
+    return fleet_result("ran", "", list(result["findings"]), named or hosts)
+
+
+def _usable_reads(results):
+    """The registered results that are reads: dicts, not empty, not skipped."""
+    return [r for r in _reads(results) if isinstance(r, dict) and r and not r.get("skipped")]
+
+
+def _api_entries(name, results, hosts):
+    """One scenario's entry from its API reads (one registered result, or a list of them); the hosts
+    it concerns are the nodes its reads name (node_network_status), else the pass's hosts."""
+    results = _usable_reads(results)
+    entries = [_api_entry(name, result, hosts) for result in results]
+    if not entries:
+        return None
+    ran = [e for e in entries if e["status"] != "skipped"]
+    if not ran:
+        return entries[0]
+    failed = [e for e in ran if e["status"] == "failed"]
+    named = _node_names(results)
+    return fleet_result("failed" if failed else "ran", "; ".join(e["reason"] for e in failed),
+                        [f for e in ran for f in e["findings"]], named or hosts)
+
+
+def _log_matches(results):
+    """The log lines one scenario's reads matched (a kube_logs result's ``matches``), in order."""
+    return [m for result in _reads(results)
+            if isinstance(result, dict) and isinstance(result.get("matches"), list) and "findings" in result
+            for m in result["matches"] if isinstance(m, dict)]
+
+
+def _api_results(api, hosts):
+    """``({scenario: entry}, matches)``: the API reads' entries, by scenario name, and the log lines they matched."""
+    out, matches = {}, []
+    for name, results in sorted(api.items()):
+        entry = _api_entries(name, results, hosts)
+        if entry is not None:
+            out[name] = entry
+        matches.extend(_log_matches(results))
+    return out, matches
+
+
+def _pod_view_checked(facts, hosts):
+    """Whether a host's dns check recorded the view of DNS from the dns_pod (its data's ``pod``)."""
+    return any((_scenario_record(facts[h], "dns").get("data") or {}).get("pod") for h in hosts)
+
+
+def _dns_pod_unread(ref, status, message, hosts):
+    """The dns entry when the read of the dns_pod was skipped or failed."""
+    reason = "the view of DNS from pod %s (dns_pod) was not checked: %s" % (ref, message or "the read returned nothing")
+    if status == "skipped":
+        return fleet_result("skipped", reason, [], [])
+    return fleet_result("failed", reason, [check_failed("dns", "pod %s" % ref, reason)], hosts)
+
+
+def _pod_view_gap(pod, where, facts):
+    """``(why, fix)`` of a pod view no host checked: its node is none of the hosts (``where`` None), or the
+    dns check did not run on ``where``."""
+    if where is None:
+        why = ("it runs on node %s, which is none of the triage's hosts (matched by k8s_node_name, else the "
+               "inventory name)" % pod.get("node"))
+        fix = "add node %s to the inventory (or set its k8s_node_name) and run again" % pod.get("node")
+        return why, fix
+    dns = _scenario_record(facts[where], "dns")
+    why = "the dns check did not run with it on %s (%s%s)" % (
+        where, dns.get("status") or "not run", ": %s" % dns["reason"] if dns.get("reason") else "")
+    fix = "make the dns scenario run on %s (in the nodes group, reachable) and run again" % where
+    return why, fix
+
+
+def _dns_pod_entry(spec, hostvars, hosts):
+    """The fleet's word on dns_pod when no host checked that pod's view (a host that did holds its
+    findings): the read was skipped or failed, its node is none of the triage's hosts, or the dns
+    check did not run there."""
+    ref = spec.get("ref") if isinstance(spec, dict) else None
+    if not ref or not spec.get("wanted"):
+        return None
+    facts = dict((host, host_facts(hostvars, host)) for host in hosts)
+    if _pod_view_checked(facts, hosts):
+        return None
+    result = spec.get("result") if isinstance(spec.get("result"), dict) else {}
+    status, message = api_read(result)
+    if status != "ran":
+        return _dns_pod_unread(ref, status, message, hosts)
+    pod = result.get("pod") if isinstance(result.get("pod"), dict) else {}
+    where = pod_host(pod, hosts, facts)
+    why, fix = _pod_view_gap(pod, where, facts)
+    return fleet_result("ran", "", [finding("dns.pod_view_not_checked", "warning", "DNS", "pod %s" % ref,
+                                            "the view of DNS from pod %s was not checked: %s" % (ref, why),
+                                            {"pod": pod, "host": where}, fix)], [where] if where else [])
+
+
+def _stale_arp(owners):
+    """The stale_arp entry: the VIP owners' findings, concerning the nodes that hold the VIPs."""
+    return fleet_result("ran", "", list(owners.get("findings") or []),
+                        [h["node"] for held in owners.get("owners", {}).values() for h in held])
+
+
+def _connectivity(hostvars, hosts):
+    """The connectivity entry: the cross-node matrix of the hosts whose connectivity scenario ran (None: none ran)."""
+    probed = {}
+    for host in hosts:
+        entry = _scenario_record(host_facts(hostvars, host), "connectivity")
+        if entry.get("status") == "ran":
+            probed[host] = entry["data"]
+    if not probed:
+        return None
+    found = matrix(probed)
+    # the report draws the matrix without its pairs (n x k rows); the whole matrix is the record's data
+    return fleet_result("ran", "", found["findings"], probed,
+                        dict((k, v) for k, v in found.items() if k not in ("pairs", "findings")), found)
+
+
+def _check_fleet_arguments(hostvars, hosts, owners, api):
+    """Refuse node_pass_fleet's arguments that are not of the shape it reads (AnsibleFilterError names which)."""
+    if not hasattr(hostvars, "raw_get") and not isinstance(hostvars, dict):
+        raise AnsibleFilterError("node_pass_fleet: the input must be hostvars, not %s" % type(hostvars).__name__)
+    if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
+        raise AnsibleFilterError("node_pass_fleet: hosts must be the list of the play's host names "
+                                 "(ansible_play_hosts_all)")
+    for value, what in ((owners, "owners (the vip_owners result)"), (api, "api (the API scenarios' results)")):
+        if value is not None and not isinstance(value, dict):
+            raise AnsibleFilterError("node_pass_fleet: %s must be a dict, not %s" % (what, type(value).__name__))
+    if owners and not isinstance(owners.get("findings"), list):
+        raise AnsibleFilterError("node_pass_fleet: owners must be the result of k8snet.triage.vip_owners "
+                                 "(a dict with findings, owners and expected)")
+
+
+def node_pass_fleet(hostvars, hosts, owners=None, api=None):
+    """``{scenario: fleet record}`` of what concerns several hosts (see the node_pass_fleet filter)."""
+    _check_fleet_arguments(hostvars, hosts, owners, api)
+    api = dict(api or {})
+    dns_pod = _dns_pod_entry(api.pop("dns_pod", None), hostvars, hosts)
+    out, matches = _api_results(api, hosts)
+    if owners:
+        out["stale_arp"] = _stale_arp(owners)
+    connectivity = _connectivity(hostvars, hosts)
+    if connectivity is not None:
+        out["connectivity"] = connectivity
+    if dns_pod is not None:
+        out["dns"] = dns_pod
+    if matches:
+        with_log_evidence(out, matches)
+    return out
