@@ -16,6 +16,9 @@ description:
     hops, the hop where the packets vanished and one finding with the runbook step for it
     (C(ingress.client_network), C(ingress.arp), C(ingress.nat), C(ingress.between_nodes),
     C(ingress.pod_forwarding), C(ingress.backend), C(ingress.return_path) or C(ingress.ok)).
+  - Behind a direct-server-return load balancer (O(lb_mode=dsr), Seesaw) the LB node translates nothing. Its
+    second hop is the probes leaving it still addressed to the VIP (C(lb_forwarded); vanished there,
+    C(ingress.lb_forward)), and the worker receives them addressed to the VIP.
 options:
   _input:
     description: >-
@@ -56,6 +59,15 @@ options:
         backend is never C(ingress.nat).
     type: list
     elements: dict
+  lb_mode:
+    description:
+      - C(nat), the LB node translates the VIP to the pod (kube-proxy, MetalLB, kube-vip, Cilium); C(dsr), direct
+        server return (Seesaw), the LB node forwards the packets with the VIP kept and the worker translates it.
+      - C(dsr) walks one backend (O(pod_ip)); with O(backends) it is refused (a DSR LB node's packets cannot be
+        told apart by backend).
+    type: str
+    choices: [nat, dsr]
+    default: nat
 """
 
 EXAMPLES = """
@@ -79,7 +91,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import i
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
-def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None, backends=None):
+def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None, backends=None, lb_mode="nat"):
     if not isinstance(captures, dict):
         raise AnsibleFilterError("ingress_bisect expects a dict {client, lb, worker} of capture results, got %s"
                                  % type(captures).__name__)
@@ -88,6 +100,11 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
         port, pod_port = params.port("port", _int(port)), params.port("pod_port", _int(pod_port))
         if pod_interface is not None:
             params.interface("pod_interface", pod_interface)
+        lb_mode = params.choice("nat", "dsr")("lb_mode", lb_mode)
+        if lb_mode == "dsr" and backends:
+            raise InputError("lb_mode=dsr walks one backend: give pod_ip and pod_port, not backends (a direct-server-"
+                             "return LB node forwards every probe to the VIP, so its packets cannot be told apart "
+                             "by backend)")
         if backends is not None:
             backends = params.each(params.fields(ip=params.address(), port=lambda o, v: params.port(o, _int(v)),
                                                  pod=params.short_text, node=params.node_name, host=params.node_name),
@@ -99,7 +116,7 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
         raise AnsibleFilterError("ingress_bisect: %s" % exc.message)
     if backends:
         return _bisect_backends(_normalize(captures), vip, port, backends, probe)
-    return _bisect(_normalize(captures), vip, port, pod_ip, pod_port, probe, pod_interface)
+    return _bisect(_normalize(captures), vip, port, pod_ip, pod_port, probe, pod_interface, lb_mode)
 
 
 def _int(value):

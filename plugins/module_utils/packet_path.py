@@ -26,6 +26,10 @@ STEPS = {
     "nat": ("ingress.nat", "L4", "the LB node receives the packets but does not translate them to a pod: check "
             "kube-proxy / the dataplane NAT for the Service (iptables-save -t nat | grep VIP, or the Cilium LB "
             "maps: k8snet.triage.bpf_map_usage) and the Service's endpoints"),
+    "forward": ("ingress.lb_forward", "L2", "the LB node receives the packets but does not forward them to a "
+                "backend node: a direct-server-return load balancer (Seesaw) keeps the VIP as the destination and "
+                "only rewrites the MAC: check it on its master node (ipvsadm -Ln: the VIP's service and its real "
+                "servers, their health checks) and that the backend nodes are up"),
     "between_nodes": ("ingress.between_nodes", "L3", "translated packets leave the LB node but never reach the "
                       "worker: check the network between the nodes (route to the pod CIDR on the LB node, "
                       "firewalls / security groups, k8snet.triage.route_check and k8snet.triage.iptables_drops)"),
@@ -80,27 +84,35 @@ def _hops_recorder(hops):
     return hop
 
 
-def _lb_hops(lbs, vip, port, hop, translated):
+def _lb_hops(lbs, vip, port, hop, translated, lb_mode="nat"):
     """The LB nodes' hops: the probes in to vip:port (``lb_in``), then translated toward the backends
-    (``lb_translated``: ``translated()`` packets); the step where they vanished (``arp``, ``nat``) or None."""
+    (``lb_translated``: ``translated()`` packets); the step where they vanished (``arp``, ``nat``) or None.
+    A direct-server-return LB (``lb_mode`` dsr, Seesaw) translates nothing: its second hop is the probes
+    leaving it still to vip:port (``lb_forwarded``, vanished: ``forward``)."""
     names = ",".join(r.get("host") or "?" for r in lbs)
     if not hop("lb_in", names, sum(seen(r, direction="in", proto="tcp", dst=vip, dport=port) for r in lbs)):
         return "arp"
+    if lb_mode == "dsr":
+        out = sum(seen(r, direction="out", proto="tcp", dst=vip, dport=port) for r in lbs)
+        return None if hop("lb_forwarded", names, out) else "forward"
     if not hop("lb_translated", names, translated()):
         return "nat"
     return None
 
 
-def _worker_walk(worker, ip, port, interface, same_node, hop):
+def _worker_walk(worker, ip, port, interface, same_node, hop, arrives=None):
     """The worker's hops toward the backend ``ip:port`` behind ``interface`` (the worker's route to ``ip``),
     each recorded by ``hop(name, packets)``; the step where the probes vanished or None.  ``same_node``: the
-    worker is an LB node too, so there is no ``worker_in`` hop to cross."""
+    worker is an LB node too, so there is no ``worker_in`` hop to cross.  ``arrives``: the (address, port)
+    the probes carry when they reach the worker, when not the backend's (a DSR LB leaves the VIP as the
+    destination: the worker translates it)."""
+    arrive_ip, arrive_port = arrives or (ip, port)
     # a backend on the host network (a hostNetwork pod) has the node's own address: the kernel routes it to lo,
     # there is no veth to cross, and its answer leaves the node's own interface
     host_network = interface == "lo"
     if not same_node and not hop("worker_in", seen(
-            worker, exclude_interface=None if host_network else interface, direction="in", proto="tcp", dst=ip,
-            dport=port)):
+            worker, exclude_interface=None if host_network else interface, direction="in", proto="tcp", dst=arrive_ip,
+            dport=arrive_port)):
         return "between_nodes"
     if host_network:
         return None if hop("host_socket", seen(worker, direction="out", proto="tcp", src=ip, sport=port)) else "backend"
@@ -127,7 +139,8 @@ def _arp_note(vanished, client, arp_requests, arp_replies, vip):
 
 # where the probes vanish, by the step of STEPS (ingress_bisect)
 _WHERE = {"client": "on the client", "arp": "between the client and the LB node",
-          "nat": "on the LB node (not translated)", "between_nodes": "between the LB node and the worker",
+          "nat": "on the LB node (not translated)", "forward": "on the LB node (not forwarded to a backend node)",
+          "between_nodes": "between the LB node and the worker",
           "pod": "on the worker, before the pod's veth", "backend": "in the pod (no reply)",
           "return": "on the way back to the client"}
 
@@ -143,7 +156,7 @@ def _ingress_vanished(vanished, vip, port, pod_ip, hops, evidence, arp_note, wor
     return finding(check, "critical", layer, "%s:%s" % (vip, port), summary, evidence, step)
 
 
-def _ingress_walk(client, lbs, worker, vip, port, pod_ip, pod_port, pod_interface):
+def _ingress_walk(client, lbs, worker, vip, port, pod_ip, pod_port, pod_interface, lb_mode="nat"):
     """The walk client -> LB nodes -> worker -> pod: (hops, the client's ARP requests, its ARP replies, the step
     where the probes vanished or None)."""
     same_node = worker is not None and any(r.get("host") == worker.get("host") for r in lbs)
@@ -152,15 +165,19 @@ def _ingress_walk(client, lbs, worker, vip, port, pod_ip, pod_port, pod_interfac
     arp_requests, arp_replies, vanished = _client_hop(client, vip, port, hop)
     if vanished is None and lbs:
         vanished = _lb_hops(lbs, vip, port, hop, lambda: sum(
-            seen(r, direction="out", proto="tcp", dst=pod_ip, dport=pod_port) for r in lbs))
+            seen(r, direction="out", proto="tcp", dst=pod_ip, dport=pod_port) for r in lbs), lb_mode)
     if vanished is None and worker:
         vanished = _worker_walk(worker, pod_ip, pod_port, pod_interface, same_node,
-                                lambda name, packets: hop(name, worker.get("host"), packets))
+                                lambda name, packets: hop(name, worker.get("host"), packets),
+                                (vip, port) if lb_mode == "dsr" and lbs else None)
     return hops, arp_requests, arp_replies, vanished
 
 
-def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None):
+def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None, lb_mode="nat"):
     """captures: {"client": result|None, "lb": [results], "worker": result}; results carry ``host``.
+    ``lb_mode``: ``nat`` (the LB node translates the VIP to the pod: kube-proxy, MetalLB, kube-vip) or ``dsr``
+    (direct server return, Seesaw: the LB node forwards the packets to the worker with the VIP kept, the worker
+    translates it, and the reply goes to the client without the LB node).
 
     Returns {"hops": [{"hop", "host", "packets"}], "vanished_at": hop|None, "findings": [...]}.
     """
@@ -170,7 +187,7 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
     if pod_interface is None and worker:
         pod_interface = (worker.get("routed") or {}).get(pod_ip)
     hops, arp_requests, arp_replies, vanished = _ingress_walk(client, lbs, worker, vip, port, pod_ip, pod_port,
-                                                              pod_interface)
+                                                              pod_interface, lb_mode)
     host_network = pod_interface == "lo"  # the backend on the host network (_worker_walk says why)
     probe_ok = _probe_ok(probe)
     if vanished is None and probe_ok is False:
@@ -182,7 +199,8 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
             {"vip": "%s:%s" % (vip, port), "pod": "%s:%s" % (pod_ip, pod_port), "probe_ok": probe_ok},
             "run the captures on the client, the LB nodes and the worker (role k8snet.triage.ingress_path)")]}
     evidence = {"hops": hops, "vip": "%s:%s" % (vip, port), "pod": "%s:%s" % (pod_ip, pod_port),
-                "pod_interface": pod_interface, "probe_ok": probe_ok, "backend_on_host_network": host_network}
+                "pod_interface": pod_interface, "probe_ok": probe_ok, "backend_on_host_network": host_network,
+                "lb_mode": lb_mode}
     if client:
         evidence["client_arp"] = {"requests": arp_requests, "replies": arp_replies}
     if vanished is None:

@@ -252,3 +252,40 @@ def test_connectivity_matrix_partial_drop(lab, ansible, lb):
     facts = sampled.result(task, "node1")["ansible_facts"]["connectivity_matrix"]
     assert sorted((p["from"], p["to"]) for p in facts["pairs"]) == [("node1", "node3"), ("node2", "node1"), ("node3", "node2")]
     assert [(f["check"], f["subject"]) for f in facts["findings"]] == [("connectivity.node_isolated", "node3")]
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["forwarding", "not-forwarding"])
+def test_a_direct_server_return_lb_is_never_called_nat(lab, ansible, lb, broken):
+    """Seesaw (GDC's bundled LB) forwards the VIP's packets without translating them (IPVS DR): with
+    ingress_path_lb_mode dsr the walk expects the VIP on the LB node's way out and on the worker's way in, and a
+    LB node that stops forwarding is ingress.lb_forward, not ingress.nat."""
+    lab_path.dsr_loadbalancer(lab)
+    try:
+        if broken:
+            lab_path.break_dsr_forward(lab)
+        # independently: the client gets the page only while the LB node forwards; the LB node has no NAT rule
+        assert (curl_from_client(lab, lb) == "200") == (not broken)
+        assert "k8t-path-dnat" not in lab.ns_run(lb["lb"], ["iptables-save", "-t", "nat"]).stdout
+        extra = {"ingress_path_lb_nodes": [lb["lb"]], "ingress_path_worker": lb["worker"], "ingress_path_vip": lb["vip"],
+                 "ingress_path_port": lb["vip_port"], "ingress_path_pod_ip": lb["pod_ip"],
+                 "ingress_path_pod_port": lb["pod_port"], "ingress_path_pcap_dir": str(lab.workdir / "pcaps"),
+                 "ingress_path_lb_mode": "dsr"}
+        run = ansible.playbook("k8snet.triage.ingress_path", extra_vars=extra, inventory=lb["inventory"])
+        nat = ansible.playbook("k8snet.triage.ingress_path", extra_vars=dict(extra, ingress_path_lb_mode="nat"),
+                               inventory=lb["inventory"])
+    finally:
+        lab_path.dsr_repair(lab)
+    assert run.rc == 0 and nat.rc == 0, (run, nat)
+    bisect = run.result(ROLE + "Find the first hop where the probes vanished", "client")["ansible_facts"]["__ingress_path_bisect"]
+    hops = dict((h["hop"], h["packets"]) for h in bisect["hops"])
+    [found] = run.result(ROLE + "Record the findings of this host", "client")["ansible_facts"]["ingress_path_findings"]
+    if broken:
+        assert bisect["vanished_at"] == "forward" and found["check"] == "ingress.lb_forward", bisect
+        assert hops["lb_in"] > 0 and hops["lb_forwarded"] == 0
+    else:
+        assert bisect["vanished_at"] is None and found["check"] == "ingress.ok", bisect
+        assert hops["lb_forwarded"] > 0 and hops["worker_in"] > 0 and hops["pod_veth"] > 0
+    assert "lb_translated" not in hops
+    # the same path walked as a NAT load balancer blames the LB node for not translating: what dsr avoids
+    [wrong] = nat.result(ROLE + "Record the findings of this host", "client")["ansible_facts"]["ingress_path_findings"]
+    assert wrong["check"] == "ingress.nat"

@@ -357,3 +357,47 @@ def host_network_backend(lab, lb="node1", worker="node2", vip_index=3):
         _ipt(lab, lb, ["-t", "nat", "-A", *snat])
     return {"lb": lab.node(lb).name, "worker": node.name, "vip": vip, "vip_port": VIP_PORT, "backend_ip": node.ip,
             "backend_port": HOST_NETWORK_PORT}
+
+
+DSR_TABLE = "k8t-path-dsr"
+
+
+@fault
+def dsr_loadbalancer(lab, lb="node1", worker="node2"):
+    """A direct-server-return load balancer, as Seesaw runs (IPVS in DR mode): the LB node keeps the VIP (and
+    answers ARP for it) but translates nothing; it forwards the VIP's packets to the worker with only the MAC
+    rewritten (an nft netdev rule, as IPVS DR does), the worker holds the VIP on lo without answering ARP for it
+    and translates VIP:80 to the pod (kube-proxy's rule for the Service's load-balancer IP), and the pod's reply
+    goes from the worker straight to the client."""
+    info = _lb(lab)
+    lb_node, work = lab.node(lb), lab.node(worker)
+    _ipt(lab, lb_node, ["-t", "nat", "-D", *_dnat_rule(info["vip"], info["pod_ip"])], check=False)
+    lab.ns_run(lb_node, ["nft", "-f", "-"], input=(
+        f"table netdev {DSR_TABLE} {{\n chain forward {{ type filter hook ingress device \"eth0\" priority 0; "
+        f"policy accept;\n  ip daddr {info['vip']} tcp dport {VIP_PORT} counter ether saddr set {lb_node.mac} "
+        f"ether daddr set {work.mac} fwd to \"eth0\"\n }}\n}}\n"))
+    lab.ns_run(work, ["sysctl", "-qw", "net.ipv4.conf.eth0.arp_ignore=1", "net.ipv4.conf.eth0.arp_announce=2"])
+    lab.ns_run(work, ["ip", "addr", "replace", f"{info['vip']}/32", "dev", "lo"])
+    dnat = _dnat_rule(info["vip"], info["pod_ip"])
+    if _ipt(lab, work, ["-t", "nat", "-C", *dnat], check=False).returncode != 0:
+        _ipt(lab, work, ["-t", "nat", "-A", *dnat])
+    return {"lb": lb_node.name, "worker": work.name, "vip": info["vip"], "table": DSR_TABLE}
+
+
+@fault
+def break_dsr_forward(lab, lb="node1"):
+    """The DSR load balancer stops forwarding (Seesaw's IPVS service gone, or no healthy real server): the VIP's
+    packets reach the LB node and go no further."""
+    lab.ns_run(lab.node(lb), ["nft", "delete", "table", "netdev", DSR_TABLE], check=False)
+    return {"break": "dsr_forward", "node": lab.node(lb).name}
+
+
+def dsr_repair(lab, lb="node1", worker="node2"):
+    """Undo dsr_loadbalancer: the forward rule gone, the worker without the VIP and its DNAT, the LB's DNAT back."""
+    info = _lb(lab)
+    work = lab.node(worker)
+    lab.ns_run(lab.node(lb), ["nft", "delete", "table", "netdev", DSR_TABLE], check=False)
+    _ipt(lab, work, ["-t", "nat", "-D", *_dnat_rule(info["vip"], info["pod_ip"])], check=False)
+    lab.ns_run(work, ["ip", "addr", "del", f"{info['vip']}/32", "dev", "lo"], check=False)
+    lab.ns_run(work, ["sysctl", "-qw", "net.ipv4.conf.eth0.arp_ignore=0", "net.ipv4.conf.eth0.arp_announce=0"])
+    path_repair(lab)

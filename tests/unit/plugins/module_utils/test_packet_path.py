@@ -245,3 +245,48 @@ def test_a_backend_on_the_host_network_has_no_veth_to_cross():
     backends = [{"ip": node, "port": 8090, "pod": "kube-system/hostnet-x", "node": "node2", "host": "node2"}]
     got = pp.ingress_bisect_backends({"lb": [lb], "workers": {"node2": worker}}, "198.18.160.203", 80, backends)
     assert got["vanished_at"] is None and "host_socket" in [h["hop"] for h in got["hops"]]
+
+
+def _dsr_flow(direction, src, dst, sport, dport, packets=3, interface="eth0"):
+    return {"direction": direction, "proto": "tcp", "src": src, "dst": dst, "sport": sport, "dport": dport,
+            "packets": packets, "interface": interface}
+
+
+def _dsr_captures(forwarded=3):
+    """A direct-server-return path (Seesaw): the LB node forwards the VIP's packets unchanged; the worker
+    translates the VIP to the pod and answers the client itself."""
+    vip, pod, client = "198.18.0.202", "198.19.1.5", "198.18.0.100"
+    return {"client": {"host": "client", "flows": [_dsr_flow("out", client, vip, 40000, 80)]},
+            "lb": [{"host": "node1", "flows": [_dsr_flow("in", client, vip, 40000, 80),
+                                               _dsr_flow("out", client, vip, 40000, 80, forwarded)]}],
+            "worker": {"host": "node2", "routed": {pod: "veth-web"},
+                       "flows": [_dsr_flow("in", client, vip, 40000, 80),
+                                 _dsr_flow("out", client, pod, 40000, 8080, interface="veth-web"),
+                                 _dsr_flow("in", pod, client, 8080, 40000, interface="veth-web")]}}
+
+
+def test_a_direct_server_return_lb_forwards_and_the_worker_translates():
+    got = pp.ingress_bisect(_dsr_captures(), "198.18.0.202", 80, "198.19.1.5", 8080, lb_mode="dsr")
+    assert got["vanished_at"] is None and got["findings"][0]["check"] == "ingress.ok"
+    assert [h["hop"] for h in got["hops"]] == ["client_out", "lb_in", "lb_forwarded", "worker_in", "pod_veth", "pod_reply"]
+    assert got["findings"][0]["evidence"]["lb_mode"] == "dsr"
+    # the same captures read as a NAT load balancer: nothing left the LB node to the pod, a false ingress.nat
+    assert pp.ingress_bisect(_dsr_captures(), "198.18.0.202", 80, "198.19.1.5", 8080)["vanished_at"] == "nat"
+
+
+def test_a_direct_server_return_lb_that_does_not_forward_is_not_a_nat_failure():
+    got = pp.ingress_bisect(_dsr_captures(forwarded=0), "198.18.0.202", 80, "198.19.1.5", 8080, lb_mode="dsr")
+    [f] = got["findings"]
+    assert got["vanished_at"] == "forward" and f["check"] == "ingress.lb_forward"
+    assert "not forwarded to a backend node" in f["summary"] and f["remediation"] == pp.STEPS["forward"][2]
+
+
+def test_the_filter_refuses_dsr_with_several_backends_and_an_unknown_mode():
+    from ansible.errors import AnsibleFilterError  # pylint: disable=import-outside-toplevel
+
+    backends = [{"ip": "198.19.1.5", "port": 8080, "host": "node2"}, {"ip": "198.19.2.5", "port": 8080, "host": "node3"}]
+    with pytest.raises(AnsibleFilterError, match="lb_mode=dsr walks one backend"):
+        bisect_filter(_dsr_captures(), "198.18.0.202", 80, "198.19.1.5", 8080, backends=backends, lb_mode="dsr")
+    with pytest.raises(AnsibleFilterError, match="give one of nat, dsr"):
+        bisect_filter(_dsr_captures(), "198.18.0.202", 80, "198.19.1.5", 8080, lb_mode="ipvs")
+    assert bisect_filter(_dsr_captures(), "198.18.0.202", 80, "198.19.1.5", 8080, lb_mode="dsr")["vanished_at"] is None
