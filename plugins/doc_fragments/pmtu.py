@@ -48,6 +48,15 @@ options:
     type: str
     choices: [auto, pyroute2, iproute2]
     default: auto
+  rate:
+    description:
+      - At most this many probe packets a second from this node, whatever the number of targets (each packet waits
+        for its slot; the probes of every target share them). At fleet size every node probes at once, and a burst
+        fills the node's own socket buffers and the peers' ICMP answer budget (net.ipv4.icmp_ratelimit), which would
+        read as peers that do not answer.
+      - 0 sends without a limit; at most 100000.
+    type: float
+    default: 200.0
 """
 
 

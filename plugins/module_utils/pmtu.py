@@ -37,6 +37,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.pmtu_options import MAX_SIZE, MIN_SIZE, not_a_peer, refusal
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.pacing import DEFAULT_RATE, Pacer
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability import echo_request, enter_netns, parse_echo_reply
 
 # include/uapi/linux/in.h, errqueue.h
@@ -195,10 +196,13 @@ def _socket(address):
 
 
 class Prober(object):
-    """Echo requests of one total IP size at a time to one peer, DF set, ``copies`` per size."""
+    """Echo requests of one total IP size at a time to one peer, DF set, ``copies`` per size; each packet waits
+    for its slot of ``pacer`` (pacing.Pacer, shared by the searches of every peer) when there is one."""
 
-    def __init__(self, address, timeout, copies=2):
-        self.address, self.timeout, self.copies = address, timeout, copies
+    pacer = None
+
+    def __init__(self, address, timeout, copies=2, pacer=None):
+        self.address, self.timeout, self.copies, self.pacer = address, timeout, copies, pacer
         self.sock, self.raw = _socket(address)
         self.ident = random.randint(1, 0xFFFF)
         self.seq = 0
@@ -230,6 +234,8 @@ class Prober(object):
     def _send(self, packet):
         """Send one probe; a full local queue (ENOBUFS, EAGAIN: this node's own buffers, at fleet size many probes
         at once) is waited out a few times, with a short back-off, before it is given up as a local failure."""
+        if self.pacer is not None:
+            self.pacer.wait()
         for delay in LOCAL_RETRY_DELAYS:
             try:
                 self.sock.send(packet)
@@ -275,11 +281,12 @@ class Prober(object):
                 return True
 
 
-def probe_peer(target, high, low, timeout, prober_class=None):
+def probe_peer(target, high, low, timeout, prober_class=None, pacer=None):
     """One peer's search; a probe this node could not send (its own buffers, permissions, no route: an OSError
     on send) ends it with ``local_error`` - the prober's problem, never the peer's."""
     started = time.time()
-    prober = (prober_class or Prober)(target["address"], timeout)
+    cls = prober_class or Prober
+    prober = cls(target["address"], timeout, pacer=pacer) if pacer is not None else cls(target["address"], timeout)
     local_error = None
     try:
         largest = search(prober, low, high)
@@ -358,11 +365,12 @@ def _read_paths(netlink, targets, ceiling, strict):
     return links, usable, skipped
 
 
-def _probe_all(targets, low, timeout):
-    """The searches of every target with a route device, in parallel, then a row for each one without."""
+def _probe_all(targets, low, timeout, pacer=None):
+    """The searches of every target with a route device, in parallel (their packets paced by ``pacer``), then a
+    row for each one without."""
     jobs = [t for t in targets if t["dev"]]
     with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, max(1, len(jobs)))) as pool:
-        futures = [pool.submit(probe_peer, t, max(low, t["high"]), low, timeout) for t in jobs]
+        futures = [pool.submit(probe_peer, t, max(low, t["high"]), low, timeout, pacer=pacer) for t in jobs]
         rows = [f.result() for f in futures]
     for target in targets:
         if not target["dev"]:
@@ -403,7 +411,7 @@ def node_check(params, runner, strict=False):
         enter_netns(netns_pid)
     netlink = Netlink(runner, params.get("reader") or "auto")
     links, targets, skipped = _read_paths(netlink, targets, ceiling, strict)
-    rows = _probe_all(targets, low, timeout)
+    rows = _probe_all(targets, low, timeout, Pacer(params.get("rate", DEFAULT_RATE)))
     interfaces = path_interfaces(links, set(r["dev"] for r in rows if r["dev"]))
     subject = params.get("node_name") or "this node"
     if netns_pid is not None:

@@ -11,6 +11,7 @@ import ipaddress
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.pacing import DEFAULT_RATE, rate_rule
 
 
 MIN_SIZE = 576
@@ -31,6 +32,7 @@ CHECK_SPEC = dict(
     max_size=dict(type="int"),
     timeout=dict(type="float", default=0.5),
     reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
+    rate=dict(type="float", default=DEFAULT_RATE),
 )
 
 _THIS_NETWORK = ipaddress.ip_network("0.0.0.0/8")
@@ -79,6 +81,7 @@ RULES = dict(
     min_size=params.count(68, 9000, "bytes"),
     max_size=params.count(68, MAX_SIZE, "bytes"),
     timeout=params.seconds(0, 5),
+    rate=rate_rule,
     node_name=params.node_name,
     netns_pid=params.count(1, 4194304),
 )

@@ -34,6 +34,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netli
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, PrivilegeError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.interfaces import macs_by_name
+from ansible_collections.k8snet.triage.plugins.module_utils.pacing import DEFAULT_RATE, Pacer
 from ansible_collections.k8snet.triage.plugins.module_utils.reachability_options import PROBES
 
 CLONE_NEWNET = 0x40000000
@@ -137,7 +138,11 @@ def _icmp_socket():
                                  "run the task with become: true or leave icmp out of probes")
 
 
-def probe_icmp(address, count, timeout, interval=0.2):
+def _no_pace():
+    """The pace of an unpaced probe: no wait."""
+
+
+def probe_icmp(address, count, timeout, interval=0.2, pace=_no_pace):
     sock, raw = _icmp_socket()
     ident = random.randint(1, 0xFFFF)
     result = {"sent": 0, "received": 0, "rtt_ms": None, "error": None}
@@ -146,6 +151,7 @@ def probe_icmp(address, count, timeout, interval=0.2):
         if not raw:
             sock.connect((address, 0))
         for seq in range(1, count + 1):
+            pace()
             sent_at = time.time()
             try:
                 if raw:
@@ -177,11 +183,12 @@ def probe_icmp(address, count, timeout, interval=0.2):
     return result
 
 
-def probe_tcp(address, port, timeout, count=1):
+def probe_tcp(address, port, timeout, count=1, pace=_no_pace):
     """Up to ``count`` connects, stopping at the first that opens; the last status wins otherwise."""
     out = {"port": port, "status": "error", "attempts": 0, "ms": None, "error": None}
     for dummy in range(count):
         out["attempts"] += 1
+        pace()
         started = time.time()
         try:
             sock = socket.create_connection((address, port), timeout=timeout)
@@ -199,7 +206,7 @@ def probe_tcp(address, port, timeout, count=1):
     return out
 
 
-def probe_arp(address, route, links, addresses, count, timeout):
+def probe_arp(address, route, links, addresses, count, timeout, pace=_no_pace):
     """ARP who-has on the route's interface; every MAC that answers is recorded."""
     dev = route.get("dev")
     out = {"status": "no_answer", "interface": dev, "macs": [], "error": None}
@@ -215,6 +222,7 @@ def probe_arp(address, route, links, addresses, count, timeout):
     macs = []
     try:
         for dummy in range(count):
+            pace()
             sock.send(arp_probe.build_request(mac, mac, address, sender_ip=src))
             deadline = time.time() + timeout
             while True:
@@ -237,16 +245,19 @@ RETRY_WORKERS = 4
 
 
 class Prober(object):
-    def __init__(self, netlink, probes, count, timeout):
+    def __init__(self, netlink, probes, count, timeout, pacer=None):
         self.netlink, self.probes, self.count, self.timeout = netlink, probes, count, timeout
+        # every packet of every probe thread waits for its slot (pacing.Pacer): the node's probe budget
+        self.pace = pacer.wait if pacer is not None else _no_pace
         self._links = self._addresses = None
 
     def _one(self, target, kind):
         if kind == "icmp":
-            return probe_icmp(target["address"], self.count, self.timeout)
+            return probe_icmp(target["address"], self.count, self.timeout, pace=self.pace)
         if kind == "tcp":
-            return probe_tcp(target["address"], target["port"], self.timeout, self.count)
-        return probe_arp(target["address"], target["route"], self._links, self._addresses, self.count, self.timeout)
+            return probe_tcp(target["address"], target["port"], self.timeout, self.count, pace=self.pace)
+        return probe_arp(target["address"], target["route"], self._links, self._addresses, self.count, self.timeout,
+                         pace=self.pace)
 
     def _round(self, targets, workers):
         jobs = [(t, kind) for t in targets for kind in PROBES if kind in self.probes]
@@ -371,7 +382,8 @@ def node_check(params, runner):
     targets = validate_targets(params.get("targets") or [], params.get("tcp_port", 22))
     where = enter_pod(params, runner)
     with Netlink(runner, params.get("reader") or "auto") as netlink:
-        rows = Prober(netlink, params.get("probes") or ["icmp", "tcp"], count, timeout).run(targets)
+        rows = Prober(netlink, params.get("probes") or ["icmp", "tcp"], count, timeout,
+                      Pacer(params.get("rate", DEFAULT_RATE))).run(targets)
     subject = where or "this host"
     # not "results"/"unreachable": Ansible reads those keys as loop results and host unreachability
     data = {"targets": rows, "answered": [r["name"] for r in rows if r["reachable"]],

@@ -8,6 +8,7 @@ apart from the check's code, which node_triage imports only once its sampled che
 from __future__ import annotations
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.pacing import DEFAULT_RATE, rate_rule
 
 
 PROBES = ("icmp", "tcp", "arp")
@@ -27,6 +28,7 @@ CHECK_SPEC = dict(
     tcp_port=dict(type="int", default=22),
     count=dict(type="int", default=3),
     timeout=dict(type="float", default=1.0),
+    rate=dict(type="float", default=DEFAULT_RATE),
 )
 
 
@@ -40,6 +42,7 @@ RULES = dict(
     tcp_port=params.port,
     count=params.count(1, 20, "probes"),
     timeout=params.seconds(0, 10),
+    rate=rate_rule,
     netns_pid=params.count(1, 4194304),
     pod_ip=params.address(),
 )

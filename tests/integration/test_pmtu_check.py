@@ -177,3 +177,38 @@ def test_the_one_pass_skips_what_is_not_a_peer_and_measures_the_rest(lab, ansibl
     # independent reader: node2 is reached through eth0 at full size, as the pass says
     route = lab.node_json("node1", ["ip", "-j", "route", "get", node2.ip])[0]
     assert route["dev"] == "eth0" and pmtu_result["data"]["peers"][0]["largest"] == mtu.link_mtu(lab, "node1", "eth0")
+
+
+def _echo_times(lab, node, count, run):
+    """The times tcpdump saw ``node`` send ``count`` ICMP echo requests while ``run()`` ran (an independent reader)."""
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+
+    dump = subprocess.Popen(["ip", "netns", "exec", lab.node(node).ns, "timeout", "60", "tcpdump", "-i", "eth0", "-n",
+                             "-tt", "-l", "-c", str(count), "icmp[icmptype] == icmp-echo and src %s" % lab.node(node).ip],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    time.sleep(1.0)  # tcpdump listens
+    result = run()
+    out = dump.communicate(timeout=90)[0]
+    return result, [float(line.split()[0]) for line in out.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("module", ["reachability", "pmtu_check"])
+def test_the_probes_of_one_node_keep_to_its_rate(lab, ansible, module):
+    """rate: at most that many probe packets a second from the node, whatever the number of peers and threads
+    (seen by tcpdump on the node, not by the module)."""
+    peers = [{"address": lab.node(n).ip, "name": n} for n in ("node2", "node3")]
+    if module == "reachability":
+        args, packets = {"targets": peers, "probes": ["icmp"], "count": 4, "rate": 5}, 8
+    else:  # two sizes a peer at least (the interface MTU answers at once), two copies each
+        args, packets = {"targets": peers, "min_size": 1400, "rate": 5}, 8
+    result, times = _echo_times(lab, "node1", packets, lambda: ansible.module("node1", module, args)["node1"])
+    assert not result.get("failed"), result
+    assert len(times) == packets, times
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    # 5 a second: every packet at least ~0.2 s after the one before (a little jitter allowed), the whole >= 1.4 s
+    assert min(gaps) > 0.18 and times[-1] - times[0] >= 1.4 - 0.05, gaps
+    # and without a limit the same probes leave together
+    result, times = _echo_times(lab, "node1", packets,
+                                lambda: ansible.module("node1", module, dict(args, rate=0))["node1"])
+    assert times[-1] - times[0] < 1.0, times

@@ -20,7 +20,7 @@ _RULES = dict(reachability_options.RULES)
 _RULES["targets"] = rules.each(reachability_options.TARGET_RULE, max_items=reachability_options.MAX_TARGETS)
 RULES = rules.fields(**_RULES)
 ROLE_VARIABLES = (("probes", "connectivity_probes"), ("tcp_port", "connectivity_tcp_port"),
-                  ("count", "connectivity_count"), ("timeout", "connectivity_timeout"))
+                  ("count", "connectivity_count"), ("timeout", "connectivity_timeout"), ("rate", "connectivity_rate"))
 
 
 def load():

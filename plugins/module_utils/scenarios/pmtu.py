@@ -16,7 +16,8 @@ PREFIXES = ("net",)
 NODE_NAMED = True
 OPTIONS = scenario.options(pmtu_options.CHECK_SPEC, targets=[])
 RULES = rules.fields(**pmtu_options.PASS_RULES)
-ROLE_VARIABLES = (("min_size", "pmtu_min_size"), ("max_size", "pmtu_max_size"), ("timeout", "pmtu_timeout"))
+ROLE_VARIABLES = (("min_size", "pmtu_min_size"), ("max_size", "pmtu_max_size"), ("timeout", "pmtu_timeout"),
+                  ("rate", "pmtu_rate"))
 
 
 def load():

@@ -155,7 +155,7 @@ def fake_paths(monkeypatch):
     monkeypatch.setattr(netlink, "Netlink", FakeNetlink)
     probed = []
 
-    def probe(target, high, low, timeout):
+    def probe(target, high, low, timeout, pacer=None):  # the pacer is tested in test_pacing
         probed.append(target["address"])
         return {"address": target["address"], "name": target["name"], "dev": target["dev"], "probed_min": low,
                 "probed_max": high, "largest": high, "frag_needed": None, "probes": 2, "seconds": 0.1}
