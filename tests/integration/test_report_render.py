@@ -48,15 +48,20 @@ PLAY = """
 HOSTILE = ["<!--<script>", "</script><b>x</b>", "]]>", "line\u2028sep\u2029para", "</SCRIPT >", "<!-- -->", "&lt;&amp;"]
 
 
-def run_report(tmp_path, findings):
+def play_report(tmp_path, text, inventory="localhost,"):
+    """Run the play ``text`` on the controller (every host local); the report it wrote."""
     play = tmp_path / "play.yml"
-    play.write_text(PLAY.format(findings=json.dumps(findings), hops=json.dumps(HOPS), out=tmp_path))
+    play.write_text(text)
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH="%s:%s" % (BIN, os.environ["PATH"]))
-    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", inventory, "-c", "local",
                            "-e", "ansible_python_interpreter=%s" % sys.executable, str(play)],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:]
     return json.loads((tmp_path / "triage-report.json").read_text())
+
+
+def run_report(tmp_path, findings):
+    return play_report(tmp_path, PLAY.format(findings=json.dumps(findings), hops=json.dumps(HOPS), out=tmp_path))
 
 
 def chromium_dom(tmp_path):
@@ -155,13 +160,7 @@ def test_the_coverage_table_lists_what_did_not_run_and_folds_the_hosts_where_eve
         "h4": {"host": {"status": "unreachable", "reason": "ssh timed out"},
                "results": {"dns": dict(ran, status="not run", reason="host unreachable")}},
     }
-    play = tmp_path / "play.yml"
-    play.write_text(FLEET_PLAY.format(records=json.dumps(records), out=tmp_path))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH="%s:%s" % (BIN, os.environ["PATH"]))
-    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "h1,h2,h3,h4,localhost,", "-c", "local",
-                           "-e", "ansible_python_interpreter=%s" % sys.executable, str(play)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    play_report(tmp_path, FLEET_PLAY.format(records=json.dumps(records), out=tmp_path), "h1,h2,h3,h4,localhost,")
     dom = chromium_dom(tmp_path)
     table = dom.split('id="coveragetable"', 1)[1].split("</table>", 1)[0]
     rows = [[cell.split(">", 1)[1] for cell in row.split("</td>")[:-1]] for row in table.split("<tr>")[2:]]
