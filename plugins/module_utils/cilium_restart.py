@@ -15,20 +15,12 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium_restart_options import AGENT_DAEMONSETS, RULES
 from ansible_collections.k8snet.triage.plugins.module_utils import node_network
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta
-
-AGENT_DAEMONSETS = ("cilium", "anetd")
-
-RULES = dict(
-    rules.KUBE_AUTH_RULES,
-    pod=rules.namespaced_name,
-    node=rules.node_name,
-    daemonsets=rules.each(rules.k8s_name, max_items=16),
-)
 
 
 def _state(pod):

@@ -11,8 +11,9 @@ several as a finding).
 
 from __future__ import annotations
 
+from ansible.module_utils.basic import missing_required_lib
+
 from ansible_collections.k8snet.triage.plugins.module_utils import f5
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError, TriageError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
 
@@ -20,14 +21,6 @@ from ansible_collections.k8snet.triage.plugins.module_utils.findings import find
 CLUSTER_IDENTITY = ("host", "api_key", "ca_cert", "client_cert", "client_key")
 # what RV(modes) shows of each CIS controller
 CIS_SHOWN = ("ref", "replicas", "ready", "watch", "pool_member_type", "partitions")
-
-RULES = dict(
-    rules.KUBE_AUTH_RULES,
-    clusters=rules.each(rules.fields(name=rules.short_text, kubeconfig=rules.absolute_path,
-                                     context=rules.short_text), max_items=64),
-    namespaces=rules.each(rules.k8s_name),
-    controller_pods=rules.each(rules.short_text),
-)
 
 
 def deployments(kube):
@@ -152,3 +145,15 @@ def audit_clusters(params, kube_factory):
     if not found:
         found.append(_audit_clean(summaries, modes))
     return {"clusters": summaries, "modes": modes, "findings": sort_findings(found)}
+
+
+def api_check(params, kube_factory):
+    """The f5_configmap_audit run as kube_module.api_module_main runs it: the jsonschema library required,
+    then ``audit_clusters``; ``{"data": {"clusters", "modes"}, "findings": [...]}``.
+
+    A TriageError raised carries in its details (``clusters``) the summaries of the clusters audited before it."""
+    if not f5.HAS_JSONSCHEMA:
+        raise ReadError(missing_required_lib("jsonschema"), exception=f5.JSONSCHEMA_IMPORT_ERROR)
+    result = audit_clusters(params, kube_factory)
+    findings = result.pop("findings")
+    return {"data": result, "findings": findings}

@@ -14,6 +14,8 @@ Pure functions over the plain dicts ``kube_client.Kube`` returns (the API's own 
   ``servers`` format;
 * ``pod``: one pod's IP, node and phase (the pod whose view of DNS the ``dns`` role checks);
 * small findings about what is missing (``kube.node_without_pod_cidr`` ...).
+
+``gather`` reads them through a ``kube_client.Kube``, each list once; ``api_check`` is kube_network_info's run.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ import ipaddress
 
 from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
 from ansible_collections.k8snet.triage.plugins.module_utils import frontends
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, TriageError
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import split_ref
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_auth import configuration, credential_source
 
 GATHER = ("nodes", "service_frontends", "dns_servers")  # the default: what the node-side roles need
 GATHER_CHOICES = GATHER + ("pod",)  # and one pod, when asked for by name
@@ -318,3 +321,28 @@ def gather(kube, what=GATHER, dns_namespace=DNS_NAMESPACE, dns_service=DNS_SERVI
         found.extend(dns_findings(service, pods, dns_namespace, dns_service, dns_pod_selector))
     result["findings"] = found
     return result
+
+
+def _read(params, kube_factory, source):
+    """What kube_network_info reads: ``gather``'s result, or with an empty ``gather`` no request at all, only the
+    credentials of ``source`` loaded."""
+    if not params["gather"]:
+        if source:
+            configuration(params)  # a kubeconfig that cannot be loaded fails here, still without a request
+        return {"findings": []}
+    return gather(kube_factory(params), params["gather"], params["dns_namespace"], params["dns_service"],
+                  params["dns_pod_selector"], params["pod"])
+
+
+def api_check(params, kube_factory):
+    """The whole kube_network_info run, as kube_module.api_module_main runs it: ``params`` in,
+    ``{"data": {"credential_source", what was gathered}, "findings": [...]}`` out; a TriageError raised carries
+    the credential source in its details (``credential_source``)."""
+    source = credential_source(params)
+    try:
+        result = _read(params, kube_factory, source)
+    except TriageError as exc:
+        exc.details["credential_source"] = source
+        raise
+    findings = sort_findings(result.pop("findings"))
+    return {"data": dict(credential_source=source, **result), "findings": findings}

@@ -24,6 +24,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import Privil
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import optional_read
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_logs_options import RULES
 
 # The agents whose logs explain network symptoms, as their upstream manifests label them.
 DEFAULT_TARGETS = (
@@ -33,28 +34,6 @@ DEFAULT_TARGETS = (
     {"name": "coredns", "namespace": "kube-system", "label_selector": "k8s-app=kube-dns", "per_node": False},
     {"name": "metallb-speaker", "namespace": "metallb-system", "label_selector": "component=speaker", "per_node": True},
     {"name": "f5-cis", "namespace": "kube-system", "label_selector": "app=k8s-bigip-ctlr", "per_node": False},
-)
-TARGET_SPEC = dict(
-    name=dict(type="str", required=True),
-    namespace=dict(type="str", required=True),
-    label_selector=dict(type="str", required=True),
-    per_node=dict(type="bool", default=False),
-    containers=dict(type="list", elements="str", default=[]),
-)
-TARGET_RULE = rules.fields(
-    name=rules.short_text,
-    namespace=rules.k8s_name,
-    label_selector=rules.label_selector,
-    containers=rules.each(rules.k8s_name, max_items=16),
-)
-RULES = dict(
-    rules.KUBE_AUTH_RULES,
-    targets=rules.each(TARGET_RULE, max_items=32),
-    nodes=rules.each(rules.node_name, max_items=1000),
-    tail_lines=rules.count(1, 10000, "lines"),
-    since_seconds=rules.count(1, 7 * 86400, "seconds"),
-    limit_bytes=rules.count(1024, 16 * 1024 * 1024, "bytes"),
-    max_pods=rules.count(1, 500, "pods"),
 )
 EVENTS_SHOWN = 20
 

@@ -17,7 +17,8 @@ traffic nodePort and one HTTP request: answered, connected but silent, dropped o
 (re-reads the Service, merge-patches with the resourceVersion it read), ``remediate`` (the named Services
 in order, up to a cap, stopping at the first failure and saying what was patched, what failed and what was
 not attempted) and ``verify_switch`` (the post-check: re-reads the Service and probes every node until all
-pass or a total deadline passes).
+pass or a total deadline passes).  ``api_run`` is the module's whole run: ``select_services``, then ``run`` (read,
+probe and judge each Service, remediate the ``remediation_targets``, verify what was patched).
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ import time
 import http.client as http_client
 
 from ansible_collections.k8snet.triage.plugins.module_utils import sockets
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import split_ref
 
 MAX_BODY_BYTES = 1024 * 1024  # kube-proxy's answer is a few hundred bytes
 TRADE_OFF = ("externalTrafficPolicy: Cluster makes every node pass the health check, but the client "
@@ -527,3 +529,152 @@ def verify_findings(result, who=None):
 
 def node_ips(nodes, address_type="InternalIP"):
     return dict((meta(n, "name"), node_address(n, address_type)) for n in nodes)
+
+
+# ------------------------------------------------------------------ the lb_health run (reads, remediation, post-check)
+MAX_PATCH_LIMIT = 100
+
+
+def select_services(kube, names, namespaces):
+    """The Services ``names`` names (InputError for one that does not exist), else the Local LoadBalancer Services
+    of ``namespaces`` (of every namespace when empty)."""
+    if names:
+        found = []
+        for ref in names:
+            namespace, name = split_ref(ref)
+            svc = kube.get("services", name, namespace)
+            if svc is None:
+                raise InputError("Service %s does not exist" % ref)
+            found.append(svc)
+        return found
+    services = []
+    for namespace in namespaces or [None]:
+        services.extend(kube.services(namespace))
+    return [s for s in services if is_local_lb(s)]
+
+
+def remediation_targets(p):
+    """The Services remediation may patch (validated, de-duplicated, in order); [] when not remediating."""
+    if p["remediate"] == "none":
+        return []
+    if not p["remediate_services"]:
+        raise InputError("remediate: %s needs remediate_services, the Services (namespace/name) it may patch; "
+                         "nothing is patched without naming them" % p["remediate"])
+    if not 1 <= p["max_patch"] <= MAX_PATCH_LIMIT:
+        raise InputError("max_patch must be between 1 and %d, not %s" % (MAX_PATCH_LIMIT, p["max_patch"]))
+    targets = []
+    for ref in p["remediate_services"]:
+        split_ref(ref)
+        if ref not in targets:
+            targets.append(ref)
+    outside = [ref for ref in targets if p["services"] and ref not in p["services"]]
+    if outside:
+        raise InputError("remediate_services %s are not among services: add them to services, or leave services "
+                         "empty" % ", ".join(outside))
+    return targets
+
+
+def _probe_nodes(nodes, addresses, port, probe_one, timeout):
+    """{node name: probe_one(address, port, timeout)} of every pool node that has an address."""
+    probes = {}
+    for node in nodes:
+        address = addresses[meta(node, "name")]
+        if address:
+            probes[meta(node, "name")] = probe_one(address, port, timeout)
+    return probes
+
+
+def _read_service(kube, svc, nodes, addresses, p):
+    """(local endpoints, health-check probes, traffic probes or None when not probed) of one Local LoadBalancer
+    Service: its EndpointSlices, its healthCheckNodePort on every node (``probe``) and its traffic nodePort
+    (``probe_traffic``)."""
+    endpoints = local_endpoints(kube.endpoint_slices(meta(svc, "namespace"), service=meta(svc, "name")))
+    port = svc["spec"].get("healthCheckNodePort")
+    probes = {}
+    if p["probe"] and port:
+        probes = _probe_nodes(nodes, addresses, port, probe, p["probe_timeout"])
+    traffic = None
+    node_port = traffic_port(svc)
+    if p["probe_traffic"] and node_port:
+        traffic = _probe_nodes(nodes, addresses, node_port, traffic_probe, p["probe_timeout"])
+    return endpoints, probes, traffic
+
+
+def _judge_services(kube, services, nodes, addresses, p, targets):
+    """(Service models, findings, {ref: patch reason}, {ref: traffic probes}) of the selected Services."""
+    models, found, reasons, traffic_all = [], [], {}, {}
+    for svc in services:
+        ref = "%s/%s" % (meta(svc, "namespace"), meta(svc, "name"))
+        if not is_local_lb(svc):
+            models.append(service_model(svc, {}, {}))
+            reasons[ref] = patch_reason(svc, nodes, {}, {})
+            continue
+        endpoints, probes, traffic = _read_service(kube, svc, nodes, addresses, p)
+        if traffic is None:
+            traffic = {}
+        else:
+            traffic_all[ref] = traffic
+        found.extend(check_service(svc, nodes, endpoints, probes, traffic))
+        models.append(service_model(svc, endpoints, probes))
+        reasons[ref] = patch_reason(svc, nodes, endpoints, probes)
+        if p["force_policy_switch"] and ref in targets:
+            reasons[ref] = forced_reason(svc, reasons[ref])
+    return models, found, reasons, traffic_all
+
+
+def _verify_patched(kube, outcome, nodes, addresses, p, check_mode):
+    """The post-check of every Service patched (``verify``, never in check mode): ``outcome["verification"]``
+    filled, its findings returned."""
+    found = []
+    outcome["verification"] = []
+    if p["verify"] and not check_mode:
+        for ref in outcome["patched"]:
+            namespace, name = split_ref(ref)
+            result = verify_switch(kube, namespace, name, nodes, addresses, p["probe_timeout"], p["verify_timeout"])
+            outcome["verification"].append(result)
+            found.extend(verify_findings(result, outcome["owners"].get(ref)))
+    return found
+
+
+def run(p, kube, targets, check_mode=False):
+    """(Service models, findings, remediation outcome) of one lb_health run through ``kube``: the Services
+    selected, read, probed and judged, the ``targets`` remediated, the Services patched verified."""
+    services = select_services(kube, p["services"] or targets, p["namespaces"])
+    nodes = pool_nodes(kube.nodes())
+    addresses = node_ips(nodes, p["address_type"])
+    models, found, reasons, traffic_all = _judge_services(kube, services, nodes, addresses, p, targets)
+    outcome = remediate(kube, [(ref,) + reasons[ref] for ref in targets], p["max_patch"], check_mode)
+    for ref, who in outcome["owners"].items():
+        found.append(owner_finding(ref, who, check_mode))
+    found.extend(_verify_patched(kube, outcome, nodes, addresses, p, check_mode))
+    outcome["traffic"] = traffic_all
+    return models, found, outcome
+
+
+def _module_result(models, found, outcome):
+    """The module's result of a run (RV(diff) only when a Service was patched or would be)."""
+    patched = outcome["patched"]
+    result = dict(changed=bool(patched), services=models, patched=patched, failures=outcome["failures"],
+                  not_attempted=outcome["not_attempted"], traffic=outcome["traffic"], owners=outcome["owners"],
+                  verification=outcome["verification"], findings=sort_findings(found))
+    if outcome["diffs"]:
+        result["diff"] = outcome["diffs"] if len(outcome["diffs"]) > 1 else outcome["diffs"][0]
+    return result
+
+
+def api_run(params, kube_factory, check_mode=False):
+    """The whole lb_health run: ``params`` (the module's options) in, the module's result out; the API client
+    (``kube_factory(params)``) is built once the remediation targets are known to be valid.  A remediation that
+    failed raises ChangeError, whose details are the whole result (what was patched, what failed, what was not
+    attempted)."""
+    targets = remediation_targets(params)
+    models, found, outcome = run(params, kube_factory(params), targets, check_mode)
+    result = _module_result(models, found, outcome)
+    if outcome["failures"]:
+        patched = outcome["patched"]
+        first = outcome["failures"][0]
+        raise ChangeError(
+            "lb_health patched %d Service(s)%s, then failed on %s: %s" % (
+                len(patched), " (%s)" % ", ".join(patched) if patched else "", first["service"], first["reason"]),
+            **result)
+    return result

@@ -32,40 +32,15 @@ from ansible_collections.k8snet.triage.plugins.module_utils.findings import find
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import split_ref
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import optional_read
+from ansible_collections.k8snet.triage.plugins.module_utils.service_path_options import RULES
 
 METALLB_GROUP = "metallb.io"
 METALLB_VERSION = "v1beta1"
 L2_STATUS_PLURAL = "servicel2statuses"
 # the speaker's event (speaker/main.go): announcing from node "node1" with protocol "layer2"
 _ASSIGNED = re.compile(r'announcing from node "([^"]+)"')
-_PORT_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,13}[a-z0-9])?$")
 # the most endpoints returned (a Deployment of thousands is summarised by the count)
 MAX_ENDPOINTS = 64
-
-
-def port_ref(option, value):
-    """A Service port: its number (1..65535) or its name (an IANA service name, 1..15 characters)."""
-    if isinstance(value, bool):
-        rules.port(option, value)
-    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
-        return rules.port(option, int(value))
-    rules.text(option, value, max_len=16)
-    if not _PORT_NAME.match(value):
-        raise InputError("%s=%r is invalid: give the Service port's number (1..65535) or its name (1..15 lowercase "
-                         "letters, digits or '-', as in spec.ports[].name)" % (option, value))
-    return value
-
-
-def _inventory_entry(option, value):
-    return rules.fields(k8s_node_name=rules.node_name)(option, value if value is not None else {})
-
-
-RULES = dict(
-    rules.KUBE_AUTH_RULES,
-    service=rules.namespaced_name,
-    port=port_ref,
-    inventory=rules.mapping(rules.node_name, _inventory_entry, max_items=10000),
-)
 
 
 # ------------------------------------------------------------------ the Service

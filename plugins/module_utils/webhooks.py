@@ -20,9 +20,9 @@ pod (IBM Cloud's OpenVPN client, later its konnectivity-agent; Konnectivity on A
 Gardener).  When no tunnel pod is ready on a node with network, every Service-backed webhook is out
 of the API server's reach however healthy its own pods are, and the cycle closes through the tunnel:
 the tunnel pod waits for the CNI on its node, the CNI waits for the API server, which waits for the
-webhook it cannot reach.  ``TUNNEL_PODS`` lists where those pods are found (namespace/selector, with
-the source of each); ``tunnel_pods`` overrides it.  A tunnel that is down while its pods sit on nodes
-with network blocks the CNI without a cycle: ``webhook.cni_blocked_by_tunnel``.
+webhook it cannot reach.  ``webhooks_options.TUNNEL_PODS`` lists where those pods are found
+(namespace/selector, with the source of each); ``tunnel_pods`` overrides it.  A tunnel that is down
+while its pods sit on nodes with network blocks the CNI without a cycle: ``webhook.cni_blocked_by_tunnel``.
 """
 
 from __future__ import annotations
@@ -32,34 +32,14 @@ from ansible_collections.k8snet.triage.plugins.module_utils import params as rul
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import condition, meta
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import check_name, check_namespace
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import SERVICE_NAME_LABEL
+from ansible_collections.k8snet.triage.plugins.module_utils.webhooks_options import (
+    DEFAULT_TUNNEL_PODS, KINDS, REPAIR_RULES, RULES, parse_tunnel)
 
 # resources as admission rules name them: "*" is every resource (no subresource), "x/*" every subresource of x
 POD_RESOURCES = ("pods", "*", "*/*")
 NODE_STATUS_RESOURCES = ("nodes/status", "nodes/*", "*/*")
 METADATA_NAME = "kubernetes.io/metadata.name"
-
-# Where the cluster end of the API server's tunnel runs: namespace/label selector, and the source.
-TUNNEL_PODS = (
-    # IBM Cloud Kubernetes Service up to 1.20 (OpenVPN client) and from 1.21 (Konnectivity): IBM Cloud docs,
-    # "Why do cluster operations fail due to a broken webhook?" (topic containers-webhooks_update, 2023-01-06)
-    ("kube-system/app=vpn", "IBM Cloud OpenVPN client"),
-    ("kube-system/app=konnectivity-agent", "konnectivity-agent (IBM Cloud 1.21+, AKS, HyperShift, Gardener)"),
-    # the upstream example: kubernetes.io "Set up Konnectivity service" (konnectivity-agent.yaml)
-    ("kube-system/k8s-app=konnectivity-agent", "konnectivity-agent (the Kubernetes docs' DaemonSet, GKE)"),
-    # AKS before Konnectivity: learn.microsoft.com "Tunnel connectivity issues" names tunnelfront; its pods
-    # carry component=tunnel (kubectl describe pod -n kube-system -l component=tunnel in AKS support scripts)
-    ("kube-system/component=tunnel", "AKS tunnelfront"),
-)
-DEFAULT_TUNNEL_PODS = tuple(entry for entry, _what in TUNNEL_PODS)
-
-
-def parse_tunnel(entry):
-    """``namespace/selector`` -> (namespace, selector); the namespace ends at the first ``/`` (label keys may
-    hold one, namespaces never)."""
-    namespace, _sep, selector = entry.partition("/")
-    return namespace, selector
 
 
 # ------------------------------------------------------------------ pure helpers
@@ -393,29 +373,6 @@ def check(configurations, namespaces, services, slices, pods, nodes, cni_pods, c
 
 
 # ----------------------------------------------------------------- the check (one shape)
-def tunnel_entry(option, value):
-    """``namespace/label-selector`` of the API server's tunnel pods, like kube-system/app=konnectivity-agent."""
-    rules.label_selector(option, value)
-    namespace, selector = parse_tunnel(value)
-    if not selector.strip():
-        raise InputError("%s: %r is not namespace/selector: give the namespace and a label selector, like "
-                         "kube-system/app=konnectivity-agent" % (option, value), option=option)
-    try:
-        check_namespace(namespace)
-    except InputError as exc:
-        raise InputError("%s: %s; give namespace/selector, like kube-system/app=konnectivity-agent" % (
-            option, exc.message), option=option)
-    return value
-
-
-RULES = dict(
-    rules.KUBE_AUTH_RULES,
-    cni_daemonsets=rules.each(rules.short_text),
-    cni_namespaces=rules.each(rules.k8s_name),
-    tunnel_pods=rules.each(tunnel_entry, max_items=64),
-)
-
-
 def _configurations(kube):
     """[(kind, configuration)] of every validating, then every mutating, webhook configuration."""
     validating, mutating = kube.webhook_configurations()
@@ -497,24 +454,6 @@ def api_check(params, kube_factory):
 
 # ----------------------------------------------------------------- the opt-in repair (one webhook, named)
 RESTORE_ANNOTATION = "k8snet.triage/failure-policy-restore"
-KINDS = {"validating": ("validatingwebhookconfigurations", "ValidatingWebhookConfiguration"),
-         "mutating": ("mutatingwebhookconfigurations", "MutatingWebhookConfiguration")}
-STATES = ("relaxed", "restored")
-
-
-def _object_name(option, value):
-    rules.text(option, value, max_len=253)
-    check_name(value, option)
-    return value
-
-
-REPAIR_RULES = dict(
-    rules.KUBE_AUTH_RULES,
-    configuration=_object_name,
-    webhook=_object_name,
-    kind=rules.choice(*KINDS),
-    state=rules.choice(*STATES),
-)
 
 
 def _record(obj, label):

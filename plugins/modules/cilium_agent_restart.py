@@ -78,15 +78,13 @@ from ansible.module_utils.basic import AnsibleModule
 
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_restart
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_restart_options
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_change_main
 
 
 def main():
-    api_change_main(AnsibleModule, cilium_restart.restart, cilium_restart.RULES, dict(
-        pod=dict(type="str", required=True),
-        node=dict(type="str", required=True),
-        daemonsets=dict(type="list", elements="str", default=list(cilium_restart.AGENT_DAEMONSETS)),
-    ))
+    api_change_main(AnsibleModule, cilium_restart.restart, cilium_restart_options.RULES,
+                    cilium_restart_options.CHECK_SPEC)
 
 
 if __name__ == "__main__":

@@ -145,38 +145,16 @@ findings:
   elements: dict
 """
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import f5, f5_cluster
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import AUTH_ARG_SPEC
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import Kube
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import require_kubernetes
+from ansible_collections.k8snet.triage.plugins.module_utils import f5_cluster
+from ansible_collections.k8snet.triage.plugins.module_utils import f5_cluster_options
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
 
 
 def main():
-    argument_spec = dict(AUTH_ARG_SPEC)
-    argument_spec.update(
-        clusters=dict(type="list", elements="dict", default=[], options=dict(
-            name=dict(type="str", required=True),
-            kubeconfig=dict(type="path"),
-            context=dict(type="str"),
-        )),
-        namespaces=dict(type="list", elements="str", default=[]),
-        controller_pods=dict(type="list", elements="str", default=list(f5.DEFAULT_CONTROLLERS)),
-    )
-    module = rules.new_module(AnsibleModule, f5_cluster.RULES, argument_spec=argument_spec, supports_check_mode=True)
-    require_kubernetes(module)
-    if not f5.HAS_JSONSCHEMA:
-        module.fail_json(msg=missing_required_lib("jsonschema"), exception=f5.JSONSCHEMA_IMPORT_ERROR)
-    try:
-        result = f5_cluster.audit_clusters(module.params, Kube)
-    except TriageError as exc:
-        # its details name the clusters audited before it (clusters)
-        fail_from(module, exc)
-    module.exit_json(changed=False, **result)
+    api_module_main(AnsibleModule, f5_cluster.api_check, f5_cluster_options.RULES, f5_cluster_options.CHECK_SPEC)
 
 
 if __name__ == "__main__":

@@ -135,19 +135,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 
 from ansible_collections.k8snet.triage.plugins.module_utils import kube_logs
+from ansible_collections.k8snet.triage.plugins.module_utils import kube_logs_options
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
 
 
 def main():
-    api_module_main(AnsibleModule, kube_logs.api_check, kube_logs.RULES, dict(
-        targets=dict(type="list", elements="dict", options=kube_logs.TARGET_SPEC),
-        nodes=dict(type="list", elements="str", default=[]),
-        events=dict(type="bool", default=True),
-        tail_lines=dict(type="int", default=200),
-        since_seconds=dict(type="int", default=3600),
-        limit_bytes=dict(type="int", default=262144),
-        max_pods=dict(type="int", default=20),
-    ))
+    api_module_main(AnsibleModule, kube_logs.api_check, kube_logs_options.RULES, kube_logs_options.CHECK_SPEC)
 
 
 if __name__ == "__main__":

@@ -198,50 +198,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 
 from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import AUTH_ARG_SPEC
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_auth import configuration, credential_source
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import Kube
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import require_kubernetes
-
-
-RULES = dict(
-    rules.KUBE_AUTH_RULES,
-    gather=rules.each(rules.choice(*kube_facts.GATHER_CHOICES), max_items=len(kube_facts.GATHER_CHOICES)),
-    dns_namespace=rules.k8s_name,
-    dns_service=rules.k8s_name,
-    dns_pod_selector=rules.label_selector,
-    pod=rules.namespaced_name,
-)
+from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts_options
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
 
 
 def main():
-    argument_spec = dict(AUTH_ARG_SPEC)
-    argument_spec.update(
-        gather=dict(type="list", elements="str", choices=list(kube_facts.GATHER_CHOICES), default=list(kube_facts.GATHER)),
-        dns_namespace=dict(type="str", default=kube_facts.DNS_NAMESPACE),
-        dns_service=dict(type="str", default=kube_facts.DNS_SERVICE),
-        dns_pod_selector=dict(type="str", default=kube_facts.DNS_POD_SELECTOR),
-        pod=dict(type="str"),
-    )
-    module = rules.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
-    require_kubernetes(module)
-    p = module.params
-    source = credential_source(p)
-    try:
-        if not p["gather"]:
-            if source:
-                configuration(p)  # a kubeconfig that cannot be loaded fails here, still without a request
-            result = {"findings": []}
-        else:
-            result = kube_facts.gather(Kube(p), p["gather"], p["dns_namespace"], p["dns_service"], p["dns_pod_selector"],
-                                       p["pod"])
-    except TriageError as exc:
-        fail_from(module, exc, credential_source=source)
-    result["findings"] = sort_findings(result["findings"])
-    module.exit_json(changed=False, credential_source=source, **result)
+    api_module_main(AnsibleModule, kube_facts.api_check, kube_facts_options.RULES, kube_facts_options.CHECK_SPEC)
 
 
 if __name__ == "__main__":

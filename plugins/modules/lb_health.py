@@ -221,148 +221,24 @@ from ansible.module_utils.basic import AnsibleModule
 
 
 from ansible_collections.k8snet.triage.plugins.module_utils import lb_health
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils import lb_health_options
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import AUTH_ARG_SPEC, split_ref
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import AUTH_ARG_SPEC
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import Kube
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import require_kubernetes
 
-MAX_PATCH_LIMIT = 100
-
-
-def select_services(kube, names, namespaces):
-    if names:
-        found = []
-        for ref in names:
-            namespace, name = split_ref(ref)
-            svc = kube.get("services", name, namespace)
-            if svc is None:
-                raise InputError("Service %s does not exist" % ref)
-            found.append(svc)
-        return found
-    services = []
-    for namespace in namespaces or [None]:
-        services.extend(kube.services(namespace))
-    return [s for s in services if lb_health.is_local_lb(s)]
-
-
-def remediation_targets(p):
-    """The Services remediation may patch (validated, de-duplicated, in order); [] when not remediating."""
-    if p["remediate"] == "none":
-        return []
-    if not p["remediate_services"]:
-        raise InputError("remediate: %s needs remediate_services, the Services (namespace/name) it may patch; "
-                         "nothing is patched without naming them" % p["remediate"])
-    if not 1 <= p["max_patch"] <= MAX_PATCH_LIMIT:
-        raise InputError("max_patch must be between 1 and %d, not %s" % (MAX_PATCH_LIMIT, p["max_patch"]))
-    targets = []
-    for ref in p["remediate_services"]:
-        split_ref(ref)
-        if ref not in targets:
-            targets.append(ref)
-    outside = [ref for ref in targets if p["services"] and ref not in p["services"]]
-    if outside:
-        raise InputError("remediate_services %s are not among services: add them to services, or leave services "
-                         "empty" % ", ".join(outside))
-    return targets
-
-
-def run(module, kube, targets):
-    p = module.params
-    services = select_services(kube, p["services"] or targets, p["namespaces"])
-    nodes = lb_health.pool_nodes(kube.nodes())
-    addresses = lb_health.node_ips(nodes, p["address_type"])
-    models, found, reasons, traffic_all = [], [], {}, {}
-    for svc in services:
-        namespace, name = meta(svc, "namespace"), meta(svc, "name")
-        ref = "%s/%s" % (namespace, name)
-        if not lb_health.is_local_lb(svc):
-            models.append(lb_health.service_model(svc, {}, {}))
-            reasons[ref] = lb_health.patch_reason(svc, nodes, {}, {})
-            continue
-        endpoints = lb_health.local_endpoints(kube.endpoint_slices(namespace, service=name))
-        port = svc["spec"].get("healthCheckNodePort")
-        probes = {}
-        if p["probe"] and port:
-            for node in nodes:
-                address = addresses[meta(node, "name")]
-                if address:
-                    probes[meta(node, "name")] = lb_health.probe(address, port, p["probe_timeout"])
-        traffic = {}
-        node_port = lb_health.traffic_port(svc)
-        if p["probe_traffic"] and node_port:
-            for node in nodes:
-                address = addresses[meta(node, "name")]
-                if address:
-                    traffic[meta(node, "name")] = lb_health.traffic_probe(address, node_port, p["probe_timeout"])
-            traffic_all[ref] = traffic
-        found.extend(lb_health.check_service(svc, nodes, endpoints, probes, traffic))
-        models.append(lb_health.service_model(svc, endpoints, probes))
-        reasons[ref] = lb_health.patch_reason(svc, nodes, endpoints, probes)
-        if p["force_policy_switch"] and ref in targets:
-            reasons[ref] = lb_health.forced_reason(svc, reasons[ref])
-    outcome = lb_health.remediate(kube, [(ref,) + reasons[ref] for ref in targets], p["max_patch"], module.check_mode)
-    for ref, who in outcome["owners"].items():
-        found.append(lb_health.owner_finding(ref, who, module.check_mode))
-    outcome["verification"] = []
-    if p["verify"] and not module.check_mode:
-        for ref in outcome["patched"]:
-            namespace, name = split_ref(ref)
-            result = lb_health.verify_switch(kube, namespace, name, nodes, addresses, p["probe_timeout"],
-                                             p["verify_timeout"])
-            outcome["verification"].append(result)
-            found.extend(lb_health.verify_findings(result, outcome["owners"].get(ref)))
-    outcome["traffic"] = traffic_all
-    return models, found, outcome
-
-
-RULES = dict(
-    rules.KUBE_AUTH_RULES,
-    services=rules.each(rules.namespaced_name),
-    namespaces=rules.each(rules.k8s_name),
-    probe_timeout=rules.seconds(0, 60),
-    verify_timeout=rules.seconds(0, 600),
-    remediate_services=rules.each(rules.namespaced_name),
-)
-
 
 def main():
-    argument_spec = dict(AUTH_ARG_SPEC)
-    argument_spec.update(
-        services=dict(type="list", elements="str", default=[]),
-        namespaces=dict(type="list", elements="str", default=[]),
-        probe=dict(type="bool", default=True),
-        probe_timeout=dict(type="float", default=2.0),
-        address_type=dict(type="str", default="InternalIP", choices=["InternalIP", "ExternalIP"]),
-        remediate=dict(type="str", default="none", choices=["none", "cluster"]),
-        remediate_services=dict(type="list", elements="str", default=[]),
-        max_patch=dict(type="int", default=1),
-        force_policy_switch=dict(type="bool", default=False),
-        probe_traffic=dict(type="bool", default=False),
-        verify=dict(type="bool", default=True),
-        verify_timeout=dict(type="float", default=30.0),
-    )
-    module = rules.new_module(AnsibleModule, RULES, argument_spec=argument_spec, supports_check_mode=True)
+    # not kube_module.api_change_main: lb_health returns its diff with or without --diff
+    argument_spec = dict(AUTH_ARG_SPEC, **lb_health_options.CHECK_SPEC)
+    module = rules.new_module(AnsibleModule, lb_health_options.RULES, argument_spec=argument_spec,
+                              supports_check_mode=True)
     require_kubernetes(module)
     try:
-        targets = remediation_targets(module.params)
-        models, found, outcome = run(module, Kube(module.params), targets)
+        result = lb_health.api_run(module.params, Kube, check_mode=module.check_mode)
     except TriageError as exc:
         fail_from(module, exc)
-    patched = outcome["patched"]
-    result = dict(changed=bool(patched), services=models, patched=patched, failures=outcome["failures"],
-                  not_attempted=outcome["not_attempted"], traffic=outcome["traffic"], owners=outcome["owners"],
-                  verification=outcome["verification"], findings=sort_findings(found))
-    if outcome["diffs"]:
-        result["diff"] = outcome["diffs"] if len(outcome["diffs"]) > 1 else outcome["diffs"][0]
-    if outcome["failures"]:
-        first = outcome["failures"][0]
-        fail_from(module, ChangeError(
-            "lb_health patched %d Service(s)%s, then failed on %s: %s" % (
-                len(patched), " (%s)" % ", ".join(patched) if patched else "", first["service"], first["reason"])),
-            **result)
     module.exit_json(**result)
 
 

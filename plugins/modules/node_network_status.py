@@ -86,27 +86,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_network
+from ansible_collections.k8snet.triage.plugins.module_utils import node_network_options
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-
-RULES = dict(
-    rules.KUBE_AUTH_RULES,
-    node_selector=rules.label_selector,
-    cni_daemonsets=rules.each(rules.short_text),
-    cni_namespaces=rules.each(rules.k8s_name),
-    stuck_after=rules.count(0, 604800, "seconds"),
-    restart_threshold=rules.count(1, 1000000, "restarts"),
-)
 
 
 def main():
-    api_module_main(AnsibleModule, node_network.api_check, RULES, dict(
-        node_selector=dict(type="str"),
-        cni_daemonsets=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_DAEMONSETS)),
-        cni_namespaces=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_NAMESPACES)),
-        stuck_after=dict(type="int", default=300),
-        restart_threshold=dict(type="int", default=5),
-    ))
+    api_module_main(AnsibleModule, node_network.api_check, node_network_options.RULES, node_network_options.CHECK_SPEC)
 
 
 if __name__ == "__main__":

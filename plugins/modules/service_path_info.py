@@ -109,15 +109,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 
 from ansible_collections.k8snet.triage.plugins.module_utils import service_path
+from ansible_collections.k8snet.triage.plugins.module_utils import service_path_options
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
 
 
 def main():
-    api_module_main(AnsibleModule, service_path.api_check, service_path.RULES, dict(
-        service=dict(type="str", required=True),
-        port=dict(type="str"),
-        inventory=dict(type="dict"),
-    ))
+    api_module_main(AnsibleModule, service_path.api_check, service_path_options.RULES, service_path_options.CHECK_SPEC)
 
 
 if __name__ == "__main__":

@@ -92,16 +92,13 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import node_network, webhooks
+from ansible_collections.k8snet.triage.plugins.module_utils import webhooks
+from ansible_collections.k8snet.triage.plugins.module_utils import webhooks_options
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
 
 
 def main():
-    api_module_main(AnsibleModule, webhooks.api_check, webhooks.RULES, dict(
-        cni_daemonsets=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_DAEMONSETS)),
-        cni_namespaces=dict(type="list", elements="str", default=list(node_network.DEFAULT_CNI_NAMESPACES)),
-        tunnel_pods=dict(type="list", elements="str", default=list(webhooks.DEFAULT_TUNNEL_PODS)),
-    ))
+    api_module_main(AnsibleModule, webhooks.api_check, webhooks_options.RULES, webhooks_options.CHECK_SPEC)
 
 
 if __name__ == "__main__":

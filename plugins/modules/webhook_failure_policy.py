@@ -96,16 +96,13 @@ from ansible.module_utils.basic import AnsibleModule
 
 
 from ansible_collections.k8snet.triage.plugins.module_utils import webhooks
+from ansible_collections.k8snet.triage.plugins.module_utils import webhooks_options
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_change_main
 
 
 def main():
-    api_change_main(AnsibleModule, webhooks.set_failure_policy, webhooks.REPAIR_RULES, dict(
-        configuration=dict(type="str", required=True),
-        webhook=dict(type="str", required=True),
-        kind=dict(type="str", choices=list(webhooks.KINDS), default="validating"),
-        state=dict(type="str", choices=list(webhooks.STATES), required=True),
-    ))
+    api_change_main(AnsibleModule, webhooks.set_failure_policy, webhooks_options.REPAIR_RULES,
+                    webhooks_options.REPAIR_SPEC)
 
 
 if __name__ == "__main__":
