@@ -30,6 +30,9 @@ class Ansible(object):
     def _env(self, record):
         env = dict(os.environ)
         env["PATH"] = "%s:%s" % (BIN, env.get("PATH", ""))
+        # the report's default directory is $PWD: a run that names none writes into the lab's work directory
+        # (removed with the lab), never into the checkout
+        env["PWD"] = str(self.lab.workdir)
         env.update({
             "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
             "ANSIBLE_CALLBACK_PLUGINS": str(CALLBACKS),
