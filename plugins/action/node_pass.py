@@ -128,6 +128,8 @@ class ActionModule(ActionBase):
                                     params.get("host_findings") or params.get("left_out_findings"),
                                     params.get("left_out"))
         result.update(self._recorded(recorded, raw, narrowed, task_vars))
+        if isinstance(raw.get("invocation"), dict):
+            result["invocation"] = raw["invocation"]  # node_triage's arguments, as a module's task shows its own
         if recorded["host"]["status"] not in ("reached", "not checked"):
             # the host is recorded, and the report names it; the play goes on for the others
             result["warnings"] = ["%s %s: %s (recorded for the report)" % (

@@ -19,6 +19,8 @@ def api_read(result):
     if result and result.get("skipped"):
         # skipped by its when: only the credentials test means there are none; any other is said as it is
         condition = str(result.get("false_condition") or "")
+        if condition == "__node_pass_api_wanted":
+            return "skipped", "the Kubernetes API was not read (the scenario role's <scenario>_api variable is false)"
         if condition and "triage_api_source" not in condition and "credential_source" not in condition:
             return "skipped", "the Kubernetes API was not read (its step was skipped: %s is false)" % condition[:200]
     if not result or result.get("skipped") or ("credential_source" in result and result["credential_source"] is None):

@@ -12,6 +12,8 @@ the cross-node connectivity matrix and the DNS pod's view, each a fleet record (
 
 from __future__ import annotations
 
+import re
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params
@@ -162,7 +164,28 @@ def _scenario_record(facts, scenario):
     return (facts.get("triage_results") or {}).get(scenario) or {}
 
 
-def _api_entry(name, result, hosts):
+def _node_hosts(hostvars, hosts):
+    """``{Kubernetes node name: inventory host}`` of ``hosts`` (k8s_node_name, else the inventory name)."""
+    out = {}
+    for host in hosts:
+        out.setdefault(str(host_facts(hostvars, host).get("k8s_node_name") or host), host)
+    return out
+
+
+def _subject_node(item):
+    """The node a finding's subject names first ("node2", "node2/pod", "node2: ..."), else ''."""
+    subject = item.get("subject")
+    return re.split(r"[/:]", subject, maxsplit=1)[0] if isinstance(subject, str) else ""
+
+
+def _placed_on_nodes(found, node_hosts):
+    """``found`` with each finding whose subject names one of the play's nodes concerning that host alone
+    (an API read's finding about node2 is node2's); the others keep the hosts they are given."""
+    return [dict(f, hosts=[node_hosts[_subject_node(f)]]) if _subject_node(f) in node_hosts and not f.get("hosts") else f
+            for f in found if isinstance(f, dict)]
+
+
+def _api_entry(name, result, hosts, node_hosts):
     """The entry of one API read: skipped, failed (with a triage.check_failed finding) or its findings."""
     status, message = api_read(result)
     if status == "skipped":
@@ -171,7 +194,7 @@ def _api_entry(name, result, hosts):
         reason = message or "the read returned no findings"
         return fleet_result("failed", reason, [check_failed(name, "the Kubernetes API", reason)], hosts)
     named = _node_names([result])
-    return fleet_result("ran", "", list(result["findings"]), named or hosts)
+    return fleet_result("ran", "", _placed_on_nodes(result["findings"], node_hosts), named or hosts)
 
 
 def _usable_reads(results):
@@ -179,11 +202,12 @@ def _usable_reads(results):
     return [r for r in _reads(results) if isinstance(r, dict) and r and not r.get("skipped")]
 
 
-def _api_entries(name, results, hosts):
+def _api_entries(name, results, hosts, node_hosts):
     """One scenario's entry from its API reads (one registered result, or a list of them); the hosts
-    it concerns are the nodes its reads name (node_network_status), else the pass's hosts."""
+    it concerns are the nodes its reads name (node_network_status), else the pass's hosts; a finding
+    about one node of the play concerns that node's host."""
     results = _usable_reads(results)
-    entries = [_api_entry(name, result, hosts) for result in results]
+    entries = [_api_entry(name, result, hosts, node_hosts) for result in results]
     if not entries:
         return None
     ran = [e for e in entries if e["status"] != "skipped"]
@@ -202,11 +226,11 @@ def _log_matches(results):
             for m in result["matches"] if isinstance(m, dict)]
 
 
-def _api_results(api, hosts):
+def _api_results(api, hosts, node_hosts):
     """``({scenario: entry}, matches)``: the API reads' entries, by scenario name, and the log lines they matched."""
     out, matches = {}, []
     for name, results in sorted(api.items()):
-        entry = _api_entries(name, results, hosts)
+        entry = _api_entries(name, results, hosts, node_hosts)
         if entry is not None:
             out[name] = entry
         matches.extend(_log_matches(results))
@@ -304,7 +328,7 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
     _check_fleet_arguments(hostvars, hosts, owners, api)
     api = dict(api or {})
     dns_pod = _dns_pod_entry(api.pop("dns_pod", None), hostvars, hosts)
-    out, matches = _api_results(api, hosts)
+    out, matches = _api_results(api, hosts, _node_hosts(hostvars, hosts))
     if owners:
         out["stale_arp"] = _stale_arp(owners)
     connectivity = _connectivity(hostvars, hosts)
@@ -314,4 +338,7 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
         out["dns"] = dns_pod
     if matches:
         with_log_evidence(out, matches)
+        if "logs" in out:
+            # the lines the API reads matched, as read: the logs role gives each node its own
+            out["logs"]["data"] = {"matches": matches}
     return out

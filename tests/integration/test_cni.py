@@ -54,13 +54,15 @@ def test_api_and_node_findings(lab, ansible, api, node_files):
         ("node.cni_pod_pending", "node3/calico-node-z9t5r"),
         ("node.network_unavailable", "node2"),
     ]
-    node = {r["host"]: r["result"]["findings"] for r in run.results(action="cni_config_check")}
+    # the node side: each node's cni check in the one pass (node_triage), its record's findings
+    node = {r["host"]: r["result"]["ansible_facts"]["triage_results"]["cni"]["findings"]
+            for r in run.results(action="node_pass")}
     assert checks(node["node1"]) == [("node.cni_files_ok", "node1")]
     assert checks(node["node2"]) == [("node.cni_config_missing", "node2")]
     assert checks(node["node3"]) == [("node.cni_binary_missing", "node3:/opt/cni/bin")]
     assert node["node3"][0]["evidence"]["missing"] == ["portmap"]
     # the role's per-host fact: the node's own files plus what the API says about that node
-    fact = run.results(host="node2", action="set_fact")[-1]["result"]["ansible_facts"]["cni_findings"]
+    fact = run.result("Keep the findings of this host", "node2")["ansible_facts"]["cni_findings"]
     assert checks(fact) == [("node.cni_config_missing", "node2"), ("node.cni_pod_crashloop", "node2/calico-node-m4q8z"),
                             ("node.network_unavailable", "node2")]
 
@@ -70,7 +72,9 @@ def test_node_side_runs_without_the_api(lab, ansible, node_files):
     assert run.rc == 0, run
     assert not run.results(action="node_network_status") or all(
         r["status"] == "skipped" for r in run.results(action="node_network_status"))
-    assert len(run.results(action="cni_config_check")) == len(lab.nodes)
+    ran = [r["host"] for r in run.results(action="node_pass")
+           if r["result"]["ansible_facts"]["triage_results"]["cni"]["status"] == "ran"]
+    assert len(ran) == len(lab.nodes)
 
 
 def test_bad_input(ansible, api):
@@ -102,6 +106,6 @@ def test_anetd_that_installs_no_cni_conf_is_named(lab, ansible):
                                           "cni-exclusive": "false"}
     assert "writes no CNI configuration" in config_finding["summary"]
     # the node's own side: node1 has no CNI config (nothing wrote it), which the finding above explains
-    [node] = run.results(action="cni_config_check")
-    assert ("node.cni_config_missing", "node1") in checks(node["result"]["findings"])
+    [node] = run.results(action="node_pass")
+    assert ("node.cni_config_missing", "node1") in checks(node["result"]["ansible_facts"]["triage_results"]["cni"]["findings"])
     assert lab.ssh("node1", "test -e /etc/cni/net.d", check=False).returncode == 1

@@ -57,7 +57,7 @@ def test_one_run_of_the_cni_scenario_names_the_cycle(lab, ansible, api):
     assert found[0]["evidence"]["cni_pods"] == ["kube-system/calico-node-m4q8z"]
     assert found[0]["evidence"]["backend_pods"] == ["policy-guard-6d8f7b9c4-tq5lw"]
     # a fleet finding, published once; each node keeps its own findings
-    facts = {r["host"]: r["result"]["ansible_facts"] for r in run.results(action="set_fact")}
+    facts = dict((r["host"], r["result"]["ansible_facts"]) for r in run.results(task="Keep the findings of this host"))
     assert ("webhook.cni_deadlock", "webhook:policy-guard/validate.policy-guard.example.com") in checks(
         facts["node1"]["cni_fleet_findings"])
     assert "webhook.cni_deadlock" not in [f["check"] for f in facts["node2"]["cni_findings"]]
@@ -192,7 +192,7 @@ def test_the_runbook_cycle_through_the_vpn_pod(lab, ansible, tunnel_api):
     assert found[0]["evidence"]["tunnel_pods"] == ["kube-system/vpn-6b8f9d7c5-x2k4n"]
     assert found[0]["evidence"]["nodes"] == ["node2"] and found[0]["evidence"]["cni_pods"] == ["kube-system/calico-node-m4q8z"]
     assert hooks["result"]["webhooks"][0]["via_tunnel"] is True
-    facts = {r["host"]: r["result"]["ansible_facts"] for r in run.results(action="set_fact")}
+    facts = dict((r["host"], r["result"]["ansible_facts"]) for r in run.results(task="Keep the findings of this host"))
     assert ("webhook.cni_deadlock", TUNNEL_HOOK) in checks(facts["node1"]["cni_fleet_findings"])
     assert ("node.pods_waiting_for_network", "node2") in checks(facts["node2"]["cni_findings"])
     # with the tunnel model switched off (a cluster whose API server reaches pods directly) the healthy webhook clears it

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.k8snet.triage.plugins.module_utils import logs_options
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
 from ansible_collections.k8snet.triage.plugins.module_utils import scenario
@@ -20,6 +22,13 @@ RULES = rules.fields(**logs_options.RULES)
 ROLE_VARIABLES = (("node_log_files", "logs_node_log_files"), ("node_log_files", "node_log_files"),
                   ("units", "logs_units"), ("source", "logs_source"), ("since", "logs_since"),
                   ("max_bytes", "logs_max_bytes"))
+
+
+def applies(fleet):
+    # the logs role's logs_node: false reads only what the API shows (its pass still runs the API reads)
+    if fleet.nodes is not None and not boolean(fleet.variables.get("logs_node", True), strict=False):
+        return "logs_node is false: the node's own log was not read (only the API's pod logs and events)"
+    return fleet.not_a_node()
 
 
 def load():

@@ -212,6 +212,44 @@ def test_fleet_publishes_the_api_reads_once_and_a_failed_read_as_a_finding():
     assert fleet["kube"]["status"] == "skipped" and fleet["kube"]["reason"].startswith("no Kubernetes credentials")
 
 
+def test_an_api_finding_about_one_node_of_the_play_concerns_that_nodes_host_alone():
+    """node2's crash-looping CNI pod concerns node2's host (found by its k8s_node_name), not every node the read
+    covered; a finding about a node outside the play, or about no node, keeps the read's hosts."""
+    crash = {"check": "node.cni_pod_crashloop", "severity": "critical", "subject": "worker-2/calico-node-m4q8z"}
+    down = {"check": "node.network_unavailable", "severity": "critical", "subject": "n1"}
+    files = {"check": "node.cni_binary_missing", "severity": "warning", "subject": "n3:/opt/cni/bin"}
+    outside = {"check": "node.cni_pod_missing", "severity": "critical", "subject": "node9"}
+    daemonset = {"check": "node.cni_daemonset_degraded", "severity": "warning", "subject": "kube-system/calico-node"}
+    nodes = [{"name": "worker-2"}, {"name": "n1"}, {"name": "n3"}, {"name": "node9"}]
+    api = {"cni": {"changed": False, "nodes": nodes, "findings": [crash, down, files, outside, daemonset]}}
+    fleet = node_pass_fleet(HOSTVARS, ["n1", "n2", "n3"], {}, api)
+    assert [(f["subject"], f["hosts"]) for f in fleet["cni"]["findings"]] == [
+        ("worker-2/calico-node-m4q8z", ["n2"]), ("n1", ["n1"]), ("n3:/opt/cni/bin", ["n3"]),
+        ("node9", ["n1", "n3", "node9", "worker-2"]), ("kube-system/calico-node", ["n1", "n3", "node9", "worker-2"])]
+    assert all(f["scope"] == "fleet" for f in fleet["cni"]["findings"])
+
+
+def test_the_log_lines_the_api_reads_matched_are_the_logs_records_data():
+    match = {"check": "log.pod_not_started", "subject": "n1/calico-node-z9t5r", "count": 2, "lines": ["x"],
+             "explains": ["node.cni_pod_pending"]}
+    found = {"check": "log.pod_not_started", "severity": "warning", "subject": "n1/calico-node-z9t5r"}
+    fleet = node_pass_fleet(HOSTVARS, ["n1"], {}, {"logs": {"changed": False, "findings": [found], "matches": [match]}})
+    assert fleet["logs"]["data"] == {"matches": [match]}
+    assert [(f["subject"], f["hosts"]) for f in fleet["logs"]["findings"]] == [("n1/calico-node-z9t5r", ["n1"])]
+
+
+@pytest.mark.parametrize("value", [False, "false", "no", 0])
+def test_the_logs_roles_logs_node_false_skips_the_nodes_own_log_and_says_so(value):
+    narrowed = {"scenarios": ["logs"], "nodes": ["n1", "n2"]}
+    params = node_pass_params({"logs_node": value}, "n1", HOSTVARS, GROUPS, narrowed=narrowed)
+    assert params["scenarios"] == []
+    assert params["skipped"] == {"logs": "logs_node is false: the node's own log was not read (only the API's pod logs "
+                                         "and events)"}
+    # the triage (not narrowed) has no logs_node: the node's log is read
+    assert "logs" in node_pass_params({"logs_node": value}, "n1", HOSTVARS, GROUPS)["scenarios"]
+    assert node_pass_params({"logs_node": True}, "n1", HOSTVARS, GROUPS, narrowed=narrowed)["scenarios"] == ["logs"]
+
+
 HOSTILE = [None, "", "../../etc/passwd", float("nan"), float("inf"), 10 ** 400, -1, [], [None], {"x": None},
            "<script>alert(1)</script>", "a" * 100000]
 
