@@ -143,8 +143,8 @@ def test_role_dns_sets_findings_per_node(lab, ansible, cluster_dns, tmp_path):
     run = ansible.playbook("k8snet.triage.dns", extra_vars=extra)
     assert run.rc == 0, run
     for node in ("node1", "node2", "node3"):
-        facts = run.result("k8snet.triage.dns : Record the findings of this host", node)["ansible_facts"]
+        facts = run.result("Keep the findings of this host", node)["ansible_facts"]
         checks = [f["check"] for f in facts["dns_findings"]]
         assert "dns.some_servers_fail" in checks and "dns.host_resolver" in checks
-    shown = run.result("k8snet.triage.dns : Show the findings", "node1")["msg"]
+    shown = run.result("Show the findings", "node1")["msg"]
     assert any("coredns-c did not answer" in line for line in shown), json.dumps(shown)

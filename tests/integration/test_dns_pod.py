@@ -266,6 +266,11 @@ def role_vars(world, api, pod, **extra):
     return out
 
 
+def dns_data(run, node):
+    """What the dns check of ``node`` returned (its one pass's record of dns: the module's whole result)."""
+    return run.result("Keep the findings of this host", node)["ansible_facts"]["dns_result"]
+
+
 def test_role_dns_pod_checks_on_the_pods_node_only(ansible, world, api):
     from tests.kube_api.helpers import kubectl
     seen = kubectl(api.kubeconfig(), "get", "pod", "-n", "default", "dns-client-5f7d9c8b6-k2x9p")
@@ -273,16 +278,16 @@ def test_role_dns_pod_checks_on_the_pods_node_only(ansible, world, api):
     run = ansible.playbook("k8snet.triage.dns", extra_vars=role_vars(world, api, "dns-client-5f7d9c8b6-k2x9p"))
     assert run.rc == 0, run
     for node in ("node1", "node2", "node3"):
-        facts = run.result("Record the findings of this host", node)["ansible_facts"]
+        facts = run.result("Keep the findings of this host", node)["ansible_facts"]
         checks = [f["check"] for f in facts["dns_findings"]]
         assert ("dns.search_amplification" in checks) == (node == NODE), (node, checks)
         # the one-label name is looked up through the pod's search list only, never asked as it is
-        asked = {r["name"] for r in run.result("Ask every DNS server from this node", node)["matrix"]}
+        asked = {r["name"] for r in dns_data(run, node)["matrix"]}
         assert asked == {CLUSTER}
-    done = run.result("Ask every DNS server from this node", NODE)
+    done = dns_data(run, NODE)
     assert done["pod"]["ip"] == world["good"]["ip"]
     assert [c["queries"] for c in done["pod"]["costs"]] == [4, 4]
-    assert run.result("Ask every DNS server from this node", "node1")["pod"] is None
+    assert dns_data(run, "node1")["pod"] is None
 
 
 @pytest.mark.parametrize("pod, words", [
@@ -295,7 +300,7 @@ def test_role_dns_pod_errors(ansible, world, api, pod, words):
     assert run.rc != 0
     messages = " ".join(str(r["result"].get("msg")) for r in run.records if r["status"] == "failed")
     assert words in messages, messages
-    assert not run.results(task="Ask every DNS server from this node")
+    assert not run.results(action="node_pass")  # nothing was asked
 
 
 def test_role_dns_pod_maps_k8s_node_name(lab, ansible, world, api, tmp_path):
@@ -310,7 +315,8 @@ def test_role_dns_pod_maps_k8s_node_name(lab, ansible, world, api, tmp_path):
     run = ansible.playbook("k8snet.triage.dns", extra_vars=role_vars(world, api, "dns-client-5f7d9c8b6-k2x9p"),
                            inventory=path)
     assert run.rc == 0, run
-    with_pod = sorted(r["host"] for r in run.results(task="Ask every DNS server from this node") if r["result"].get("pod"))
+    with_pod = sorted(r["host"] for r in run.results(action="node_pass")
+                      if r["result"]["ansible_facts"]["triage_results"]["dns"]["data"].get("pod"))
     assert with_pod == ["node3"]
 
 

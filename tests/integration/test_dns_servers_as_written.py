@@ -61,6 +61,6 @@ def test_role_dns_takes_plain_addresses(lab, ansible, cluster_dns):
              "dns_names": [CLUSTER, EXTERNAL], "dns_timeout": 1.0, "dns_retries": 0, "dns_resolv_conf": HOST_RESOLV}
     run = ansible.playbook("k8snet.triage.dns", extra_vars=extra, limit="node1")
     assert run.rc == 0, run
-    facts = run.result("k8snet.triage.dns : Record the findings of this host", "node1")["ansible_facts"]
+    facts = run.result("Keep the findings of this host", "node1")["ansible_facts"]
     assert [f["check"] for f in facts["dns_findings"] if f["check"].startswith("dns.") and "host" not in f["check"]] \
         == ["dns.ok"]

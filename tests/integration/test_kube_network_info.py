@@ -355,13 +355,13 @@ def test_dns_servers_from_the_api(lab, ansible, cluster_dns):
             "dns_kubeconfig": kc, "dns_names": ["kubernetes.default.svc.cluster.local"], "dns_timeout": 1.0,
             "dns_retries": 0, "dns_host_resolvers": False})
         assert run.rc == 0, run
-        servers = run.result("Read the DNS Service and the coredns pods from the Kubernetes API once", "node1")
+        servers = run.result("Read the Node list, Service frontends and DNS servers from the Kubernetes API once", "node1")
         assert servers["dns_servers"] == expected_dns_servers(kc)
         assert {s["address"] for s in servers["dns_servers"]} == {cluster_dns["kube_dns"], *pod_ip.values()}
         node3_pod = next(s["name"] for s in servers["dns_servers"] if s.get("node") == "node3")
         node2_pod = next(s["name"] for s in servers["dns_servers"] if s.get("node") == "node2")
         for node in ("node1", "node2"):
-            facts = run.result("Record the findings of this host", node)["ansible_facts"]
+            facts = run.result("Keep the findings of this host", node)["ansible_facts"]
             some = [f for f in facts["dns_findings"] if f["check"] == "dns.some_servers_fail"]
             assert some, facts["dns_findings"]
             text = " ".join(run.result("Show the findings", node)["msg"])
@@ -387,6 +387,6 @@ def _rcode(lab, node, server):
 def test_role_with_a_bad_kubeconfig_fails_once_before_asking_anything(ansible):
     run = ansible.playbook("k8snet.triage.dns", {"dns_kubeconfig": "/nonexistent/kubeconfig"})
     assert run.rc != 0
-    failed = run.results("Read the DNS Service and the coredns pods from the Kubernetes API once")
+    failed = run.results("Read the Node list, Service frontends and DNS servers from the Kubernetes API once")
     assert len(failed) == 1 and "kubeconfig /nonexistent/kubeconfig does not exist" in failed[0]["result"]["msg"]
-    assert run.results("Ask every DNS server from this node") == []
+    assert run.results(action="node_pass") == []  # nothing was asked

@@ -222,7 +222,10 @@ def test_api_half_of_cni_runs_once_and_is_published_once(lab, ansible, tmp_path)
     # the stand-in's nodes, as kubectl lists them, are the hosts the API findings concern
     assert fleet["cni"]["hosts"] == api_nodes
     assert fleet["kube"]["status"] == "ran"
-    node_side = dict((r["host"], r["result"]["findings"]) for r in role.results(action="cni_config_check"))
+    # the role is the same pass narrowed to cni: its record of each node holds the node's own files' findings
+    node_side = dict((r["host"], r["result"]["ansible_facts"]["triage_results"]["cni"]["findings"])
+                     for r in role.results(action="node_pass"))
+    assert sorted(node_side) == ["node1", "node2", "node3"]
     for host, scenarios in _pass_results(one).items():
         assert list(scenarios) == ["cni"]
         # the node's own files only: the API findings are not copied onto each node
