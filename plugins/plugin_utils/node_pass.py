@@ -116,7 +116,7 @@ FLEET_VARIABLES = ("triage_scenarios", "triage_cni", "triage_nodes_group", "stal
                    "dns_servers", "cilium_maps_live_frontends", "calico_expected_nodes", "calico_nodes_group",
                    "pod_network_peers", "pod_network_nodes_group", "connectivity_group", "connectivity_max_peers",
                    "pmtu_targets", "pmtu_group", "pmtu_max_peers", "dns_pod", "dns_repeat", "dns_repeat_interval",
-                   "cilium_agent_when_not_cilium", "logs_node")
+                   "cilium_agent_when_not_cilium", "calico_when_not_calico", "logs_node")
 VARIABLES = FLEET_VARIABLES + tuple(name for pairs in ROLE_VARIABLES.values() for _option, name in pairs)
 
 

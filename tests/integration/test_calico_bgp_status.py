@@ -180,7 +180,7 @@ def test_playbook_fleet_table_and_stale_nodes(lab, ansible, mesh):
     assert [(s["address"], s["name"], s["seen_by"]) for s in stale] == [(stale_ip, "node0", [n.name for n in lab.nodes])]
     assert stale[0]["action"].startswith("kubectl delete node node0")
     # every node kept its findings in calico_findings, as the triage report expects
-    keep = [r for r in run.records if r["task"].endswith("Keep this node's sessions and findings")]
+    keep = [r for r in run.records if r["task"].endswith("Keep the findings of this host")]
     assert sorted(r["host"] for r in keep) == sorted(n.name for n in lab.nodes)
     for record in keep:
         assert any(f["check"] == "bgp.stale_peer" for f in record["result"]["ansible_facts"]["calico_findings"])

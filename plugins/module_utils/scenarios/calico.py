@@ -57,8 +57,9 @@ def needs(fleet, sub):
         nodes = inventory_nodes(fleet.usable(fleet.group("calico_nodes_group"), ADDRESS, "calico expected BGP peers"),
                                 fleet.hostvars)
     sub["expected_peers"] = [str(n["address"]) for n in nodes]
-    # triage_cni auto decides per node (a node without BIRD is "not a Calico node"); an explicit CNI does not
-    sub["when_not_calico"] = "skip" if fleet.auto else "critical"
+    # the role's calico_when_not_calico when set; else triage_cni auto decides per node (a node without BIRD is
+    # "not a Calico node"), an explicit CNI does not
+    sub["when_not_calico"] = variables.get("calico_when_not_calico") or ("skip" if fleet.auto else "critical")
 
 
 SHOWN_SESSIONS = 8
