@@ -32,10 +32,14 @@ def skip_reason(sub, params):
 
 
 def applies(fleet):
-    """It runs on the VIPs' clients (stale_arp_clients_group), not on the nodes."""
-    clients = fleet.variables.get("stale_arp_clients_group") or "admin_control_plane"
-    if fleet.host not in fleet.groups.get(clients, ()):
-        return "not a client of the VIPs (not in group %s)" % clients
+    """It runs on the VIPs' clients (stale_arp_clients_group; a role's run: its play's hosts), not on the nodes."""
+    if fleet.nodes is not None:
+        if fleet.host not in fleet.nodes:
+            return "not one of this play's hosts"
+    else:
+        clients = fleet.variables.get("stale_arp_clients_group") or "admin_control_plane"
+        if fleet.host not in fleet.groups.get(clients, ()):
+            return "not a client of the VIPs (not in group %s)" % clients
     return None if fleet.variables.get("stale_arp_vips") else "no VIPs given (stale_arp_vips)"
 
 
