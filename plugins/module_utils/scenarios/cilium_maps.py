@@ -50,7 +50,9 @@ def applies(fleet):
 
 def needs(fleet, sub):
     """The live Service frontends (from the API, else cilium_maps_live_frontends), to tell stale entries."""
-    sub["when_not_cilium"] = "skip" if fleet.auto else "check"
+    # a role's run reads every pinned map of its hosts (the fill of any eBPF map); the triage, under triage_cni
+    # auto, skips a node that shows nothing of Cilium
+    sub["when_not_cilium"] = "skip" if fleet.auto and fleet.nodes is None else "check"
     live = fleet.kube.get("service_frontends") if fleet.api else fleet.variables.get("cilium_maps_live_frontends")
     if live is not None:
         sub["live_frontends"] = live
