@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ansible_collections.k8snet.triage.plugins.doc_fragments.pacing import ModuleDocFragment as Pacing
 from ansible_collections.k8snet.triage.plugins.plugin_utils.doc_options import nested
 
 
@@ -48,18 +49,9 @@ options:
     type: str
     choices: [auto, pyroute2, iproute2]
     default: auto
-  rate:
-    description:
-      - At most this many probe packets a second from this node, whatever the number of targets (each packet waits
-        for its slot; the probes of every target share them). At fleet size every node probes at once, and a burst
-        fills the node's own socket buffers and the peers' ICMP answer budget (net.ipv4.icmp_ratelimit), which would
-        read as peers that do not answer.
-      - 0 sends without a limit; at most 100000.
-    type: float
-    default: 200.0
 """
 
 
 # The same options as node_triage's pmtu option: built from the DOCUMENTATION above, not written twice
 # (set here, after the class, as ansible-test's yamllint reads only the string literals of the class body).
-ModuleDocFragment.NODE_TRIAGE = nested("pmtu", ModuleDocFragment.DOCUMENTATION, targets=[])
+ModuleDocFragment.NODE_TRIAGE = nested("pmtu", [ModuleDocFragment.DOCUMENTATION, Pacing.DOCUMENTATION], targets=[])

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ansible_collections.k8snet.triage.plugins.doc_fragments.pacing import ModuleDocFragment as Pacing
 from ansible_collections.k8snet.triage.plugins.plugin_utils.doc_options import nested
 
 
@@ -48,19 +49,11 @@ options:
     description: Seconds to wait for each answer.
     type: float
     default: 1.0
-  rate:
-    description:
-      - At most this many probe packets a second from this node, whatever the number of targets (each packet waits
-        for its slot; the probes of every target share them). At fleet size every node probes at once, and a burst
-        fills the node's own socket buffers and the peers' ICMP answer budget (net.ipv4.icmp_ratelimit), which would
-        read as peers that do not answer.
-      - 0 sends without a limit; at most 100000.
-    type: float
-    default: 200.0
 """
 
 
 # The same options as node_triage's connectivity option, with the triage's defaults: built from the DOCUMENTATION
 # above, not written twice (set here, after the class, as ansible-test's yamllint reads only the
 # string literals of the class body; validate-modules checks the result through node_triage).
-ModuleDocFragment.NODE_TRIAGE = nested("connectivity", ModuleDocFragment.DOCUMENTATION, targets=[], probes=["icmp", "tcp", "arp"], tcp_port=10250, count=2)
+ModuleDocFragment.NODE_TRIAGE = nested("connectivity", [ModuleDocFragment.DOCUMENTATION, Pacing.DOCUMENTATION],
+                                       targets=[], probes=["icmp", "tcp", "arp"], tcp_port=10250, count=2)

@@ -22,6 +22,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils import params
 # the triage's samples (8 peers: some 50 packets of reachability, some 200 of path-MTU searches)
 DEFAULT_RATE = 200.0
 MAX_RATE = 100000.0
+# the option of every check that sends probes (documented once: doc fragment k8snet.triage.pacing)
+RATE_SPEC = dict(rate=dict(type="float", default=DEFAULT_RATE))
 
 
 def rate_rule(option, value):

@@ -328,43 +328,38 @@ def validate(params, rules):
 def new_module(module_class, rules, **kwargs):
     """``module_class(**kwargs)`` (an AnsibleModule), then ``enforce(module, rules)``.
 
-    ansible-core's own integer conversion raises OverflowError for a float infinity
-    (``max_flush: .inf``), a traceback instead of a message.  That one case is caught here: the
-    arguments are read again with every type relaxed to ``raw`` and the module fails naming the
-    option, never changing anything.
+    ansible-core converts a list or dict given to a ``str`` option into its Python text (``['a']``), raises
+    a TypeError traceback for a dict option with suboptions given a number, and an OverflowError for an
+    infinite float given to an int option (``max_flush: .inf``).  The arguments as given are read by a
+    second module whose options are all typed ``raw`` (no conversion, no constraint, no invocation logged),
+    and those three cases fail naming the option, never changing anything.
     """
-    raw = _raw_args()
-    wrong = _not_dict(kwargs.get("argument_spec") or {}, raw) if raw is not None else None
-    if wrong:
-        # ansible-core raises a TypeError traceback for a dict option with suboptions given a number
-        module = module_class(**_relaxed_kwargs(kwargs))
-        module.fail_json(msg="%s=%s is invalid: give a dict of its suboptions (got %s)"
-                         % (wrong[0], _show(wrong[1]), type(wrong[1]).__name__), invalid_option=wrong[0])
+    spec = kwargs.get("argument_spec") or {}
     try:
         module = module_class(**kwargs)
-    except OverflowError:
-        module = module_class(**_relaxed_kwargs(kwargs))
-        option = _non_finite(module.params) or "an integer option"
-        module.fail_json(msg="%s is infinite: give a finite integer within the bounds in the option's documentation"
-                         % option, invalid_option=option)
-    if raw is not None:
-        problem = _not_text(kwargs.get("argument_spec") or {}, raw)
-        if problem:
-            module.fail_json(msg="%s=%s is invalid: give a string, not a %s (Ansible would have turned it into "
-                             "the text %s)" % (problem[0], _show(problem[1]), type(problem[1]).__name__,
-                                               _show(str(problem[1]))), invalid_option=problem[0])
+    except (OverflowError, TypeError):
+        given = _as_given(module_class, kwargs)
+        wrong = _not_dict(spec, given.params)
+        if wrong:
+            given.fail_json(msg="%s=%s is invalid: give a dict of its suboptions (got %s)"
+                            % (wrong[0], _show(wrong[1]), type(wrong[1]).__name__), invalid_option=wrong[0])
+        option = _non_finite(given.params)
+        if not option:
+            raise
+        given.fail_json(msg="%s is infinite: give a finite integer within the bounds in the option's documentation"
+                        % option, invalid_option=option)
+    problem = _not_text(spec, _as_given(module_class, kwargs).params)
+    if problem:
+        module.fail_json(msg="%s=%s is invalid: give a string, not a %s (Ansible would have turned it into "
+                         "the text %s)" % (problem[0], _show(problem[1]), type(problem[1]).__name__,
+                                           _show(str(problem[1]))), invalid_option=problem[0])
     enforce(module, rules)
     return module
 
 
-def _raw_args():
-    """The module's arguments as given, before Ansible's type conversion (None when unavailable)."""
-    try:
-        from ansible.module_utils.basic import _load_params  # pylint: disable=import-outside-toplevel
-        raw = _load_params()
-    except Exception:  # pylint: disable=broad-exception-caught
-        return None
-    return raw if isinstance(raw, dict) else None
+def _as_given(module_class, kwargs):
+    """A module over the same arguments with every option typed ``raw``: its params are the arguments as given."""
+    return module_class(**dict(_relaxed_kwargs(kwargs), no_log=True))
 
 
 def _given(raw, name, option):

@@ -11,7 +11,7 @@ import ipaddress
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.pacing import DEFAULT_RATE, rate_rule
+from ansible_collections.k8snet.triage.plugins.module_utils.pacing import RATE_SPEC, rate_rule
 
 
 MIN_SIZE = 576
@@ -32,7 +32,7 @@ CHECK_SPEC = dict(
     max_size=dict(type="int"),
     timeout=dict(type="float", default=0.5),
     reader=dict(type="str", choices=["auto", "pyroute2", "iproute2"], default="auto"),
-    rate=dict(type="float", default=DEFAULT_RATE),
+    **RATE_SPEC
 )
 
 _THIS_NETWORK = ipaddress.ip_network("0.0.0.0/8")

@@ -8,7 +8,7 @@ apart from the check's code, which node_triage imports only once its sampled che
 from __future__ import annotations
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.pacing import DEFAULT_RATE, rate_rule
+from ansible_collections.k8snet.triage.plugins.module_utils.pacing import RATE_SPEC, rate_rule
 
 
 PROBES = ("icmp", "tcp", "arp")
@@ -28,7 +28,7 @@ CHECK_SPEC = dict(
     tcp_port=dict(type="int", default=22),
     count=dict(type="int", default=3),
     timeout=dict(type="float", default=1.0),
-    rate=dict(type="float", default=DEFAULT_RATE),
+    **RATE_SPEC
 )
 
 

@@ -29,6 +29,7 @@ extends_documentation_fragment:
   - k8snet.triage.attributes
   - k8snet.triage.attributes.node_check
   - k8snet.triage.pmtu
+  - k8snet.triage.pacing
 options:
   node_name:
     description: The node named in the findings; defaults to "this node".

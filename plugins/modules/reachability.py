@@ -42,6 +42,7 @@ extends_documentation_fragment:
   - k8snet.triage.attributes
   - k8snet.triage.attributes.node_check
   - k8snet.triage.reachability
+  - k8snet.triage.pacing
   - k8snet.triage.netlink
 """
 

@@ -110,3 +110,48 @@ def test_enforce_fails_once_naming_the_option():
         p.enforce(module, {"interface": p.interface, "max_flush": p.count(0, 1024)})
     assert module.failed["invalid_option"] == "max_flush"
     assert module.failed["msg"].startswith("max_flush=-1 is invalid: give an integer from 0 to 1024")
+
+
+# ------------------------------------------------------------------ new_module on real AnsibleModule arguments
+SPEC = {"name": {"type": "str"}, "names": {"type": "list", "elements": "str", "default": []},
+        "limits": {"type": "dict", "options": {"max_flush": {"type": "int"}}}, "max_flush": {"type": "int", "default": 32}}
+
+
+def _module(args):
+    """new_module over real ansible-core argument handling: (the module, or None) and what it exited with."""
+    from ansible.module_utils.basic import AnsibleModule
+    from ansible.module_utils.testing import patch_module_args
+
+    class Exited(Exception):
+        pass
+
+    class Module(AnsibleModule):
+        def fail_json(self, msg, **kwargs):
+            raise Exited(dict(kwargs, msg=msg))
+
+    with patch_module_args(args):
+        try:
+            return p.new_module(Module, {"max_flush": p.count(1, 1000)}, argument_spec=SPEC, supports_check_mode=True), None
+        except Exited as exc:
+            return None, exc.args[0]
+
+
+@pytest.mark.parametrize("args, option, words", [
+    ({"name": ["kube-system"]}, "name", "name=['kube-system'] is invalid: give a string, not a list (Ansible would "
+                                        "have turned it into the text \"['kube-system']\")"),
+    ({"names": ["a", {"b": 1}]}, "names[1]", "give a string, not a dict"),
+    ({"limits": 5}, "limits", "limits=5 is invalid: give a dict of its suboptions (got int)"),
+    ({"max_flush": float("inf")}, "max_flush", "max_flush is infinite: give a finite integer"),
+    ({"limits": {"max_flush": float("-inf")}}, "limits.max_flush", "limits.max_flush is infinite"),
+    ({"max_flush": 5000}, "max_flush", "max_flush=5000 is invalid"),
+])
+def test_new_module_refuses_what_ansible_core_would_convert_or_choke_on(args, option, words):
+    module, failed = _module(args)
+    assert module is None and failed["invalid_option"] == option and words in failed["msg"], failed
+
+
+def test_new_module_gives_the_converted_arguments():
+    module, failed = _module({"name": "kube-system", "names": "a,b", "limits": '{"max_flush": "7"}'})
+    assert failed is None
+    assert (module.params["name"], module.params["names"], module.params["limits"], module.params["max_flush"]) == (
+        "kube-system", ["a", "b"], {"max_flush": 7}, 32)
