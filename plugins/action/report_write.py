@@ -20,7 +20,7 @@ from ansible.release import __version__ as ansible_version
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.k8snet.triage.plugins.filter.as_list import as_list
+from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
 from ansible_collections.k8snet.triage.plugins.plugin_utils import report, report_history, report_metrics, report_silences
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_select
