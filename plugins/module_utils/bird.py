@@ -702,7 +702,7 @@ def read_status(sockets=None, expected=(), own=(), stuck_after=300, mesh=True, t
     _validate_read_options(when_not_calico, stuck_after, timeout)
     targets = _socket_targets(sockets)
     expected = validate_addresses(expected)
-    own = [str(ipaddress.ip_address(a)) for a in (own() if callable(own) else own)]
+    own = validate_addresses(own() if callable(own) else own, option="own (this node's addresses)")
     now = now or datetime.datetime.now()
     peers, sockets_read, found = _read_sockets(targets, not sockets, client, timeout)
     read_any = any(s["status"] == "ok" for s in sockets_read)

@@ -56,6 +56,7 @@ MAX_PACKETS = 100000
 SNAPLEN = 128
 PCAP_NAME, STOP_NAME, READY_NAME = "capture.pcap", "stop", "listening"
 PCAP_HEADER = 24  # tcpdump writes the pcap header once its filter is in place
+WATCHER_JOIN = 5.0  # seconds the clean-up waits for the watcher's last round (a /proc scan, a sleep)
 _STATS = re.compile(r"^(\d+) packets? (captured|received by filter|dropped by kernel)", re.M)
 TCP_FLAGS = ((0x02, "S"), (0x01, "F"), (0x08, "P"), (0x04, "R"), (0x10, "."))  # tcpdump's order
 
@@ -484,7 +485,7 @@ class Capture(object):
         try:
             err, elapsed, data = self._tcpdump(timeout, argv, watcher, target, bpf)
         finally:
-            watcher.done.set()
+            _stop_watcher(watcher)
             _clean_up(directory, made_here, remove_files, (target, stop_file, ready_file))
         stats = tcpdump_stats(err)
         _check_complete(data, stats, err, work_dir)
@@ -497,6 +498,14 @@ class Capture(object):
                       capped=len(packets) >= max_packets, pcap_path=target if kept else None,
                       dropped_by_kernel=stats.get("dropped by kernel", 0), netns=self.where)
         return result
+
+
+def _stop_watcher(watcher, timeout=WATCHER_JOIN):
+    """End the watcher and wait for it (at most ``timeout`` seconds): a round still running could otherwise create
+    the listening file after the clean-up had removed the files (``remove_files``), and leave it behind."""
+    watcher.done.set()
+    if watcher.is_alive():
+        watcher.join(timeout)
 
 
 def _capture_interfaces(interfaces, routed):

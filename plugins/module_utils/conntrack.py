@@ -283,6 +283,19 @@ def _past_full_finding(stats, percent, subject, evidence):
                    "if they grow, " + REMEDIATION)
 
 
+def _no_limit_finding(usage, grew, subject, evidence):
+    """``conntrack.pressure`` (warning) when ``nf_conntrack_max`` reads 0: the kernel then sets no limit (or the
+    limit could not be read), so the fill cannot be judged; a full table it is not."""
+    lost = (" (the drop counters grew in the window: %s)" % ", ".join("%s +%d" % item for item in sorted(grew.items()))
+            if grew else "")
+    return finding("conntrack.pressure", "warning", "L4", subject,
+                   "nf_conntrack_max reads 0: the conntrack table has no limit set (or it could not be read), so its "
+                   "fill (%d entries) cannot be judged%s" % (usage["count"], lost), evidence,
+                   "check sysctl net.netfilter.nf_conntrack_max: 0 lets the table grow until kernel memory runs "
+                   "out; set a limit (sysctl -w net.netfilter.nf_conntrack_max=<n>, persisted in /etc/sysctl.d, "
+                   "or kube-proxy's conntrack.maxPerCore/min)")
+
+
 def check(usage, stats, delta, pairs, subject, warn_ratio=0.75, critical_ratio=0.9, window=0.0):
     """Findings from the table's fill, the drop counters (and their growth in the window) and the top pairs."""
     if usage is None:
@@ -291,6 +304,8 @@ def check(usage, stats, delta, pairs, subject, warn_ratio=0.75, critical_ratio=0
                         "no table to fill" % SYSCTL_DIR, {})]
     evidence = _check_evidence(usage, stats, delta, pairs, window)
     grew = dict((k, v) for k, v in (delta or {}).items() if k in ("drop", "early_drop") and v > 0)
+    if usage["max"] <= 0:
+        return [_no_limit_finding(usage, grew, subject, evidence)]
     ratio = usage["ratio"] or 0.0
     percent = "%d of %d entries (%.0f%%)" % (usage["count"], usage["max"], ratio * 100)
     top = _top_text(pairs)

@@ -467,18 +467,22 @@ def totals(snapshot, limit):
 
 # ----------------------------------------------------------------- what a drop rule means (by who wrote it)
 
-_SVC_COMMENT = re.compile(r'--comment "?(?P<ns>[a-z0-9][-a-z0-9]*)/(?P<name>[a-z0-9][-a-z0-9.]*):(?P<port>[-a-z0-9]*)'
+# kube-proxy writes ns/name:port; a comment naming the Service without its namespace is read by the name as it is
+_SVC_COMMENT = re.compile(r'--comment "?(?:(?P<ns>[a-z0-9][-a-z0-9]*)/)?(?P<name>[a-z0-9][-a-z0-9.]*)(?::(?P<port>[-a-z0-9]*))?'
                           r' (?P<what>has no endpoints|has no local endpoints|traffic not accepted by \S+)"?')
 _NFT_SVC_CHAIN = re.compile(r"^(?P<kind>firewall|external|service)-[A-Z0-9]{8}-(?P<ns>[^/]+)/(?P<name>[^/]+)/(?P<proto>[a-z]+)/(?P<port>.*)$")
 _COMMENTS = re.compile(r'--comment (?:"([^"]*)"|(\S+))')
 
 
 def _endpointslices(ns, name):
-    return "kubectl get endpointslices -n %s -l kubernetes.io/service-name=%s" % (ns, name)
+    """The EndpointSlices of Service ``name`` in ``ns`` (None: a name without namespace, looked for in all)."""
+    where = "-n %s" % ns if ns else "-A"
+    return "kubectl get endpointslices %s -l kubernetes.io/service-name=%s" % (where, name)
 
 
 def _service(ns, name, port, reason):
-    svc = "%s/%s:%s" % (ns, name, port) if port else "%s/%s" % (ns, name)
+    svc = "%s:%s" % (name, port) if port else name
+    svc = "%s/%s" % (ns, svc) if ns else svc
     if reason == "no_endpoints":
         what = "kube-proxy rejects traffic to Service %s: it has no ready endpoints" % svc
         step = "%s (no ready endpoint: are the pods Ready, does the selector match?)" % _endpointslices(ns, name)
@@ -489,8 +493,9 @@ def _service(ns, name, port, reason):
                 "healthCheckNodePort should take this node out)" % _endpointslices(ns, name))
     else:
         what = "kube-proxy drops traffic to Service %s: the source is not in the Service's loadBalancerSourceRanges" % svc
-        step = ("kubectl get service -n %s %s -o jsonpath='{.spec.loadBalancerSourceRanges}' (is the client, or the "
-                "load balancer's SNAT address, in the ranges?)" % (ns, name))
+        step = ("kubectl get service %s -o jsonpath='{.spec.loadBalancerSourceRanges}' (is the client, or the "
+                "load balancer's SNAT address, in the ranges?)" % (
+                    "-n %s %s" % (ns, name) if ns else "-A --field-selector metadata.name=%s" % name))
     return {"object": {"kind": "Service", "namespace": ns, "name": name, "port": port},
             "reason": reason, "meaning": what, "next_step": step}
 
@@ -499,6 +504,18 @@ def _service_by_name(service, reason):
     """``_service`` for a Service named ``ns/name[:port]`` (None when the name has no namespace)."""
     ns_name = re.match(r"^([^/]+)/([^:]+):?(.*)$", service)
     return _service(ns_name.group(1), ns_name.group(2), ns_name.group(3), reason) if ns_name else None
+
+
+def _service_by_any_name(service, reason):
+    """``_service`` for a Service named ``ns/name[:port]``, or by a name without namespace taken as it is."""
+    name, port = (service.split(":", 1) + [""])[:2]
+    return _service_by_name(service, reason) or _service(None, name, port, reason)
+
+
+def _endpointslices_of(service):
+    """``_endpointslices`` for a Service named ``ns/name[:port]`` or by its name alone."""
+    ns_name = re.match(r"^(?:([^/]+)/)?([^:]*)", service)
+    return _endpointslices(ns_name.group(1), ns_name.group(2))
 
 
 _SVC_COMMENT_REASONS = {"has no endpoints": "no_endpoints", "has no local endpoints": "no_local_endpoints"}
@@ -540,14 +557,11 @@ def _kube_proxy_reject_chain(entry, refusals):
     """kube-proxy's nftables reject-chain, read from the no-endpoint map entries that jump to it."""
     services = sorted(set(r["service"] for r in refusals if r["reason"] == "no_endpoints" and r["service"]))
     if len(services) == 1:
-        reading = _service_by_name(services[0], "no_endpoints")
-        if reading:
-            return reading
+        return _service_by_any_name(services[0], "no_endpoints")
     if services:
         return {"object": {"kind": "Service", "names": services}, "reason": "no_endpoints",
                 "meaning": "kube-proxy rejects traffic to Services without ready endpoints: %s" % ", ".join(services),
-                "next_step": "; ".join(_endpointslices(*re.match(r"^([^/]+)/([^:]+)", name).groups())
-                                       for name in services[:5])}
+                "next_step": "; ".join(_endpointslices_of(name) for name in services[:5])}
     return {"object": {"kind": "Service", "map": "no-endpoint-services"}, "reason": "no_endpoints",
             "meaning": "kube-proxy (nftables mode) rejects traffic to a Service without ready endpoints",
             "next_step": "nft list map %s %s no-endpoint-services and no-endpoint-nodeports (each element's "

@@ -32,6 +32,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.log_signatures impor
 from ansible_collections.k8snet.triage.plugins.module_utils.logs_options import DEFAULT_FILES, DEFAULT_UNITS, LOG_ROOT, RULES
 
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
+JOURNALCTL_DIRS = ("/usr/bin", "/bin")
 
 EXCERPT = 300            # characters of one line kept in evidence
 LINES_PER_MATCH = 5      # matching lines kept per finding (the first and the latest ones)
@@ -230,10 +231,9 @@ def parse_journal(text, subject, now=None):
 def read_journal(runner, units, since, max_lines, max_bytes, subject, kernel=True):
     """(entries, read rows) from journald: the units' lines of the last ``since`` seconds (and the kernel's,
     for conntrack), at most ``max_lines`` per query and ``max_bytes`` of output."""
-    tool = Tool(runner, "journalctl", required=False, opt_dirs=("/usr/bin", "/bin"))
+    tool = _journalctl(runner)
     if not tool.available:
-        raise ReadError("journalctl is not installed on this host: set source: files (node_log_files) to read log "
-                        "files instead")
+        raise _no_journalctl()
     queries = [("units", [a for unit in units for a in ("-u", unit)])]
     if kernel:
         queries.append(("kernel", ["-k"]))
@@ -250,6 +250,15 @@ def read_journal(runner, units, since, max_lines, max_bytes, subject, kernel=Tru
         rows.append({"origin": "journal:%s" % (",".join(units) if label == "units" else "kernel"), "status": "read",
                      "lines": len(found), "bytes": min(size, max_bytes), "truncated": size > max_bytes})
     return entries, rows
+
+
+def _journalctl(runner):
+    return Tool(runner, "journalctl", required=False, opt_dirs=JOURNALCTL_DIRS)
+
+
+def _no_journalctl():
+    return ReadError("journalctl is not installed on this node: set source: files (logs_source: files) and list the "
+                     "log files (node_log_files, logs_node_log_files) to read them instead", tool="journalctl")
 
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
@@ -389,17 +398,17 @@ def read_files(paths, since, max_bytes, max_lines, subject, now=None):
 
 def _journal_chosen(source, journald, runner):
     """Whether the journal is read (else the log files): ``source: journal``, or ``auto`` when journald runs and
-    journalctl is installed; ``journal`` without journald raises."""
+    journalctl is installed; ``journal`` without journalctl or without journald raises."""
+    if source == "files":
+        return False
+    installed = _journalctl(runner).available
+    if source == "journal" and not installed:
+        raise _no_journalctl()
     if journald is None:
         journald = journald_present()
-    if source == "auto" and journald and not Tool(runner, "journalctl", required=False,
-                                                  opt_dirs=("/usr/bin", "/bin")).available:
-        journald = False  # journald runs but its reader is not installed: the files are read instead
-    if source == "journal" or (source == "auto" and journald):
-        if not journald and source == "journal":
-            raise ReadError("journald is not running on this host (no %s): set source: files" % JOURNAL_SOCKET)
-        return True
-    return False
+    if source == "journal" and not journald:
+        raise ReadError("journald is not running on this host (no %s): set source: files" % JOURNAL_SOCKET)
+    return bool(journald and installed)
 
 
 def _skipped_finding(rows, node):

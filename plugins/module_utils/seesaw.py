@@ -36,8 +36,9 @@ def _adverts(capture, vrid, direction):
 
 
 def _garps(capture, direction):
+    # an entry without an address announces no VIP: it is left out, neither late nor on time
     return [g for g in ((capture or {}).get("announcements") or {}).get("gratuitous_arp") or []
-            if g.get("direction") == direction]
+            if g.get("direction") == direction and g.get("address")]
 
 
 def _window(capture):

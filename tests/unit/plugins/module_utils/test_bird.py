@@ -413,6 +413,15 @@ def test_read_status_bad_input_reads_nothing():
     assert called == []
 
 
+@pytest.mark.parametrize("own", [["node-1"], lambda: ["10.0.0.1", "not-an-ip"]])
+def test_read_status_refuses_an_own_address_that_is_not_an_ip(own):
+    """Before: a non-IP own address failed with a plain ValueError ("does not appear to be an IPv4 or IPv6 address")."""
+    with pytest.raises(InputError) as refused:
+        bird.read_status(sockets=["/nonexistent/bird.ctl"], own=own)
+    assert refused.value.message.startswith("own (this node's addresses): ")
+    assert "is not an IP address (give addresses such as 10.0.0.5 or 10.0.0.5/24)" in refused.value.message
+
+
 def test_read_status_no_bird_and_no_calico_config_is_skipped_when_asked(sockdir):
     sock = str(sockdir / "bird.ctl")
     skipped = bird.read_status(sockets=[sock], now=NOW, when_not_calico="skip", calico_config=lambda: False)

@@ -5,6 +5,9 @@ veth, an SSH connect and a refused connect)."""
 
 from __future__ import annotations
 
+import os
+import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -107,3 +110,37 @@ def test_descendants_from_a_fake_proc(tmp_path):
         (tmp_path / str(pid) / "stat").write_text("%d (%s) S %d 1 1 0 -1" % (pid, comm, ppid))
     (tmp_path / "self").mkdir()
     assert c.descendants(10, str(tmp_path)) == {11: "timeout", 12: "tcpdump", 14: "odd) name"}
+
+
+class _Module(object):
+    """Just enough of AnsibleModule for Capture.run: tcpdump (through timeout) writes an empty pcap, listens a
+    moment and exits."""
+
+    def get_bin_path(self, name, required=False, opt_dirs=None):
+        return "/usr/bin/" + name
+
+    def run_command(self, argv, **kwargs):
+        with open(argv[argv.index("-w") + 1], "wb") as handle:
+            handle.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, c.LINKTYPE_LINUX_SLL2))
+        time.sleep(0.2)
+        return 0, "", "0 packets captured\n0 packets received by filter\n0 packets dropped by kernel\n"
+
+
+def test_run_waits_for_the_watcher_before_cleaning_up(tmp_path, monkeypatch):
+    """Before: the watcher was not joined, so a late listening file outlived the clean-up of the work_dir."""
+    work = tmp_path / "work"
+    work.mkdir(mode=0o700)
+    monkeypatch.setattr(c, "read_sysfs_links", lambda: [{"ifindex": 1, "ifname": "lo", "mac": None}])
+    monkeypatch.setattr(c, "has_cap_net_raw", lambda: True)
+    create = c.create_private_file
+
+    def slow_create(path):
+        if path.endswith(c.READY_NAME):
+            time.sleep(0.4)  # the watcher saw the pcap header; its round outlasts tcpdump
+        create(path)
+
+    monkeypatch.setattr(c, "create_private_file", slow_create)
+    result = c.Capture(_Module()).run(["any"], [], [], "any", 1, 10, work_dir=str(work), remove_files=True)
+    assert result["total"] == 0 and result["files_removed"] is True
+    time.sleep(0.6)
+    assert sorted(os.listdir(str(work))) == []

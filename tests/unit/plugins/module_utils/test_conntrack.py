@@ -150,3 +150,12 @@ def test_pairs_that_cannot_be_read_leave_the_fill_and_say_why(monkeypatch):
     # asked by name, the reader's failure is the module's failure
     with pytest.raises(ReadError, match="not readable"):
         ct.node_check({"interval": 0, "reader": "proc"}, None)
+
+
+def test_a_max_of_zero_is_no_known_limit_never_a_full_table():
+    """Before: nf_conntrack_max 0 was reported critical as "the table is full, 0 of 0 entries"."""
+    for count in (0, 1500):
+        [f] = ct.check({"count": count, "max": 0, "buckets": 65536, "ratio": None}, {}, None, None, "node1")
+        assert (f["check"], f["severity"]) == ("conntrack.pressure", "warning")
+        assert f["summary"].startswith("nf_conntrack_max reads 0: the conntrack table has no limit set")
+        assert "full" not in f["summary"] and "%d entries" % count in f["summary"]

@@ -163,3 +163,31 @@ def test_old_kube_proxy_marked_drop():
     entry = list(iptables.parse_save(text, "legacy", 4).entries.values())[0]
     reading = iptables.interpret(entry)
     assert reading["reason"] == "marked_for_drop" and "KUBE-MARK-DROP" in reading["next_step"]
+
+
+_REJECT_CHAIN = {"chain": "reject-chain", "table": "kube-proxy", "owner": "kube-proxy", "family": "ip",
+                 "verdict": "reject", "rule": "reject"}
+
+
+def test_reject_chain_refusals_named_without_a_namespace_are_read_as_they_are():
+    """Before: a no-endpoint map entry naming its Service without "ns/" made the reading raise AttributeError."""
+    one = iptables.interpret(_REJECT_CHAIN, refusals=[{"service": "default-nope", "reason": "no_endpoints"}])
+    assert one["reason"] == "no_endpoints" and one["object"]["name"] == "default-nope"
+    assert one["meaning"] == "kube-proxy rejects traffic to Service default-nope: it has no ready endpoints"
+    assert one["next_step"].startswith("kubectl get endpointslices -A -l kubernetes.io/service-name=default-nope")
+    two = iptables.interpret(_REJECT_CHAIN, refusals=[{"service": "nope", "reason": "no_endpoints"},
+                                                      {"service": "ns6/svc6:p80", "reason": "no_endpoints"}])
+    assert two["meaning"].endswith("without ready endpoints: nope, ns6/svc6:p80")
+    assert two["next_step"] == ("kubectl get endpointslices -A -l kubernetes.io/service-name=nope; "
+                                "kubectl get endpointslices -n ns6 -l kubernetes.io/service-name=svc6")
+
+
+def test_a_reject_comment_naming_the_service_without_a_namespace_names_it():
+    """Before: a KUBE-SERVICES reject whose comment was "default-nope has no endpoints" got no Service reading."""
+    text = ('*filter\n:KUBE-SERVICES - [0:0]\n[4:240] -A KUBE-SERVICES -d 10.96.0.9/32 -p tcp -m comment --comment '
+            '"default-nope has no endpoints" -j REJECT --reject-with icmp-port-unreachable\nCOMMIT\n')
+    entry = list(iptables.parse_save(text, "legacy", 4).entries.values())[0]
+    reading = iptables.interpret(entry)
+    assert (reading["reason"], reading["object"]["name"], reading["object"]["namespace"]) == (
+        "no_endpoints", "default-nope", None)
+    assert "Service default-nope: it has no ready endpoints" in reading["meaning"]

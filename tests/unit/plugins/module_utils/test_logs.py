@@ -298,6 +298,19 @@ def test_journal_asked_without_journald_is_a_clear_error():
         logs.node_check({"source": "journal"}, FakeRunner([]), journald=False)
 
 
+@pytest.mark.parametrize("journald", [True, False])
+def test_journal_asked_without_journalctl_names_the_fix(journald):
+    """Before: source journal without journalctl failed with another message (or blamed journald), not the fix."""
+    class NoJournalctl(FakeRunner):
+        def get_bin_path(self, name, required=False, opt_dirs=None):
+            return None
+
+    with pytest.raises(ReadError) as failed:
+        logs.node_check({"source": "journal"}, NoJournalctl([]), journald=journald)
+    assert failed.value.message.startswith(
+        "journalctl is not installed on this node: set source: files (logs_source: files) and list the log files")
+
+
 def test_auto_reads_the_files_when_journald_runs_without_journalctl(tmp_path, monkeypatch):
     monkeypatch.setattr(logs, "LOG_ROOT", str(tmp_path))
     monkeypatch.setattr(logs_options, "LOG_ROOT", str(tmp_path))

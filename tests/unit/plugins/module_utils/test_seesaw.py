@@ -92,3 +92,14 @@ def test_a_short_window_does_not_judge_the_cadence():
 def test_another_vrid_is_not_this_pair():
     [none] = pair_check({"lb1": master_capture(), "lb2": backup_capture()}, vrid=61)
     assert none["check"] == "seesaw.no_master" and "advertisements from" not in none["summary"]
+
+
+def test_a_late_gratuitous_arp_without_an_address_names_no_vip():
+    """Before: a late gratuitous ARP entry whose address is None made pair_check raise TypeError."""
+    master = master_capture()
+    master["announcements"]["gratuitous_arp"].append(
+        {"address": None, "mac": "00:00:5e:00:01:3c", "direction": "out", "interface": "eth0", "op": "reply",
+         "packets": 2, "first": 0.0, "last": 19.0, "max_gap": 19.0, "mean_gap": 19.0})
+    [ok] = pair_check({"lb1": master, "lb2": backup_capture()})
+    assert (ok["check"], ok["severity"]) == ("seesaw.pair", "ok")
+    assert "it announces 198.18.128.200 by gratuitous ARP every 10.0s" in ok["summary"]
