@@ -121,6 +121,15 @@ def _no_traceback(result):
     assert "MODULE FAILURE" not in (result.get("msg") or ""), result
 
 
+def _names_the_cause(mode, result, server):
+    """Whether the failure names its cause. An API that pages forever is stopped by the page cap (200 pages,
+    tested on its own in test_kube_bounds) or, when the module's start-up took most of its time, by the
+    total deadline first: either is a bounded stop, once the module has really paged."""
+    if CAUSE[mode] in _text(result):
+        return True
+    return mode == "continue" and "within %g s" % DEADLINE in _text(result) and len(server.requests) >= 10
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
 @pytest.mark.parametrize("mode", SLOW + FAST)
 def test_module_against_hostile_api(runs, mode, module):
@@ -136,14 +145,16 @@ def test_module_against_hostile_api(runs, mode, module):
     elif mode in CAUSE:
         # the run fails naming the cause (f5_configmap_audit reports an unreadable cluster as a finding)
         assert result["failed"] or module == "f5_configmap_audit", result
-        assert CAUSE[mode] in _text(result), result
+        assert _names_the_cause(mode, result, servers[mode, module]), result
         assert servers[mode, module].url in _text(result)
     if mode in SLOW:
         assert "within %g s" % DEADLINE in _text(result), result
         # the server's own clock: from the request to the module closing the connection
         held = [r["held"] for r in servers[mode, module].requests if "held" in r]
-        # (the request comes after the client's set-up inside the deadline: the lower bound is loose)
-        assert held and DEADLINE * 0.5 <= max(held) <= DEADLINE * 1.1, held
+        # the request comes after the client's set-up inside the deadline: on a loaded controller (24 modules
+        # starting at once on 2 cores) that set-up takes a good part of it, the start-up measured above at most
+        lower = max(0.2, min(DEADLINE * 0.5, DEADLINE - startup))
+        assert held and lower <= max(held) <= DEADLINE * 1.1, (held, startup)
     if mode == "huge":
         assert max(servers[mode, module].huge_sent) < 200 * 1024 * 1024  # of 400 MB: refused early
     if mode in MUST_PASS:
