@@ -76,7 +76,8 @@ def audit_cluster(kube, namespaces, controllers):
         f5.resolve_namespace_labels(cis, kube.namespaces())
     found, parsed = f5.audit(services, configmaps, cluster=name, mode=mode, controllers=cis)
     found.extend(_check_running(pods, deps, cis, controllers, name, mode))
-    ports = sum(len(s["spec"].get("ports") or []) for s in services if s.get("spec", {}).get("type") == "LoadBalancer")
+    specs = [s.get("spec") or {} for s in services]  # a Service read with spec: null has no ports
+    ports = sum(len(spec.get("ports") or []) for spec in specs if spec.get("type") == "LoadBalancer")
     partitions = f5.partitions_of(parsed)
     summary = {"name": name, "server": kube.server, "reached": True, "load_balancer_ports": ports,
                "configmaps": len(parsed), "partitions": sorted(partitions)}

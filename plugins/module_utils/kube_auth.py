@@ -156,11 +156,15 @@ def _check_kubeconfig(path):
                          "(kind: Config); give the path of a kubeconfig file" % path)
 
 
-def _load_kubeconfig(config, path, context):
-    """Load the kubeconfig ``path`` (None: the default files) with ``context`` into ``config``; InputError."""
-    where = path or os.pathsep.join(default_kubeconfig_paths())
+def _load_kubeconfig(config, path, context, environ):
+    """Load the kubeconfig ``path`` (None: the default files of ``environ``) with ``context`` into ``config``.
+
+    The default files are named to the client explicitly: its own default is the KUBECONFIG of the process
+    when the library was imported, which need not be the environment checked here (a task's environment
+    in an action plugin, a variable set after import).  InputError."""
+    where = path or os.pathsep.join(default_kubeconfig_paths(environ))
     try:
-        client_library.kubernetes.config.load_kube_config(config_file=path, context=context,
+        client_library.kubernetes.config.load_kube_config(config_file=where, context=context,
                                                           client_configuration=config, persist_config=False)
     except client_library.ConfigException as exc:
         raise InputError("cannot load the Kubernetes client configuration from %s%s: %s" % (
@@ -187,12 +191,12 @@ def _load_source(config, source, auth, environ, directory):
     if source == "kubeconfig":
         if auth["kubeconfig"]:
             _check_kubeconfig(auth["kubeconfig"])
-        _load_kubeconfig(config, auth["kubeconfig"], auth["context"])
+        _load_kubeconfig(config, auth["kubeconfig"], auth["context"], environ)
     elif source == "default_kubeconfig":
         for path in default_kubeconfig_paths(environ):
             if os.path.isfile(path):
                 _check_kubeconfig(path)
-        _load_kubeconfig(config, None, None)
+        _load_kubeconfig(config, None, None, environ)
     elif source == "in_cluster":
         _load_in_cluster(config, environ, directory)
 

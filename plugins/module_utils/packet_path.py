@@ -279,7 +279,14 @@ def _backends_walk(client, lbs, workers, vip, port, backends):
 def _backends_unbroken(subject, rows, backends, evidence):
     """The finding when no hop lost the probes: ok when a captured backend got them, else not checked."""
     hit = [r for r in rows if r["verdict"] == "ok"]
-    if not hit and backends:
+    if not backends:
+        return finding(
+            "ingress.not_checked", "warning", "L4", subject,
+            "no ready backend was given: no probe could be followed beyond the LB node, so the path to a backend "
+            "was not checked", evidence,
+            "check the Service's endpoints (kubectl get endpointslices -n <namespace> -l "
+            "kubernetes.io/service-name=<service>): a Service without a ready backend answers nothing")
+    if not hit:
         return finding(
             "ingress.not_checked", "warning", "L4", subject,
             "the probes were translated only to backends whose node was not captured: the path beyond the LB node "
@@ -295,7 +302,8 @@ def _culprit_summary(subject, culprit, rows, vanished):
     others = [r["pod"] or r["ip"] for r in rows if r["verdict"] == "ok"]
     where = {"between_nodes": "between the LB node and %s" % culprit["host"],
              "pod": "on %s, before the pod's veth" % culprit["host"],
-             "backend": "in the pod (no reply)"}[vanished]
+             "backend": "on the node's own network (host network: no pod veth), no reply"
+             if culprit.get("pod_interface") == "lo" else "in the pod (no reply)"}[vanished]
     summary = "packets to %s translated to backend %s (%s on node %s) vanish %s%s" % (
         subject, culprit["pod"] or culprit["ip"], culprit["ip"], culprit["node"] or culprit["host"], where,
         "; the probes to %s got through" % ", ".join(others) if others else "")

@@ -334,8 +334,11 @@ def _deadlock(cluster, configuration, kind, index, ref, evidence):
                      cluster.tunnel_stuck if via_tunnel else None))
 
 
-def _judge(cluster, kind, configuration, webhook, row):
-    """Fill ``row``'s verdict on one webhook; its finding when it closes the cycle or blocks the CNI, else None."""
+def _judge(cluster, kind, configuration, index, row):
+    """Fill ``row``'s verdict on the webhook at ``index`` of ``configuration``; its finding when it closes the
+    cycle or blocks the CNI, else None.  The index is the webhook's position (the JSON patch path of the
+    remediation), never found by equality: two identical entries are two positions."""
+    webhook = configuration["webhooks"][index]
     what = intercepts(webhook)
     service_ref = (webhook.get("clientConfig") or {}).get("service")
     why_not = _outside_cycle(cluster, webhook, row["failure_policy"], what, service_ref)
@@ -346,7 +349,6 @@ def _judge(cluster, kind, configuration, webhook, row):
         return None
     row["via_tunnel"] = cluster.tunnel_down
     ref = "%s/%s" % (meta(configuration, "name"), webhook.get("name"))
-    index = (configuration.get("webhooks") or []).index(webhook)
     evidence = _evidence(cluster, kind, ref, what, backend, cluster.cycle_nodes(backend))
     if backend["healthy"] and not cluster.tunnel_stuck:
         # the tunnel is down for another reason (its pods on nodes with network, or not scheduled): the
@@ -363,10 +365,10 @@ def check(configurations, namespaces, services, slices, pods, nodes, cni_pods, c
     found, model = [], []
     cluster = _Cluster(namespaces, services, slices, pods, nodes, cni_pods, cni_namespaces, tunnel_pods)
     for kind, configuration in configurations:
-        for webhook in configuration.get("webhooks") or []:
+        for index, webhook in enumerate(configuration.get("webhooks") or []):
             row = _row(kind, configuration, webhook)
             model.append(row)
-            item = _judge(cluster, kind, configuration, webhook, row)
+            item = _judge(cluster, kind, configuration, index, row)
             if item is not None:
                 found.append(item)
     return model, found

@@ -54,13 +54,32 @@ def _vips(vips):
         raise AnsibleFilterError("vip_owners: %s" % exc.message)
 
 
+def _owner_name(result, index):
+    """The owner host a registered result is about: its loop ``item``, else the host it was delegated to.
+
+    AnsibleFilterError when there is neither: the owners' names would otherwise be lost (None in every
+    finding), so the input is refused with what vip_owners expects."""
+    if not isinstance(result, dict):
+        raise AnsibleFilterError(
+            "vip_owners: result %d is %s, not a task result: pass the `results` list of an arp_check task "
+            "registered with `loop` over the owner hosts" % (index, type(result).__name__))
+    delegated = result.get("_ansible_delegated_vars")
+    delegated = delegated if isinstance(delegated, dict) else {}
+    node = result.get("item") or delegated.get("ansible_delegated_host") or delegated.get("ansible_host")
+    if not isinstance(node, str) or not node:
+        raise AnsibleFilterError(
+            "vip_owners: result %d names no owner host (no `item`, not delegated): pass the `results` list of an "
+            "arp_check task registered with `loop` over the owner hosts and `delegate_to: \"{{ item }}\"`" % index)
+    return node
+
+
 def _holders(results, vips):
     """``({vip: [{node, interface, mac}]}, [{node, status, msg}])``: who holds each VIP (every VIP asked
     about, and any other an owner holds), and the owners that could not be checked."""
     owners = dict((str(vip), []) for vip in vips)
     unreachable = []
-    for item in results:
-        node = item.get("item") or item.get("_ansible_delegated_vars", {}).get("ansible_host")
+    for index, item in enumerate(results):
+        node = _owner_name(item, index)
         status = _not_checked(item)
         if status:
             unreachable.append({"node": node, "status": status, "msg": item.get("msg", "")})

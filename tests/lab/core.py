@@ -11,6 +11,12 @@ Addresses, all inside 198.18.0.0/15:
 * node network   198.18.(32s).0/24: controller .1, node i at .(10+i), VIPs .200-.249
 * service range  198.18.(32s+16).0/20 (ClusterIPs, kube-dns at .10)
 * pod CIDRs      carved from 198.19.(32s).0/19, one per node
+
+The kernel keeps one ARP table for every network namespace of the machine (``net.ipv4.neigh.default.gc_thresh3``,
+1,024 entries by default).  A lab's nodes share it, so a lab of n nodes whose nodes all talk to each other needs
+about n^2 entries: past about 30 nodes the table overflows ("neighbor table overflow!" in the kernel log) and
+sends fail with ENOBUFS or "No route to host", which real nodes, each with its own kernel, never see.  ``up``
+raises the thresholds for the lab's size when they are lower and ``down`` puts back the values it found.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ DEFAULT_NODES = 3
 SYSTEM_PYTHON = "/usr/bin/python3"
 OLD_PYTHON = "/root/.pyenv/versions/3.9.18/bin/python3.9"
 SHELL_STARTUP_FILES = ("/root/.bashrc", "/root/.profile", "/root/.bash_profile", "/root/.bash_login")
+NEIGH_THRESHOLDS = "/proc/sys/net/ipv4/neigh/default/gc_thresh%d"
 
 
 class LabError(RuntimeError):
@@ -196,6 +203,7 @@ class Lab:
                 python=python, pyroute2=has_pyroute2, groups=groups,
             ))
         self._save()  # so that a crash half-way is still cleaned by down()
+        self._size_neighbour_table()
         self._build_switch()
         for node in self.nodes:
             self._build_node(node)
@@ -221,6 +229,7 @@ class Lab:
         for ns in namespaces:
             self.run(["ip", "netns", "del", ns], check=False)
         self.run(["ip", "link", "del", self.ctl_link], check=False)
+        self._restore_neighbour_table()
         if self.workdir.exists():
             shutil.rmtree(self.workdir, ignore_errors=True)
         if not quiet:
@@ -254,6 +263,36 @@ class Lab:
         self.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"k8snet-lab{self.slot}", "-f", key])
         self.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "lab-host", "-f", self.workdir / "ssh" / "host_ed25519"])
         (self.workdir / "ssh" / "authorized_keys").write_text(Path(f"{key}.pub").read_text())
+
+    @property
+    def _neighbour_record(self):
+        return self.workdir / "neigh-thresholds.json"
+
+    def _size_neighbour_table(self):
+        """Raise the machine's ARP table thresholds (one table for every namespace) to what n nodes that all
+        talk to each other need, when they are lower; the values found are kept for ``down``."""
+        n = self.node_count
+        wanted = {2: n * (n + 2) + 512, 3: 2 * n * (n + 2) + 1024}
+        changed = {}
+        for index, value in sorted(wanted.items()):
+            path = Path(NEIGH_THRESHOLDS % index)
+            current = int(path.read_text())
+            if current < value:
+                path.write_text("%d\n" % value)
+                changed[index] = {"was": current, "set": value}
+        if changed:
+            self._neighbour_record.write_text(json.dumps(changed))
+
+    def _restore_neighbour_table(self):
+        """Put back the thresholds ``up`` raised, unless something else changed them since."""
+        try:
+            changed = json.loads(self._neighbour_record.read_text())
+        except (OSError, ValueError):
+            return
+        for index, values in sorted(changed.items(), reverse=True):
+            path = Path(NEIGH_THRESHOLDS % int(index))
+            if int(path.read_text()) == values["set"]:
+                path.write_text("%d\n" % values["was"])
 
     def _build_switch(self):
         sw = self.switch_ns

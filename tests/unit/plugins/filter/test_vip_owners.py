@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.k8snet.triage.plugins.filter.vip_owners import vip_owners
 from ansible_collections.k8snet.triage.plugins.filter.findings_lines import findings_lines
 
@@ -79,3 +82,23 @@ def test_vips_as_a_surveys_text_are_the_same_list():
     as_list = vip_owners(results, ["198.18.0.200", "198.18.0.201"])
     assert vip_owners(results, "198.18.0.200\n198.18.0.201\n") == as_list
     assert vip_owners(results, "198.18.0.200,198.18.0.201") == as_list
+
+
+def test_result_without_item_names_the_delegated_owner():
+    # a result registered without a loop but delegated: ansible-core records the delegated host in
+    # _ansible_delegated_vars.ansible_delegated_host (task_executor), the inventory name
+    result = {"_ansible_delegated_vars": {"ansible_delegated_host": "cp1", "ansible_host": "198.18.0.11"},
+              "local": [{"address": "198.18.0.200", "interface": "eth0", "mac": "02:00:00:00:00:01"}]}
+    out = vip_owners([result], ["198.18.0.200"])
+    assert out["owners"]["198.18.0.200"] == [{"node": "cp1", "interface": "eth0", "mac": "02:00:00:00:00:01"}]
+
+
+@pytest.mark.parametrize("result, said", [
+    ({"local": []}, "names no owner host"),
+    ({"item": None, "unreachable": True}, "names no owner host"),
+    ("cp1", "is str, not a task result"),
+])
+def test_result_naming_no_owner_is_refused_with_what_is_expected(result, said):
+    with pytest.raises(AnsibleFilterError) as exc:
+        vip_owners([result], ["198.18.0.200"])
+    assert said in str(exc.value) and "loop" in str(exc.value)

@@ -89,3 +89,38 @@ def test_cluster_unreachable_is_critical_and_names_the_cluster():
     assert found["evidence"] == {"cluster": "b", "server": "https://198.18.0.2:6443",
                                  "error": "cannot reach the Kubernetes API at https://198.18.0.2:6443"}
     assert "not audited" in found["summary"]
+
+
+class _ClusterA(object):
+    """The reads audit_cluster makes, answered from cluster A's fixture objects (``services`` replaces them)."""
+    name, server = "a", "https://198.18.0.1:6443"
+
+    def __init__(self, services):
+        self._services = services
+
+    def services(self, namespace):
+        return self._services
+
+    def config_maps(self, namespace, label_selector=None):
+        return of_kind(A, "ConfigMap")
+
+    def pods(self, namespace):
+        return of_kind(A, "Pod")
+
+    def pages(self, what, api, method, args):
+        return of_kind(A, "Deployment")
+
+    def namespaces(self):
+        return of_kind(A, "Namespace")
+
+
+def test_audit_cluster_counts_no_port_for_a_service_without_spec():
+    """A Service whose spec reads null (a partial object from a proxy or an aggregated API) has no port to
+    count: the audit goes on instead of failing the cluster with an AttributeError."""
+    from ansible_collections.k8snet.triage.plugins.module_utils import f5_cluster
+    services = of_kind(A, "Service")
+    lb_ports = sum(len(s["spec"].get("ports") or []) for s in services if s["spec"].get("type") == "LoadBalancer")
+    broken = dict(services[0], spec=None)
+    found, summary, dummy, dummy = f5_cluster.audit_cluster(_ClusterA(services + [broken]), [], [])
+    assert summary["load_balancer_ports"] == lb_ports > 0
+    assert found  # the fixture's findings are still given

@@ -182,6 +182,24 @@ def test_overrides_beside_a_kubeconfig_survive_the_refresh_hook(tmp_path):
     assert config.host == "https://198.18.0.1:6443"
 
 
+def test_default_kubeconfig_is_the_one_of_the_environ_checked(tmp_path, monkeypatch):
+    """configuration() decides on the environ it is given (a task's environment in an action plugin): the
+    kubeconfig loaded must be the one that environ names, not the process's KUBECONFIG (which the
+    client library fixes when it is imported)."""
+    process = _kubeconfig(tmp_path / "process", server="https://198.18.0.2:6443", token="process")
+    task = _kubeconfig(tmp_path / "task", server="https://198.18.0.3:6443", token="task")
+    monkeypatch.setenv("KUBECONFIG", process)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    config, source = kube_auth.configuration({}, {"KUBECONFIG": "%s:%s" % (tmp_path / "absent", task)},
+                                             str(tmp_path / "no-sa"))
+    assert source == "default_kubeconfig"
+    assert config.host == "https://198.18.0.3:6443"
+    assert config.auth_settings()["BearerToken"]["value"].lower() == "bearer task"
+    # a context without a kubeconfig option reads the same default files
+    config, source = kube_auth.configuration({"context": "c"}, {"KUBECONFIG": task}, str(tmp_path / "no-sa"))
+    assert source == "kubeconfig" and config.host == "https://198.18.0.3:6443"
+
+
 def test_env_fallbacks_and_in_cluster(tmp_path):
     config, source = kube_auth.configuration({}, {"K8S_AUTH_HOST": "https://198.18.0.7:6443", "K8S_AUTH_API_KEY": "awx",
                                                   "K8S_AUTH_VERIFY_SSL": "false", "KUBECONFIG": str(tmp_path / "x")})

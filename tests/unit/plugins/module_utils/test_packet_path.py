@@ -245,6 +245,20 @@ def test_a_backend_on_the_host_network_has_no_veth_to_cross():
     backends = [{"ip": node, "port": 8090, "pod": "kube-system/hostnet-x", "node": "node2", "host": "node2"}]
     got = pp.ingress_bisect_backends({"lb": [lb], "workers": {"node2": worker}}, "198.18.160.203", 80, backends)
     assert got["vanished_at"] is None and "host_socket" in [h["hop"] for h in got["hops"]]
+    # silent on the host network: no pod and no veth, so the summary must not say "in the pod"
+    got = pp.ingress_bisect_backends({"lb": [lb], "workers": {"node2": silent}}, "198.18.160.203", 80, backends)
+    summary = got["findings"][0]["summary"]
+    assert got["vanished_at"] == "backend" and "in the pod" not in summary
+    assert "on the node's own network (host network" in summary
+
+
+def test_no_backend_given_is_not_checked_never_ok():
+    """Without a ready backend nothing beyond the LB node was followed: not "ok ... 0 backends ()"."""
+    caps = backend_captures()
+    out = pp.ingress_bisect_backends(dict(caps, lb=[], workers={}), VIP, 80, [], probe(True))
+    [f] = out["findings"]
+    assert (f["check"], f["severity"]) == ("ingress.not_checked", "warning")
+    assert "no ready backend" in f["summary"] and "0 backends" not in f["summary"]
 
 
 def _dsr_flow(direction, src, dst, sport, dport, packets=3, interface="eth0"):

@@ -47,6 +47,23 @@ def _edit(func):
     return run(objects)[1]
 
 
+def test_identical_webhook_entries_are_patched_at_their_own_positions():
+    """The remediation's JSON patch path is the webhook's position: a second identical entry (a copy pasted
+    twice into a manifest) is /webhooks/<its index>, not the first entry's index found by equality."""
+    def duplicate(objects):
+        configuration = [o for o in objects if o["metadata"]["name"] == "policy-guard"
+                         and o["kind"] == "ValidatingWebhookConfiguration"][0]
+        hooks = configuration["webhooks"]
+        first = [h for h in hooks if h["name"] == "validate.policy-guard.example.com"][0]
+        hooks.append(copy.deepcopy(first))
+        duplicate.positions = [i for i, h in enumerate(hooks) if h == first]
+    found = _edit(duplicate)
+    assert len(duplicate.positions) == 2
+    assert [f["check"] for f in found] == ["webhook.cni_deadlock"] * 2
+    assert ["/webhooks/%d/failurePolicy" % i in f["remediation"] for i, f in zip(duplicate.positions, found)] == [
+        True, True]
+
+
 def test_no_cycle_when_a_link_is_missing():
     def ready_endpoint_on_node1(objects):
         item = [o for o in objects if o["metadata"]["name"] == "policy-guard-webhook-8xq2d"][0]
