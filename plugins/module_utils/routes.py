@@ -331,7 +331,7 @@ def _check_next_hop(target, checked_hops, neigh):
         "route.next_hop_unresolved", "critical", "L2", "%s %s" % (node, gateway),
         "the next hop %s (node %s) on %s does not resolve: neighbor entry %s" % (
             gateway, node, device, "/".join(entry["state"])),
-        {"gateway": gateway, "dev": device, "state": entry["state"], "mac": entry.get("mac"),
+        {"peer": node, "gateway": gateway, "dev": device, "state": entry["state"], "mac": entry.get("mac"),
          "cidrs": [str(c) for c in target.peer["pod_cidrs"]]},
         "Check that node %s is up and answers ARP/ND on %s (`arping -I %s %s`); "
         "k8snet.triage.arp_check tells a stale or conflicting entry apart." % (node, device, device, gateway),

@@ -20,6 +20,12 @@ peer at all n x (n-1).  Folded here, from the findings alone:
 Each folded finding keeps the pairs in compact form (how many, the first observers and targets, the first
 summaries) and is a fleet finding (``scope: fleet``, ``hosts``: the observers).  Fewer than ``FOLD_MIN`` pairs
 stay as they are: a small lab reads as before.
+
+Then one root cause across checks: a node that is down (``node_down``).  When no prober reached a node
+(``connectivity.node_isolated``), what the other nodes saw of it - their probes to it, their next hop to it that
+does not resolve - are symptoms of that one cause, and SSH to it failing is the same fact seen from the
+controller.  They become one finding about the node, its SSH failure when there is one (or the isolation), with
+the symptoms counted in its evidence (``corroborated_by``).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ PAIRWISE = {
     "route.unreachable": ("evidence", "peer"),
     "route.wrong_gateway": ("evidence", "peer"),
     "route.wrong_device": ("evidence", "peer"),
+    "route.next_hop_unresolved": ("evidence", "peer"),
     "reach.unreachable": ("subject", None),
 }
 WHAT = {
@@ -43,8 +50,11 @@ WHAT = {
     "route.unreachable": "routed into a blackhole, unreachable or prohibit route",
     "route.wrong_gateway": "routed via the wrong gateway",
     "route.wrong_device": "routed out of the wrong device",
+    "route.next_hop_unresolved": "a next hop that does not resolve (no ARP / ND answer)",
     "reach.unreachable": "unreachable",
 }
+# what other nodes see of a node that is down: symptoms of it, about the node (see node_down)
+DOWN_SYMPTOMS = ("reach.unreachable", "route.next_hop_unresolved")
 
 
 def _target(item):
@@ -165,8 +175,70 @@ def _take(steps, folded, drop):
         drop.update(id(m) for m in members)
 
 
+def _about(item):
+    """The node a symptom finding is about: the target of a pairwise finding, folded or not; else None."""
+    if item.get("check") not in DOWN_SYMPTOMS:
+        return None
+    targets = (item.get("evidence") or {}).get("targets") if item.get("scope") == "fleet" else None
+    if targets is not None:
+        return str(targets[0]) if len(targets) == 1 else None
+    return _target(item)
+
+
+def _observers(item):
+    """The nodes that saw a symptom finding: a folded one's ``hosts``, else its own host."""
+    return set(item.get("hosts") or []) if item.get("scope") == "fleet" else set([item.get("host")])
+
+
+def _down_root(node, isolated, ssh, symptoms):
+    """The one finding of a node that is down: its SSH failure (or its isolation) with the symptoms counted."""
+    root = dict(ssh or isolated)
+    corroborated = [{"check": isolated["check"], "summary": isolated["summary"]}] if ssh else []
+    seen = {}
+    for item in symptoms:
+        entry = seen.setdefault(item["check"], {"check": item["check"], "observers": set(), "summary": item["summary"]})
+        entry["observers"] |= _observers(item)
+    for entry in seen.values():
+        corroborated.append({"check": entry["check"], "observers": len(entry["observers"]),
+                             "hosts": sample(sorted(entry["observers"]), 10), "summary": entry["summary"]})
+    said = ["%s (%d node%s)" % (WHAT[e["check"]] if e["check"] != "reach.unreachable" else "unreachable from probes",
+                                e["observers"], "" if e["observers"] == 1 else "s")
+            for e in corroborated if "observers" in e]
+    root["summary"] = "%s%s%s" % (
+        root["summary"], "; the fleet agrees the node is down or cut off: %s" % isolated["summary"] if ssh else "",
+        "; the other nodes see it as %s" % ", ".join(said) if said else "")
+    root["evidence"] = dict(root.get("evidence") or {}, corroborated_by=corroborated, node_down=node)
+    root["remediation"] = (
+        "one cause: %s itself (%s); what the other nodes report about it (listed in corroborated_by) follows "
+        "from it and needs no action of its own. %s" % (
+            node, "power, kernel, its link or switch port" if ssh else "its link, address, firewall, then its switch "
+            "port", root.get("remediation") or ""))
+    return root
+
+
+def node_down(flat):
+    """``flat`` with each node that no prober reached folded with its symptoms into one root cause finding."""
+    isolated = OrderedDict((str(f["subject"]), f) for f in flat if f.get("check") == "connectivity.node_isolated")
+    if not isolated:
+        return flat
+    ssh = dict((f.get("host"), f) for f in flat if f.get("check") == "triage.host_unreachable")
+    drop, roots = set(), []
+    for node, item in isolated.items():
+        symptoms = [f for f in flat if _about(f) == node]
+        root = _down_root(node, item, ssh.get(node), symptoms)
+        drop.update(id(f) for f in symptoms + [item] + ([ssh[node]] if node in ssh else []))
+        roots.append(root)
+    return [f for f in flat if id(f) not in drop] + roots
+
+
 def fold(flat, hosts):
-    """The report's findings with the pairwise ones folded (see the module docstring); the others unchanged."""
+    """The report's findings with the pairwise ones folded and each node that is down made one root cause (see
+    the module docstring); the others unchanged."""
+    return node_down(_fold_pairs(flat, hosts))
+
+
+def _fold_pairs(flat, hosts):
+    """The report's findings with the pairwise ones folded."""
     groups = _pairwise(flat)
     if not groups:
         return flat

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from tests.kube_api.helpers import kubectl, start
 from tests.lab import Lab
 from tests.lab.faults import arp, bpf, routes
 from tests.lab.faults import kube as kube_faults
+from tests.lab.faults.nodes import sshd_dead as kill_sshd
 
 OWNERS_TASK = "Learn which VIPs each owner node of this play holds, and their MACs (the owners at once)"
 REFUSAL = "Refuse repair options on every host of the inventory (the triage is read-only)"
@@ -48,35 +48,6 @@ def inventory(lab, tmp_path, edit):
 
 def node_vars(data, name):
     return data["all"]["children"]["k8s_nodes"]["hosts"][name]
-
-
-def descendants(pid):
-    """Every process below ``pid`` (read from /proc)."""
-    children = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path("/proc/%s/stat" % entry).read_text()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
-def kill_sshd(lab, name):
-    """Take a node off SSH: its sshd and every session below it (so no ControlMaster survives)."""
-    root = lab.node(name).sshd_pid
-    for pid in [root] + descendants(root):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def maps_of(lab, node, info):

@@ -72,3 +72,68 @@ def test_a_small_lab_reads_as_before():
     assert FOLD_MIN == 3 and fold(flat, set(names)) == flat
     other = dict(finding("arp.stale_entry", "critical", "L2", "x", "y"), host="node1", scope="host")
     assert fold([other], set(names)) == [other]
+
+
+def next_hop(observer, peer):
+    ip = "198.18.0.%d" % (10 + int(peer[4:]))
+    item = finding("route.next_hop_unresolved", "critical", "L2", "%s %s" % (peer, ip),
+                   "the next hop %s (node %s) on eth0 does not resolve: neighbor entry FAILED" % (ip, peer),
+                   {"peer": peer, "gateway": ip, "dev": "eth0", "state": ["FAILED"], "mac": None, "cidrs": []},
+                   "Check that node %s is up" % peer)
+    return dict(item, host=observer, scenario="pod_network", scope="host")
+
+
+def isolated(target, probers, everyone):
+    item = finding("connectivity.node_isolated", "critical", "L3", target,
+                   "%s answered none of the %d nodes that probed it" % (target, len(probers)),
+                   {"probed_by": sorted(probers)}, "check the node itself first")
+    return dict(item, host="localhost", hosts=sorted(everyone), scenario="connectivity", scope="fleet")
+
+
+def ssh_failed(node, reason="ssh: connect to host 198.18.0.21 port 22: Connection timed out"):
+    item = finding("triage.host_unreachable", "critical", "L3", node,
+                   "%s could not be reached over SSH: none of its checks ran (%s)" % (node, reason), {"reason": reason},
+                   "Check the node is up and sshd answers (ssh %s)" % node)
+    return dict(item, host=node, scenario="triage", scope="host")
+
+
+def test_a_node_that_is_down_is_one_root_cause_with_its_symptoms_counted():
+    """Measured on the lab (32 nodes, node11's link down): its SSH timeout, 'answered none of the 8 probers', 8
+    probers' reach.unreachable and 7 nodes' unresolved next hop were 17 findings about one fact."""
+    names = nodes(32)
+    probers = ["node3", "node6", "node9", "node19", "node21", "node24", "node27", "node32"]
+    hop_seers = ["node1", "node2", "node4", "node5", "node7", "node8", "node12"]
+    flat = [ssh_failed("node11"), isolated("node11", probers, [n for n in names if n != "node11"])]
+    flat += [unreachable(p, "node11") for p in probers] + [next_hop(o, "node11") for o in hop_seers]
+    flat += [missing("node5", "node6")]  # another cause, untouched
+    out = fold(flat, set(names + ["localhost"]))
+    assert sorted(f["check"] for f in out) == ["route.missing", "triage.host_unreachable"]
+    [root] = [f for f in out if f["check"] == "triage.host_unreachable"]
+    assert (root["subject"], root["host"], root["severity"]) == ("node11", "node11", "critical")
+    assert "the fleet agrees the node is down or cut off: node11 answered none of the 8 nodes" in root["summary"]
+    assert "a next hop that does not resolve (no ARP / ND answer) (7 nodes)" in root["summary"]
+    assert "unreachable from probes (8 nodes)" in root["summary"]
+    by = dict((c["check"], c) for c in root["evidence"]["corroborated_by"])
+    assert by["reach.unreachable"]["observers"] == 8 and by["route.next_hop_unresolved"]["observers"] == 7
+    assert root["evidence"]["node_down"] == "node11" and root["remediation"].startswith("one cause: node11 itself")
+
+
+def test_an_isolated_node_reached_over_ssh_keeps_the_isolation_as_its_root_cause():
+    names = nodes(12)
+    probers = ["node2", "node5", "node8"]
+    flat = [isolated("node4", probers, names)] + [unreachable(p, "node4") for p in probers]
+    flat += [next_hop("node1", "node4"), ssh_failed("node9", "Connection refused")]
+    out = fold(flat, set(names + ["localhost"]))
+    assert sorted(f["check"] for f in out) == ["connectivity.node_isolated", "triage.host_unreachable"]
+    [root] = [f for f in out if f["check"] == "connectivity.node_isolated"]
+    assert "down or cut off" not in root["summary"] and "unreachable from probes (3 nodes)" in root["summary"]
+    # the dead sshd of another node is its own cause, unchanged
+    assert [f["subject"] for f in out if f["check"] == "triage.host_unreachable"] == ["node9"]
+
+
+def test_next_hops_to_one_peer_fold_like_the_other_route_pairs():
+    names = nodes(50)
+    out = fold([next_hop(o, "node20") for o in names if o != "node20"], set(names))
+    [f] = out
+    assert (f["check"], f["subject"], f["host"]) == ("route.next_hop_unresolved", "node20", "node20")
+    assert "is a next hop that does not resolve (no ARP / ND answer) on 49 nodes" in f["summary"]
