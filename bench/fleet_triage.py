@@ -17,8 +17,13 @@ machine's CPUs were during it, and how much of them the hypervisor took (steal, 
 there. The first run after the lab is up opens every SSH connection (and pays its key
 exchange); the runs after it reuse them (ControlPersist).
 
-usage: python bench/fleet_triage.py [--nodes 50] [--slot 7] [--before f25] [--after f25]
-                                    [--mitogen DIR] [--scenarios cni,calico,...]
+With --fleet healthy the lab is a healthy fleet (tests/lab/faults/healthy.py: pod mesh, Calico's files, BIRD in
+a full mesh, kubelet ports and logs): the report should hold no warning. With --fleet faults the same fleet gets
+six faults of six kinds (healthy.six_faults): the report should hold six findings, one per fault. --nodes takes
+several sizes (24,100,190), one lab after the other.
+
+usage: python bench/fleet_triage.py [--nodes 50[,100,...]] [--slot 7] [--before f25] [--after f25]
+                                    [--fleet bare|healthy|faults] [--mitogen DIR] [--scenarios cni,calico,...]
 """
 
 from __future__ import annotations
@@ -119,7 +124,8 @@ def phases(records, started, wall):
 def manual_loop(lab):
     start = time.perf_counter()
     for node in lab.nodes:
-        lab.ssh(node, "ip n; ip r; iptables-save -c 2>/dev/null | grep -c DROP || true")
+        # a node that is down costs the operator the connect timeout too (5 s here)
+        lab.ssh(node, "ip n; ip r; iptables-save -c 2>/dev/null | grep -c DROP || true", check=False)
     return time.perf_counter() - start
 
 
@@ -143,7 +149,11 @@ def _row(label, wall, nodes, manual, tasks, rest):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=50)
+    parser.add_argument("--nodes", default="50", help="fleet sizes, comma-separated: one lab after the other (e.g. 24,100,190)")
+    parser.add_argument("--fleet", default="bare", choices=("bare", "healthy", "faults"),
+                        help="bare: nodes with sshd only (no mesh, CNI, BGP: the checks find what is missing); healthy: "
+                             "tests/lab/faults/healthy.py (the report should hold no warning); faults: healthy plus "
+                             "six faults of six kinds (the report should hold six findings)")
     parser.add_argument("--slot", type=int, default=7)
     parser.add_argument("--before", default="f25", help="settings of the scenario-roles path, e.g. f25,f50 ('' = none)")
     parser.add_argument("--after", default="f25", help="settings of triage.yml (the one pass) ('' = none)")
@@ -152,22 +162,38 @@ def main():
                         help="triage_scenarios for every path, comma-separated (default: each path's own default; "
                              "the roles path has no logs, conntrack or pmtu)")
     opts = parser.parse_args()
-    started = time.perf_counter()
-    lab = Lab(slot=opts.slot, nodes=opts.nodes).up()
-    up = time.perf_counter() - started
-    try:
-        from tests.lab.faults import arp
+    for nodes in [int(n) for n in opts.nodes.split(",") if n]:
+        bench_size(opts, nodes)
 
+
+def bench_size(opts, nodes):
+    """The lab of ``nodes`` nodes, the manual loop, then each triage path on it."""
+    started = time.perf_counter()
+    lab = Lab(slot=opts.slot, nodes=nodes).up()
+    up = time.perf_counter() - started
+    traffic = None
+    try:
+        from tests.lab.faults import arp, firewall, healthy
+
+        fleet = ""
+        if opts.fleet in ("healthy", "faults"):
+            started = time.perf_counter()
+            info = healthy.healthy_fleet(lab)
+            fleet = "; healthy fleet in %.1f s (%d routes, %d BGP sessions Established)" % (
+                time.perf_counter() - started, info["routes"], info["bgp_sessions"])
         arp.bind_vip(lab, "node1", lab.vip(0))
+        if opts.fleet == "faults":
+            traffic = healthy.six_faults(lab).pop("traffic")
+            fleet += "; six faults injected (stale ARP node4, blackhole node5, DROP node7, full map node9, sshd node10, node11 down)"
         extra = {"stale_arp_vips": [lab.vip(0)]}
         if opts.scenarios:
             extra["triage_scenarios"] = opts.scenarios.split(",")
-        print("lab: %d nodes up in %.1f s (namespaces, sshd each, SSH reachable); load average %s; %d CPUs" % (
-            opts.nodes, up, " ".join("%.2f" % x for x in os.getloadavg()), os.cpu_count()))
+        print("\nlab: %d nodes up in %.1f s (namespaces, sshd each, SSH reachable)%s; load average %s; %d CPUs" % (
+            nodes, up, fleet, " ".join("%.2f" % x for x in os.getloadavg()), os.cpu_count()))
         ticks = cpu_times()
         manual = manual_loop(lab)
         print("%-44s %7s %9s %7s %6s  %s" % ("path", "wall s", "per host", "/manual", "tasks", "findings / on the node"))
-        _row("manual ssh loop (ip n; ip r; iptables)", manual, opts.nodes, manual, "-",
+        _row("manual ssh loop (ip n; ip r; iptables)", manual, nodes, manual, "-",
              "(read by eye); " + machine(ticks, cpu_times()))
         variants = [("scenario roles (before) %s" % s, ROLES_TRIAGE, s, None) for s in opts.before.split(",") if s]
         variants += [("triage.yml, one pass %s" % s, "k8snet.triage.triage", s, None) for s in opts.after.split(",") if s]
@@ -199,16 +225,22 @@ def main():
                 rest += "; on the node: pass %.2f s median / %.2f max, CPU %.2f s median / %.2f max" % (
                     statistics.median(seconds), max(seconds), statistics.median(cpu), max(cpu))
             rest += "; controller CPU %.1f s (%.3f s per node, the ansible-playbook process tree)" % (
-                controller_cpu, controller_cpu / max(1, opts.nodes))
+                controller_cpu, controller_cpu / max(1, nodes))
             rest += "; " + (spent + "; " if spent else "") + load
-            _row(label, wall, opts.nodes, manual, tasks_per_node(proc, lab), rest)
+            _row(label, wall, nodes, manual, tasks_per_node(proc, lab), rest)
             by_check = sorted(report["counts"]["check"].items(), key=lambda kv: -kv[1])[:8]
             print("%-44s   most frequent problems: %s" % ("", ", ".join("%s %d" % kv for kv in by_check)))
+            act_on = [f for f in report["findings"] if f["severity"] in ("warning", "critical")]
+            if 0 < len(act_on) <= 12:
+                print("%-44s   to act on: %s" % ("", "; ".join("%s %s (%s)" % (f["check"], f["subject"], f.get("host"))
+                                                            for f in act_on)))
             gaps = report["coverage"]["gaps"]
             for gap in [g for g in gaps if g["status"] == "failed"][:5]:
                 print("%-44s   failed %s on %d hosts: %s" % ("", gap["scenario"], len(gap["hosts"]), gap["reason"][:160]))
         print("load average at the end: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
     finally:
+        if traffic is not None:
+            firewall.traffic_stop(traffic, now=True)
         lab.down(quiet=True)
 
 

@@ -23,8 +23,8 @@ stay as they are: a small lab reads as before.
 
 Then one root cause across checks: a node that is down (``node_down``).  When no prober reached a node
 (``connectivity.node_isolated``), what the other nodes saw of it - their probes to it, their next hop to it that
-does not resolve - are symptoms of that one cause, and SSH to it failing is the same fact seen from the
-controller.  They become one finding about the node, its SSH failure when there is one (or the isolation), with
+does not resolve - are symptoms of that one cause, and SSH to it failing (not refused: a refusal proves the
+host up) is the same fact seen from the controller.  They become one finding about the node, its SSH failure when there is one (or the isolation), with
 the symptoms counted in its evidence (``corroborated_by``).
 """
 
@@ -221,7 +221,9 @@ def node_down(flat):
     isolated = OrderedDict((str(f["subject"]), f) for f in flat if f.get("check") == "connectivity.node_isolated")
     if not isolated:
         return flat
-    ssh = dict((f.get("host"), f) for f in flat if f.get("check") == "triage.host_unreachable")
+    # an SSH connection refused proves the host up (it answered): its isolation is then a cause of its own
+    ssh = dict((f.get("host"), f) for f in flat if f.get("check") == "triage.host_unreachable"
+               and "refused" not in str((f.get("evidence") or {}).get("reason", "")).lower())
     drop, roots = set(), []
     for node, item in isolated.items():
         symptoms = [f for f in flat if _about(f) == node]

@@ -21,7 +21,7 @@ import pytest
 from tests.integration.conftest import ROOT, Ansible
 from tests.lab import Lab
 from tests.lab.core import NEIGH_THRESHOLDS
-from tests.lab.faults import arp, bgp, bpf, cilium_agent, firewall, healthy, nodes, routes
+from tests.lab.faults import arp, bgp, bpf, firewall, healthy
 
 NODES = 32
 
@@ -110,21 +110,11 @@ def test_a_healthy_fleet_gives_no_warning_and_every_check_ran(fleet, healthy_rep
 def faulty(fleet, healthy_report, tmp_path_factory):
     """Six faults of six kinds, one node each (after the healthy run)."""
     lab, dummy = fleet
-    vip = lab.vip(0)
-    done = {
-        "stale": arp.stale_neighbor(lab, "node4", vip),
-        "blackhole": routes.route_blackhole(lab, "node5", "node6"),
-        "drop": firewall.drop_rule(lab, "node7", "nft", lab.node("node8").ip),
-        "agent": cilium_agent.cilium_agent_start(lab, "node9"),
-        "full": bpf.full_map(lab, "node9"),
-        "sshd": nodes.sshd_dead(lab, "node10"),
-        "down": nodes.node_unplugged(lab, "node11"),
-    }
-    traffic = firewall.traffic_start(lab, "node8", lab.node("node7").ip, seconds=300, rate=20)
+    done = healthy.six_faults(lab)
     try:
         report = triage(lab, tmp_path_factory.mktemp("faults"))
     finally:
-        firewall.traffic_stop(traffic, now=True)
+        firewall.traffic_stop(done.pop("traffic"), now=True)
     return lab, done, report
 
 

@@ -8,7 +8,8 @@ Layout for lab slot ``s`` (several labs can run side by side, one per slot):
 
 Addresses, all inside 198.18.0.0/15:
 
-* node network   198.18.(32s).0/24: controller .1, node i at .(10+i), VIPs .200-.249
+* node network   198.18.(32s).0/24: controller .1, node i at .(10+i), VIPs .200-.249; a lab of more than
+                 189 nodes has the /23 (198.18.(32s+1).0 is free) and its nodes 190 and up at 198.18.(32s+1).(10+i-190)
 * service range  198.18.(32s+16).0/20 (ClusterIPs, kube-dns at .10)
 * pod CIDRs      carved from 198.19.(32s).0/19, one per node
 
@@ -34,6 +35,8 @@ from pathlib import Path
 
 LAB_SUPERNET = ipaddress.ip_network("198.18.0.0/15")
 MAX_SLOT = 7
+SMALL_LAB = 189  # nodes that fit in the first /24 below the VIPs
+MAX_NODES = 400
 DEFAULT_NODES = 3
 SYSTEM_PYTHON = "/usr/bin/python3"
 OLD_PYTHON = "/root/.pyenv/versions/3.9.18/bin/python3.9"
@@ -72,15 +75,15 @@ class Lab:
         if not 0 <= self.slot <= MAX_SLOT:
             raise LabError(f"lab slot {self.slot} is out of range: use 0..{MAX_SLOT}")
         self.node_count = _env_int("K8SNET_LAB_NODES", DEFAULT_NODES) if nodes is None else int(nodes)
-        if not 2 <= self.node_count <= 190:
-            raise LabError(f"{self.node_count} nodes asked for: the lab holds 2..190")
+        if not 2 <= self.node_count <= MAX_NODES:
+            raise LabError(f"{self.node_count} nodes asked for: the lab holds 2..{MAX_NODES}")
         self.workdir = Path(workdir or os.environ.get("K8SNET_LAB_DIR") or f"/tmp/k8snet-lab{self.slot}")
         self.python = python or sys.executable
         self.prefix = f"k8t{self.slot}"
         self.switch_ns = f"{self.prefix}-sw"
         self.ctl_link = f"{self.prefix}ctl"
         base = self.slot * 32
-        self.network = ipaddress.ip_network(f"198.18.{base}.0/24")
+        self.network = ipaddress.ip_network(f"198.18.{base}.0/{24 if self.node_count <= SMALL_LAB else 23}")
         self.controller_ip = str(self.network[1])
         self.service_network = ipaddress.ip_network(f"198.18.{base + 16}.0/20")
         self.pod_supernet = ipaddress.ip_network(f"198.19.{base}.0/19")
@@ -109,6 +112,11 @@ class Lab:
         if not 0 <= n < 50:
             raise LabError("VIP index must be 0..49")
         return str(self.network[200 + n])
+
+    def _node_ip(self, i):
+        """Node i's address: .(10 + i) of the first /24, and in a lab of more than SMALL_LAB nodes, nodes past
+        it at .(10 + i - SMALL_LAB - 1) of the second /24 (the VIPs keep .200 and up of the first)."""
+        return str(self.network[10 + i] if i <= SMALL_LAB else self.network[256 + 10 + i - SMALL_LAB - 1])
 
     def service_ip(self, n):
         return str(self.service_network[n])
@@ -198,7 +206,7 @@ class Lab:
             elif i <= cp_count + admin_count:
                 groups.append("admin_control_plane")
             self.nodes.append(Node(
-                name=f"node{i}", index=i, ns=f"{self.prefix}-node{i}", ip=str(self.network[10 + i]),
+                name=f"node{i}", index=i, ns=f"{self.prefix}-node{i}", ip=self._node_ip(i),
                 mac=f"02:18:{self.slot:02x}:00:{i // 256:02x}:{i % 256:02x}", pod_cidr=cidrs[i - 1],
                 python=python, pyroute2=has_pyroute2, groups=groups,
             ))

@@ -82,3 +82,26 @@ def healthy_fleet(lab, bgp=True):
         sessions = _established(lab, 60 + len(lab.nodes))
     lab.remember("healthy_fleet", True)
     return {"nodes": len(lab.nodes), "routes": routes, "listeners": listeners, "bgp_sessions": sessions}
+
+
+def six_faults(lab):
+    """One fault of each kind on a healthy fleet of 12 nodes or more (``healthy_fleet`` first, the VIP bound on
+    node1): a stale ARP entry for the VIP on node4, a blackhole route over part of node6's pod CIDR on node5, an
+    nft DROP of node8's ICMP on node7 under real traffic (``traffic``: stop it with ``firewall.traffic_stop``), a
+    full Cilium map on node9 (a Cilium node: its agent runs), node10's sshd dead, node11 unplugged.
+    Returns ``{kind: what the injector did}``."""
+    from . import arp, bpf, cilium_agent, firewall, nodes, routes  # pylint: disable=import-outside-toplevel
+
+    if len(lab.nodes) < 12:
+        raise LabError("six_faults needs 12 nodes or more, the lab has %d" % len(lab.nodes))
+    done = {
+        "stale": arp.stale_neighbor(lab, "node4", lab.vip(0)),
+        "blackhole": routes.route_blackhole(lab, "node5", "node6"),
+        "drop": firewall.drop_rule(lab, "node7", "nft", lab.node("node8").ip),
+        "agent": cilium_agent.cilium_agent_start(lab, "node9"),
+        "full": bpf.full_map(lab, "node9"),
+        "sshd": nodes.sshd_dead(lab, "node10"),
+        "down": nodes.node_unplugged(lab, "node11"),
+    }
+    done["traffic"] = firewall.traffic_start(lab, "node8", lab.node("node7").ip, seconds=600, rate=20)
+    return done

@@ -137,3 +137,12 @@ def test_next_hops_to_one_peer_fold_like_the_other_route_pairs():
     [f] = out
     assert (f["check"], f["subject"], f["host"]) == ("route.next_hop_unresolved", "node20", "node20")
     assert "is a next hop that does not resolve (no ARP / ND answer) on 49 nodes" in f["summary"]
+
+
+def test_an_ssh_refusal_proves_the_host_up_so_its_isolation_stays_its_own_cause():
+    names = nodes(12)
+    probers = ["node2", "node5", "node8"]
+    flat = [isolated("node4", probers, names), ssh_failed("node4", "ssh: connect to host x port 22: Connection refused")]
+    out = fold(flat, set(names + ["localhost"]))
+    assert sorted(f["check"] for f in out) == ["connectivity.node_isolated", "triage.host_unreachable"]
+    assert all("corroborated_by" not in f["evidence"] for f in out if f["check"] == "triage.host_unreachable")
