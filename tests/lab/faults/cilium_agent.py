@@ -50,10 +50,15 @@ def paths(lab, node):
 
 
 def health_nodes(lab):
-    """(name, node IP, health endpoint IP) of every lab node: the endpoint is the .100 of its pod CIDR."""
+    """(name, node IP, health endpoint IP) of every lab node: the endpoint is the .100 of its pod CIDR (its
+    next-to-last address when the CIDR is smaller: a lab of 64 nodes or more)."""
     import ipaddress
 
-    return tuple((n.name, n.ip, str(ipaddress.ip_network(n.pod_cidr)[100])) for n in lab.nodes)
+    def endpoint(cidr):
+        net = ipaddress.ip_network(cidr)
+        return str(net[min(100, net.num_addresses - 2)])
+
+    return tuple((n.name, n.ip, endpoint(n.pod_cidr)) for n in lab.nodes)
 
 
 def _pid(lab, node):

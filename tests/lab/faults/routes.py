@@ -51,9 +51,11 @@ def route_wrong_gateway(lab, node, peer, via):
 
 @fault
 def route_blackhole(lab, node, peer, prefixlen=26, kind="blackhole"):
-    """Add a ``kind`` (blackhole/unreachable/prohibit) route over the first /``prefixlen`` of ``peer``'s CIDR."""
+    """Add a ``kind`` (blackhole/unreachable/prohibit) route over the first /``prefixlen`` of ``peer``'s CIDR (a
+    quarter of it when the CIDR is a /``prefixlen`` or smaller already: a lab of 64 nodes or more)."""
     node, peer = lab.node(node), lab.node(peer)
-    part = next(ipaddress.ip_network(peer.pod_cidr).subnets(new_prefix=int(prefixlen)))
+    cidr = ipaddress.ip_network(peer.pod_cidr)
+    part = next(cidr.subnets(new_prefix=max(int(prefixlen), cidr.prefixlen + 2)))
     _batch(lab, node, [f"route add {kind} {part}"])
     return {"node": node.name, "peer": peer.name, "cidr": peer.pod_cidr, "part": str(part), "kind": kind,
             "undo": [f"route del {kind} {part}"]}
