@@ -95,8 +95,9 @@ def _service_vip(lab, index):
 
 
 def _backend_ip(lab, node, n):
+    """The n-th backend address of ``node``'s pod CIDR (cycling over it; a small CIDR in a large lab too)."""
     pods = ipaddress.ip_network(lab.node(node).pod_cidr)
-    return str(pods[2 + n % 250])
+    return str(pods[2 + n % min(250, pods.num_addresses - 3)])
 
 
 def frontend(lab, index, port=80, proto="TCP"):
