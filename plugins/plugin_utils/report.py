@@ -333,10 +333,15 @@ def _counts(flat):
 def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
     _check_arguments(hostvars, hosts, scenario, requested)
     flat, per_host, details, fleet_seen = [], {}, {}, set()
+    addresses = {}
     for host in hosts:
-        mine, per_host[host] = _host_report(host, host_facts(hostvars, host), scenario, limit, fleet_seen, details)
+        facts = host_facts(hostvars, host)
+        mine, per_host[host] = _host_report(host, facts, scenario, limit, fleet_seen, details)
         flat.extend(mine)
-    flat = report_fold.fold(flat, set(per_host))
+        for key in ("k8s_node_ip", "ansible_host"):
+            if isinstance(facts.get(key), str) and facts[key]:
+                addresses.setdefault(facts[key], host)
+    flat = report_fold.fold(flat, set(per_host), addresses)
     flat.extend(_placed_coverage(per_host, requested, scenario))
     flat = sort_findings(flat)
     return {

@@ -23,7 +23,7 @@ stay as they are: a small lab reads as before.
 
 Then one root cause across checks: a node that is down (``node_down``).  When no prober reached a node
 (``connectivity.node_isolated``), what the other nodes saw of it - their probes to it, their next hop to it that
-does not resolve - are symptoms of that one cause, and SSH to it failing (not refused: a refusal proves the
+does not resolve, their BGP session with it - are symptoms of that one cause, and SSH to it failing (not refused: a refusal proves the
 host up) is the same fact seen from the controller.  They become one finding about the node, its SSH failure when there is one (or the isolation), with
 the symptoms counted in its evidence (``corroborated_by``).
 """
@@ -44,6 +44,7 @@ PAIRWISE = {
     "route.wrong_device": ("evidence", "peer"),
     "route.next_hop_unresolved": ("evidence", "peer"),
     "reach.unreachable": ("subject", None),
+    "bgp.not_established": ("evidence", "address"),
 }
 WHAT = {
     "route.missing": "not routed",
@@ -52,9 +53,10 @@ WHAT = {
     "route.wrong_device": "routed out of the wrong device",
     "route.next_hop_unresolved": "a next hop that does not resolve (no ARP / ND answer)",
     "reach.unreachable": "unreachable",
+    "bgp.not_established": "a BGP peer whose session is not Established",
 }
 # what other nodes see of a node that is down: symptoms of it, about the node (see node_down)
-DOWN_SYMPTOMS = ("reach.unreachable", "route.next_hop_unresolved")
+DOWN_SYMPTOMS = ("reach.unreachable", "route.next_hop_unresolved", "bgp.not_established")
 
 
 def _target(item):
@@ -216,8 +218,13 @@ def _down_root(node, isolated, ssh, symptoms):
     return root
 
 
-def node_down(flat):
-    """``flat`` with each node that no prober reached folded with its symptoms into one root cause finding."""
+def node_down(flat, addresses=None):
+    """``flat`` with each node that no prober reached folded with its symptoms into one root cause finding.
+    ``addresses``: {address: node} (the inventory's), for the symptoms that name the node by its address (a BGP
+    peer)."""
+    names = {}
+    for address, node in (addresses or {}).items():
+        names.setdefault(node, set()).add(address)
     isolated = OrderedDict((str(f["subject"]), f) for f in flat if f.get("check") == "connectivity.node_isolated")
     if not isolated:
         return flat
@@ -226,17 +233,18 @@ def node_down(flat):
                and "refused" not in str((f.get("evidence") or {}).get("reason", "")).lower())
     drop, roots = set(), []
     for node, item in isolated.items():
-        symptoms = [f for f in flat if _about(f) == node]
+        known = names.get(node, set()) | set([node])
+        symptoms = [f for f in flat if _about(f) in known]
         root = _down_root(node, item, ssh.get(node), symptoms)
         drop.update(id(f) for f in symptoms + [item] + ([ssh[node]] if node in ssh else []))
         roots.append(root)
     return [f for f in flat if id(f) not in drop] + roots
 
 
-def fold(flat, hosts):
+def fold(flat, hosts, addresses=None):
     """The report's findings with the pairwise ones folded and each node that is down made one root cause (see
-    the module docstring); the others unchanged."""
-    return node_down(_fold_pairs(flat, hosts))
+    the module docstring); the others unchanged.  ``addresses``: {address: node} of the inventory."""
+    return node_down(_fold_pairs(flat, hosts), addresses)
 
 
 def _fold_pairs(flat, hosts):

@@ -280,7 +280,7 @@ class Lab:
         """Raise the machine's ARP table thresholds (one table for every namespace) to what n nodes that all
         talk to each other need, when they are lower; the values found are kept for ``down``."""
         n = self.node_count
-        wanted = {2: n * (n + 2) + 512, 3: 2 * n * (n + 2) + 1024}
+        wanted = {2: 2 * n * (n + 2) + 512, 3: 4 * n * (n + 2) + 1024}
         changed = {}
         for index, value in sorted(wanted.items()):
             path = Path(NEIGH_THRESHOLDS % index)
