@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.lab import Lab  # noqa: E402
+from tests.lab.faults import arp, firewall, healthy  # noqa: E402
 
 SETTINGS = {
     # name: (forks, strategy, pipelining)
@@ -173,8 +174,6 @@ def bench_size(opts, nodes):
     up = time.perf_counter() - started
     traffic = None
     try:
-        from tests.lab.faults import arp, firewall, healthy
-
         fleet = ""
         if opts.fleet in ("healthy", "faults"):
             started = time.perf_counter()
@@ -232,8 +231,8 @@ def bench_size(opts, nodes):
             print("%-44s   most frequent problems: %s" % ("", ", ".join("%s %d" % kv for kv in by_check)))
             act_on = [f for f in report["findings"] if f["severity"] in ("warning", "critical")]
             if 0 < len(act_on) <= 12:
-                print("%-44s   to act on: %s" % ("", "; ".join("%s %s (%s)" % (f["check"], f["subject"], f.get("host"))
-                                                            for f in act_on)))
+                shown = ["%s %s (%s)" % (f["check"], f["subject"], f.get("host")) for f in act_on]
+                print("%-44s   to act on: %s" % ("", "; ".join(shown)))
             gaps = report["coverage"]["gaps"]
             for gap in [g for g in gaps if g["status"] == "failed"][:5]:
                 print("%-44s   failed %s on %d hosts: %s" % ("", gap["scenario"], len(gap["hosts"]), gap["reason"][:160]))
