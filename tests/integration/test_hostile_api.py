@@ -127,7 +127,7 @@ def _names_the_cause(mode, result, server):
     total deadline first: either is a bounded stop, once the module has really paged."""
     if CAUSE[mode] in _text(result):
         return True
-    return mode == "continue" and "within %g s" % DEADLINE in _text(result) and len(server.requests) >= 10
+    return mode == "continue" and "within %g s" % DEADLINE in _text(result) and len(server.requests) >= 3
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
