@@ -23,9 +23,10 @@ stay as they are: a small lab reads as before.
 
 Then one root cause across checks: a node that is down (``node_down``).  When no prober reached a node
 (``connectivity.node_isolated``), what the other nodes saw of it - their probes to it, their next hop to it that
-does not resolve, their BGP session with it - are symptoms of that one cause, and SSH to it failing (not refused: a refusal proves the
-host up) is the same fact seen from the controller.  They become one finding about the node, its SSH failure when there is one (or the isolation), with
-the symptoms counted in its evidence (``corroborated_by``).
+does not resolve, their BGP session with it - are symptoms of that one cause, and SSH to it failing (not refused:
+a refusal proves the host up) is the same fact seen from the controller.  They become one finding about the node,
+its SSH failure when there is one (or the isolation), with the symptoms counted in its evidence
+(``corroborated_by``).
 """
 
 from __future__ import annotations

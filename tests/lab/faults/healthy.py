@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from ..core import LabError
-from . import fault
+from . import arp, bpf, cilium_agent, fault, firewall, nodes, routes
 from .bgp import FLEET_TIMERS, bird_start, protocols
 from .kube import cni_files
 from .logs import node_log_file
@@ -90,8 +90,6 @@ def six_faults(lab):
     nft DROP of node8's ICMP on node7 under real traffic (``traffic``: stop it with ``firewall.traffic_stop``), a
     full Cilium map on node9 (a Cilium node: its agent runs), node10's sshd dead, node11 unplugged.
     Returns ``{kind: what the injector did}``."""
-    from . import arp, bpf, cilium_agent, firewall, nodes, routes  # pylint: disable=import-outside-toplevel
-
     if len(lab.nodes) < 12:
         raise LabError("six_faults needs 12 nodes or more, the lab has %d" % len(lab.nodes))
     done = {
