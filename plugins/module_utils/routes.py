@@ -15,7 +15,9 @@ Checks (all return findings built with ``findings.finding``):
 * ``route.wrong_gateway``      the CIDR (or part of it) goes via another gateway
 * ``route.wrong_device``       the CIDR goes out of another device than the uplink / tunnel
 * ``route.unreachable``        a blackhole / unreachable / prohibit route over all or part
-* ``route.next_hop_unresolved`` the gateway's neighbor entry is FAILED / INCOMPLETE
+* ``route.next_hop_unresolved`` the gateway's neighbor entry is FAILED / INCOMPLETE, and still is after a packet
+  made the kernel resolve it again (``confirm_next_hops``)
+* ``route.next_hop_recovered`` (info) it was FAILED / INCOMPLETE and resolved when a packet asked for it
 * ``route.pod_device_missing`` / ``route.pod_device_down``  local /32 and /128 pod routes
 * ``route.overlap``            peers' CIDRs overlap, or the local CIDR is routed away
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 import bisect
 import ipaddress
 import socket
+import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import EVIDENCE_SAMPLE, finding, sample
@@ -33,6 +36,11 @@ from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netli
 POD_DEVICE_PREFIXES = ("cali", "lxc")
 BAD_TYPES = ("blackhole", "unreachable", "prohibit")
 NEXT_HOP_BAD = ("FAILED", "INCOMPLETE")
+# how long a re-resolution may take before an unresolved next hop is confirmed: an ARP / ND answer takes
+# milliseconds, even from a busy node; the kernel itself gives up after 3 x 1 s (mcast_solicit x retrans_time)
+CONFIRM_SECONDS = 1.5
+CONFIRM_POLL = 0.1
+DISCARD_PORT = 9
 LINK_DOWN_STATES = ("DOWN", "LOWERLAYERDOWN", "NOTPRESENT")
 
 
@@ -338,6 +346,82 @@ def _check_next_hop(target, checked_hops, neigh):
     ))
 
 
+def nudge(gateway):
+    """Make the kernel resolve ``gateway`` again, as a packet for it would: one empty UDP datagram to its discard
+    port (no privilege needed; the kernel's own ARP / ND does the asking, through whatever filters the node has).
+    Returns None, or why it could not be sent."""
+    sock = socket.socket(socket.AF_INET6 if ":" in gateway else socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        sock.setblocking(False)
+        sock.sendto(b"", (gateway, DISCARD_PORT))
+        return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    finally:
+        sock.close()
+
+
+def _wait_resolved(keys, read, seconds, clock, sleep):
+    """Re-read each (address, interface) of ``keys`` until every one resolves or ``seconds`` pass.  Returns
+    ``(seen, resolved, waited)``: the last entry read per key, the seconds each resolved key took, the time spent."""
+    started = clock()
+    seen, resolved = {}, {}
+    while True:
+        for key in keys:
+            if key not in resolved:
+                seen[key] = read(*key)
+                if seen[key] and not set(seen[key]["state"]) & set(NEXT_HOP_BAD):
+                    resolved[key] = round(clock() - started, 3)
+        if len(resolved) == len(keys) or clock() - started >= seconds:
+            return seen, resolved, round(clock() - started, 3)
+        sleep(CONFIRM_POLL)
+
+
+def _confirmed(item, entry, error, seconds, resolved):
+    """The finding ``item`` (a ``route.next_hop_unresolved``) once confirmed: ``route.next_hop_recovered`` (info)
+    when it ``resolved``, else the same finding with what the confirmation saw."""
+    entry = entry or {}
+    evidence = dict(item["evidence"], confirm={"sent": error or "a UDP datagram to port %d" % DISCARD_PORT,
+                                               "seconds": seconds, "state": entry.get("state", []),
+                                               "mac": entry.get("mac")})
+    if resolved:
+        return finding(
+            "route.next_hop_recovered", "info", "L2", item["subject"],
+            "the next hop %s (node %s) on %s read %s, then resolved in %g s when a packet asked for it (%s): a past "
+            "resolution had failed (the peer busy or away for a moment); if it recurs, look at the peer's load and "
+            "the link" % (evidence["gateway"], evidence["peer"], evidence["dev"], "/".join(item["evidence"]["state"]),
+                          seconds, "/".join(entry["state"])),
+            evidence)
+    return finding(
+        item["check"], item["severity"], item["layer"], item["subject"],
+        "%s, and %s %g s after a packet asked for it again%s" % (
+            item["summary"], "/".join(entry.get("state", [])) or "no entry", seconds,
+            " (could not send it: %s)" % error if error else ""),
+        evidence, item["remediation"])
+
+
+def confirm_next_hops(findings, results, read, send=nudge, seconds=CONFIRM_SECONDS, clock=time.monotonic,
+                      sleep=time.sleep):
+    """Confirm each ``route.next_hop_unresolved`` before it is called critical: the entry read FAILED or INCOMPLETE
+    may be a past resolution that failed (the peer was busy or away for a moment) or one in progress.  A packet is
+    sent to each such next hop (``send``) and its entry re-read (``read(address, interface)``) until it resolves or
+    ``seconds`` pass.  A next hop that resolved becomes ``route.next_hop_recovered`` (info) and its results rows lose
+    the status; one that did not stays critical with what the confirmation saw.  Returns the findings."""
+    pending = dict(((f["evidence"]["gateway"], f["evidence"]["dev"]), f) for f in findings
+                   if f["check"] == "route.next_hop_unresolved")
+    if not pending:
+        return findings
+    errors = dict((key, send(key[0])) for key in pending)
+    seen, resolved, waited = _wait_resolved(list(pending), read, seconds, clock, sleep)
+    replaced = dict((id(item), _confirmed(item, seen[key], errors[key], resolved.get(key, waited), key in resolved))
+                    for key, item in pending.items())
+    recovered = set(item["evidence"]["peer"] for key, item in pending.items() if key in resolved)
+    for row in results:
+        if row["node"] in recovered and "next_hop_unresolved" in row["status"]:
+            row["status"] = [s for s in row["status"] if s != "next_hop_unresolved"] or ["ok"]
+    return [replaced.get(id(f), f) for f in findings]
+
+
 def _check_whole_cidr(target, checked_hops, neigh):
     """The route that covers all of the CIDR: a drop route, none, or the exact one checked hop by hop."""
     found = target.found
@@ -506,8 +590,8 @@ def check_pod_routes(routes, links, node, local=None):
 
 
 def summary(findings_list, results, node, pod_routes_checked=None):
-    """One ``ok`` finding when nothing is wrong, so the report shows what was checked."""
-    if findings_list:
+    """One ``ok`` finding when nothing is wrong (info findings aside), so the report shows what was checked."""
+    if [f for f in findings_list if f["severity"] != "info"]:
         return []
     evidence = {"peer_cidrs": len(results)}
     if pod_routes_checked is not None:
@@ -559,6 +643,7 @@ def node_check(params, runner):
         neighbors = netlink.neighbors() if mode == "direct" and remote else []
         found = check_overlaps(local, remote, node)
         peer_findings, results = check_peer_routes(index, remote, node, mode, tunnel, neighbors)
+        peer_findings = confirm_next_hops(peer_findings, results, netlink.neighbor)
         found += peer_findings
         found += check_local_cidrs(index, local, node)
         checked = None

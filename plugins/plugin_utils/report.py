@@ -412,9 +412,11 @@ def triage_html_json(data):
 
 
 def report_json(data):
-    """The report as the text of triage-report.json (plain JSON, keys sorted, indented)."""
+    """The report as the text of triage-report.json: plain JSON, keys sorted, compact (no indentation: at 200
+    nodes indenting made 4.5 MB of 1.9; ``jq .`` shows it indented)."""
     try:
-        return json.dumps(_plain(data), sort_keys=True, indent=4, ensure_ascii=False, allow_nan=False) + "\n"
+        return json.dumps(_plain(data), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          allow_nan=False) + "\n"
     except ValueError as exc:
         raise AnsibleFilterError("the report cannot be written as JSON: %s" % exc)
 

@@ -21,7 +21,10 @@ from tests.kube_api import FIXTURES, load_yaml
 from tests.kube_api.hostile import Hostile
 from tests.lab.faults import kube as kube_faults
 
-DEADLINE = 3.0  # api_timeout of every run here
+DEADLINE = 3.0  # api_timeout of every run here but "continue"
+# an API that pages forever must meet the page cap (200 pages), not the deadline: on a loaded 2-core controller
+# 24 modules starting at once leave some of them too little of 3 s to page at all
+TIMEOUTS = {"continue": 60.0}
 # what a task's wall time may carry beyond the module's own time (start-up jitter on a loaded controller)
 NOISE = 1.0
 FIXTURE_FILES = ("cluster.yaml", "cni.yaml", "events.yaml", "webhooks.yaml", "service_path.yaml", "f5.yaml")
@@ -60,6 +63,10 @@ MUST_PASS = ("events403", "429")
 EVENT_READERS = ("kube_logs", "service_path_info")
 
 
+def _deadline(mode):
+    return TIMEOUTS.get(mode, DEADLINE)
+
+
 def _task(mode, module):
     return "hostile %s %s" % (mode, module)
 
@@ -70,7 +77,7 @@ def _playbook(path, servers, modes):
         for module, args in MODULES.items():
             task = {"name": _task(mode, module), "ignore_errors": True,
                     "k8snet.triage." + module: dict(args, kubeconfig=str(servers[mode, module].kubeconfig()),
-                                                    api_timeout=DEADLINE)}
+                                                    api_timeout=_deadline(mode))}
             if module == "webhook_failure_policy":
                 task["check_mode"] = True
             tasks.append(task)
@@ -121,15 +128,6 @@ def _no_traceback(result):
     assert "MODULE FAILURE" not in (result.get("msg") or ""), result
 
 
-def _names_the_cause(mode, result, server):
-    """Whether the failure names its cause. An API that pages forever is stopped by the page cap (200 pages,
-    tested on its own in test_kube_bounds) or, when the module's start-up took most of its time, by the
-    total deadline first: either is a bounded stop, once the module has really paged."""
-    if CAUSE[mode] in _text(result):
-        return True
-    return mode == "continue" and "within %g s" % DEADLINE in _text(result) and len(server.requests) >= 3
-
-
 @pytest.mark.parametrize("module", sorted(MODULES))
 @pytest.mark.parametrize("mode", SLOW + FAST)
 def test_module_against_hostile_api(runs, mode, module):
@@ -139,21 +137,25 @@ def test_module_against_hostile_api(runs, mode, module):
     _no_traceback(result)
     # the task: within the deadline plus 10 % (the module's start-up, measured when it fails at once, taken off;
     # NOISE for the start-up's jitter on a loaded controller)
-    assert seconds - startup <= DEADLINE * 1.1 + NOISE, (seconds, startup, result.get("msg"))
+    assert seconds - startup <= _deadline(mode) * 1.1 + NOISE, (seconds, startup, result.get("msg"))
     if mode == "continue" and module in LISTLESS:
         assert not result["failed"], result
     elif mode in CAUSE:
         # the run fails naming the cause (f5_configmap_audit reports an unreadable cluster as a finding)
         assert result["failed"] or module == "f5_configmap_audit", result
-        assert _names_the_cause(mode, result, servers[mode, module]), result
+        assert CAUSE[mode] in _text(result), result
         assert servers[mode, module].url in _text(result)
+    if mode == "continue" and module not in LISTLESS:
+        # the cap stopped it, not the deadline: the server served the 200 pages
+        assert len(servers[mode, module].requests) >= 200, len(servers[mode, module].requests)
     if mode in SLOW:
         assert "within %g s" % DEADLINE in _text(result), result
         # the server's own clock: from the request to the module closing the connection
         held = [r["held"] for r in servers[mode, module].requests if "held" in r]
         # the request comes after the client's set-up inside the deadline: on a loaded controller (24 modules
         # starting at once on 2 cores) that set-up takes a good part of it, the start-up measured above at most
-        lower = max(0.2, min(DEADLINE * 0.5, DEADLINE - startup))
+        # (none left when the start-up took the whole deadline: then only the upper bound says anything)
+        lower = min(DEADLINE * 0.5, max(0.0, DEADLINE - startup - 0.2))
         assert held and lower <= max(held) <= DEADLINE * 1.1, (held, startup)
     if mode == "huge":
         assert max(servers[mode, module].huge_sent) < 200 * 1024 * 1024  # of 400 MB: refused early

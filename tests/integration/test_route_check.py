@@ -7,6 +7,7 @@ with ``ip -j`` and real pings, and undone."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -148,7 +149,30 @@ def test_next_hop_unresolved(lab, ansible, inject):
     assert set(state) & {"FAILED", "INCOMPLETE"}
     found = checks(route_check(ansible, lab, "node1")["node1"])
     assert set(found) == {"route.next_hop_unresolved"}
-    assert found["route.next_hop_unresolved"]["evidence"]["gateway"] == info["gateway"]
+    hop = found["route.next_hop_unresolved"]
+    assert hop["evidence"]["gateway"] == info["gateway"]
+    # confirmed: the kernel asked again (its requests still dropped on node1) and got no answer
+    assert hop["evidence"]["confirm"]["state"] in (["INCOMPLETE"], ["FAILED"]), hop
+    # the kernel's own table agrees: no MAC for node3 on node1 (the entry unresolved, or dropped since)
+    assert not [e for e in ipj(lab, "node1", "neigh", "show", info["gateway"]) if e.get("lladdr")]
+
+
+def test_a_next_hop_that_failed_once_and_answers_now_is_not_critical(lab, ansible, inject):
+    # the entry FAILED while node1's ARP requests were dropped; the drop is gone, the entry still reads FAILED
+    info = inject(faults.next_hop_failed, node="node1", peer="node3")
+    for dummy in range(50):  # the kernel keeps INCOMPLETE while it asks (3 x 1 s), then FAILED
+        if "FAILED" in ipj(lab, "node1", "neigh", "show", info["gateway"])[0]["state"]:
+            break
+        time.sleep(0.2)
+    lab.ns_run("node1", ["nft", "delete", "table", "arp", "k8tlab_arp"])
+    assert "FAILED" in ipj(lab, "node1", "neigh", "show", info["gateway"])[0]["state"]
+    found = checks(route_check(ansible, lab, "node1")["node1"])
+    assert set(found) == {"route.next_hop_recovered", "route.mesh"}, found
+    recovered = found["route.next_hop_recovered"]
+    assert recovered["severity"] == "info" and "read FAILED, then resolved" in recovered["summary"]
+    # the kernel's own table agrees: the confirmation's packet made it resolve node3's MAC
+    [entry] = ipj(lab, "node1", "neigh", "show", info["gateway"])
+    assert entry["lladdr"] == lab.node("node3").mac and not set(entry["state"]) & {"FAILED", "INCOMPLETE"}
 
 
 def test_local_cidr_routed_away_and_overlapping_peers(lab, ansible, inject):

@@ -208,3 +208,79 @@ def test_nothing_checked_is_not_ok():
     [item] = routes.summary([], [], "node1", 0)
     assert item["check"] == "route.nothing_checked" and item["severity"] == "info"
     assert routes.summary([], [{"cidr": "198.19.1.0/24"}], "node1", 0)[0]["severity"] == "ok"
+
+
+class _Clock(object):
+    """A clock that advances only when the code under test sleeps."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def _confirm(states_after, sent=None):
+    """node1's FAILED next hop (198.18.32.13) confirmed against entries that read ``states_after`` in turn
+    (the last one repeats)."""
+    found, results = run("node1")
+    clock, reads, sends = _Clock(), [], []
+
+    def read(address, interface):
+        reads.append((address, interface))
+        states = states_after[min(len(reads), len(states_after)) - 1]
+        return {"address": address, "interface": interface, "state": states, "mac": "02:00:00:00:00:13"} \
+            if states else None
+
+    def send(address):
+        sends.append(address)
+        return sent
+
+    out = routes.confirm_next_hops(found, results, read, send, clock=clock, sleep=clock.sleep)
+    return by_check(out), results, reads, sends, clock
+
+
+def test_a_next_hop_that_resolves_when_asked_again_is_not_critical():
+    # FAILED in the table read, INCOMPLETE while the kernel asks, then REACHABLE: a past failure, not a fault
+    found, results, reads, sends, clock = _confirm([["INCOMPLETE"], ["INCOMPLETE"], ["REACHABLE"]])
+    assert sends == ["198.18.32.13"] and reads == [("198.18.32.13", "eth0")] * 3
+    assert "route.next_hop_unresolved" not in found
+    [recovered] = found["route.next_hop_recovered"]
+    assert recovered["severity"] == "info" and recovered["subject"] == "node3 198.18.32.13"
+    assert recovered["evidence"]["confirm"]["state"] == ["REACHABLE"]
+    assert recovered["evidence"]["confirm"]["seconds"] == pytest.approx(0.2)
+    assert "read FAILED, then resolved in 0.2 s" in recovered["summary"]
+    assert [r["status"] for r in results if r["node"] == "node3"] == [["ok"]]
+    assert clock.now < routes.CONFIRM_SECONDS  # it stopped as soon as the entry resolved
+
+
+def test_a_next_hop_that_stays_unresolved_is_critical_with_what_the_confirmation_saw():
+    found, results, reads, sends, clock = _confirm([["INCOMPLETE"], ["FAILED"]])
+    [hop] = found["route.next_hop_unresolved"]
+    assert hop["severity"] == "critical" and "route.next_hop_recovered" not in found
+    assert hop["evidence"]["confirm"] == {"sent": "a UDP datagram to port 9", "seconds": pytest.approx(1.5),
+                                          "state": ["FAILED"], "mac": "02:00:00:00:00:13"}
+    assert hop["summary"].endswith("and FAILED 1.5 s after a packet asked for it again")
+    assert clock.now == pytest.approx(routes.CONFIRM_SECONDS)  # bounded by the confirmation's time
+    assert ["next_hop_unresolved"] in [r["status"] for r in results if r["node"] == "node3"]
+
+
+def test_a_next_hop_whose_packet_could_not_be_sent_says_so():
+    found, results, reads, sends, clock = _confirm([None], sent="Network is unreachable")
+    [hop] = found["route.next_hop_unresolved"]
+    assert "no entry 1.5 s after" in hop["summary"] and "(could not send it: Network is unreachable)" in hop["summary"]
+
+
+def test_findings_without_an_unresolved_next_hop_are_not_confirmed():
+    found, results = run("node2")
+    out = routes.confirm_next_hops(found, results, read=pytest.fail, send=pytest.fail)
+    assert out == found
+
+
+def test_an_only_recovered_next_hop_leaves_the_mesh_ok():
+    recovered = routes.finding("route.next_hop_recovered", "info", "L2", "node3 198.18.32.13", "resolved")
+    [ok] = routes.summary([recovered], [{"node": "node3"}], "node1")
+    assert ok["check"] == "route.mesh" and ok["severity"] == "ok"
