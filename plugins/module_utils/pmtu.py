@@ -50,6 +50,8 @@ ICMP_FRAG_NEEDED = 4
 IP_HEADER = 20
 ICMP_HEADER = 8
 MAX_WORKERS = 16
+# a full size unanswered while a smaller one was is asked again this many times before it is a black hole
+CONFIRM_TRIES = 2
 # a probe the local queue refused (ENOBUFS, EAGAIN) is sent again after these pauses (None: give up)
 LOCAL_ERRNOS = (errno.ENOBUFS, errno.EAGAIN)
 LOCAL_RETRY_DELAYS = (0.02, 0.1, 0.3, None)
@@ -104,9 +106,16 @@ def judge(row):
         return ("net.pmtu_reduced", "info", "packets to %s above %d bytes do not pass (the interface %s allows %d), "
                 "but the path answers with ICMP fragmentation needed (next-hop MTU %s from %s): path-MTU discovery "
                 "works" % (name, largest, row["dev"], high, frag.get("mtu"), frag.get("from")))
+    confirm = row.get("confirm") or {}
+    if confirm and not confirm.get("largest_again"):
+        return ("net.pmtu_unchecked", "info", "%s answered %d-byte probes, not %d-byte ones, then stopped answering "
+                "the %d-byte probe asked again: the path was lost meanwhile, so whether large packets vanish was not "
+                "confirmed (reachability is the connectivity check's)" % (name, largest, high, largest))
     return ("net.pmtu_blackhole", "critical", "packets to %s above %d bytes vanish although the interface %s allows "
             "%d, and no ICMP fragmentation needed came back: a path-MTU black hole (small packets pass, TCP "
-            "transfers hang)" % (name, largest, row["dev"], high))
+            "transfers hang)%s" % (name, largest, row["dev"], high,
+                                   "; confirmed: %d more %d-byte probes unanswered while a %d-byte one was"
+                                   % (confirm["tries"], high, largest) if confirm else ""))
 
 
 def path_interfaces(links, devices, tunnel_kinds=TUNNEL_KINDS, veth_prefixes=POD_VETH_PREFIXES):
@@ -281,6 +290,22 @@ class Prober(object):
                 return True
 
 
+def confirm_short_path(prober, largest, high, tries=CONFIRM_TRIES):
+    """A path that answered ``largest`` but not ``high`` with no "fragmentation needed" back is asked again before
+    it is called a black hole: on a loaded node or peer a lost or late answer looks the same.  The full size is
+    probed ``tries`` more times (it passing ends it: ``high``), then ``largest`` once, which must still pass for
+    the verdict to stand.  Returns ``(largest, {tries, full_size, largest_again})``."""
+    confirm = {"tries": 0, "full_size": False, "largest_again": None}
+    for dummy in range(tries):
+        confirm["tries"] += 1
+        if prober(high):
+            confirm["full_size"] = True
+            return high, confirm
+    confirm["largest_again"] = bool(prober(largest))
+    prober.drain_errors()
+    return largest, confirm
+
+
 def probe_peer(target, high, low, timeout, prober_class=None, pacer=None):
     """One peer's search; a probe this node could not send (its own buffers, permissions, no route: an OSError
     on send) ends it with ``local_error`` - the prober's problem, never the peer's."""
@@ -288,9 +313,12 @@ def probe_peer(target, high, low, timeout, prober_class=None, pacer=None):
     cls = prober_class or Prober
     prober = cls(target["address"], timeout, pacer=pacer) if pacer is not None else cls(target["address"], timeout)
     local_error = None
+    confirm = None
     try:
         largest = search(prober, low, high)
         prober.drain_errors()
+        if largest is not None and largest < high and not prober.frag_needed:
+            largest, confirm = confirm_short_path(prober, largest, high)
     except OSError as exc:
         largest, local_error = None, "%s (errno %s)" % (os.strerror(exc.errno) if exc.errno else exc, exc.errno)
     finally:
@@ -298,6 +326,8 @@ def probe_peer(target, high, low, timeout, prober_class=None, pacer=None):
     row = {"address": target["address"], "name": target["name"], "dev": target["dev"], "probed_min": low,
            "probed_max": high, "largest": largest, "frag_needed": prober.frag_needed, "probes": prober.sent,
            "seconds": round(time.time() - started, 3)}
+    if confirm:
+        row["confirm"] = confirm
     if local_error:
         row["local_error"] = local_error
     return row

@@ -56,6 +56,17 @@ def test_underlay_mtu_lowered_on_one_side_is_a_blackhole(lab, ansible, inject):
     assert [r["largest"] for r in result["peers"] if r["name"] == "node3"] == [1500]
 
 
+def test_a_full_size_answer_lost_once_is_asked_again_not_called_a_black_hole(lab, ansible, inject):
+    node2 = lab.node("node2")
+    inject(mtu.lose_full_size_once, node="node1", peer="node2")
+    result = run_pmtu(ansible, "node1", [{"address": node2.ip, "name": "node2"}])
+    assert [(f["check"], f["severity"]) for f in result["findings"]] == [("net.pmtu", "ok")], result["findings"]
+    [row] = result["peers"]
+    assert row["largest"] == 1500 and row["confirm"]["full_size"] is True
+    # nft's own counter on node2: the search's first full-size probe (its two copies) was really lost
+    assert mtu.dropped_by_table(lab, "node2") == 2
+
+
 def test_overlay_to_a_narrower_pod_veth_with_frag_needed_dropped(lab, ansible, inject):
     inject(mtu.vxlan_overlay, a="node1", b="node2", mtu=1450)
     web = pods.pod(lab, "node2", "web")
@@ -72,7 +83,7 @@ def test_overlay_to_a_narrower_pod_veth_with_frag_needed_dropped(lab, ansible, i
     assert f["evidence"]["frag_needed"] is None
     assert {"ifname": mtu.VXLAN, "kind": "vxlan", "mtu": 1450, "up": True} in f["evidence"]["interfaces"]["tunnels"]
     # node2 did answer "fragmentation needed", and nft dropped every one; node1 learnt nothing
-    assert mtu.frag_needed_dropped(lab, "node2") > 0
+    assert mtu.dropped_by_table(lab, "node2") > 0
     assert mtu.cached_pmtu(lab, "node1", web["ip"]) is None
 
     # the same path with the ICMP let through: path-MTU discovery works, and the kernel learnt 1400 too
@@ -128,7 +139,7 @@ def test_from_a_pod_across_an_overlay_lowered_on_one_side(lab, ansible, inject):
     assert '"mtu":1500' in pod_mtu.replace(" ", "")
     assert f["evidence"]["largest"] == mtu.link_mtu(lab, "node2", mtu.VXLAN) == 1400
     assert mtu.link_mtu(lab, "node1", mtu.VXLAN) == 1450
-    assert f["evidence"]["frag_needed"] is None and mtu.frag_needed_dropped(lab, "node2") > 0
+    assert f["evidence"]["frag_needed"] is None and mtu.dropped_by_table(lab, "node2") > 0
     # node2's own view is unaffected: its vxlan end says 1400 and it sends no more than that
     own = run_pmtu(ansible, "node2", [{"address": target, "name": "node1-overlay"}])
     assert [f["check"] for f in own["findings"]] == ["net.pmtu"]

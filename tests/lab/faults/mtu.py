@@ -77,8 +77,24 @@ def drop_frag_needed(lab, node):
     return {"node": node.name, "table": NFT_TABLE, "undo": [["nft", "delete", "table", "inet", NFT_TABLE]]}
 
 
-def frag_needed_dropped(lab, node):
-    """Packets the drop_frag_needed rules dropped on ``node``, from nft's own counters."""
+@fault
+def lose_full_size_once(lab, node, peer, size=1500):
+    """``peer`` drops the first two ``size``-byte packets that come from ``node`` (one probe's two copies), then
+    lets them in: a full-size answer lost once on the way, as under load (nft quota on the peer's input hook,
+    with a counter; a drop on the sender's output would be the sender's EPERM, a local failure)."""
+    node, peer = lab.node(node), lab.node(peer)
+    rule = f"ip saddr {node.ip} ip length {size} quota until {2 * size} bytes counter drop"
+    script = "\n".join([
+        f"table inet {NFT_TABLE} {{",
+        f"  chain input {{ type filter hook input priority 0; policy accept; {rule}; }}",
+        "}", ""])
+    lab.ns_run(peer, ["nft", "-f", "-"], input=script)
+    return {"node": peer.name, "table": NFT_TABLE, "undo": [["nft", "delete", "table", "inet", NFT_TABLE]]}
+
+
+def dropped_by_table(lab, node):
+    """Packets the rules of the lab's nft table on ``node`` dropped (drop_frag_needed, lose_full_size_once), from
+    nft's own counters."""
     ruleset = lab.node_json(node, ["nft", "-j", "list", "table", "inet", NFT_TABLE])
     total = 0
     for item in ruleset.get("nftables", []):

@@ -250,3 +250,64 @@ def test_a_probe_this_node_could_not_send_is_its_own_problem_not_the_peers():
     assert found[0]["evidence"]["peers"] == ["node2"]
     # never a finding about node2 (not 'unchecked', not 'blackhole'), and no 'all peers pass' ok either
     assert not [f for f in found if f["subject"] == "node2"]
+
+
+class Lossy(object):
+    """A prober whose answers come from ``answers`` in turn (True: answered), recording the sizes asked."""
+
+    frag_needed, sent = None, 0
+
+    def __init__(self, answers):
+        self.answers, self.sizes = list(answers), []
+
+    def __call__(self, size):
+        self.sizes.append(size)
+        return self.answers.pop(0)
+
+    def drain_errors(self):
+        pass
+
+
+def test_a_full_size_lost_once_under_load_is_not_a_black_hole():
+    # the search's full-size probe was lost (a busy peer); asked again, it is answered
+    prober = Lossy([True])
+    confirmed = {"tries": 1, "full_size": True, "largest_again": None}
+    assert pmtu.confirm_short_path(prober, 1400, 1500) == (1500, confirmed)
+    assert prober.sizes == [1500]
+    assert pmtu.judge(dict(row(1500, 1500), confirm={"tries": 1, "full_size": True})) is None
+
+
+def test_a_black_hole_is_confirmed_by_more_full_size_probes_while_the_smaller_size_passes():
+    prober = Lossy([False, False, True])
+    largest, confirm = pmtu.confirm_short_path(prober, 1400, 1500)
+    assert (largest, confirm) == (1400, {"tries": 2, "full_size": False, "largest_again": True})
+    assert prober.sizes == [1500, 1500, 1400]
+    check, severity, summary = pmtu.judge(dict(row(1400, 1500), confirm=confirm))
+    assert (check, severity) == ("net.pmtu_blackhole", "critical")
+    assert summary.endswith("confirmed: 2 more 1500-byte probes unanswered while a 1400-byte one was")
+
+
+def test_a_path_lost_during_the_confirmation_is_not_called_a_black_hole():
+    largest, confirm = pmtu.confirm_short_path(Lossy([False, False, False]), 1400, 1500)
+    check, severity, summary = pmtu.judge(dict(row(largest, 1500), confirm=confirm))
+    assert (check, severity) == ("net.pmtu_unchecked", "info") and "the path was lost meanwhile" in summary
+
+
+def test_probe_peer_confirms_only_a_short_path_without_fragmentation_needed():
+    class Hole(Path):
+        frag_needed, sent = None, 0
+
+        def __init__(self, address, timeout):
+            Path.__init__(self, 1400)
+
+        def drain_errors(self):
+            pass
+
+        def close(self):
+            pass
+
+    target = {"address": "198.18.0.12", "name": "node2", "dev": "eth0"}
+    found = pmtu.probe_peer(target, 1500, 576, 0.1, prober_class=Hole)
+    assert found["largest"] == 1400 and found["confirm"] == {"tries": 2, "full_size": False, "largest_again": True}
+    full = pmtu.probe_peer(dict(target, name="node3"), 1400, 576, 0.1, prober_class=Hole)
+    assert full["largest"] == 1400 and "confirm" not in full  # the full size passed: nothing to confirm
