@@ -242,6 +242,11 @@ def probe_arp(address, route, links, addresses, count, timeout, pace=_no_pace):
 
 RETRY_PAUSE = 0.3  # seconds between the first round and the retry of the targets that answered nothing
 RETRY_WORKERS = 4
+# a target that lost echoes is asked again with more of them (an operator's "repeat with a larger count"): one
+# lost answer of a loaded prober or peer is not a lossy path; a lossy one loses again (at 30 % loss, 10 echoes
+# all pass 3 % of the time)
+LOSS_RECHECK_COUNT = 10
+LOSS_RECHECK_INTERVAL = 0.05
 
 
 class Prober(object):
@@ -287,7 +292,19 @@ class Prober(object):
             for (index, _target), row in zip(silent, again):
                 row["retried"] = True
                 out[index] = row
+        lossy = [(row, target) for target, row in zip(targets, out) if row["reachable"] and _lost(row.get("icmp"))]
+        if lossy:
+            with ThreadPoolExecutor(max_workers=min(RETRY_WORKERS, len(lossy))) as pool:
+                again = list(pool.map(lambda pair: probe_icmp(pair[1]["address"], LOSS_RECHECK_COUNT, self.timeout,
+                                                               LOSS_RECHECK_INTERVAL, self.pace), lossy))
+            for (row, _target), icmp in zip(lossy, again):
+                row["icmp_again"] = icmp
         return out
+
+
+def _lost(icmp):
+    """Whether an ICMP probe's result lost echoes."""
+    return bool(icmp and icmp["sent"] and icmp["received"] < icmp["sent"])
 
 
 # ------------------------------------------------------------------ checks (pure)
@@ -334,9 +351,15 @@ def _degraded(row):
         return ("reach.port_filtered", "warning", "L4", "%s answers %s but TCP port %d gets no answer (%s)" % (
             name, "ICMP" if icmp and icmp["received"] else "ARP", tcp["port"], tcp["status"]),
             "a firewall drops the port: k8snet.triage.iptables_drops on the target")
-    if icmp and icmp["sent"] and icmp["received"] < icmp["sent"]:
-        return ("reach.loss", "warning", "L3", "%s lost %d of %d ICMP echoes" % (
-            name, icmp["sent"] - icmp["received"], icmp["sent"]), "repeat with a larger count; check interface errors")
+    if _lost(icmp):
+        again = row.get("icmp_again")
+        if again is not None and again["sent"] and not _lost(again):
+            return None  # a lost answer, not a lossy path: all of the echoes asked again came back
+        return ("reach.loss", "warning", "L3", "%s lost %d of %d ICMP echoes%s" % (
+            name, icmp["sent"] - icmp["received"], icmp["sent"],
+            ", then %d of %d asked again" % (again["sent"] - again["received"], again["sent"]) if again else ""),
+            "check interface errors and drops on both ends (`ip -s link`), the switch ports between them and the "
+            "peer's load")
     return None
 
 
