@@ -292,14 +292,17 @@ class Prober(object):
             for (index, _target), row in zip(silent, again):
                 row["retried"] = True
                 out[index] = row
-        lossy = [(row, target) for target, row in zip(targets, out) if row["reachable"] and _lost(row.get("icmp"))]
+        lossy = [row for row in out if row["reachable"] and _lost(row.get("icmp"))]
         if lossy:
             with ThreadPoolExecutor(max_workers=min(RETRY_WORKERS, len(lossy))) as pool:
-                again = list(pool.map(lambda pair: probe_icmp(pair[1]["address"], LOSS_RECHECK_COUNT, self.timeout,
-                                                               LOSS_RECHECK_INTERVAL, self.pace), lossy))
-            for (row, _target), icmp in zip(lossy, again):
+                again = list(pool.map(self._echo_again, [row["address"] for row in lossy]))
+            for row, icmp in zip(lossy, again):
                 row["icmp_again"] = icmp
         return out
+
+    def _echo_again(self, address):
+        """LOSS_RECHECK_COUNT echoes to a target that lost some."""
+        return probe_icmp(address, LOSS_RECHECK_COUNT, self.timeout, LOSS_RECHECK_INTERVAL, self.pace)
 
 
 def _lost(icmp):
