@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
 
 from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import SCENARIOS
 from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass
 
 MODULE = "k8snet.triage.node_triage"
+display = Display()
 
 # the arguments that are dicts when given: (name, what it must be)
 _DICT_ARGUMENTS = (("owners", "the vip_owners result"), ("kube", "the registered kube_network_info result"),
@@ -99,6 +101,8 @@ class ActionModule(ActionBase):
         if narrowed and isinstance(task_vars.get("triage_results"), dict):
             # a scenario role's pass adds its scenario to what this host recorded before (another role's)
             results = dict(task_vars["triage_results"], **results)
+        elif not narrowed:
+            results = node_pass.lean(results)  # the triage keeps the data the fleet reads; a role keeps all
         timing = raw.get("timing") if isinstance(raw.get("timing"), dict) else {}
         return dict(
             changed=False,
@@ -128,8 +132,10 @@ class ActionModule(ActionBase):
                                     params.get("host_findings") or params.get("left_out_findings"),
                                     params.get("left_out"))
         result.update(self._recorded(recorded, raw, narrowed, task_vars))
-        if isinstance(raw.get("invocation"), dict):
-            result["invocation"] = raw["invocation"]  # node_triage's arguments, as a module's task shows its own
+        if isinstance(raw.get("invocation"), dict) and display.verbosity >= 3:
+            # node_triage's arguments, where a module's task shows its own (-vvv): they name every peer (15 KB a
+            # host at 100 nodes), which every callback would otherwise copy at any verbosity
+            result["invocation"] = raw["invocation"]
         if recorded["host"]["status"] not in ("reached", "not checked"):
             # the host is recorded, and the report names it; the play goes on for the others
             result["warnings"] = ["%s %s: %s (recorded for the report)" % (

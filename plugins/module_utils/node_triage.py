@@ -58,6 +58,8 @@ SCENARIOS = tuple(declared.NAME for declared in REGISTRY)
 SAMPLED = tuple(declared.NAME for declared in REGISTRY if getattr(declared, "SAMPLED", False))
 # the scenarios whose check names the node in its findings
 NODE_NAMED = tuple(declared.NAME for declared in REGISTRY if getattr(declared, "NODE_NAMED", False))
+# the scenarios whose data the fleet's conclusions read (the triage's record keeps the data of these only)
+FLEET_DATA = tuple(declared.NAME for declared in REGISTRY if getattr(declared, "FLEET_DATA", False))
 
 
 def load(name):

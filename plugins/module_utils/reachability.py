@@ -142,7 +142,8 @@ def _no_pace():
     """The pace of an unpaced probe: no wait."""
 
 
-def probe_icmp(address, count, timeout, interval=0.2, pace=_no_pace):
+def probe_icmp(address, count, timeout, interval=0.2, pace=_no_pace, until_lost=False):
+    """Up to ``count`` echoes, each waited for ``timeout``; ``until_lost``: stop at the first one lost."""
     sock, raw = _icmp_socket()
     ident = random.randint(1, 0xFFFF)
     result = {"sent": 0, "received": 0, "rtt_ms": None, "error": None}
@@ -174,6 +175,8 @@ def probe_icmp(address, count, timeout, interval=0.2, pace=_no_pace):
                     rtts.append((time.time() - sent_at) * 1000)
                     result["received"] += 1
                     break
+            if until_lost and result["received"] < result["sent"]:
+                break
             if seq < count:
                 time.sleep(max(0, interval - (time.time() - sent_at)) if rtts else 0)
     finally:
@@ -242,9 +245,9 @@ def probe_arp(address, route, links, addresses, count, timeout, pace=_no_pace):
 
 RETRY_PAUSE = 0.3  # seconds between the first round and the retry of the targets that answered nothing
 RETRY_WORKERS = 4
-# a target that lost echoes is asked again with more of them (an operator's "repeat with a larger count"): one
-# lost answer of a loaded prober or peer is not a lossy path; a lossy one loses again (at 30 % loss, 10 echoes
-# all pass 3 % of the time)
+# a target that lost some of its echoes is asked again with more (an operator's "repeat with a larger count"), until
+# one is lost again: one lost answer of a loaded prober or peer is not a lossy path; a lossy one loses again (at
+# 30 % loss, 10 echoes all pass 3 % of the time)
 LOSS_RECHECK_COUNT = 10
 LOSS_RECHECK_INTERVAL = 0.05
 
@@ -292,7 +295,8 @@ class Prober(object):
             for (index, _target), row in zip(silent, again):
                 row["retried"] = True
                 out[index] = row
-        lossy = [row for row in out if row["reachable"] and _lost(row.get("icmp"))]
+        # some echoes lost, not all (all lost while TCP answers is ICMP filtered, not a lost answer)
+        lossy = [row for row in out if row["reachable"] and _lost(row.get("icmp")) and row["icmp"]["received"]]
         if lossy:
             with ThreadPoolExecutor(max_workers=min(RETRY_WORKERS, len(lossy))) as pool:
                 again = list(pool.map(self._echo_again, [row["address"] for row in lossy]))
@@ -301,8 +305,9 @@ class Prober(object):
         return out
 
     def _echo_again(self, address):
-        """LOSS_RECHECK_COUNT echoes to a target that lost some."""
-        return probe_icmp(address, LOSS_RECHECK_COUNT, self.timeout, LOSS_RECHECK_INTERVAL, self.pace)
+        """Up to LOSS_RECHECK_COUNT echoes to a target that lost some, until one is lost again (a lossy path is
+        then known: at most one timeout is waited)."""
+        return probe_icmp(address, LOSS_RECHECK_COUNT, self.timeout, LOSS_RECHECK_INTERVAL, self.pace, until_lost=True)
 
 
 def _lost(icmp):

@@ -30,7 +30,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.inventory import (
 # this action's module in the controller's main process before it forks a worker per host, so the
 # checks' code is compiled once and every worker inherits it (imported inside a function, each of
 # the n workers compiled it again from source: about 0.3 s of CPU per host).
-from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import ARGUMENT_SPEC, BY_NAME, REGISTRY
+from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import ARGUMENT_SPEC, BY_NAME, FLEET_DATA, REGISTRY
 from ansible_collections.k8snet.triage.plugins.plugin_utils import record as records
 from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_read, pod_host
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
@@ -104,6 +104,16 @@ def record(result, asked, skipped=None, host_findings=None, left_out=None):
     """``{"host": {status, reason[, findings][, peers_left_out]}, "results": {scenario: {...}}}`` from
     node_triage's result; ``host_findings`` and ``left_out`` (from ``params``) go into the host's record."""
     return _guarded("this node_triage result", _record, result, asked, skipped, host_findings, left_out)
+
+
+def lean(results):
+    """The triage's record of a host: ``results`` without the data of the scenarios whose data no fleet conclusion
+    reads (``FLEET_DATA``).  The findings and the details the report draws stay; the whole data (route rows and
+    BGP sessions per peer: 60 of 69 KB a host at 100 nodes, n x n for the fleet) would otherwise be copied by
+    every later task of every host, on the controller."""
+    return dict((name, entry if name in FLEET_DATA or not isinstance(entry, dict)
+                 else dict((key, value) for key, value in entry.items() if key != "data"))
+                for name, entry in results.items())
 
 
 # scenario -> ((node_triage option, role variable), ...), from each scenario's declaration; a role variable

@@ -27,9 +27,10 @@ def inventory(lab, tmp_path_factory):
     return path
 
 
-def run(ansible, playbook, *pairs, inventory=None):
-    """ansible-playbook with each ``-e`` argument as a user types it."""
+def run(ansible, playbook, *pairs, inventory=None, verbose=False):
+    """ansible-playbook with each ``-e`` argument as a user types it (``verbose``: -vvv)."""
     argv = [str(BIN / "ansible-playbook"), "-i", str(inventory or ansible.lab.inventory_path), str(ROOT / "playbooks" / playbook)]
+    argv += ["-vvv"] if verbose else []
     for pair in pairs:
         argv += ["-e", pair]
     return ansible._run(argv)  # pylint: disable=protected-access
@@ -135,8 +136,8 @@ def test_a_scenario_as_one_string_runs_it(ansible, tmp_path):
 def test_logs_units_as_json_text(ansible):
     """-e 'logs_units=["kubelet","containerd"]' (JSON text) reaches node_logs as two units (the module's
     own list type would split the text at the comma into '["kubelet"' and '"containerd"]')."""
-    result = run(ansible, "logs.yml", 'logs_units=["kubelet","containerd"]', "logs_api=false")
+    result = run(ansible, "logs.yml", 'logs_units=["kubelet","containerd"]', "logs_api=false", verbose=True)
     assert result.rc == 0, result
-    # the one pass's node_triage call on each node, its logs scenario's options
+    # the one pass's node_triage call on each node, its logs scenario's options (shown at -vvv, as a module's)
     invocations = [r["result"]["invocation"]["module_args"]["logs"] for r in result.results(action="node_pass")]
     assert len(invocations) == 3 and all(a["units"] == ["kubelet", "containerd"] for a in invocations), invocations

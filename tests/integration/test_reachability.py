@@ -51,7 +51,8 @@ def test_a_peer_that_keeps_losing_echoes_is_lossy(lab, ansible, inject):
     result = _probe(ansible, lab, "node3")
     [found] = result["findings"]
     assert (found["check"], found["severity"]) == ("reach.loss", "warning")
-    lost = re.search(r"lost (\d+) of 3 ICMP echoes, then (\d+) of 10 asked again$", found["summary"])
+    # asked again until one was lost again: a lossy path, with at most one echo's timeout more
+    lost = re.search(r"lost (\d+) of 3 ICMP echoes, then (\d+) of \d+ asked again$", found["summary"])
     assert lost, found["summary"]
     # nft's counter on node3: every echo the module counted lost was dropped there, and no other
-    assert int(lost.group(1)) + int(lost.group(2)) == mtu.dropped_by_table(lab, "node3") >= 6
+    assert int(lost.group(2)) == 1 and int(lost.group(1)) + 1 == mtu.dropped_by_table(lab, "node3")

@@ -7,8 +7,9 @@
 A scenario module declares, once: its name, the scenario module that runs its check alone
 (``MODULE``), the prefixes of its checks' ids (``PREFIXES``), node_triage's options for it with the
 triage's defaults (``OPTIONS``) and their rules (``RULES``), the role variables that set them
-(``ROLE_VARIABLES``), whether its check samples over a window (``SAMPLED``) and names the node in its
-findings (``NODE_NAMED``), and these functions:
+(``ROLE_VARIABLES``), whether its check samples over a window (``SAMPLED``), names the node in its
+findings (``NODE_NAMED``) and has its data read by the fleet's conclusions on the controller (``FLEET_DATA``:
+the triage's record keeps the data of these only), and these functions:
 
 - ``load()``: the check, ``node_check(params, runner) -> {data, findings}``, its code imported now;
 - ``skip_reason(sub, params)``: on the node, before its code is loaded, why it does not apply there

@@ -13,6 +13,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils import scenario
 NAME = "connectivity"
 MODULE = "reachability"
 PREFIXES = ("reach", "connectivity")
+FLEET_DATA = True  # the cross-node matrix is drawn from every node's probe rows
 OPTIONS = scenario.options(reachability_options.CHECK_SPEC, targets=[], probes=["icmp", "tcp", "arp"], tcp_port=10250,
                            count=2)
 # an empty list of peers is not an error here: the scenario is skipped and says why

@@ -11,6 +11,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils import params as rul
 from ansible_collections.k8snet.triage.plugins.module_utils import scenario
 
 NAME = "dns"
+FLEET_DATA = True  # whether a node checked the view of DNS from dns_pod (its data's pod)
 MODULE = "dns_check"
 PREFIXES = ("dns", "conntrack")
 OPTIONS = scenario.options(dns_options.CHECK_SPEC, names=["kubernetes.default.svc.cluster.local"], host_resolvers=True)

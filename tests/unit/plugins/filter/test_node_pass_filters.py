@@ -8,7 +8,7 @@ import pytest
 
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
 from ansible_collections.k8snet.triage.plugins.filter.node_pass_fleet import node_pass_fleet
-from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import BadHostVariable, ParamsError, bad_variable_findings
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import BadHostVariable, ParamsError, bad_variable_findings, lean
 from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import params as node_pass_params
 from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import record as node_pass_record
 
@@ -179,6 +179,21 @@ def test_record_keeps_the_details_the_html_report_draws():
     result = {"scenarios": {"cilium_maps": {"status": "ran", "reason": "", "findings": [], "data": {"maps": maps}}}}
     fill = node_pass_record(result, ["cilium_maps"])["results"]["cilium_maps"]["details"]["map_fill"]
     assert [m["name"] for m in fill] == ["m9", "m8", "m7", "m6", "m5", "m4", "m3", "m2"]
+
+
+def test_the_triages_record_keeps_only_the_data_the_fleet_reads_and_the_fleet_still_draws_its_matrix():
+    row = {"address": "198.18.96.12", "name": "n2", "reachable": False}
+    routes = {"status": "ran", "findings": [], "data": {"peer_routes": [{"node": "n%d" % i} for i in range(99)]}}
+    result = {"scenarios": {"pod_network": routes,
+                            "connectivity": {"status": "ran", "reason": "", "findings": [], "data": {"targets": [row]}},
+                            "dns": {"status": "ran", "reason": "", "findings": [], "data": {"pod": {"name": "p"}}}}}
+    recorded = node_pass_record(result, ["pod_network", "connectivity", "dns"])["results"]
+    kept = lean(recorded)
+    assert "data" not in kept["pod_network"] and kept["pod_network"]["details"] == recorded["pod_network"]["details"]
+    assert kept["connectivity"]["data"] == {"targets": [row]} and kept["dns"]["data"] == {"pod": {"name": "p"}}
+    assert "data" in recorded["pod_network"]  # the record itself is not changed
+    fleet = node_pass_fleet({"n1": {"triage_results": kept}, "n3": {"triage_results": kept}}, ["n1", "n3"], {})
+    assert [f["check"] for f in fleet["connectivity"]["findings"]] == ["connectivity.node_isolated"]
 
 
 def test_fleet_publishes_owner_findings_once_and_the_connectivity_matrix():

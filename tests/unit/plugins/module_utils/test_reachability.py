@@ -164,22 +164,25 @@ def test_a_target_that_lost_echoes_is_asked_again_with_more_before_it_is_lossy(m
     """One lost echo of a loaded prober or peer is not a lossy path: the target is asked again with
     LOSS_RECHECK_COUNT echoes; all back, no finding; lost again, reach.loss with both counts."""
     first = {"198.18.0.12": {"sent": 2, "received": 1}, "198.18.0.13": {"sent": 2, "received": 1},
-             "198.18.0.14": {"sent": 2, "received": 2}}
+             "198.18.0.14": {"sent": 2, "received": 2}, "198.18.0.15": {"sent": 2, "received": 0}}
     again = {"198.18.0.12": 10, "198.18.0.13": 7}
     asked = []
+    tcp = {"port": 22, "status": "open", "attempts": 1, "ms": 1.0, "error": None}
 
-    def probe_icmp(address, count, timeout, interval, pace):
-        asked.append((address, count, interval))
+    def probe_icmp(address, count, timeout, interval, pace, until_lost):
+        asked.append((address, count, interval, until_lost))
         return {"sent": count, "received": again[address], "rtt_ms": 0.2, "error": None}
 
     class Prober(r.Prober):
         def _one(self, target, kind):
-            return dict(first[target["address"]], rtt_ms=0.1, error=None)
+            return dict(first[target["address"]], rtt_ms=0.1, error=None) if kind == "icmp" else tcp
 
     monkeypatch.setattr(r, "probe_icmp", probe_icmp)
     targets = [{"address": a, "name": a, "port": 22} for a in sorted(first)]
-    rows = Prober(None, ["icmp"], 2, 0.1).run(targets)
-    assert sorted(asked) == [("198.18.0.12", 10, 0.05), ("198.18.0.13", 10, 0.05)]  # not the target that lost none
-    [found] = r.check(rows, "node1")
-    assert (found["check"], found["subject"]) == ("reach.loss", "198.18.0.13")
+    rows = Prober(None, ["icmp", "tcp"], 2, 0.1).run(targets)
+    # not the target that lost none, nor the one whose every echo was lost while TCP answered (ICMP filtered)
+    assert sorted(asked) == [("198.18.0.12", 10, 0.05, True), ("198.18.0.13", 10, 0.05, True)]
+    found = r.check(rows, "node1")
+    assert [(f["check"], f["subject"]) for f in found] == [("reach.loss", "198.18.0.13"), ("reach.loss", "198.18.0.15")]
+    found = found[0]
     assert found["summary"] == "198.18.0.13 lost 1 of 2 ICMP echoes, then 3 of 10 asked again"
