@@ -22,6 +22,18 @@ class Path(object):
         return size <= self.mtu
 
 
+class Quiet(object):
+    """What a prober has besides its probe: no "fragmentation needed" heard, nothing to drain or close."""
+
+    frag_needed, sent = None, 0
+
+    def drain_errors(self):
+        pass
+
+    def close(self):
+        pass
+
+
 @pytest.mark.parametrize("mtu", [576, 577, 1000, 1400, 1404, 1449, 1450])
 def test_search_finds_the_largest_size_in_log_steps(mtu):
     path = Path(mtu)
@@ -223,20 +235,12 @@ def test_a_full_local_queue_is_waited_out_then_the_probe_goes(monkeypatch):
 def test_a_probe_this_node_could_not_send_is_its_own_problem_not_the_peers():
     import errno as errno_module
 
-    class Failing(object):
-        frag_needed, sent = None, 0
-
+    class Failing(Quiet):
         def __init__(self, address, timeout):
             self.address = address
 
         def __call__(self, size):
             raise OSError(errno_module.ENOBUFS, "No buffer space available")
-
-        def drain_errors(self):
-            pass
-
-        def close(self):
-            pass
 
     target = {"address": "198.18.0.12", "name": "node2", "dev": "eth0"}
     row = pmtu.probe_peer(target, 1500, 576, 0.1, prober_class=Failing)
@@ -252,10 +256,8 @@ def test_a_probe_this_node_could_not_send_is_its_own_problem_not_the_peers():
     assert not [f for f in found if f["subject"] == "node2"]
 
 
-class Lossy(object):
+class Lossy(Quiet):
     """A prober whose answers come from ``answers`` in turn (True: answered), recording the sizes asked."""
-
-    frag_needed, sent = None, 0
 
     def __init__(self, answers):
         self.answers, self.sizes = list(answers), []
@@ -263,9 +265,6 @@ class Lossy(object):
     def __call__(self, size):
         self.sizes.append(size)
         return self.answers.pop(0)
-
-    def drain_errors(self):
-        pass
 
 
 def test_a_full_size_lost_once_under_load_is_not_a_black_hole():
@@ -294,17 +293,9 @@ def test_a_path_lost_during_the_confirmation_is_not_called_a_black_hole():
 
 
 def test_probe_peer_confirms_only_a_short_path_without_fragmentation_needed():
-    class Hole(Path):
-        frag_needed, sent = None, 0
-
+    class Hole(Path, Quiet):
         def __init__(self, address, timeout):
             Path.__init__(self, 1400)
-
-        def drain_errors(self):
-            pass
-
-        def close(self):
-            pass
 
     target = {"address": "198.18.0.12", "name": "node2", "dev": "eth0"}
     found = pmtu.probe_peer(target, 1500, 576, 0.1, prober_class=Hole)
