@@ -21,10 +21,11 @@ from tests.kube_api import FIXTURES, load_yaml
 from tests.kube_api.hostile import Hostile
 from tests.lab.faults import kube as kube_faults
 
-DEADLINE = 3.0  # api_timeout of every run here but "continue"
-# an API that pages forever must meet the page cap (200 pages), not the deadline: on a loaded 2-core controller
-# 24 modules starting at once leave some of them too little of 3 s to page at all
-TIMEOUTS = {"continue": 60.0}
+DEADLINE = 3.0  # api_timeout of every run here but "continue" and "huge"
+# each mode tests one bound: an API that pages forever must meet the page cap (200 pages), a huge body the size cap
+# (64 MiB), not the deadline (tested by hang and trickle): on a loaded 2-core controller 24 modules starting at once
+# leave some of them too little of 3 s to page 200 times or read 64 MiB
+TIMEOUTS = {"continue": 60.0, "huge": 30.0}
 # what a task's wall time may carry beyond the module's own time (start-up jitter on a loaded controller)
 NOISE = 1.0
 FIXTURE_FILES = ("cluster.yaml", "cni.yaml", "events.yaml", "webhooks.yaml", "service_path.yaml", "f5.yaml")
