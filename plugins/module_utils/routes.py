@@ -324,6 +324,11 @@ def _check_device(target, hops):
     ))
 
 
+def _unresolved(entry):
+    """The states of neighbor ``entry`` that say its last resolution failed or is under way (none: no entry)."""
+    return [state for state in (entry or {}).get("state", []) if state in NEXT_HOP_BAD]
+
+
 def _check_next_hop(target, checked_hops, neigh):
     """Direct mode: the gateway's neighbor entry on the uplink resolves (each (gateway, device) checked once)."""
     gateway, device = target.gateway, target.device
@@ -331,8 +336,7 @@ def _check_next_hop(target, checked_hops, neigh):
         return
     checked_hops.add((gateway, device))
     entry = neigh.get((gateway, device))
-    bad = [s for s in (entry or {}).get("state", []) if s in NEXT_HOP_BAD]
-    if not bad:
+    if not _unresolved(entry):
         return
     node = target.node
     target.add("next_hop_unresolved", finding(
@@ -370,7 +374,7 @@ def _wait_resolved(keys, read, seconds, clock, sleep):
         for key in keys:
             if key not in resolved:
                 seen[key] = read(*key)
-                if seen[key] and not set(seen[key]["state"]) & set(NEXT_HOP_BAD):
+                if seen[key] and not _unresolved(seen[key]):
                     resolved[key] = round(clock() - started, 3)
         if len(resolved) == len(keys) or clock() - started >= seconds:
             return seen, resolved, round(clock() - started, 3)

@@ -20,13 +20,8 @@ def inject(lab):
 
 def _drop_echoes(lab, node, source, rule):
     """``node`` drops echo requests from ``source`` as ``rule`` says (an nft statement before ``counter drop``)."""
-    script = "\n".join([
-        "table inet %s {" % mtu.NFT_TABLE,
-        "  chain input { type filter hook input priority 0; policy accept; "
-        "ip saddr %s icmp type echo-request %s counter drop; }" % (lab.node(source).ip, rule),
-        "}", ""])
-    lab.ns_run(node, ["nft", "-f", "-"], input=script)
-    return {"node": node, "undo": [["nft", "delete", "table", "inet", mtu.NFT_TABLE]]}
+    return mtu.nft_table(lab, node, {"input": "ip saddr %s icmp type echo-request %s counter drop"
+                                              % (lab.node(source).ip, rule)})
 
 
 def _probe(ansible, lab, peer):

@@ -63,18 +63,21 @@ def lower_mtu(lab, node, device, mtu):
             "undo": [["ip", "link", "set", "dev", device, "mtu", str(old)]]}
 
 
+def nft_table(lab, node, rules):
+    """The lab's nft table on ``node``: one base chain per hook of ``rules`` ({hook: rule}), each holding its rule.
+    Returns the injection's record (its undo deletes the table)."""
+    node = lab.node(node)
+    chains = [f"  chain {hook} {{ type filter hook {hook} priority 0; policy accept; {rule}; }}"
+              for hook, rule in rules.items()]
+    lab.ns_run(node, ["nft", "-f", "-"], input="\n".join([f"table inet {NFT_TABLE} {{"] + chains + ["}", ""]))
+    return {"node": node.name, "table": NFT_TABLE, "undo": [["nft", "delete", "table", "inet", NFT_TABLE]]}
+
+
 @fault
 def drop_frag_needed(lab, node):
     """Drop ICMP fragmentation-needed leaving ``node`` (locally generated or forwarded), with a counter."""
-    node = lab.node(node)
     rule = "icmp type destination-unreachable icmp code frag-needed counter drop"
-    script = "\n".join([
-        f"table inet {NFT_TABLE} {{",
-        f"  chain output {{ type filter hook output priority 0; policy accept; {rule}; }}",
-        f"  chain forward {{ type filter hook forward priority 0; policy accept; {rule}; }}",
-        "}", ""])
-    lab.ns_run(node, ["nft", "-f", "-"], input=script)
-    return {"node": node.name, "table": NFT_TABLE, "undo": [["nft", "delete", "table", "inet", NFT_TABLE]]}
+    return nft_table(lab, node, {"output": rule, "forward": rule})
 
 
 @fault
@@ -82,14 +85,8 @@ def lose_full_size_once(lab, node, peer, size=1500):
     """``peer`` drops the first two ``size``-byte packets that come from ``node`` (one probe's two copies), then
     lets them in: a full-size answer lost once on the way, as under load (nft quota on the peer's input hook,
     with a counter; a drop on the sender's output would be the sender's EPERM, a local failure)."""
-    node, peer = lab.node(node), lab.node(peer)
-    rule = f"ip saddr {node.ip} ip length {size} quota until {2 * size} bytes counter drop"
-    script = "\n".join([
-        f"table inet {NFT_TABLE} {{",
-        f"  chain input {{ type filter hook input priority 0; policy accept; {rule}; }}",
-        "}", ""])
-    lab.ns_run(peer, ["nft", "-f", "-"], input=script)
-    return {"node": peer.name, "table": NFT_TABLE, "undo": [["nft", "delete", "table", "inet", NFT_TABLE]]}
+    rule = f"ip saddr {lab.node(node).ip} ip length {size} quota until {2 * size} bytes counter drop"
+    return nft_table(lab, peer, {"input": rule})
 
 
 def dropped_by_table(lab, node):
