@@ -7,12 +7,14 @@ k8snet.triage.node_triage invocation (on the node), and its record (on the contr
 
 from __future__ import annotations
 
+import time
+
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import SCENARIOS
-from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass
+from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass, report_fold
 
 MODULE = "k8snet.triage.node_triage"
 display = Display()
@@ -49,16 +51,40 @@ class ActionModule(ActionBase):
             return None, "node_pass: nodes must be the list of the play's hosts (ansible_play_hosts_all) with scenarios"
         return {"scenarios": list(scenarios), "nodes": list(nodes)}, None
 
-    def _pass(self, module_args, task_vars):
-        """node_triage's result on this host, or ``unreachable`` with ssh's words."""
+    def _attempt(self, module_args, task_vars):
+        """(node_triage's result, None), or (None, the connection failure)."""
         try:
-            raw = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
+            return self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars), None
         except AnsibleConnectionFailure as exc:
-            return {"unreachable": True, "msg": str(exc)}
+            return None, exc
+
+    def _pass(self, module_args, task_vars, retries):
+        """node_triage's result on this host, or ``unreachable`` with ssh's words; ``ssh_attempts`` says how many
+        connections it took. A connection that got no answer (timed out, no route, a broken reused master) is
+        tried again up to ``retries`` times, after a pause that grows (1 s, 2 s, ...): under a loaded fleet a
+        connect times out although the node is up. ssh's refusals (port closed, key, host key) are the node's
+        answer and are not tried again. node_triage only reads, so running it again changes nothing."""
+        attempts = 0
+        while True:
+            attempts += 1
+            raw, failure = self._attempt(module_args, task_vars)
+            if failure is None:
+                break
+            if attempts > retries or report_fold.ssh_failure(str(failure))[0] not in node_pass.SSH_RETRIED:
+                return {"unreachable": True, "msg": str(failure), "ssh_attempts": attempts}
+            display.vvv("node_pass: %s; trying again (%d of %d)" % (failure, attempts, retries + 1),
+                        host=task_vars.get("inventory_hostname"))
+            try:
+                self._connection.reset()  # not through a master connection that broke
+            except AnsibleError:
+                pass
+            time.sleep(attempts)
         try:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         except AnsibleConnectionFailure:
             pass  # the pass returned; a host lost right after keeps its result
+        if isinstance(raw, dict):
+            raw["ssh_attempts"] = attempts
         return raw
 
     @staticmethod
@@ -89,10 +115,10 @@ class ActionModule(ActionBase):
             raw = {"failed": True, "msg": "cannot build this host's checks: %s" % exc}
             return raw, {"scenarios": [], "skipped": {}}
         module_args = dict((key, value) for key, value in params.items()
-                           if key not in ("skipped", "left_out", "left_out_findings"))
+                           if key not in ("skipped", "left_out", "left_out_findings", "ssh_retries"))
         if not params["scenarios"]:
             return {"skipped": True}, params
-        return self._pass(module_args, task_vars), params
+        return self._pass(module_args, task_vars, params["ssh_retries"]), params
 
     @staticmethod
     def _recorded(recorded, raw, narrowed, task_vars):

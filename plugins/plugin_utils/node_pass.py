@@ -126,7 +126,7 @@ FLEET_VARIABLES = ("triage_scenarios", "triage_cni", "triage_nodes_group", "stal
                    "dns_servers", "cilium_maps_live_frontends", "calico_expected_nodes", "calico_nodes_group",
                    "pod_network_peers", "pod_network_nodes_group", "connectivity_group", "connectivity_max_peers",
                    "pmtu_targets", "pmtu_group", "pmtu_max_peers", "dns_pod", "dns_repeat", "dns_repeat_interval",
-                   "cilium_agent_when_not_cilium", "calico_when_not_calico", "logs_node")
+                   "cilium_agent_when_not_cilium", "calico_when_not_calico", "logs_node", "triage_ssh_retries")
 VARIABLES = FLEET_VARIABLES + tuple(name for pairs in ROLE_VARIABLES.values() for _option, name in pairs)
 
 
@@ -291,7 +291,8 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None,
     own = contract_problems(host, hostvars[host]) if scenarios else []
     if own:
         raise BadHostVariable(host, own, scenarios, skipped)
-    out = {"node_name": str(hostvars[host].get("k8s_node_name") or host), "scenarios": scenarios, "skipped": skipped}
+    out = {"node_name": str(hostvars[host].get("k8s_node_name") or host), "scenarios": scenarios, "skipped": skipped,
+           "ssh_retries": ssh_retries(fleet.variables.get("triage_ssh_retries"))}
     try:
         for declared in REGISTRY:
             if declared.NAME in scenarios:
@@ -305,6 +306,24 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None,
     out["left_out"] = dict((peer, entry["why"]) for peer, entry in sorted(fleet.peers.left_out.items()))
     out["left_out_findings"] = left_out_findings(fleet.peers.left_out, fleet.peers.checkers)
     return out
+
+
+# the kinds of ssh failure (report_fold.ssh_failure) that another connection may mend: no answer in time, or a
+# connection reset or closed during SSH's start (sshd's MaxStartups under a fleet's connections)
+SSH_RETRIED = ("no answer", "reset", "closed", None)
+SSH_RETRIES_MAX = 5
+
+
+def ssh_retries(value):
+    """triage_ssh_retries as an int from 0 to SSH_RETRIES_MAX (default 1: one more connection); a survey or -e gives
+    text. ParamsError names the variable and what it accepts."""
+    if value is None or value == "":
+        return 1
+    text = str(value).strip()
+    if isinstance(value, bool) or not text.isdigit() or int(text) > SSH_RETRIES_MAX:
+        raise ParamsError("triage_ssh_retries=%s is not a number of SSH retries: give 0 to %d (default 1; each retry "
+                          "costs a node that is really down one more connect timeout)" % (str(value)[:40], SSH_RETRIES_MAX))
+    return int(text)
 
 
 NO_PYTHON = re.compile(r"interpreter|python", re.IGNORECASE)
@@ -364,9 +383,12 @@ def _add_log_evidence(results):
         with_log_evidence(results, matches)
 
 
-def _host_state(status, reason, host_findings, left_out):
-    """The host's ``triage_host``: status, reason, and its own findings and peers left out when it has any."""
+def _host_state(status, reason, host_findings, left_out, attempts=None):
+    """The host's ``triage_host``: status, reason, and its own findings and peers left out when it has any, and
+    how many SSH connections it took when more than one."""
     state = {"status": status, "reason": reason}
+    if isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 1:
+        state["ssh_attempts"] = attempts
     if host_findings:
         state["findings"] = list(host_findings)
     if left_out:
@@ -383,4 +405,5 @@ def _record(result, asked, skipped=None, host_findings=None, left_out=None):
         entry = scenarios.get(name) if isinstance(scenarios, dict) else None
         results[name] = _scenario_record(name, entry, status, reason)
     _add_log_evidence(results)
-    return {"host": _host_state(status, reason, host_findings, left_out), "results": results}
+    return {"host": _host_state(status, reason, host_findings, left_out, result.get("ssh_attempts")),
+            "results": results}

@@ -28,7 +28,7 @@ SCHEMA_VERSION = 1
 
 REACHED = ("reached", "controller")
 HOST_FINDINGS = {
-    "unreachable": ("triage.host_unreachable", "%s could not be reached over SSH: none of its checks ran (%s)",
+    "unreachable": ("triage.host_unreachable", "%s could not be reached over SSH%s: none of its checks ran (%s)",
                     "Check the node is up and sshd answers (ssh %s); a node that is down is itself a cause."),
     "no usable Python": ("triage.no_python", "%s answers over SSH but has no usable Python: none of its checks ran (%s)",
                          "Install Python 3.9+ on %s or set ansible_python_interpreter to one that exists."),
@@ -253,11 +253,28 @@ def _once(items, fleet_seen):
     return kept
 
 
-def _status_finding(host, status, reason):
+def _ssh_attempts(state):
+    """How many SSH connections the host's pass took (1 when its record does not say)."""
+    attempts = state.get("ssh_attempts") if isinstance(state, dict) else None
+    return attempts if isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 1 else 1
+
+
+def _status_finding(host, status, reason, attempts=1):
     """The generic critical finding of a host that could not be checked (HOST_FINDINGS, by its status)."""
     check, summary, remediation = HOST_FINDINGS[status]
-    return placed(finding(check, "critical", "L3", host, summary % (host, reason or status), {"reason": reason},
-                          remediation % host), "triage", "host")
+    evidence = {"reason": reason}
+    if status == "unreachable":
+        kind, words = report_fold.ssh_failure(reason)
+        said = [words] if words else []
+        if attempts > 1:
+            said.append("%d connections tried" % attempts)
+            evidence["ssh_attempts"] = attempts
+        summary = summary % (host, " (%s)" % "; ".join(said) if said else "", reason or status)
+        if kind:
+            evidence["ssh_failure"] = kind
+    else:
+        summary = summary % (host, reason or status)
+    return placed(finding(check, "critical", "L3", host, summary, evidence, remediation % host), "triage", "host")
 
 
 def _scenario_summary(result, kept):
@@ -273,6 +290,8 @@ def _host_summary(status, reason, mine, summary_scenarios, state):
     entry = {"status": status, "reason": reason, "verdict": verdict,
              "worst": verdict, "counts": dict(Counter(f["severity"] for f in mine)),
              "scenarios": summary_scenarios}
+    if _ssh_attempts(state) > 1:
+        entry["ssh_retries"] = _ssh_attempts(state) - 1
     left_out = state.get("peers_left_out") if isinstance(state, dict) else None
     if isinstance(left_out, dict) and left_out:
         entry["peers_left_out"] = dict((str(k), str(v)) for k, v in left_out.items())
@@ -286,7 +305,7 @@ def _host_report(host, facts, scenario, limit, fleet_seen, details):
     mine = _once([placed(item, item.get("scenario") or "triage") for item in _host_findings(state)], fleet_seen)
     if status in HOST_FINDINGS and not any(f["severity"] == "critical" for f in mine):
         # the generic word on a host that failed, unless its record already says why, critically
-        mine.append(_status_finding(host, status, reason))
+        mine.append(_status_finding(host, status, reason, _ssh_attempts(state)))
     summary_scenarios = {}
     for name, result in scenarios.items():
         kept = _once([placed(item, name) for item in result["findings"]], fleet_seen)
@@ -352,6 +371,8 @@ def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
             "hosts": dict(Counter(h["status"] for h in per_host.values())),
             "scenarios": dict(Counter(s["status"] for h in per_host.values() for s in h["scenarios"].values())),
             "gaps": _gaps(per_host),
+            # the hosts whose pass needed more than one SSH connection: {host: retries}
+            "ssh_retries": dict((h, e["ssh_retries"]) for h, e in sorted(per_host.items()) if e.get("ssh_retries")),
         },
         "details": details,
         "worst": worst(flat),

@@ -219,6 +219,32 @@ def _down_root(node, isolated, ssh, symptoms):
     return root
 
 
+# what ssh's own words say about the host, in the order they are looked for (a reused connection's broken pipe comes
+# before the fresh connection's verdict in the same message, so the verdicts are matched, not the first line)
+SSH_FAILURES = (
+    ("connection refused", "refused", "the node answered but nothing listens for SSH: sshd is down or the port is closed"),
+    ("no route to host", "no answer", "the node does not answer on its network (no ARP or ND reply): down or cut off"),
+    ("timed out", "no answer", "the node does not answer (the connection timed out): down, cut off or filtered"),
+    ("not responding", "no answer", "the node stopped answering an open SSH session: down or cut off"),
+    ("permission denied", "refused credentials", "sshd refused the user or key: the node is up"),
+    ("host key verification failed", "host key", "the node's host key does not match the known one: the node is up"),
+    ("could not resolve hostname", "unresolved name", "the controller cannot resolve the node's name"),
+    ("connection reset", "reset", "the connection was reset during SSH's start: sshd or a filter closed it"),
+    ("connection closed", "closed", "the connection was closed during SSH's start: sshd or a filter closed it"),
+)
+# the kinds that prove the host up: its sshd (or its kernel, refusing) answered
+ANSWERED = ("refused", "refused credentials", "host key")
+
+
+def ssh_failure(reason):
+    """(kind, plain words) for ssh's error text, or (None, None) when it says nothing known."""
+    text = str(reason or "").lower()
+    for needle, kind, words in SSH_FAILURES:
+        if needle in text:
+            return kind, words
+    return None, None
+
+
 def node_down(flat, addresses=None):
     """``flat`` with each node that no prober reached folded with its symptoms into one root cause finding.
     ``addresses``: {address: node} (the inventory's), for the symptoms that name the node by its address (a BGP
@@ -231,7 +257,7 @@ def node_down(flat, addresses=None):
         return flat
     # an SSH connection refused proves the host up (it answered): its isolation is then a cause of its own
     ssh = dict((f.get("host"), f) for f in flat if f.get("check") == "triage.host_unreachable"
-               and "refused" not in str((f.get("evidence") or {}).get("reason", "")).lower())
+               and ssh_failure((f.get("evidence") or {}).get("reason"))[0] not in ANSWERED)
     drop, roots = set(), []
     for node, item in isolated.items():
         known = names.get(node, set()) | set([node])

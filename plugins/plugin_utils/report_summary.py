@@ -66,6 +66,11 @@ def _coverage_lines(coverage, hosts):
         if info.get("status", "reached") not in ("reached", "controller"):
             reason = (" (%s)" % info["reason"]) if info.get("reason") else ""
             lines.append("NOT CHECKED %s: %s%s" % (host, info.get("status"), reason))
+    retried = coverage.get("ssh_retries") or {}
+    if retried:
+        lines.append("SSH RETRIED on %d host%s (a connection got no answer in time and was tried again; retries): %s"
+                     % (len(retried), "" if len(retried) == 1 else "s",
+                        first_names(["%s (%s)" % (h, n) for h, n in sorted(retried.items())])))
     # scenarios that did not run on reached hosts, grouped by scenario, status and reason
     for gap in coverage.get("gaps") or []:
         names = gap["hosts"]

@@ -62,6 +62,9 @@ def test_every_host_and_scenario_has_a_status_and_nothing_unchecked_is_ok():
     checks = {(x["host"], x["check"]) for x in report["findings"]}
     assert {("node2", "triage.host_unreachable"), ("node3", "triage.no_python"), ("node4", "triage.host_failed")} <= checks
     assert ("node5", "x.y") not in checks
+    [down] = [x for x in report["findings"] if x["check"] == "triage.host_unreachable"]
+    # ssh's words, then what they mean for the node, in plain words
+    assert "nothing listens for SSH: sshd is down" in down["summary"] and down["evidence"]["ssh_failure"] == "refused"
     assert report["coverage"]["hosts"] == {"reached": 2, "unreachable": 1, "no usable Python": 1, "failed": 1,
                                            "not checked": 2}
     assert report["coverage"]["scenarios"]["not run"] == 2
@@ -212,3 +215,25 @@ def test_a_scenario_roles_fleet_conclusions_are_the_controllers_record():
     assert data["hosts"]["localhost"]["status"] == "controller"
     assert [(f["check"], f["host"]) for f in data["findings"] if f["severity"] == "critical"] == [
         ("connectivity.node_isolated", "localhost")]
+
+
+def test_the_ssh_retries_a_host_needed_are_in_its_entry_the_coverage_and_the_summary():
+    """triage_ssh_retries: a host reached on its second connection says so; one that never answered says how many
+    connections were tried, and ssh's words are read for the operator (the node does not answer)."""
+    timed_out = "ssh: connect to host 198.18.0.13 port 22: Connection timed out"
+    hostvars = {
+        "node1": {"triage_host": {"status": "reached", "reason": "", "ssh_attempts": 2},
+                  "triage_results": {"cni": ran(f("cni.ok", "ok"))}},
+        "node2": {"triage_host": {"status": "reached", "reason": ""}, "triage_results": {"cni": ran(f("cni.ok", "ok"))}},
+        "node3": {"triage_host": {"status": "unreachable", "reason": timed_out, "ssh_attempts": 3},
+                  "triage_results": {"cni": PENDING}},
+    }
+    report = triage_report(hostvars, sorted(hostvars))
+    assert report["hosts"]["node1"]["ssh_retries"] == 1 and "ssh_retries" not in report["hosts"]["node2"]
+    assert report["coverage"]["ssh_retries"] == {"node1": 1, "node3": 2}
+    [down] = [x for x in report["findings"] if x["check"] == "triage.host_unreachable"]
+    assert ("node3 could not be reached over SSH (the node does not answer (the connection timed out): down, cut off "
+            "or filtered; 3 connections tried)") in down["summary"]
+    assert down["evidence"]["ssh_attempts"] == 3 and down["evidence"]["ssh_failure"] == "no answer"
+    lines = triage_summary_lines(report)
+    assert any(line.startswith("SSH RETRIED on 2 hosts") and "node1 (1), node3 (2)" in line for line in lines)

@@ -4,7 +4,10 @@ reads as before."""
 
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.plugin_utils import report_fold
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_fold import FOLD_MIN, fold
 
 
@@ -146,6 +149,46 @@ def test_an_ssh_refusal_proves_the_host_up_so_its_isolation_stays_its_own_cause(
     out = fold(flat, set(names + ["localhost"]))
     assert sorted(f["check"] for f in out) == ["connectivity.node_isolated", "triage.host_unreachable"]
     assert all("corroborated_by" not in f["evidence"] for f in out if f["check"] == "triage.host_unreachable")
+
+
+# ssh's words for a node that is down, as ansible-core printed them on the lab (node2's eth0 set down, 2026-12-04):
+# a fresh connection once the controller's ARP entry has failed, and a connection through a ControlPersist master
+# that an earlier run left open (the master's pipe breaks, then a new connection times out)
+NO_ROUTE = ('Data could not be sent to remote host "198.18.160.12". Make sure this host can be reached over ssh: '
+            'ssh: connect to host 198.18.160.12 port 22: No route to host')
+STALE_MASTER = ('Data could not be sent to remote host "198.18.160.12". Make sure this host can be reached over ssh: '
+                'mux_client_request_session: read from master failed: Broken pipe\r\n'
+                'ssh: connect to host 198.18.160.12 port 22: Connection timed out')
+
+
+@pytest.mark.parametrize("reason", [NO_ROUTE, STALE_MASTER, "Timeout, server 198.18.0.21 not responding."])
+def test_every_way_ssh_says_no_answer_folds_the_down_node(reason):
+    """CI's run of stop 40 met 'No route to host' where the lab had met 'Connection timed out': both are a node
+    that does not answer, and both fold its symptoms into the one finding."""
+    names = nodes(12)
+    probers = ["node2", "node5", "node8"]
+    flat = [ssh_failed("node4", reason), isolated("node4", probers, names)] + [unreachable(p, "node4") for p in probers]
+    [root] = fold(flat, set(names + ["localhost"]))
+    assert root["check"] == "triage.host_unreachable" and "the fleet agrees the node is down" in root["summary"]
+    assert report_fold.ssh_failure(reason)[0] == "no answer"
+
+
+@pytest.mark.parametrize("reason,kind", [
+    ("ssh: connect to host x port 22: Connection refused", "refused"),
+    ("root@198.18.0.12: Permission denied (publickey,password).", "refused credentials"),
+    ("Host key verification failed.", "host key"),
+    ("ssh: Could not resolve hostname node4.example: Name or service not known", "unresolved name"),
+])
+def test_an_ssh_failure_that_proves_the_host_answered_is_not_folded_as_down(reason, kind):
+    names = nodes(12)
+    probers = ["node2", "node5", "node8"]
+    flat = [isolated("node4", probers, names), ssh_failed("node4", reason)]
+    out = fold(flat, set(names + ["localhost"]))
+    assert report_fold.ssh_failure(reason)[0] == kind
+    if kind in report_fold.ANSWERED:
+        assert sorted(f["check"] for f in out) == ["connectivity.node_isolated", "triage.host_unreachable"]
+    else:  # a name the controller cannot resolve says nothing about the node: the fleet's word decides
+        assert [f["check"] for f in out] == ["triage.host_unreachable"]
 
 
 def bgp_down(observer, address):
