@@ -277,19 +277,12 @@ def _status_finding(host, status, reason, attempts=1):
     return placed(finding(check, "critical", "L3", host, summary, evidence, remediation % host), "triage", "host")
 
 
-def _scenario_summary(result, kept):
-    """A scenario's entry in the report's hosts: its status, reason, how many findings it kept and the worst."""
-    return {"status": result["status"], "reason": result["reason"], "findings": len(kept),
-            "worst": worst(kept) if result["status"] in ("ran", "failed") else None}
-
-
-def _host_summary(status, reason, mine, summary_scenarios, state):
-    """A host's entry in the report's hosts: status, reason, verdict, counts, scenarios (and the peers left out)."""
-    ran = [s for s in summary_scenarios.values() if s["status"] == "ran"]
-    verdict = worst(mine) if (ran or mine) else "not checked"
-    entry = {"status": status, "reason": reason, "verdict": verdict,
-             "worst": verdict, "counts": dict(Counter(f["severity"] for f in mine)),
-             "scenarios": summary_scenarios}
+def _host_summary(status, reason, scenarios, state):
+    """A host's entry in the report's hosts: status, reason, its scenarios' status and reason (and the peers left
+    out, the SSH retries); the counts and verdicts are set once the findings are folded (``_recount``)."""
+    entry = {"status": status, "reason": reason, "verdict": "not checked", "worst": "not checked", "counts": {},
+             "scenarios": dict((name, {"status": result["status"], "reason": result["reason"], "findings": 0,
+                                       "worst": None}) for name, result in scenarios.items())}
     if _ssh_attempts(state) > 1:
         entry["ssh_retries"] = _ssh_attempts(state) - 1
     left_out = state.get("peers_left_out") if isinstance(state, dict) else None
@@ -306,16 +299,43 @@ def _host_report(host, facts, scenario, limit, fleet_seen, details):
     if status in HOST_FINDINGS and not any(f["severity"] == "critical" for f in mine):
         # the generic word on a host that failed, unless its record already says why, critically
         mine.append(_status_finding(host, status, reason, _ssh_attempts(state)))
-    summary_scenarios = {}
     for name, result in scenarios.items():
-        kept = _once([placed(item, name) for item in result["findings"]], fleet_seen)
-        mine.extend(kept)
-        summary_scenarios[name] = _scenario_summary(result, kept)
+        mine.extend(_once([placed(item, name) for item in result["findings"]], fleet_seen))
         if result["details"]:
             details.setdefault(host, {})[name] = result["details"]
     for item in mine:
         item["host"] = host
-    return mine, _host_summary(status, reason, mine, summary_scenarios, state)
+    return mine, _host_summary(status, reason, scenarios, state)
+
+
+def concerned(item):
+    """The hosts whose card shows ``item``: the host that holds it, and each observer of a folded finding (a node
+    that misses a peer's route is shown the one finding its pair was folded into)."""
+    evidence = item.get("evidence") if isinstance(item.get("evidence"), dict) else {}
+    hosts = [item.get("host")]
+    if "folded" in evidence and isinstance(item.get("hosts"), list):
+        hosts.extend(item["hosts"])
+    return set(str(h) for h in hosts if h is not None)
+
+
+def _recount(per_host, flat):
+    """Each host's counts, verdict and scenario counts from the findings after the fold, so that a card counts what
+    it shows: the pairs folded away from an observer are its share of the folded finding, the symptoms of a node
+    that is down are no longer its observers' problems, and the host that holds a folded finding counts it."""
+    shown = dict((host, []) for host in per_host)
+    for item in flat:
+        for host in concerned(item):
+            if host in shown:
+                shown[host].append(item)
+    for host, entry in per_host.items():
+        mine = shown[host]
+        ran = any(s["status"] == "ran" for s in entry["scenarios"].values())
+        entry["counts"] = dict(Counter(f["severity"] for f in mine))
+        entry["verdict"] = entry["worst"] = worst(mine) if (ran or mine) else "not checked"
+        for name, summary in entry["scenarios"].items():
+            kept = [f for f in mine if f.get("scenario") == name]
+            summary["findings"] = len(kept)
+            summary["worst"] = worst(kept) if summary["status"] in ("ran", "failed") else None
 
 
 def _count_on(entry, item):
@@ -361,6 +381,7 @@ def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
             if isinstance(facts.get(key), str) and facts[key]:
                 addresses.setdefault(facts[key], host)
     flat = report_fold.fold(flat, set(per_host), addresses)
+    _recount(per_host, flat)
     flat.extend(_placed_coverage(per_host, requested, scenario))
     flat = sort_findings(flat)
     return {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -168,3 +169,25 @@ def test_the_coverage_table_lists_what_did_not_run_and_folds_the_hosts_where_eve
     assert rows == [["h3", "reached", "dns", "skipped", "0", "no DNS servers given"],
                     ["h4", "unreachable", "dns", "not run", "0", "host unreachable"],
                     ["2 hosts", "reached", "every one", "ran", "0", "h1, h2"]], rows
+
+
+def test_an_observers_card_shows_the_folded_finding_it_counts(tmp_path):
+    """h1, h2 and h3 miss h4's pod CIDR: the three pairs fold into one finding held by h4. Each card counts it and
+    lists it (before the fold's recount, h1's card said critical over "no problems found")."""
+    def missing(host):
+        item = {"check": "route.missing", "severity": "critical", "layer": "L3", "subject": "h4 198.19.4.0/24",
+                "summary": "no route for 198.19.4.0/24 (pods of h4) on %s" % host, "remediation": "add the route",
+                "evidence": {"cidr": "198.19.4.0/24", "peer": "h4", "expected": "198.19.4.0/24 via x", "found": None}}
+        return {"status": "ran", "reason": "", "findings": [item], "details": {}}
+    records = dict((h, {"host": {"status": "reached", "reason": ""}, "results": {"pod_network": missing(h)}})
+                   for h in ("h1", "h2", "h3"))
+    records["h4"] = {"host": {"status": "reached", "reason": ""},
+                     "results": {"pod_network": {"status": "ran", "reason": "", "findings": [], "details": {}}}}
+    report = play_report(tmp_path, FLEET_PLAY.format(records=json.dumps(records), out=tmp_path), "h1,h2,h3,h4,localhost,")
+    assert [(x["check"], x["host"]) for x in report["findings"] if x["severity"] == "critical"] == [("route.missing", "h4")]
+    assert all(report["hosts"][h]["verdict"] == "critical" for h in ("h1", "h2", "h3", "h4"))
+    dom = chromium_dom(tmp_path)
+    cards = re.findall(r'<div class="host w-[a-z ]*" id="host-\d+">(.*?)</ul>', dom)
+    assert len(cards) == 4, dom[-3000:]
+    for card in cards:
+        assert "route.missing — h4 198.19.4.0/24" in card and "no problems found" not in card, card

@@ -237,3 +237,47 @@ def test_the_ssh_retries_a_host_needed_are_in_its_entry_the_coverage_and_the_sum
     assert down["evidence"]["ssh_attempts"] == 3 and down["evidence"]["ssh_failure"] == "no answer"
     lines = triage_summary_lines(report)
     assert any(line.startswith("SSH RETRIED on 2 hosts") and "node1 (1), node3 (2)" in line for line in lines)
+
+
+def _route_missing(peer):
+    cidr = "198.19.%d.0/24" % int(peer[4:])
+    return f("route.missing", "critical", "%s %s" % (peer, cidr), evidence={"cidr": cidr, "peer": peer})
+
+
+def test_a_hosts_card_counts_what_it_shows_once_the_pairs_are_folded():
+    """11 nodes miss node5's pod CIDR: the pairs fold into one finding held by node5. Before, node5's card said ok
+    beside the critical finding it showed, and each observer's said critical with no finding to show."""
+    mesh = f("route.mesh", "ok", "mesh")
+    hostvars = dict(("node%d" % i, {"triage_host": {"status": "reached", "reason": ""},
+                                     "triage_results": {"pod_network": ran(*([_route_missing("node5")] if i != 5 else [])
+                                                                           + [mesh])}})
+                    for i in range(1, 13))
+    report = triage_report(hostvars, sorted(hostvars))
+    [folded] = [x for x in report["findings"] if x["check"] == "route.missing"]
+    assert folded["host"] == "node5" and folded["evidence"]["folded"] == 11
+    node5, node1 = report["hosts"]["node5"], report["hosts"]["node1"]
+    assert node5["verdict"] == "critical" and node5["counts"] == {"critical": 1, "ok": 1}
+    assert node5["scenarios"]["pod_network"] == {"status": "ran", "reason": "", "findings": 2, "worst": "critical"}
+    # an observer's card shows its share: the one folded finding, once
+    assert node1["verdict"] == "critical" and node1["counts"] == {"critical": 1, "ok": 1}
+    assert node1["scenarios"]["pod_network"]["findings"] == 2
+
+
+def test_the_probers_of_a_node_that_is_down_are_not_critical_for_it():
+    """node4 is down: the probes to it fold into its one finding; the probers' cards keep only their own."""
+    def unreachable(target):
+        return f("reach.unreachable", "critical", target)
+    isolated = f("connectivity.node_isolated", "critical", "node4", evidence={"probed_by": ["node1", "node2", "node3"]},
+                 scope="fleet", hosts=["node1", "node2", "node3"])
+    hostvars = dict(("node%d" % i, {"triage_host": {"status": "reached", "reason": ""},
+                                     "triage_results": {"connectivity": ran(unreachable("node4"), f("reach.ok", "ok"))}})
+                    for i in (1, 2, 3))
+    hostvars["node4"] = {"triage_host": {"status": "unreachable", "reason": "ssh: connect to host x port 22: No route to host"},
+                         "triage_results": {"connectivity": PENDING}}
+    hostvars["localhost"] = {"node_pass_fleet_results": {"connectivity": ran(dict(isolated, host="localhost"))}}
+    report = triage_report(hostvars, sorted(hostvars))
+    [down] = [x for x in report["findings"] if x["severity"] == "critical"]
+    assert (down["check"], down["subject"]) == ("triage.host_unreachable", "node4")
+    for prober in ("node1", "node2", "node3"):
+        assert report["hosts"][prober]["verdict"] == "ok" and report["hosts"][prober]["counts"] == {"ok": 1}
+    assert report["hosts"]["node4"]["verdict"] == "critical"
