@@ -23,7 +23,7 @@ six faults of six kinds (healthy.six_faults): the report should hold six finding
 several sizes (24,100,190), one lab after the other.
 
 usage: python bench/fleet_triage.py [--nodes 50[,100,...]] [--slot 7] [--before f25] [--after f25]
-                                    [--fleet bare|healthy|faults] [--mitogen DIR] [--scenarios cni,calico,...]
+                                    [--fleet bare|healthy|faults] [--keep DIR] [--mitogen DIR] [--scenarios cni,calico,...]
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,11 +48,14 @@ from tests.lab import Lab  # noqa: E402
 from tests.lab.faults import arp, firewall, healthy  # noqa: E402
 
 SETTINGS = {
-    # name: (forks, strategy, pipelining)
-    "ansible-defaults": (5, "linear", "False"),
-    "f25": (25, "linear", "True"),
-    "f50": (50, "linear", "True"),
-    "f50-free": (50, "free", "True"),
+    # name: (forks, strategy, pipelining, inject_facts_as_vars)
+    "ansible-defaults": (5, "linear", "False", "True"),
+    "f25": (25, "linear", "True", "True"),
+    "f50": (50, "linear", "True", "True"),
+    "f50-free": (50, "free", "True", "True"),
+    # facts not injected as variables (ANSIBLE_INJECT_FACT_VARS=False): every get_vars of a host skips ansible-core's
+    # clean_facts (a deep copy of its facts and a scan of the connection plugins)
+    "f50-facts": (50, "linear", "True", "False"),
 }
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=\d+\s+unreachable=(\d+)\s+failed=(\d+)\s+skipped=(\d+)", re.M)
 ROLES_TRIAGE = ROOT / "tests" / "integration" / "playbooks" / "roles_triage.yml"
@@ -59,9 +63,9 @@ CALLBACKS = ROOT / "tests" / "integration" / "callback_plugins"
 PASS_ACTIONS = ("node_pass", "node_triage")  # the records of the node pass (node_triage's timing)
 
 
-def _env(forks, strategy, pipelining, mitogen=None, record=None):
+def _env(forks, strategy, pipelining, mitogen=None, record=None, inject="True"):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORKS=str(forks),
-               ANSIBLE_STRATEGY=strategy, ANSIBLE_PIPELINING=pipelining,
+               ANSIBLE_STRATEGY=strategy, ANSIBLE_PIPELINING=pipelining, ANSIBLE_INJECT_FACT_VARS=inject,
                PATH="%s:%s" % (Path(sys.executable).parent, os.environ["PATH"]))
     if record:  # the tests' callback: one JSON line per task result (node_triage's timing)
         env.update(ANSIBLE_CALLBACK_PLUGINS=str(CALLBACKS), ANSIBLE_CALLBACKS_ENABLED="record", K8SNET_RECORD=record)
@@ -95,13 +99,13 @@ def tasks_per_node(proc, lab):
     return statistics.median(counts) if counts else 0
 
 
-def run(lab, playbook, forks, strategy, pipelining, outdir, extra, mitogen=None):
+def run(lab, playbook, forks, strategy, pipelining, outdir, extra, mitogen=None, inject="True"):
     """One triage run: (wall, process, report, node_triage timings, phases, controller CPU seconds)."""
     extra = dict(extra, report_output_dir=outdir, report_fail_on_critical=False)
     record = str(Path(outdir) / "record.jsonl")
     Path(record).write_text("")
     started = time.time()
-    wall, proc, controller_cpu = _play(lab, playbook, extra, _env(forks, strategy, pipelining, mitogen, record))
+    wall, proc, controller_cpu = _play(lab, playbook, extra, _env(forks, strategy, pipelining, mitogen, record, inject))
     report = json.loads((Path(outdir) / "triage-report.json").read_text()) if proc.returncode == 0 else None
     timings, records = [], [json.loads(line) for line in Path(record).read_text().splitlines() if line.strip()]
     for rec in records:
@@ -158,6 +162,7 @@ def main():
     parser.add_argument("--slot", type=int, default=7)
     parser.add_argument("--before", default="f25", help="settings of the scenario-roles path, e.g. f25,f50 ('' = none)")
     parser.add_argument("--after", default="f25", help="settings of triage.yml (the one pass) ('' = none)")
+    parser.add_argument("--keep", help="a directory to keep each run's reports in (<setting>-<nodes>-<fleet>)")
     parser.add_argument("--mitogen", help="a directory holding the mitogen package: also run triage.yml with it")
     parser.add_argument("--scenarios", default="",
                         help="triage_scenarios for every path, comma-separated (default: each path's own default; "
@@ -200,12 +205,15 @@ def bench_size(opts, nodes):
             variants += [("triage.yml, one pass %s" % s, "k8snet.triage.triage", s, opts.mitogen)
                          for s in opts.after.split(",") if s]
         for name, playbook, setting, mitogen in variants:
-            forks, strategy, pipelining = SETTINGS[setting]
+            forks, strategy, pipelining, inject = SETTINGS[setting]
             strategy = "mitogen_" + strategy if mitogen else strategy
             with tempfile.TemporaryDirectory() as out:
                 ticks = cpu_times()
                 wall, proc, report, timings, spent, controller_cpu = run(lab, playbook, forks, strategy, pipelining, out,
-                                                                         extra, mitogen)
+                                                                         extra, mitogen, inject)
+                if opts.keep:  # the reports, to read as the operator would
+                    kept = Path(opts.keep) / ("%s-%d-%s" % (setting, len(lab.nodes), opts.fleet))
+                    shutil.copytree(out, kept, dirs_exist_ok=True)
                 load = machine(ticks, cpu_times())
                 sizes = dict((name, (Path(out) / name).stat().st_size if (Path(out) / name).exists() else 0)
                              for name in ("triage-report.json", "triage-report.html"))

@@ -15,6 +15,7 @@ from ansible.utils.display import Display
 
 from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import SCENARIOS
 from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass, report_fold
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import record_fact
 
 MODULE = "k8snet.triage.node_triage"
 display = Display()
@@ -124,9 +125,10 @@ class ActionModule(ActionBase):
     def _recorded(recorded, raw, narrowed, task_vars):
         """The task's result fields from this host's record: its status, its scenarios' and its facts."""
         results = recorded["results"]
-        if narrowed and isinstance(task_vars.get("triage_results"), dict):
+        before = record_fact(task_vars, "triage_results")
+        if narrowed and isinstance(before, dict):
             # a scenario role's pass adds its scenario to what this host recorded before (another role's)
-            results = dict(task_vars["triage_results"], **results)
+            results = dict(before, **results)
         elif not narrowed:
             results = node_pass.lean(results)  # the triage keeps the data the fleet reads; a role keeps all
         timing = raw.get("timing") if isinstance(raw.get("timing"), dict) else {}

@@ -56,7 +56,7 @@ attributes:
     support: none
   facts:
     support: full
-    details: Sets C(triage_host), C(triage_results) and C(triage_node_timing).
+    details: Sets C(triage_host), C(triage_results) and C(triage_node_timing) (under C(ansible_facts) whether or not facts are injected as variables).
 options:
   owners:
     description:

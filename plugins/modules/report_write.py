@@ -45,7 +45,7 @@ attributes:
     support: none
   facts:
     support: full
-    details: Sets C(report_data), the gathered report.
+    details: Sets C(report_data), the gathered report (C(ansible_facts.report_data) whether or not facts are injected as variables).
 options:
   hosts:
     description: The hosts whose records are gathered (usually every inventory host and the controller); a host with no record is listed as not checked.

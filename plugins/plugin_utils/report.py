@@ -49,16 +49,35 @@ def _get(facts, name):
         return None
 
 
+# the facts node_pass returns (a module's facts: under ansible_facts always, and as variables of their own only while
+# ansible-core injects facts as variables, its INJECT_FACTS_AS_VARS, which a fleet's controller may turn off)
+RECORD_FACTS = ("triage_host", "triage_results", "triage_node_timing")
+
+
+def record_fact(variables, name):
+    """The record fact ``name`` from a host's variables: as a variable (set_fact, or injected), else under
+    ansible_facts; None when neither holds it."""
+    value = _get(variables, name)
+    if value is None:
+        value = _get(_get(variables, "ansible_facts") or {}, name)
+    return value
+
+
 def host_facts(hostvars, host):
     """One host's variables as stored. From Ansible's hostvars, read raw (``raw_get``): the records
     are data the triage stored, and templating them again would walk every string of every
-    finding (seconds for a fleet); from a plain mapping (tests), as they are. {} for an unknown host."""
+    finding (seconds for a fleet); from a plain mapping (tests), as they are. {} for an unknown host.
+    The record facts are found whether or not ansible-core injects facts as variables."""
     try:
         raw_get = getattr(hostvars, "raw_get", None)
         facts = raw_get(host) if callable(raw_get) else hostvars[host]
     except Exception:  # pylint: disable=broad-except
         return {}
-    return facts if isinstance(facts, Mapping) else {}
+    if not isinstance(facts, Mapping):
+        return {}
+    missing = dict((name, record_fact(facts, name)) for name in RECORD_FACTS if _get(facts, name) is None)
+    missing = dict((name, value) for name, value in missing.items() if value is not None)
+    return dict(facts, **missing) if missing else facts
 
 
 def _scenario_results(facts, scenario):
