@@ -159,6 +159,8 @@ class ActionModule(ActionBase):
         recorded = node_pass.record(raw, params["scenarios"], params["skipped"],
                                     params.get("host_findings") or params.get("left_out_findings"),
                                     params.get("left_out"))
+        # when (the controller's clock): the report tells this run's record from an earlier run's in a fact cache
+        recorded["host"]["recorded"] = round(time.time(), 3)
         result.update(self._recorded(recorded, raw, narrowed, task_vars))
         if isinstance(raw.get("invocation"), dict) and display.verbosity >= 3:
             # node_triage's arguments, where a module's task shows its own (-vvv): they name every peer (15 KB a

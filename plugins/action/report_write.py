@@ -234,10 +234,11 @@ class ActionModule(ActionBase):
         """(the scenarios asked for, the report gathered from every host's records, now, the run's start)."""
         limit = task_vars.get("ansible_limit")
         requested = self._requested(args, task_vars)
-        data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], requested,
-                                    str(limit) if limit else None)
         now = datetime.now(timezone.utc)
         started = started_at(args["started"], now.timestamp())
+        # a record older than the run's start is an earlier run's, kept by a fact cache: not this run's word
+        data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], requested,
+                                    str(limit) if limit else None, since=started)
         return requested, data, now, started
 
     @staticmethod

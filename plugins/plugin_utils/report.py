@@ -14,6 +14,7 @@ import os
 import stat
 import tempfile
 from collections import Counter
+from datetime import datetime, timezone
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
@@ -125,9 +126,23 @@ def _scenario_entry(result, status):
             "details": result.get("details") if isinstance(result.get("details"), dict) else {}}, unfinished
 
 
-def _host_entry(host, facts, scenario=None, limit=None):
+def _earlier(state, since):
+    """Why ``state`` (a host's triage_host) is an earlier run's, kept by a fact cache; None when it is this run's or
+    cannot tell (no time recorded, no start known)."""
+    recorded = state.get("recorded") if isinstance(state, dict) else None
+    if since is None or isinstance(recorded, bool) or not isinstance(recorded, (int, float)) or recorded >= since - 1:
+        return None
+    when = datetime.fromtimestamp(recorded, timezone.utc).isoformat(timespec="seconds")
+    return ("this run did not check it: its record is from an earlier run (%s), kept by the fact cache "
+            "(--limit, or a play that did not reach it)" % when)
+
+
+def _host_entry(host, facts, scenario=None, limit=None, since=None):
     """(status, reason, {scenario: result}) of one host, with unfinished scenarios resolved."""
     state = _get(facts, "triage_host")
+    earlier = _earlier(state, since)
+    if earlier:
+        return "not checked", earlier, {}
     results = _get(facts, "triage_results")
     fleet = _get(facts, "node_pass_fleet_results")
     if state is None and results is None and isinstance(fleet, dict) and fleet:
@@ -310,10 +325,12 @@ def _host_summary(status, reason, scenarios, state):
     return entry
 
 
-def _host_report(host, facts, scenario, limit, fleet_seen, details):
+def _host_report(host, facts, scenario, limit, fleet_seen, details, since=None):
     """(the findings of one host, its entry in the report's hosts); its scenarios' details go into ``details``."""
-    status, reason, scenarios = _host_entry(host, facts, scenario, limit)
+    status, reason, scenarios = _host_entry(host, facts, scenario, limit, since)
     state = _get(facts, "triage_host")
+    if _earlier(state, since):
+        state = None  # an earlier run's findings and peers left out are not this run's
     mine = _once([placed(item, item.get("scenario") or "triage") for item in _host_findings(state)], fleet_seen)
     if status in HOST_FINDINGS and not any(f["severity"] == "critical" for f in mine):
         # the generic word on a host that failed, unless its record already says why, critically
@@ -388,13 +405,13 @@ def _counts(flat):
     }
 
 
-def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None):
+def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None, since=None):
     _check_arguments(hostvars, hosts, scenario, requested)
     flat, per_host, details, fleet_seen = [], {}, {}, set()
     addresses = {}
     for host in hosts:
         facts = host_facts(hostvars, host)
-        mine, per_host[host] = _host_report(host, facts, scenario, limit, fleet_seen, details)
+        mine, per_host[host] = _host_report(host, facts, scenario, limit, fleet_seen, details, since)
         flat.extend(mine)
         for key in ("k8s_node_ip", "ansible_host"):
             if isinstance(facts.get(key), str) and facts[key]:

@@ -140,3 +140,29 @@ def test_owners_in_the_play_are_read_at_once_and_the_others_delegated(lab, ansib
     finally:
         lab.ns_run("node1", ["ip", "addr", "del", vip + "/32", "dev", "eth0"], check=False)
         lab.ns_run("node3", ["ip", "neigh", "del", vip, "dev", "eth0"], check=False)
+
+
+def test_a_host_left_out_by_limit_is_not_shown_with_the_record_a_fact_cache_kept(lab, ansible, tmp_path, monkeypatch):
+    """A fact cache (AWX's fact storage; here fact_caching=jsonfile) keeps node_pass's record between runs. A run
+    that --limit keeps from node2 must not show node2's record of the run before as checked now."""
+    cache = tmp_path / "facts"
+    monkeypatch.setenv("ANSIBLE_CACHE_PLUGIN", "jsonfile")
+    monkeypatch.setenv("ANSIBLE_CACHE_PLUGIN_CONNECTION", str(cache))
+    extra = {"triage_scenarios": ["sysctl"], "triage_api_scenarios": [], "report_fail_on_critical": False}
+    reports = []
+    for name, limit in (("first", None), ("second", "node1,localhost")):
+        out = tmp_path / name
+        run = ansible.playbook(ROOT / "playbooks" / "triage.yml", dict(extra, report_output_dir=str(out)), limit=limit)
+        assert run.rc == 0, run
+        reports.append(json.loads((out / "triage-report.json").read_text()))
+    first, second = reports
+    assert first["hosts"]["node2"]["status"] == "reached"
+    # the cache really holds node2's record of the first run (read from the cache's own file)
+    [path] = cache.glob("*node2")  # ansible-core 2.19 names it s1_node2 and wraps the facts in __payload__
+    cached = json.loads(path.read_text())
+    cached = json.loads(cached["__payload__"]) if "__payload__" in cached else cached
+    assert cached["triage_host"]["status"] == "reached"
+    assert second["hosts"]["node1"]["status"] == "reached"
+    node2 = second["hosts"]["node2"]
+    assert node2["status"] == "not checked" and "its record is from an earlier run" in node2["reason"], node2
+    assert node2["scenarios"] == {}

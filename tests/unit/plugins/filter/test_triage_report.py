@@ -296,3 +296,23 @@ def test_the_records_are_read_when_ansible_core_does_not_inject_facts_as_variabl
     assert report["hosts"]["node1"]["status"] == "reached" and report["hosts"]["node1"]["verdict"] == "critical"
     assert report["hosts"]["node2"]["verdict"] == "ok"
     assert [(x["host"], x["check"]) for x in report["findings"] if x["severity"] == "critical"] == [("node1", "route.missing")]
+
+
+def test_a_record_older_than_the_run_is_an_earlier_runs_kept_by_a_fact_cache_and_not_this_runs_word():
+    """With a fact cache (AWX's fact storage, fact_caching=jsonfile), a host that --limit left out still holds the
+    record of the run before: it is not checked by this run, and its old findings are not shown as current."""
+    started = 1_800_000_000.0
+    old = {"triage_host": {"status": "reached", "reason": "", "recorded": started - 3600,
+                           "findings": [f("triage.peers_left_out", "warning")]},
+           "triage_results": {"pod_network": ran(f("route.missing", "critical"))}}
+    now = {"triage_host": {"status": "reached", "reason": "", "recorded": started + 20},
+           "triage_results": {"pod_network": ran(f("route.mesh", "ok"))}}
+    unstamped = {"triage_host": {"status": "reached", "reason": ""}, "triage_results": {"pod_network": ran(f("route.mesh", "ok"))}}
+    report = triage_report({"node1": now, "node2": old, "node3": unstamped}, ["node1", "node2", "node3"], since=started)
+    node2 = report["hosts"]["node2"]
+    assert node2["status"] == "not checked" and node2["verdict"] == "not checked"
+    assert "its record is from an earlier run (2027-01-15T07:00:00+00:00), kept by the fact cache" in node2["reason"]
+    assert not [x for x in report["findings"] if x["host"] == "node2" and x["severity"] != "ok"]
+    assert report["hosts"]["node1"]["status"] == report["hosts"]["node3"]["status"] == "reached"
+    # without a start (a filter call that gives none), a record is taken as it is
+    assert triage_report({"node2": old}, ["node2"])["hosts"]["node2"]["status"] == "reached"
