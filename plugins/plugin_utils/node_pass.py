@@ -309,7 +309,8 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None,
 
 
 # the kinds of ssh failure (report_fold.ssh_failure) that another connection may mend: no answer in time, or a
-# connection reset or closed during SSH's start (sshd's MaxStartups under a fleet's connections)
+# connection reset or closed during SSH's start (sshd's MaxStartups under a fleet's connections), or words
+# it does not know (None)
 SSH_RETRIED = ("no answer", "reset", "closed", None)
 SSH_RETRIES_MAX = 5
 
