@@ -37,8 +37,8 @@ def _triage(ansible, tmp_path, retries):
     return json.loads((out / "triage-report.json").read_text()), run
 
 
-def test_a_node_whose_first_connection_is_lost_is_reached_on_the_retry_and_the_report_says_so(lab, ansible, inject,
-                                                                                             tmp_path):
+def test_a_node_whose_first_connection_is_lost_is_reached_on_the_retry_and_the_report_says_so(
+        lab, ansible, inject, tmp_path):
     inject(mtu.nft_table, node="node3", rules={"input": FIRST_SYNS_LOST})
     report, _run = _triage(ansible, tmp_path, "1")  # as a survey or -e gives it: text
     assert mtu.dropped_by_table(lab, "node3") >= 2  # nft's counter: the first connection's SYNs were lost there

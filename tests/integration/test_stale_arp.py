@@ -8,6 +8,8 @@ Python, no pyroute2), node3 (Python 3.9, no pyroute2).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.lab.faults import arp

@@ -473,8 +473,7 @@ def test_the_fleet_keeps_the_whole_connectivity_matrix_as_its_data():
 def test_the_fleet_reads_the_records_under_ansible_facts_when_facts_are_not_injected_as_variables():
     """inject_facts_as_vars off: node_pass's facts are only under ansible_facts; the matrix is drawn from them."""
     row = {"address": "198.18.96.12", "name": "n2", "reachable": False}
-    hostvars = dict((host, {"ansible_facts": {"triage_results": {"connectivity": {"status": "ran",
-                                                                                     "data": {"targets": [dict(row)]}}}}})
-                    for host in ("n1", "n3"))
+    record = {"connectivity": {"status": "ran", "data": {"targets": [row]}}}
+    hostvars = dict((host, {"ansible_facts": {"triage_results": record}}) for host in ("n1", "n3"))
     entry = node_pass_fleet(hostvars, ["n1", "n3"])["connectivity"]
     assert sorted((p["from"], p["to"]) for p in entry["data"]["pairs"]) == [("n1", "n2"), ("n3", "n2")]

@@ -248,10 +248,11 @@ def test_a_hosts_card_counts_what_it_shows_once_the_pairs_are_folded():
     """11 nodes miss node5's pod CIDR: the pairs fold into one finding held by node5. Before, node5's card said ok
     beside the critical finding it showed, and each observer's said critical with no finding to show."""
     mesh = f("route.mesh", "ok", "mesh")
-    hostvars = dict(("node%d" % i, {"triage_host": {"status": "reached", "reason": ""},
-                                     "triage_results": {"pod_network": ran(*([_route_missing("node5")] if i != 5 else [])
-                                                                           + [mesh])}})
-                    for i in range(1, 13))
+    reached = {"status": "reached", "reason": ""}
+    hostvars = {}
+    for i in range(1, 13):
+        found = ([_route_missing("node5")] if i != 5 else []) + [mesh]
+        hostvars["node%d" % i] = {"triage_host": reached, "triage_results": {"pod_network": ran(*found)}}
     report = triage_report(hostvars, sorted(hostvars))
     [folded] = [x for x in report["findings"] if x["check"] == "route.missing"]
     assert folded["host"] == "node5" and folded["evidence"]["folded"] == 11
@@ -269,8 +270,9 @@ def test_the_probers_of_a_node_that_is_down_are_not_critical_for_it():
         return f("reach.unreachable", "critical", target)
     isolated = f("connectivity.node_isolated", "critical", "node4", evidence={"probed_by": ["node1", "node2", "node3"]},
                  scope="fleet", hosts=["node1", "node2", "node3"])
-    hostvars = dict(("node%d" % i, {"triage_host": {"status": "reached", "reason": ""},
-                                     "triage_results": {"connectivity": ran(unreachable("node4"), f("reach.ok", "ok"))}})
+    reached = {"status": "reached", "reason": ""}
+    hostvars = dict(("node%d" % i, {"triage_host": reached,
+                                    "triage_results": {"connectivity": ran(unreachable("node4"), f("reach.ok", "ok"))}})
                     for i in (1, 2, 3))
     hostvars["node4"] = {"triage_host": {"status": "unreachable", "reason": "ssh: connect to host x port 22: No route to host"},
                          "triage_results": {"connectivity": PENDING}}
