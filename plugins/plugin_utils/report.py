@@ -14,8 +14,8 @@ import os
 import stat
 import tempfile
 from collections import Counter
-from datetime import datetime, timezone
 from collections.abc import Mapping
+from datetime import datetime, timezone
 
 from ansible.errors import AnsibleFilterError
 
@@ -76,8 +76,8 @@ def host_facts(hostvars, host):
         return {}
     if not isinstance(facts, Mapping):
         return {}
-    missing = dict((name, record_fact(facts, name)) for name in RECORD_FACTS if _get(facts, name) is None)
-    missing = dict((name, value) for name, value in missing.items() if value is not None)
+    found = dict((name, record_fact(facts, name)) for name in RECORD_FACTS)
+    missing = dict((name, value) for name, value in found.items() if value is not None and _get(facts, name) is None)
     return dict(facts, **missing) if missing else facts
 
 
