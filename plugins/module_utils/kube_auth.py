@@ -42,6 +42,7 @@ class _Client(object):
             self.loaded = True
             try:
                 import kubernetes.client
+                import kubernetes.client.rest
                 import kubernetes.config
                 from kubernetes.config.config_exception import ConfigException
                 from kubernetes.config.incluster_config import InClusterConfigLoader

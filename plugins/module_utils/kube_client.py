@@ -5,9 +5,9 @@
 """The Kubernetes API client of the controller-side modules: a small reader over the official ``kubernetes``
 Python client's public API.
 
-* ``Kube`` lists and gets objects as plain dicts in the API's own field names (camelCase)
-  through the typed APIs (``CoreV1Api``, ``DiscoveryV1Api``) with raw responses, pages lists
-  with ``limit``/``continue``, and merge-patches with the resourceVersion it read;
+* ``Kube`` lists and gets objects as plain dicts in the API's own field names (camelCase) by their REST
+  paths (``RESOURCES``), pages lists with ``limit``/``continue``, and merge-patches with the
+  resourceVersion it read;
   ``nodes()``, ``pods()``, ``services()``, ``endpoint_slices()``, ``config_maps()`` are the
   small API other scenarios use.  Names and namespaces are validated (DNS-1123, kube_args) before
   they reach a URL, and the client quotes every path segment.
@@ -17,7 +17,10 @@ Python client's public API.
 
 Objects are not deserialised into the client's models: modules read a few fields and
 return compact findings, and the raw field names are the ones operators know from
-``kubectl get -o yaml``.
+``kubectl get -o yaml``.  The client gives the configuration (kubeconfig, in-cluster, the auth
+options and their token refresh) and its urllib3 pool (TLS, client certificates, proxy); the
+generated typed API classes are not used: in kubernetes 37 (pydantic) building ``CoreV1Api`` alone
+takes about 1.3 s, more than the rest of a module's start-up.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from __future__ import annotations
 import json
 import ssl
 import time
+
+from urllib.parse import quote, urlencode
 
 from ansible.module_utils.basic import missing_required_lib
 
@@ -49,23 +54,52 @@ API_TIMEOUT_RANGE = (1.0, 3600.0)
 PAGE_SIZE = 500
 MERGE_PATCH = "application/merge-patch+json"
 
-# plural -> (typed API, namespaced, method stem): list_<stem> / list_namespaced_<stem> /
-# list_<stem>_for_all_namespaces / read_[namespaced_]<stem> / patch_namespaced_<stem>
+# plural -> (the root path of its API group and version, namespaced); the paths are the API server's
+# (/api/v1/namespaces/{namespace}/pods/{name}), as the client's generated methods name them
 RESOURCES = {
-    "nodes": ("CoreV1Api", False, "node"),
-    "namespaces": ("CoreV1Api", False, "namespace"),
-    "pods": ("CoreV1Api", True, "pod"),
-    "services": ("CoreV1Api", True, "service"),
-    "configmaps": ("CoreV1Api", True, "config_map"),
-    "endpointslices": ("DiscoveryV1Api", True, "endpoint_slice"),
-    "events": ("CoreV1Api", True, "event"),
-    "validatingwebhookconfigurations": ("AdmissionregistrationV1Api", False, "validating_webhook_configuration"),
-    "mutatingwebhookconfigurations": ("AdmissionregistrationV1Api", False, "mutating_webhook_configuration"),
+    "nodes": ("/api/v1", False),
+    "namespaces": ("/api/v1", False),
+    "pods": ("/api/v1", True),
+    "services": ("/api/v1", True),
+    "configmaps": ("/api/v1", True),
+    "events": ("/api/v1", True),
+    "endpointslices": ("/apis/discovery.k8s.io/v1", True),
+    "deployments": ("/apis/apps/v1", True),
+    "validatingwebhookconfigurations": ("/apis/admissionregistration.k8s.io/v1", False),
+    "mutatingwebhookconfigurations": ("/apis/admissionregistration.k8s.io/v1", False),
 }
 PATCHABLE = ("services", "validatingwebhookconfigurations", "mutatingwebhookconfigurations")
 DELETABLE = ("pods",)
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+USER_AGENT = "k8snet.triage"
+
+
+def segment(value):
+    """One path segment, quoted whole (a ``/`` or ``..`` in it stays inside the segment)."""
+    return quote(str(value), safe="")
+
+
+def resource_path(plural, namespace=None, name=None, sub=None):
+    """``/api/v1/namespaces/kube-system/pods/x/log``: the REST path of a collection, an object, or its
+    subresource; ``namespace`` None on a namespaced resource is the collection of all namespaces."""
+    root, namespaced = RESOURCES[plural]
+    parts = [root]
+    if namespaced and namespace is not None:
+        parts += ["namespaces", segment(namespace)]
+    parts.append(plural)
+    if name is not None:
+        parts.append(segment(name))
+    if sub:
+        parts.append(sub)
+    return "/".join(parts)
+
+
+def query_string(query):
+    """The query of a request: None values left out, booleans as the API server writes them."""
+    pairs = [(key, ("true" if value else "false") if isinstance(value, bool) else value)
+             for key, value in (query or {}).items() if value is not None]
+    return "?" + urlencode(pairs) if pairs else ""
 
 
 # ------------------------------------------------------------------ errors
@@ -136,9 +170,9 @@ def api_timeout(params):
 class Kube(object):
     """One API server.  ``params`` holds the AUTH_ARG_SPEC options; ``name`` labels a cluster.
 
-    Requests go through the client's typed APIs (CoreV1Api, DiscoveryV1Api, VersionApi) with
-    ``_preload_content=False``: the client builds and quotes every URL, the JSON comes back as
-    plain dicts.  Names and namespaces are validated before they reach a URL.
+    Requests go by REST path (``resource_path``, every segment quoted) through the client's urllib3 pool with
+    the client's authentication headers; the JSON comes back as plain dicts.  Names and namespaces are
+    validated before they reach a URL.
 
     Every request is bounded (kube_transport): one call (connect, headers, body and its retries) ends
     within CALL_TIMEOUT seconds, all the pages of a list within LIST_TIMEOUT, and everything this object
@@ -158,18 +192,22 @@ class Kube(object):
         self.api_timeout = api_timeout(params)
         self.config, self.credential_source = configuration(auth_params(params), environ, service_account_dir)
         self.server = self.config.host
-        self.client = client_library.kubernetes.client.ApiClient(configuration=self.config)
-        self.pool = transport.BoundedPool(self.client.rest_client.pool_manager)
-        self.client.rest_client.pool_manager = self.pool
+        # the client's urllib3 pool as its REST layer builds it from the configuration (CA, client certificate,
+        # hostname check, proxy), every response read through kube_transport's bounds
+        self.pool = transport.BoundedPool(client_library.kubernetes.client.rest.RESTClientObject(self.config).pool_manager)
         self.budget = transport.Deadline(self.api_timeout)
-        self._apis = {}
         self.last_bytes = 0
 
-    def api(self, name):
-        """The typed API object ``name`` (``CoreV1Api``, ``DiscoveryV1Api``, ``VersionApi``) on our client."""
-        if name not in self._apis:
-            self._apis[name] = getattr(client_library.kubernetes.client, name)(self.client)
-        return self._apis[name]
+    def headers(self, content_type=None):
+        """The headers of a request: JSON, our user agent, the client's authentication (a bearer token, refreshed
+        by the client's hook for exec and OIDC credentials; client certificates are the pool's)."""
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        for auth in (self.config.auth_settings() or {}).values():
+            if auth.get("in") == "header" and auth.get("value"):
+                headers[auth["key"]] = auth["value"]
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
 
     # ------------------------------------------------------------------ requests
     def deadline(self, seconds=None):
@@ -200,28 +238,19 @@ class Kube(object):
                 "declared" if declared else "read before stopping", limit >> 20),
             action=action, cause="too_large")
 
-    def _once(self, action, api, method, args, kwargs, deadline, max_bytes):
-        """(status, headers, body bytes) of one request, or ReadError for what is not an HTTP answer.
-        A connection broken mid-way is ReadError with ``reset=True``."""
+    def _once(self, action, request, deadline, max_bytes):
+        """(status, headers, body bytes) of one request (``(verb, path, body, content type)``), or ReadError for
+        what is not an HTTP answer.  A connection broken mid-way is ReadError with ``reset=True``."""
+        verb, path, body, content_type = request
         self.pool.deadline, self.pool.max_bytes = deadline, max_bytes
-        kwargs = dict(kwargs, _preload_content=False, _request_timeout=deadline.timeouts())
-        exceptions = client_library.kubernetes.client.exceptions
         urllib3 = client_library.urllib3
+        connect, read = deadline.timeouts()
         try:
             with transport.alarm(deadline):
-                try:
-                    response = getattr(self.api(api), method)(*args, **kwargs)
-                    return response.status, response.headers, response.data
-                except exceptions.ApiException as exc:
-                    if not exc.status:
-                        raise ReadError(
-                            "TLS to the Kubernetes API at %s failed to %s: %s; check ca_cert (or set validate_certs: "
-                            "false for a test cluster)" % (self.server, action, (exc.reason or "").splitlines()[-1]),
-                            action=action)
-                    body = exc.body
-                    if isinstance(body, bytes):
-                        body = body.decode("utf-8", "replace")
-                    return exc.status, exc.headers or {}, body
+                response = self.pool.request(
+                    verb, self.server + path, headers=self.headers(content_type if body is not None else None),
+                    body=None if body is None else json.dumps(body), timeout=urllib3.Timeout(connect=connect, read=read))
+                return response.status, response.headers, response.data
         except transport.Expired as exc:
             self.pool.clear()
             raise self._expired(action, deadline, exc.phase)
@@ -248,30 +277,29 @@ class Kube(object):
                 "the API server is up (node-side checks do not need it)" % (self.server, action, _short(reason)),
                 action=action, reset=reset)
 
-    def call(self, action, api, method, *args, **kwargs):
-        """One call of a typed API method; returns the decoded JSON body (the text with ``_raw_text=True``).
+    def call(self, action, path, verb="GET", query=None, body=None, content_type="application/json",
+             raw_text=False, idempotent=True, deadline=None, max_bytes=None):
+        """One request of ``verb`` on ``path`` (resource_path) with ``query`` (None values left out) and a JSON
+        ``body``; returns the decoded JSON body (the text with ``raw_text``).
 
-        ``_deadline``: a kube_transport.Deadline (default: CALL_TIMEOUT from now, within the budget);
-        ``_idempotent=False`` (a PATCH) retries only when the server refused before processing it;
-        ``_max_bytes``: the cap of the answer.  Raises ReadError/PrivilegeError/ChangeError."""
-        raw_text = kwargs.pop("_raw_text", False)
-        idempotent = kwargs.pop("_idempotent", True)
-        deadline = kwargs.pop("_deadline", None) or self.deadline()
-        max_bytes = kwargs.pop("_max_bytes", None) or self.MAX_RESPONSE_BYTES
-        kwargs = dict((k, v) for k, v in kwargs.items() if v is not None)
-        data = self._answer(action, api, method, args, kwargs, deadline, max_bytes, idempotent)
+        ``deadline``: a kube_transport.Deadline (default: CALL_TIMEOUT from now, within the budget);
+        ``idempotent=False`` (a PATCH, a DELETE) retries only when the server refused before processing it;
+        ``max_bytes``: the cap of the answer.  Raises ReadError/PrivilegeError/ChangeError."""
+        request = (verb, path + query_string(query), body, content_type)
+        data = self._answer(action, request, deadline or self.deadline(), max_bytes or self.MAX_RESPONSE_BYTES,
+                            idempotent)
         if raw_text:
             return data or ""
         return self._json(action, data)
 
-    def _answer(self, action, api, method, args, kwargs, deadline, max_bytes, idempotent):
-        """The text of the first 2xx answer of one call, retrying broken connections and the statuses
+    def _answer(self, action, request, deadline, max_bytes, idempotent):
+        """The text of the first 2xx answer of one request, retrying broken connections and the statuses
         kube_transport.retry_delay retries within ``deadline``; else the error of the last try."""
         attempt = 0
         while True:
             attempt += 1
             try:
-                status, headers, data = self._once(action, api, method, args, kwargs, deadline, max_bytes)
+                status, headers, data = self._once(action, request, deadline, max_bytes)
             except ReadError as exc:
                 delay = self._reset_delay(exc, attempt, deadline, idempotent)
                 if delay is None:
@@ -324,7 +352,7 @@ class Kube(object):
                          "from it (a proxy or an aggregated API in between answering for the API server?)"
                          % (self.server, action, problem), action=action, cause="malformed")
 
-    def pages(self, action, api, method, args, page_size=PAGE_SIZE, **kwargs):
+    def pages(self, action, path, page_size=PAGE_SIZE, **query):
         """Every item of a paged list (``continue`` tokens), each checked (kube_transport.check_list), within
         LIST_TIMEOUT, MAX_PAGES and MAX_LIST_BYTES; a token answered twice is refused naming it."""
         deadline = self.deadline(self.LIST_TIMEOUT)
@@ -332,8 +360,8 @@ class Kube(object):
         for number in range(1, self.MAX_PAGES + 1):
             if deadline.expired():
                 raise self._expired("%s (page %d)" % (action, number), deadline, "answer")
-            page = self.call(action, api, method, *args, limit=int(page_size), _continue=token,
-                             _deadline=deadline.within(self.CALL_TIMEOUT), **kwargs)
+            page = self.call(action, path, query=dict(query, limit=int(page_size), **{"continue": token}),
+                             deadline=deadline.within(self.CALL_TIMEOUT))
             size += self.last_bytes
             try:
                 got, token = transport.check_list(page, "page %d" % number)
@@ -369,27 +397,19 @@ class Kube(object):
 
     def list(self, plural, namespace=None, label_selector=None, field_selector=None, page_size=PAGE_SIZE):
         """Every object of a collection, following ``continue`` tokens; plain dicts."""
-        api, namespaced, stem = self._resource(plural)
-        if namespaced and namespace:
-            method, args = "list_namespaced_%s" % stem, (check_namespace(namespace),)
-        elif namespaced:
-            method, args = "list_%s_for_all_namespaces" % stem, ()
-        else:
-            method, args, namespace = "list_%s" % stem, (), None
-        return self.pages(describe("list", plural, namespace), api, method, args, page_size=page_size,
-                          label_selector=label_selector or None, field_selector=field_selector or None)
+        namespaced = self._resource(plural)[1]
+        namespace = check_namespace(namespace) if namespaced and namespace else None
+        return self.pages(describe("list", plural, namespace), resource_path(plural, namespace), page_size=page_size,
+                          labelSelector=label_selector or None, fieldSelector=field_selector or None)
 
     def get(self, plural, name, namespace=None):
         """One object, or None when it does not exist."""
-        api, namespaced, stem = self._resource(plural)
+        namespaced = self._resource(plural)[1]
         check_name(name)
-        if namespaced:
-            method, args = "read_namespaced_%s" % stem, (name, check_namespace(namespace))
-        else:
-            method, args, namespace = "read_%s" % stem, (name,), None
+        namespace = check_namespace(namespace) if namespaced else None
         action = describe("get", plural, namespace, name)
         try:
-            obj = self.call(action, api, method, *args)
+            obj = self.call(action, resource_path(plural, namespace, name))
         except ReadError as exc:
             if exc.details.get("status") == 404:
                 return None
@@ -401,36 +421,32 @@ class Kube(object):
 
         With ``resource_version`` the patch carries it (``metadata.resourceVersion``): the API server
         refuses it with 409 Conflict (ChangeError) when the object changed since that version was read."""
-        api, namespaced, stem = self._resource(plural)
+        namespaced = self._resource(plural)[1]
         if plural not in PATCHABLE:
             raise InputError("patching %s is not supported" % plural)
         check_name(name)
+        namespace = check_namespace(namespace) if namespaced else None
         body = dict(patch)
         if resource_version is not None:
             body["metadata"] = dict(body.get("metadata") or {}, resourceVersion=str(resource_version))
-        if not namespaced:
-            action = describe("patch", plural, None, name)
-            return self.one(action, self.call(action, api, "patch_%s" % stem, name, body, _content_type=MERGE_PATCH,
-                                              _idempotent=False))
-        check_namespace(namespace)
         action = describe("patch", plural, namespace, name)
-        return self.one(action, self.call(action, api, "patch_namespaced_%s" % stem, name, namespace, body,
-                                          _content_type=MERGE_PATCH, _idempotent=False))
+        return self.one(action, self.call(action, resource_path(plural, namespace, name), "PATCH", body=body,
+                                          content_type=MERGE_PATCH, idempotent=False))
 
     def delete(self, plural, name, namespace, uid):
         """Delete one object, only if it is still the one read (a ``uid`` precondition: the API server refuses with
         409 Conflict, ChangeError, when the name now holds another object); returns what the server answered."""
-        api, namespaced, stem = self._resource(plural)
+        namespaced = self._resource(plural)[1]
         if plural not in DELETABLE or not namespaced:
             raise InputError("deleting %s is not supported" % plural)
         check_name(name)
         check_namespace(namespace)
         action = describe("delete", plural, namespace, name)
-        return self.one(action, self.call(action, api, "delete_namespaced_%s" % stem, name, namespace,
-                                          body={"preconditions": {"uid": str(uid)}}, _idempotent=False))
+        return self.one(action, self.call(action, resource_path(plural, namespace, name), "DELETE",
+                                          body={"preconditions": {"uid": str(uid)}}, idempotent=False))
 
     def version(self):
-        got = self.call("get /version", "VersionApi", "get_code")
+        got = self.call("get /version", "/version")
         if not isinstance(got, dict):
             raise self.malformed("get /version", "the answer is not a JSON object")
         return got
@@ -462,9 +478,9 @@ class Kube(object):
             check_name(value, what)
         action = "list %s.%s/%s (all namespaces)" % (plural, group, version)
         try:
-            return self.pages(action, "CustomObjectsApi", "list_custom_object_for_all_namespaces",
-                              (group, check_name(version, "API version"), plural), page_size=page_size,
-                              label_selector=label_selector or None)
+            return self.pages(action, "/apis/%s/%s/%s" % (segment(group), segment(check_name(version, "API version")),
+                                                         segment(plural)),
+                              page_size=page_size, labelSelector=label_selector or None)
         except ReadError as exc:
             if exc.details.get("status") == 404:
                 return None
@@ -493,9 +509,10 @@ class Kube(object):
         check_name(container, "container")
         action = "get the log of pods %s/%s container %s%s" % (
             namespace, name, container, " (previous)" if previous else "")
-        return self.call(action, "CoreV1Api", "read_namespaced_pod_log", name, namespace, container=container,
-                         previous=bool(previous), tail_lines=tail_lines, since_seconds=since_seconds,
-                         limit_bytes=limit_bytes, timestamps=True, _raw_text=True)
+        return self.call(action, resource_path("pods", namespace, name, "log"),
+                         query={"container": container, "previous": bool(previous), "tailLines": tail_lines,
+                                "sinceSeconds": since_seconds, "limitBytes": limit_bytes, "timestamps": True},
+                         raw_text=True)
 
 
 def optional_read(read, what, subject="cluster", why=""):

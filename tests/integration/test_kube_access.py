@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_auth import AUTH_ENV
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import Kube
+from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import Kube, resource_path
 
 from tests.kube_api.helpers import kubectl, start
 
@@ -111,8 +111,8 @@ def test_path_segments_are_escaped_and_names_checked(ansible, api):
     """Regression: a namespace of ../../x sent a GET to another path."""
     kube = Kube({"kubeconfig": str(api.kubeconfig())})
     before = len(api.requests)
-    # below the name check, the client quotes the segment: the server sees one escaped segment
-    assert kube.call("list services", "CoreV1Api", "list_namespaced_service", "../../x")["items"] == []
+    # below the name check, resource_path quotes the segment: the server sees one escaped segment
+    assert kube.call("list services", resource_path("services", "../../x"))["items"] == []
     sent = api.requests[before]
     assert sent["path"] == "/api/v1/namespaces/..%2F..%2Fx/services"
     assert sent["parts"] == ["api", "v1", "namespaces", "../../x", "services"]

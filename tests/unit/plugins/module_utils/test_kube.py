@@ -8,16 +8,63 @@ from ansible_collections.k8snet.triage.plugins.module_utils import kube, kube_ar
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError, ReadError
 
 
-def test_resources_map_to_public_typed_api_methods():
+# plural -> the typed API class and method stem the official client generates for it (its OpenAPI schema)
+TYPED = {
+    "nodes": ("CoreV1Api", "node"), "namespaces": ("CoreV1Api", "namespace"), "pods": ("CoreV1Api", "pod"),
+    "services": ("CoreV1Api", "service"), "configmaps": ("CoreV1Api", "config_map"),
+    "events": ("CoreV1Api", "event"), "endpointslices": ("DiscoveryV1Api", "endpoint_slice"),
+    "deployments": ("AppsV1Api", "deployment"),
+    "validatingwebhookconfigurations": ("AdmissionregistrationV1Api", "validating_webhook_configuration"),
+    "mutatingwebhookconfigurations": ("AdmissionregistrationV1Api", "mutating_webhook_configuration"),
+}
+
+
+def _generated(api, method):
+    """(resource path, query parameter names) of one of the client's generated methods, read from its source."""
+    import inspect
+    import re
+
     import kubernetes.client
-    for plural, (api, namespaced, stem) in kube_client.RESOURCES.items():
-        cls = getattr(kubernetes.client, api)
-        names = (["list_namespaced_%s" % stem, "list_%s_for_all_namespaces" % stem, "read_namespaced_%s" % stem]
-                 if namespaced else ["list_%s" % stem, "read_%s" % stem])
-        assert all(hasattr(cls, n) for n in names), plural
-    assert hasattr(kubernetes.client.CoreV1Api, "patch_namespaced_service")
+
+    source = inspect.getsource(getattr(getattr(kubernetes.client, api), "_%s_serialize" % method))
+    path = re.search(r"resource_path='([^']*)'", source).group(1)
+    return path, set(re.findall(r"_query_params\.append\(\('(\w+)'", source))
+
+
+def test_resource_paths_are_the_clients_generated_ones():
+    """The REST paths Kube requests are the ones the official client generates from the Kubernetes OpenAPI schema
+    (read from its generated methods, not written here), and the query parameters sent are ones they know."""
+    assert set(TYPED) == set(kube_client.RESOURCES)
+    for plural, (api, stem) in TYPED.items():
+        namespaced = kube_client.RESOURCES[plural][1]
+        cases = ([("list_namespaced_%s" % stem, ("ns-a", None)), ("list_%s_for_all_namespaces" % stem, (None, None)),
+                  ("read_namespaced_%s" % stem, ("ns-a", "obj-b"))] if namespaced
+                 else [("list_%s" % stem, (None, None)), ("read_%s" % stem, (None, "obj-b"))])
+        for method, (namespace, name) in cases:
+            path, query = _generated(api, method)
+            assert kube_client.resource_path(plural, namespace, name) == path.format(namespace="ns-a", name="obj-b")
+            if method.startswith("list"):
+                assert {"labelSelector", "fieldSelector", "limit", "continue"} <= query, method
+    assert kube_client.resource_path("services", "ns-a", "obj-b") == _generated(
+        "CoreV1Api", "patch_namespaced_service")[0].format(namespace="ns-a", name="obj-b")
+    assert kube_client.resource_path("pods", "ns-a", "obj-b") == _generated(
+        "CoreV1Api", "delete_namespaced_pod")[0].format(namespace="ns-a", name="obj-b")
+    path, query = _generated("CoreV1Api", "read_namespaced_pod_log")
+    assert kube_client.resource_path("pods", "ns-a", "obj-b", "log") == path.format(namespace="ns-a", name="obj-b")
+    assert {"container", "previous", "tailLines", "sinceSeconds", "limitBytes", "timestamps"} <= query
+    assert _generated("CustomObjectsApi", "list_custom_object_for_all_namespaces")[0] == \
+        "/apis/{group}/{version}/{resource_plural}"
     with pytest.raises(InputError, match="unknown resource"):
-        kube_client.Kube._resource("deployments")
+        kube_client.Kube._resource("secrets")
+
+
+def test_paths_quote_each_segment_and_queries_leave_out_none():
+    assert kube_client.resource_path("services", "../../x") == "/api/v1/namespaces/..%2F..%2Fx/services"
+    assert kube_client.resource_path("nodes", "ignored-ns", "a b") == "/api/v1/nodes/a%20b"
+    assert kube_client.query_string({"limit": 500, "continue": None, "labelSelector": "a=b,c in (d)"}) == \
+        "?limit=500&labelSelector=a%3Db%2Cc+in+%28d%29"
+    assert kube_client.query_string({"previous": False, "timestamps": True}) == "?previous=false&timestamps=true"
+    assert kube_client.query_string({"continue": None}) == ""
 
 
 @pytest.mark.parametrize("value", ["../../x", "..", "a/b", "Web", "-a", "a-", "", "a" * 64, "web\n", "a.b", 7, None])
