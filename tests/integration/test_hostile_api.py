@@ -26,8 +26,10 @@ DEADLINE = 3.0  # api_timeout of every run here but "continue" and "huge"
 # (64 MiB), not the deadline (tested by hang and trickle): on a loaded 2-core controller 24 modules starting at once
 # leave some of them too little of 3 s to page 200 times or read 64 MiB
 TIMEOUTS = {"continue": 60.0, "huge": 30.0}
-# what a task's wall time may carry beyond the module's own time (start-up jitter on a loaded controller)
-NOISE = 1.0
+# what a task's wall time may carry beyond the module's own time (start-up jitter on a loaded controller: 1.0 s was
+# passed by 1.2 s with the hung request itself held 3.0 s by the server's clock); below DEADLINE, so a second call
+# that waits out its own deadline still fails the bound.  The request's own bound is the server's "held", exact.
+NOISE = 2.0
 FIXTURE_FILES = ("cluster.yaml", "cni.yaml", "events.yaml", "webhooks.yaml", "service_path.yaml", "f5.yaml")
 MODULES = {
     "node_network_status": {},
@@ -136,6 +138,15 @@ def test_module_against_hostile_api(runs, mode, module):
     result, seconds = results[mode, module]
     startup = sorted(results[at_once, module][1] for at_once in AT_ONCE)[1]
     _no_traceback(result)
+    if mode in SLOW:
+        assert "within %g s" % DEADLINE in _text(result), result
+        # the server's own clock: from the request to the module closing the connection
+        held = [r["held"] for r in servers[mode, module].requests if "held" in r]
+        # the request comes after the client's set-up inside the deadline: on a loaded controller (24 modules
+        # starting at once on 2 cores) that set-up takes a good part of it, the start-up measured above at most
+        # (none left when the start-up took the whole deadline: then only the upper bound says anything)
+        lower = min(DEADLINE * 0.5, max(0.0, DEADLINE - startup - 0.2))
+        assert held and lower <= max(held) <= DEADLINE * 1.1, (held, startup)
     # the task: within the deadline plus 10 % (the module's start-up, measured when it fails at once, taken off;
     # NOISE for the start-up's jitter on a loaded controller)
     assert seconds - startup <= _deadline(mode) * 1.1 + NOISE, (seconds, startup, result.get("msg"))
@@ -149,15 +160,6 @@ def test_module_against_hostile_api(runs, mode, module):
     if mode == "continue" and module not in LISTLESS:
         # the cap stopped it, not the deadline: the server served the 200 pages
         assert len(servers[mode, module].requests) >= 200, len(servers[mode, module].requests)
-    if mode in SLOW:
-        assert "within %g s" % DEADLINE in _text(result), result
-        # the server's own clock: from the request to the module closing the connection
-        held = [r["held"] for r in servers[mode, module].requests if "held" in r]
-        # the request comes after the client's set-up inside the deadline: on a loaded controller (24 modules
-        # starting at once on 2 cores) that set-up takes a good part of it, the start-up measured above at most
-        # (none left when the start-up took the whole deadline: then only the upper bound says anything)
-        lower = min(DEADLINE * 0.5, max(0.0, DEADLINE - startup - 0.2))
-        assert held and lower <= max(held) <= DEADLINE * 1.1, (held, startup)
     if mode == "huge":
         assert max(servers[mode, module].huge_sent) < 200 * 1024 * 1024  # of 400 MB: refused early
     if mode in MUST_PASS:
