@@ -477,10 +477,9 @@ class Kube(object):
         for value, what in ((group, "API group"), (plural, "resource")):
             check_name(value, what)
         action = "list %s.%s/%s (all namespaces)" % (plural, group, version)
+        path = "/apis/%s/%s/%s" % (segment(group), segment(check_name(version, "API version")), segment(plural))
         try:
-            return self.pages(action, "/apis/%s/%s/%s" % (segment(group), segment(check_name(version, "API version")),
-                                                         segment(plural)),
-                              page_size=page_size, labelSelector=label_selector or None)
+            return self.pages(action, path, page_size=page_size, labelSelector=label_selector or None)
         except ReadError as exc:
             if exc.details.get("status") == 404:
                 return None
