@@ -12,8 +12,8 @@ byte every 2 s, or an endless ``continue`` token, never ends.  Here:
   socket timeouts cannot bound (a header trickle); the body loop checks the clock between chunks too.
 * ``BoundedPool``: stands in for the client's urllib3 pool manager.  Every response it returns reads its
   body as a stream in chunks (``read_body``), refusing a Content-Length above the cap before reading and
-  stopping at the cap otherwise (``TooLarge``), and stopping at the deadline (``Expired``).  The client
-  reads error bodies through it as well.
+  stopping at the cap otherwise (``TooLarge``), and stopping at the deadline (``Expired``), error bodies
+  as well.
 * ``retry_delay``: whether and how long to wait before retrying (429, 5xx, connection resets), honouring
   ``Retry-After``; a PATCH is retried only when the server said it did not process it (429, or 503 with
   ``Retry-After``: the API server's priority-and-fairness and max-in-flight rejections answer before any
