@@ -190,7 +190,11 @@ def test_a_reply_lost_on_its_way_to_the_client_is_not_an_unannounced_vip(lab, an
     # the candidates' ARP captures ran on every node of the play but the client, and were cleaned up
     captured = sorted(r["host"] for r in run.results(task=ROLE + "Collect the ARP captures") if "flows" in r["result"])
     assert captured == sorted(n.name for n in lab.nodes)
-    assert not lab.run(["sh", "-c", "ls -d /var/tmp/k8snet-arp-* 2>/dev/null"], check=False).stdout.strip()
+    # this run's capture directories (the tempfile task's paths: not a glob, which would also see other runs') are gone
+    made = [r["result"]["path"] for r in run.results(task=ROLE + "Make a private directory for the ARP capture on "
+                                                          "the announcer candidates (mode 0700)") if "path" in r["result"]]
+    assert len(made) == len(lab.nodes) and all(p.startswith("/var/tmp/k8snet-arp-") for p in made), made
+    assert not lab.run(["ls", "-d"] + made, check=False).stdout.strip()
 
 
 def test_two_nodes_answering_is_an_announcer_mismatch(lab, ansible, lb, api):
