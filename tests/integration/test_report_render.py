@@ -65,13 +65,14 @@ def run_report(tmp_path, findings):
     return play_report(tmp_path, PLAY.format(findings=json.dumps(findings), hops=json.dumps(HOPS), out=tmp_path))
 
 
-def chromium_dom(tmp_path):
+def chromium_dom(tmp_path, fragment=""):
+    """The page's DOM once its script ran, opened at ``fragment`` (such as #host-3) when given."""
     chromium = shutil.which("chromium")
     assert chromium, "Debian's chromium is installed by scripts/bootstrap"
     return subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                            "--disable-background-networking", "--disable-component-update", "--disable-sync",
                            "--user-data-dir=%s" % (tmp_path / "profile"), "--dump-dom",
-                           (tmp_path / "triage-report.html").as_uri()],
+                           (tmp_path / "triage-report.html").as_uri() + fragment],
                           capture_output=True, text=True, timeout=120, check=True).stdout
 
 
@@ -191,3 +192,36 @@ def test_an_observers_card_shows_the_folded_finding_it_counts(tmp_path):
     assert len(cards) == 4, dom[-3000:]
     for card in cards:
         assert "route.missing — h4 198.19.4.0/24" in card and "no problems found" not in card, card
+
+
+def test_a_large_fleets_healthy_cards_build_their_details_when_opened(tmp_path):
+    """Past 50 hosts a healthy host's card keeps its scenarios' details closed and unbuilt (hundreds of cards'
+    tables at once made the 500-node page slow to open); a host with a problem shows its details at once, and a page
+    opened at a card's link (#host-N) shows that card's details."""
+    names = ["h%02d" % n for n in range(60)]
+    sick = {"h03": "critical", "h41": "warning"}
+
+    def record(n, name):
+        findings = [dict(FINDING, severity=sick[name], subject=name)] if name in sick else []
+        fill = {"name": "cilium_ct4_global", "entries": 7000 + n, "max_entries": 65536, "ratio": 0.1}
+        return {"host": {"status": "reached", "reason": ""},
+                "results": {"cilium_maps": {"status": "ran", "reason": "", "findings": findings,
+                                            "details": {"map_fill": [fill]}}}}
+    records = dict((name, record(n, name)) for n, name in enumerate(names))
+    play = FLEET_PLAY.replace("h1,h2,h3,h4", ",".join(names)).replace("[h1, h2, h3, h4]", json.dumps(names))
+    report = play_report(tmp_path, play.format(records=json.dumps(records), out=tmp_path), ",".join(names) + ",localhost,")
+    assert sorted(report["hosts"]) == names and report["hosts"]["h07"]["verdict"] == "ok"
+    assert report["details"]["h07"]["cilium_maps"]["map_fill"][0]["entries"] == 7007
+
+    def built(dom):
+        """The hosts whose map-fill table the page built (each host's entries figure is its own)."""
+        return sorted(names[int(n) - 7000] for n in re.findall(r"<td>(70\d\d)</td>", dom))
+    dom = chromium_dom(tmp_path)
+    cards = re.findall(r'<div class="host w-([a-z ]*)" id="host-(\d+)"><h3>(h\d\d) ', dom)
+    assert len(cards) == 60, dom[-3000:]
+    assert built(dom) == ["h03", "h41"]
+    assert dom.count('<details class="hostdetails"><summary>details (1)</summary></details>') == 58
+    [card] = [c[1] for c in cards if c[2] == "h07"]
+    opened = chromium_dom(tmp_path, "#host-" + card)
+    assert built(opened) == ["h03", "h07", "h41"]
+    assert '<details class="hostdetails" open=""><summary>details (1)</summary><div>cilium_maps: map_fill</div>' in opened
