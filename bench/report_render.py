@@ -13,7 +13,7 @@ report_json, triage_html_json and the role's template rendered by Jinja alone). 
 headless with --dump-dom (the page's script builds its tables before the DOM is dumped); the figure is the
 median of --runs openings less the median of the empty page's.
 
-usage: python bench/report_render.py [--nodes 24,200,500] [--runs 3]
+usage: python bench/report_render.py [--nodes 24,200,500] [--runs 3] [--template FILE]
 """
 
 from __future__ import annotations
@@ -111,10 +111,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--nodes", default="24,200,500")
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--template", type=Path, default=TEMPLATE,
+                        help="the report role's template to render (another commit's, to compare two pages)")
     args = parser.parse_args()
     chromium = shutil.which("chromium")
     template = jinja2.Environment(autoescape=False, undefined=jinja2.StrictUndefined,
-                                  keep_trailing_newline=True).from_string(TEMPLATE.read_text())
+                                  keep_trailing_newline=True).from_string(args.template.read_text())
     with tempfile.TemporaryDirectory(prefix="k8snet-report-bench-") as tmp:
         tmp = Path(tmp)
         empty = tmp / "empty.html"
