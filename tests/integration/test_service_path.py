@@ -191,8 +191,8 @@ def test_a_reply_lost_on_its_way_to_the_client_is_not_an_unannounced_vip(lab, an
     captured = sorted(r["host"] for r in run.results(task=ROLE + "Collect the ARP captures") if "flows" in r["result"])
     assert captured == sorted(n.name for n in lab.nodes)
     # this run's capture directories (the tempfile task's paths: not a glob, which would also see other runs') are gone
-    made = [r["result"]["path"] for r in run.results(task=ROLE + "Make a private directory for the ARP capture on "
-                                                          "the announcer candidates (mode 0700)") if "path" in r["result"]]
+    mkdir = ROLE + "Make a private directory for the ARP capture on the announcer candidates (mode 0700)"
+    made = [r["result"]["path"] for r in run.results(task=mkdir) if "path" in r["result"]]
     assert len(made) == len(lab.nodes) and all(p.startswith("/var/tmp/k8snet-arp-") for p in made), made
     assert not lab.run(["ls", "-d"] + made, check=False).stdout.strip()
 
