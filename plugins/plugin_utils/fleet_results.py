@@ -73,6 +73,11 @@ def _owner_name(result, index):
     return node
 
 
+def _owner_names(results):
+    """The owner host each result names (its ``item``, else the host it was delegated to), in order."""
+    return [_owner_name(result, index) for index, result in enumerate(results)]
+
+
 def _holders(results, vips):
     """``({vip: [{node, interface, mac}]}, [{node, status, msg}])``: who holds each VIP (every VIP asked
     about, and any other an owner holds), and the owners that could not be checked."""
@@ -109,7 +114,7 @@ def _owner_unknown(vip, results, unreachable):
         "no reachable owner node holds %s, and %d owner node%s could not be checked (%s): whether it is "
         "unowned is unknown, and caches were not compared with an owner" % (
             vip, len(not_checked), "" if len(not_checked) == 1 else "s", ", ".join(not_checked)),
-        {"owners_checked": [r.get("item") for r in results], "unreachable": unreachable},
+        {"owners_checked": _owner_names(results), "unreachable": unreachable},
         "Reach the owner nodes listed above (SSH, Python) and run again; the probe results show which "
         "MACs answer for %s meanwhile." % vip)
 
@@ -122,7 +127,7 @@ def _unowned(vip, results, unreachable):
         if results else
         "no owner node was checked for %s (the owners group is empty): caches were not compared with an "
         "owner" % vip,
-        {"owners_checked": [r.get("item") for r in results], "unreachable": unreachable},
+        {"owners_checked": _owner_names(results), "unreachable": unreachable},
         "Check the VIP manager (keepalived / kube-vip) on the control-plane nodes; the probe results "
         "show which MACs answer for it." if results else
         "Set stale_arp_owners_group to the inventory group of the nodes that can hold the VIPs.")
@@ -160,7 +165,7 @@ def vip_owners(results, vips):
         else:
             findings.append(_vip_finding(vip, holders, results, unreachable))
     # conclusions about the VIP across the owner nodes: published by every client, counted once
-    checked = sorted(set(str(r.get("item")) for r in results if r.get("item")))
+    checked = sorted(set(_owner_names(results)))
     findings = [fleet(f, checked) for f in findings]
     return {"expected": expected, "owners": owners, "findings": findings}
 

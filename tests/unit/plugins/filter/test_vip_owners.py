@@ -102,3 +102,12 @@ def test_result_naming_no_owner_is_refused_with_what_is_expected(result, said):
     with pytest.raises(AnsibleFilterError) as exc:
         vip_owners([result], ["198.18.0.200"])
     assert said in str(exc.value) and "loop" in str(exc.value)
+
+
+def test_delegated_owners_without_item_are_named_in_the_unowned_finding():
+    """The finding says which owners were asked, and the fleet finding concerns them, also when the results name
+    their owners by delegation rather than by item (before: [None, None] and no hosts at all)."""
+    results = [{"_ansible_delegated_vars": {"ansible_delegated_host": name}, "local": []} for name in ("cp1", "cp2")]
+    [unowned] = vip_owners(results, ["198.18.0.200"])["findings"]
+    assert unowned["check"] == "arp.vip_unowned"
+    assert unowned["evidence"]["owners_checked"] == ["cp1", "cp2"] and unowned["hosts"] == ["cp1", "cp2"]
