@@ -443,6 +443,16 @@ def open_events():
     return NeighborEvents()
 
 
+def _after(netlink, addresses, expected, probes, local, interface):
+    """``{neighbors, findings}``: the entries of ``addresses`` re-read once a flush is done, and what the check says
+    of them now (the re-check, in the same call: no second run on the node), or None when the re-read failed."""
+    try:
+        entries = select_neighbors(netlink.neighbors(), addresses, interface)
+    except TriageError:
+        return None
+    return {"neighbors": entries, "findings": check(addresses, expected, entries, probes, local, interface)[0]}
+
+
 def arp_check(netlink, prober, params, check_mode, events=open_events):
     """The whole arp_check run: read, validate, probe, check, and flush when asked. Returns the result dict."""
     links = netlink.links()
@@ -486,11 +496,14 @@ def arp_check(netlink, prober, params, check_mode, events=open_events):
             exc.details = dict(result, findings=findings + race_findings(done["raced"], []) + [flush_failed_finding(exc)],
                                flushed=done["flushed"], kept=kept + done["kept"], flush_failed=done["flush_failed"],
                                not_attempted=done["not_attempted"], raced=done["raced"],
-                               changed=bool(done["flushed"] or done["raced"]), diff=diff(entries, done["flushed"]))
+                               changed=bool(done["flushed"] or done["raced"]), diff=diff(entries, done["flushed"]),
+                               after=_after(netlink, addresses, expected, probes, local, params["interface"]))
             raise
         unverified = [e for e in flushed if e.get("verified") is False]
         result.update(flushed=flushed, kept=kept + changed_meanwhile, raced=raced, changed=bool(flushed or raced),
                       findings=findings + race_findings(raced, unverified), diff=diff(entries, flushed))
+        if not check_mode:
+            result["after"] = _after(netlink, addresses, expected, probes, local, params["interface"])
     return result
 
 

@@ -198,6 +198,22 @@ not_attempted:
   returned: always
   type: list
   elements: dict
+after:
+  description:
+    - After a flush (not in check mode), the entries of O(addresses) re-read once the deletes are done and the
+      findings the same check gives on them (C(neighbors), C(findings)); this is the re-check, in the same run.
+      Also returned when the flush fails halfway. Null when the re-read itself failed.
+  returned: when O(flush=stale) and not in check mode
+  type: dict
+  contains:
+    neighbors:
+      description: The entries as re-read, in the shape of RV(neighbors).
+      type: list
+      elements: dict
+    findings:
+      description: The findings on the re-read entries (the flush's race and failure findings are in RV(findings) only).
+      type: list
+      elements: dict
 reader:
   description: Which reader filled the result, C(pyroute2) or C(iproute2).
   returned: always

@@ -419,3 +419,75 @@ def test_the_gateway_of_an_off_subnet_address_is_read_from_the_neighbour_table()
     assert neighbors.gateway_neighbor([failed], "198.18.0.1", "eth0")["gateway_resolved"] is False
     # an entry on another interface is not this route's gateway; no entry at all resolves on demand
     assert neighbors.gateway_neighbor([gw], "198.18.0.1", "eth1") == {"gateway_neighbor": None, "gateway_resolved": None}
+
+
+# --------------------------------------------- the re-check in the same run (the result's ``after``)
+
+class ThreeLinkKernel(FakeNetlink):
+    """stale_pair's kernel, with its links; ``comes_back`` entries reappear in the table after their delete."""
+    name = "iproute2"
+
+    def __init__(self, table, comes_back=(), **kwargs):
+        super().__init__(table, **kwargs)
+        self.comes_back = [dict(e) for e in comes_back]
+
+    def links(self):
+        return [{"ifindex": 2, "ifname": "eth0", "mac": "02:18:00:00:00:0a", "operstate": "UP", "up": True, "kind": "veth"},
+                {"ifindex": 3, "ifname": "eth1", "mac": "02:18:00:00:00:0b", "operstate": "UP", "up": True, "kind": "veth"}]
+
+    def addresses(self):
+        return []
+
+    def neighbors(self):
+        back = [e for e in self.comes_back if (e["address"], e["interface"]) in self.deleted]
+        return self.table + [e for e in back if e not in self.table]
+
+
+def flush_params(entries):
+    return {"addresses": [e["address"] for e in entries], "expected": {e["address"]: OWNER for e in entries},
+            "interface": None, "probe": False, "probe_timeout": 0.5, "flush": "stale", "force": False, "max_flush": 32}
+
+
+def test_a_flush_re_checks_the_table_once_its_deletes_are_done():
+    entries = stale_pair()
+    result = neighbors.arp_check(ThreeLinkKernel(entries), None, flush_params(entries), check_mode=False,
+                                 events=lambda: None)
+    assert sorted(e["address"] for e in result["flushed"]) == sorted(e["address"] for e in entries)
+    assert result["after"]["neighbors"] == []
+    assert not [f for f in result["after"]["findings"] if f["severity"] in ("warning", "critical")]
+    # before the flush, the same run found each entry stale
+    assert [f["check"] for f in result["findings"]].count("arp.stale_entry") == 3
+
+
+def test_an_entry_that_comes_back_stale_is_stale_in_the_re_check():
+    entries = stale_pair()
+    result = neighbors.arp_check(ThreeLinkKernel(entries, comes_back=entries[:1]), None, flush_params(entries),
+                                 check_mode=False, events=lambda: None)
+    assert [(f["check"], f["subject"]) for f in result["after"]["findings"] if f["check"] == "arp.stale_entry"] == [
+        ("arp.stale_entry", "198.18.0.201 dev eth0")]
+
+
+def test_a_flush_that_fails_halfway_still_re_checks_what_it_left():
+    entries = stale_pair()
+    error = ChangeError("deleting the neighbor entry 198.18.0.202 dev eth1 failed: No such device")
+    with pytest.raises(neighbors.FlushIncomplete) as err:
+        neighbors.arp_check(ThreeLinkKernel(entries, fail={("198.18.0.202", "eth1"): error}), None,
+                            flush_params(entries), check_mode=False, events=lambda: None)
+    after = err.value.details["after"]
+    assert sorted(e["address"] for e in after["neighbors"]) == ["198.18.0.202", "198.18.0.203"]
+    assert sorted(f["subject"] for f in after["findings"] if f["check"] == "arp.stale_entry") == [
+        "198.18.0.202 dev eth1", "198.18.0.203 dev eth0"]
+
+
+def test_a_dry_run_has_no_re_check_and_a_failed_re_read_says_none():
+    entries = stale_pair()
+    dry = neighbors.arp_check(ThreeLinkKernel(entries), None, flush_params(entries), check_mode=True, events=lambda: None)
+    assert "after" not in dry and dry["flushed"]
+
+    class Unreadable(ThreeLinkKernel):
+        def neighbors(self):
+            if self.deleted:
+                raise ReadError("ip -j neigh show failed: Cannot allocate memory")
+            return self.table
+    result = neighbors.arp_check(Unreadable(entries), None, flush_params(entries), check_mode=False, events=lambda: None)
+    assert result["after"] is None and len(result["flushed"]) == 3
