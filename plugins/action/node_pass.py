@@ -27,12 +27,31 @@ _DICT_ARGUMENTS = (("owners", "the vip_owners result"), ("kube", "the registered
                                  "ansible_host, k8s_pod_cidr)"))
 
 
+# with read_role_facts: the argument left out, and the fact of the node_pass role it is read from
+_ROLE_FACTS = (("owners", "__node_pass_owners"), ("kube", "__node_pass_kube"), ("pod", "__node_pass_dns_pod"),
+               ("inventory", "__node_pass_inventory"))
+
+
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _supports_check_mode = True
     _supports_async = False
-    _VALID_ARGS = frozenset(("owners", "kube", "inventory", "pod", "scenarios", "nodes"))
+    _VALID_ARGS = frozenset(("owners", "kube", "inventory", "pod", "scenarios", "nodes", "read_role_facts"))
+
+    def _fleet_inputs(self, args, task_vars):
+        """``args`` with owners, kube, pod and inventory, when not given and read_role_facts is true, read from
+        the facts the node_pass role set, as they are: a fleet-sized value given as a template is templated
+        again for every host (O(n) per host), a fact read here is not."""
+        if not args.get("read_role_facts"):
+            return args
+        args = dict(args)
+        for name, variable in _ROLE_FACTS:
+            if args.get(name) is None and task_vars.get(variable) is not None:
+                value = task_vars[variable]
+                # a value the play set as a template (vars:, not set_fact or register) is still text: render it
+                args[name] = self._templar.template(value) if isinstance(value, str) else value
+        return args
 
     def _variables(self, task_vars):
         """The triage's and the scenario roles' variables as this host sees them, templated."""
@@ -146,7 +165,7 @@ class ActionModule(ActionBase):
         del tmp  # tmp no longer has any effect
         task_vars = task_vars or {}
         host = task_vars["inventory_hostname"]
-        args = self._task.args
+        args = self._fleet_inputs(self._task.args, task_vars)
         problem = self._not_a_dict(args)
         if problem:
             result.update(failed=True, msg=problem)

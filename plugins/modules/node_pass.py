@@ -87,6 +87,16 @@ options:
       - Left out, each host reads every other host's variables itself, which costs n x n templating on
         the controller for n hosts.
     type: dict
+  read_role_facts:
+    description:
+      - Read O(owners), O(kube), O(pod) and O(inventory), each when it is not given, from the facts the role
+        C(k8snet.triage.node_pass) sets before its pass (C(__node_pass_owners), C(__node_pass_kube),
+        C(__node_pass_dns_pod), C(__node_pass_inventory)), as they are.
+      - The role sets it. Given as templates, these fleet-sized values are templated again for every host, which
+        grows with the fleet for each host (with ansible-core 2.19, a 300-entry dict given as an argument cost
+        about 0.35 s of controller CPU per host); read as facts they are not.
+    type: bool
+    default: false
   scenarios:
     description:
       - A scenario role's pass - the node scenarios to run, in place of C(triage_scenarios). Given with O(nodes).
