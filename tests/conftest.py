@@ -1,5 +1,6 @@
 """Test-wide set-up: make ``ansible_collections.k8snet.triage`` importable from this checkout,
-and refuse skipped tests when K8SNET_NO_SKIP=1 (CI): a skipped test is a test that did not run."""
+give each pytest-xdist worker a lab slot of its own, and refuse skipped tests when K8SNET_NO_SKIP=1 (CI):
+a skipped test is a test that did not run."""
 
 from __future__ import annotations
 
@@ -15,11 +16,33 @@ def ensure_collection_link():
     link = BUILD / "ansible_collections" / "k8snet" / "triage"
     if not link.exists():
         link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(ROOT, target_is_directory=True)
+        try:
+            link.symlink_to(ROOT, target_is_directory=True)
+        except FileExistsError:  # another xdist worker made it first
+            pass
     return link
 
 
+def worker_lab_slot(environ):
+    """pytest-xdist worker ``gwN`` builds its labs in slot base + N (base: $K8SNET_LAB_SLOT, default 0), so
+    workers never share a namespace, an address or a lab directory."""
+    worker = environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return None
+    base = int(environ.get("K8SNET_LAB_SLOT") or 0)
+    slot = base + int(worker.lstrip("gw"))
+    if slot > 7:
+        raise RuntimeError("pytest worker %s would need lab slot %d: slots are 0..7; give fewer workers (-n) or a "
+                           "lower K8SNET_LAB_SLOT" % (worker, slot))
+    return slot
+
+
 ensure_collection_link()
+_SLOT = worker_lab_slot(os.environ)
+if _SLOT is not None:
+    os.environ["K8SNET_LAB_SLOT"] = str(_SLOT)
+    if os.environ.get("K8SNET_LAB_DIR"):
+        os.environ["K8SNET_LAB_DIR"] += "-" + os.environ["PYTEST_XDIST_WORKER"]
 if str(BUILD) not in sys.path:
     sys.path.insert(0, str(BUILD))
 if str(ROOT) not in sys.path:
