@@ -76,12 +76,43 @@ def _problem(variable, value, rule):
     return None
 
 
+# contract_problems by (host, its four contract values): every host's pass checks every peer's contract in
+# several lists (route, BGP and probe peers), and a fleet of n hosts would check each one n times over
+_CHECKED = {}
+_CHECKED_MAX = 100000
+
+
+def _contract_key(host, variables):
+    """A hashable key of what ``contract_problems`` reads, or None when a value is not a plain scalar or list."""
+    key = [host]
+    for name in EVERY_VARIABLE:
+        value = variables.get(name)
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = ("list",) + tuple(value)
+        elif not (value is None or isinstance(value, (str, int, float, bool))):
+            return None
+        key.append(value)
+    return tuple(key)
+
+
 def contract_problems(host, variables):
     """``[{variable, message}]`` for each inventory-contract variable of ``host`` that the checks cannot
-    use (an empty list when all are usable): k8s_node_name (no control characters, at most 253
+    use (an empty list when all are usable); computed once per host and values (see ``_check_contract``)."""
+    variables = variables if hasattr(variables, "get") else {}
+    key = _contract_key(host, variables) if isinstance(host, str) else None
+    if key is None:
+        return _check_contract(variables)
+    if key not in _CHECKED:
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[key] = _check_contract(variables)
+    return [dict(problem) for problem in _CHECKED[key]]
+
+
+def _check_contract(variables):
+    """The problems of a host's contract variables: k8s_node_name (no control characters, at most 253
     characters), the address (k8s_node_ip, else ansible_host, else the inventory name: an IP address,
     a prefix length allowed) and k8s_pod_cidr (CIDRs, at most 16)."""
-    variables = variables if hasattr(variables, "get") else {}
     problems = []
     name = variables.get("k8s_node_name")
     if name is not None and name != "":

@@ -257,7 +257,7 @@ class Fleet(object):
         group = self.group(group_variable)
         if members_only and self.host not in group:
             return []
-        usable = self.peers.usable(group, ADDRESS, what)
+        usable = set(self.peers.usable(group, ADDRESS, what))
         ring = [h for h in group if h in usable or h == self.host]
         return connectivity_peers(ring, self.host, self.variables.get(max_variable) or 8, self.hostvars)
 

@@ -20,7 +20,7 @@ from tests.lab.faults import arp, bpf, routes
 from tests.lab.faults import kube as kube_faults
 from tests.lab.faults.nodes import sshd_dead as kill_sshd
 
-OWNERS_TASK = "Learn which VIPs each owner node of this play holds, and their MACs (the owners at once)"
+OWNERS_TASK = "Learn which VIPs each owner node holds, and their MACs (once, delegated to each owner)"
 REFUSAL = "Refuse repair options on every host of the inventory (the triage is read-only)"
 
 
