@@ -14,7 +14,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import SCENARIOS
-from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass, report_fold
+from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass, playbook_run, report_fold
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report import record_fact
 
 MODULE = "k8snet.triage.node_triage"
@@ -178,8 +178,10 @@ class ActionModule(ActionBase):
         recorded = node_pass.record(raw, params["scenarios"], params["skipped"],
                                     params.get("host_findings") or params.get("left_out_findings"),
                                     params.get("left_out"))
-        # when (the controller's clock): the report tells this run's record from an earlier run's in a fact cache
+        # which run, and when (the controller's clock): the report tells this run's record from an earlier run's that
+        # a fact cache kept
         recorded["host"]["recorded"] = round(time.time(), 3)
+        recorded["host"]["run"] = playbook_run.identity()
         result.update(self._recorded(recorded, raw, narrowed, task_vars))
         if isinstance(raw.get("invocation"), dict) and display.verbosity >= 3:
             # node_triage's arguments, where a module's task shows its own (-vvv): they name every peer (15 KB a

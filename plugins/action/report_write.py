@@ -22,7 +22,8 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report, report_history, report_metrics, report_silences
+from ansible_collections.k8snet.triage.plugins.plugin_utils import (
+    playbook_run, report, report_history, report_metrics, report_silences)
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_select
 
 ARGUMENT_SPEC = dict(
@@ -65,19 +66,6 @@ def collection_version():
         return None
 
 
-def process_started(pid=None):
-    """When the ansible-playbook process started (seconds since the epoch), read from Linux's /proc: the
-    action runs in a worker that process forked.  None where /proc does not say."""
-    try:
-        with open("/proc/stat") as handle:
-            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
-        with open("/proc/%d/stat" % (pid or os.getppid())) as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return boot + int(fields[19]) / float(os.sysconf("SC_CLK_TCK"))  # field 22, starttime
-    except (OSError, ValueError, IndexError, StopIteration):
-        return None
-
-
 def _message(exc):
     """An error's text: an AnsibleError's ``message`` (with its causes), else ``str(exc)``."""
     return str(getattr(exc, "message", exc))
@@ -96,7 +84,7 @@ def started_at(value, now):
             except ValueError as exc:
                 raise AnsibleError("report_write: started %r is not a time: %s" % (value, exc))
     else:
-        start = process_started()
+        start = playbook_run.started()
     if start is None or start > now + 1 or now - start > 7 * 86400:
         return None
     return min(start, now)
@@ -238,7 +226,7 @@ class ActionModule(ActionBase):
         started = started_at(args["started"], now.timestamp())
         # a record older than the run's start is an earlier run's, kept by a fact cache: not this run's word
         data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], requested,
-                                    str(limit) if limit else None, since=started)
+                                    str(limit) if limit else None, since=started, run=playbook_run.identity())
         return requested, data, now, started
 
     @staticmethod

@@ -126,21 +126,30 @@ def _scenario_entry(result, status):
             "details": result.get("details") if isinstance(result.get("details"), dict) else {}}, unfinished
 
 
-def _earlier(state, since):
+def _earlier(state, since, run=None):
     """Why ``state`` (a host's triage_host) is an earlier run's, kept by a fact cache; None when it is this run's or
-    cannot tell (no time recorded, no start known)."""
-    recorded = state.get("recorded") if isinstance(state, dict) else None
-    if since is None or isinstance(recorded, bool) or not isinstance(recorded, (int, float)) or recorded >= since - 1:
+    cannot tell.  ``run`` (this run's identity) decides when the record names its run; else its time, against
+    ``since`` (the run's start): no time recorded or no start known cannot tell."""
+    state = state if isinstance(state, dict) else {}
+    recorded = state.get("recorded")
+    if isinstance(recorded, bool) or not isinstance(recorded, (int, float)):
+        recorded = None
+    mine = state.get("run")
+    if run and isinstance(mine, str) and mine:
+        if mine == run:
+            return None
+    elif since is None or recorded is None or recorded >= since - 1:
         return None
-    when = datetime.fromtimestamp(recorded, timezone.utc).isoformat(timespec="seconds")
+    when = (datetime.fromtimestamp(recorded, timezone.utc).isoformat(timespec="seconds")
+            if recorded is not None else "no time recorded")
     return ("this run did not check it: its record is from an earlier run (%s), kept by the fact cache "
             "(--limit, or a play that did not reach it)" % when)
 
 
-def _host_entry(host, facts, scenario=None, limit=None, since=None):
+def _host_entry(host, facts, scenario=None, limit=None, since=None, run=None):
     """(status, reason, {scenario: result}) of one host, with unfinished scenarios resolved."""
     state = _get(facts, "triage_host")
-    earlier = _earlier(state, since)
+    earlier = _earlier(state, since, run)
     if earlier:
         return "not checked", earlier, {}
     results = _get(facts, "triage_results")
@@ -325,9 +334,9 @@ def _host_summary(status, reason, scenarios, state):
     return entry
 
 
-def _host_report(host, facts, scenario, limit, fleet_seen, details, since=None):
+def _host_report(host, facts, scenario, limit, fleet_seen, details, since=None, run=None):
     """(the findings of one host, its entry in the report's hosts); its scenarios' details go into ``details``."""
-    status, reason, scenarios = _host_entry(host, facts, scenario, limit, since)
+    status, reason, scenarios = _host_entry(host, facts, scenario, limit, since, run)
     state = _get(facts, "triage_host")
     if _earlier(state, since):
         state = None  # an earlier run's findings and peers left out are not this run's
@@ -405,13 +414,13 @@ def _counts(flat):
     }
 
 
-def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None, since=None):
+def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None, since=None, run=None):
     _check_arguments(hostvars, hosts, scenario, requested)
     flat, per_host, details, fleet_seen = [], {}, {}, set()
     addresses = {}
     for host in hosts:
         facts = host_facts(hostvars, host)
-        mine, per_host[host] = _host_report(host, facts, scenario, limit, fleet_seen, details, since)
+        mine, per_host[host] = _host_report(host, facts, scenario, limit, fleet_seen, details, since, run)
         flat.extend(mine)
         for key in ("k8s_node_ip", "ansible_host"):
             if isinstance(facts.get(key), str) and facts[key]:

@@ -3,6 +3,7 @@ call our modules and playbooks through real ansible over real SSH."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -99,6 +100,44 @@ class Run(object):
 
     def __repr__(self):
         return "Run(rc=%s)\n%s\n%s" % (self.rc, self.stdout[-6000:], self.stderr[-2000:])
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "alone: the test module's timings hold only on a machine no other pytest "
+                                       "worker loads (it runs while the other workers wait)")
+
+
+# pytest-xdist runs test files on two workers at once. A module marked ``alone`` (its assertions bound wall times)
+# holds this run's lock exclusively; every other module holds it shared, so the two never overlap. The lock's name
+# carries the run's random id (no other process can plant it) and is opened without following a symlink.
+RUN_ID = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+
+
+def _run_lock():
+    return os.path.join(tempfile.gettempdir(), "k8snet-tests-%s.lock" % RUN_ID)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A worker that is done takes no lock again: it removes the lock's file (a worker still running keeps its own)."""
+    if RUN_ID:
+        try:
+            os.unlink(_run_lock())
+        except FileNotFoundError:
+            pass
+
+
+@pytest.fixture(scope="module", autouse=True)
+def machine_share(request):
+    """Before the module's lab is built: the run's lock, exclusive for a module marked ``alone``, else shared."""
+    if not RUN_ID:  # one process runs every test: nothing runs beside it
+        yield
+        return
+    fd = os.open(_run_lock(), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if request.node.get_closest_marker("alone") else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
 
 
 @pytest.fixture(scope="module")

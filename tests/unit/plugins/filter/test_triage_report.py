@@ -318,3 +318,23 @@ def test_a_record_older_than_the_run_is_an_earlier_runs_kept_by_a_fact_cache_and
     assert report["hosts"]["node1"]["status"] == report["hosts"]["node3"]["status"] == "reached"
     # without a start (a filter call that gives none), a record is taken as it is
     assert triage_report({"node2": old}, ["node2"])["hosts"]["node2"]["status"] == "reached"
+
+
+def test_a_record_that_names_its_run_is_judged_by_the_run_not_the_clock():
+    """A fast rerun (sysctl only: 3 s a run) starts less than a second after the run before recorded its hosts, and
+    a start read from /proc is not exact: the record names its run (node_pass's identity of the ansible-playbook
+    process), and that decides, whatever the times say."""
+    started = 1_800_000_000.0
+    results = {"pod_network": ran(f("route.mesh", "ok"))}
+    before = {"triage_host": {"status": "reached", "reason": "", "recorded": started - 0.5, "run": "boot-100-5"},
+              "triage_results": results}
+    this = {"triage_host": {"status": "reached", "reason": "", "recorded": started - 5, "run": "boot-200-9"},
+            "triage_results": results}
+    report = triage_report({"node1": this, "node2": before}, ["node1", "node2"], since=started, run="boot-200-9")
+    assert report["hosts"]["node1"]["status"] == "reached"  # this run's, though its time says earlier
+    node2 = report["hosts"]["node2"]
+    assert node2["status"] == "not checked" and "its record is from an earlier run (" in node2["reason"], node2
+    # a record without a run (an older collection's) is judged by its time, as before
+    unnamed = {"triage_host": {"status": "reached", "reason": "", "recorded": started - 3600}, "triage_results": results}
+    assert triage_report({"node3": unnamed}, ["node3"], since=started, run="boot-200-9")["hosts"]["node3"]["status"] == \
+        "not checked"
