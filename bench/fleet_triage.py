@@ -53,6 +53,9 @@ SETTINGS = {
     "f25": (25, "linear", "True", "True"),
     "f50": (50, "linear", "True", "True"),
     "f50-free": (50, "free", "True", "True"),
+    # every node's sampling window open in the first round of forks (the lab's nodes share the controller's CPUs)
+    "f100": (100, "linear", "True", "True"),
+    "f200": (200, "linear", "True", "True"),
     # facts not injected as variables (ANSIBLE_INJECT_FACT_VARS=False): every get_vars of a host skips ansible-core's
     # clean_facts (a deep copy of its facts and a scan of the connection plugins)
     "f50-facts": (50, "linear", "True", "False"),
