@@ -132,8 +132,8 @@ def _earlier(state, since, run=None):
     ``since`` (the run's start): no time recorded or no start known cannot tell."""
     state = state if isinstance(state, dict) else {}
     recorded = state.get("recorded")
-    if isinstance(recorded, bool) or not isinstance(recorded, (int, float)):
-        recorded = None
+    if isinstance(recorded, bool) or not isinstance(recorded, (int, float)) or not 0 < recorded < 1e11:
+        recorded = None  # not a time (NaN fails the comparison too): a cache's value is not trusted to be one
     mine = state.get("run")
     if run and isinstance(mine, str) and mine:
         if mine == run:

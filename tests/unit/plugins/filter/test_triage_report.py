@@ -338,3 +338,9 @@ def test_a_record_that_names_its_run_is_judged_by_the_run_not_the_clock():
     unnamed = {"triage_host": {"status": "reached", "reason": "", "recorded": started - 3600}, "triage_results": results}
     assert triage_report({"node3": unnamed}, ["node3"], since=started, run="boot-200-9")["hosts"]["node3"]["status"] == \
         "not checked"
+    # a cache holding no time, or not one, with another run's name: not this run's, said without a time
+    for odd in (float("nan"), float("inf"), 1e300, -5, "yesterday", None):
+        state = {"triage_host": {"status": "reached", "reason": "", "recorded": odd, "run": "boot-100-5"},
+                 "triage_results": results}
+        node = triage_report({"node4": state}, ["node4"], since=started, run="boot-200-9")["hosts"]["node4"]
+        assert node["status"] == "not checked" and "(no time recorded)" in node["reason"], (odd, node)
