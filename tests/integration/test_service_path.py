@@ -23,6 +23,9 @@ from tests.lab.faults import path as lab_path
 
 ROLE = "k8snet.triage.ingress_path : "
 RECORD = ROLE + "Record the findings of this host"
+# captures and probes in time windows: once failed (a task of the role, rc 2) with another worker's lab beside it,
+# never alone; it runs with no other worker beside it
+pytestmark = pytest.mark.alone
 
 
 @pytest.fixture(scope="module")
