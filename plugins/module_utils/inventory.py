@@ -15,6 +15,8 @@ says why, so one host's mistake stays that host's (its own pass fails, the other
 
 from __future__ import annotations
 
+import functools
+
 from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
@@ -76,37 +78,36 @@ def _problem(variable, value, rule):
     return None
 
 
-# contract_problems by (host, its four contract values): every host's pass checks every peer's contract in
-# several lists (route, BGP and probe peers), and a fleet of n hosts would check each one n times over
-_CHECKED = {}
-_CHECKED_MAX = 100000
-
-
-def _contract_key(host, variables):
-    """A hashable key of what ``contract_problems`` reads, or None when a value is not a plain scalar or list."""
-    key = [host]
+def _contract_key(variables):
+    """What ``_check_contract`` reads, hashable ((type, value) per variable, a list as a tuple), or None when a
+    value is neither a plain scalar nor a list of strings."""
+    key = []
     for name in EVERY_VARIABLE:
         value = variables.get(name)
         if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            value = ("list",) + tuple(value)
+            value = tuple(value)
         elif not (value is None or isinstance(value, (str, int, float, bool))):
             return None
-        key.append(value)
+        key.append((type(value).__name__, value))
     return tuple(key)
+
+
+# every host's pass checks every peer's contract in several lists (route, BGP and probe peers): a fleet of n
+# hosts would check each one n times over
+@functools.lru_cache(maxsize=65536)
+def _checked(key):
+    return _check_contract(dict((name, list(value) if isinstance(value, tuple) else value)
+                                for name, (_type, value) in zip(EVERY_VARIABLE, key)))
 
 
 def contract_problems(host, variables):
     """``[{variable, message}]`` for each inventory-contract variable of ``host`` that the checks cannot
-    use (an empty list when all are usable); computed once per host and values (see ``_check_contract``)."""
+    use (an empty list when all are usable); checked once per set of values (see ``_check_contract``)."""
     variables = variables if hasattr(variables, "get") else {}
-    key = _contract_key(host, variables) if isinstance(host, str) else None
+    key = _contract_key(variables)
     if key is None:
         return _check_contract(variables)
-    if key not in _CHECKED:
-        if len(_CHECKED) >= _CHECKED_MAX:
-            _CHECKED.clear()
-        _CHECKED[key] = _check_contract(variables)
-    return [dict(problem) for problem in _CHECKED[key]]
+    return [dict(problem) for problem in _checked(key)]
 
 
 def _check_contract(variables):
