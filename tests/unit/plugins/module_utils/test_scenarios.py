@@ -75,3 +75,33 @@ def test_every_role_variable_is_a_documented_role_option_of_a_node_triage_option
         assert option in declared.OPTIONS["options"], (name, option)
         # node_log_files is the inventory's own name (a host variable), not a role option
         assert variable in roles or variable == "node_log_files", "%s: %s is in no role's argument spec" % (name, variable)
+
+
+def _names_table():
+    text = (ROOT / "docs/developing.md").read_text()
+    section = text.split("## Names: one per thing", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("| `")]
+    return [tuple(cell.strip() for cell in row) for row in rows]
+
+
+def test_the_names_table_in_the_developers_guide_is_the_registrys():
+    expected = []
+    for declared in node_triage.REGISTRY:
+        domain = inspect.getmodule(declared.load()).__name__.rsplit(".", 1)[1]
+        expected.append(("`%s`" % declared.NAME, "`%s`" % declared.MODULE, "`module_utils/%s.py`" % domain,
+                         ", ".join("`%s.*`" % prefix for prefix in declared.PREFIXES)))
+    assert _names_table() == expected
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_one_scenario_name_for_its_role_playbook_and_variables_one_domain_name_for_its_files(name):
+    declared = _declared(name)
+    assert (ROOT / "roles" / name / "meta/argument_specs.yml").is_file()
+    assert (ROOT / "playbooks" / (name + ".yml")).is_file()
+    for _option, variable in declared.ROLE_VARIABLES:
+        # its own, or a variable another scenario owns and it shares (cni_conf_dir); node_log_files: the inventory's
+        owner = [other for other in NAMES if variable.startswith(other + "_")]
+        assert owner or variable == "node_log_files", (name, variable)
+    domain = inspect.getmodule(declared.load()).__name__.rsplit(".", 1)[1]
+    assert (ROOT / "plugins/module_utils" / (domain + "_options.py")).is_file(), domain
+    assert (ROOT / "plugins/doc_fragments" / (domain + ".py")).is_file(), domain
