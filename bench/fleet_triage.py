@@ -15,7 +15,9 @@ ansible-playbook process tree: the process, its workers, the ssh clients) in all
 machine's CPUs were during it, and how much of them the hypervisor took (steal, from
 /proc/stat): the lab's nodes share the controller's CPUs, so a slow or shared machine shows
 there. The first run after the lab is up opens every SSH connection (and pays its key
-exchange); the runs after it reuse them (ControlPersist).
+exchange); the runs after it reuse them (ControlPersist). --kex NAME sets the SSH key exchange of the
+loop and of every run (e.g. curve25519-sha256): OpenSSH 9.0 to 9.8 default to sntrup761x25519, whose key
+generation costs the client and the node each tens of milliseconds of CPU per new connection.
 
 With --fleet healthy the lab is a healthy fleet (tests/lab/faults/healthy.py: pod mesh, Calico's files, BIRD in
 a full mesh, kubelet ports and logs): the report should hold no warning. With --fleet faults the same fleet gets
@@ -24,11 +26,13 @@ several sizes (24,100,190), one lab after the other.
 
 usage: python bench/fleet_triage.py [--nodes 50[,100,...]] [--slot 7] [--before f25] [--after f25]
                                     [--fleet bare|healthy|faults] [--keep DIR] [--mitogen DIR] [--scenarios cni,calico,...]
+                                    [--kex curve25519-sha256]
 """
 
 from __future__ import annotations
 
 import argparse
+import configparser
 import json
 import os
 import re
@@ -66,10 +70,14 @@ CALLBACKS = ROOT / "tests" / "integration" / "callback_plugins"
 PASS_ACTIONS = ("node_pass", "node_triage")  # the records of the node pass (node_triage's timing)
 
 
-def _env(forks, strategy, pipelining, mitogen=None, record=None, inject="True"):
+def _env(forks, strategy, pipelining, mitogen=None, record=None, inject="True", kex=None):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORKS=str(forks),
                ANSIBLE_STRATEGY=strategy, ANSIBLE_PIPELINING=pipelining, ANSIBLE_INJECT_FACT_VARS=inject,
                PATH="%s:%s" % (Path(sys.executable).parent, os.environ["PATH"]))
+    if kex:  # ansible.cfg's ssh_args and the key exchange
+        config = configparser.ConfigParser(interpolation=None)
+        config.read(ROOT / "ansible.cfg")
+        env["ANSIBLE_SSH_ARGS"] = "%s -o KexAlgorithms=%s" % (config.get("ssh_connection", "ssh_args"), kex)
     if record:  # the tests' callback: one JSON line per task result (node_triage's timing)
         env.update(ANSIBLE_CALLBACK_PLUGINS=str(CALLBACKS), ANSIBLE_CALLBACKS_ENABLED="record", K8SNET_RECORD=record)
     if mitogen:
@@ -102,13 +110,13 @@ def tasks_per_node(proc, lab):
     return statistics.median(counts) if counts else 0
 
 
-def run(lab, playbook, forks, strategy, pipelining, outdir, extra, mitogen=None, inject="True"):
+def run(lab, playbook, forks, strategy, pipelining, outdir, extra, mitogen=None, inject="True", kex=None):
     """One triage run: (wall, process, report, node_triage timings, phases, controller CPU seconds)."""
     extra = dict(extra, report_output_dir=outdir, report_fail_on_critical=False)
     record = str(Path(outdir) / "record.jsonl")
     Path(record).write_text("")
     started = time.time()
-    wall, proc, controller_cpu = _play(lab, playbook, extra, _env(forks, strategy, pipelining, mitogen, record, inject))
+    wall, proc, controller_cpu = _play(lab, playbook, extra, _env(forks, strategy, pipelining, mitogen, record, inject, kex))
     report = json.loads((Path(outdir) / "triage-report.json").read_text()) if proc.returncode == 0 else None
     timings, records = [], [json.loads(line) for line in Path(record).read_text().splitlines() if line.strip()]
     for rec in records:
@@ -129,11 +137,19 @@ def phases(records, started, wall):
     return "phases: %.1f s to the pass, %.1f s pass, %.1f s after" % (before, max(passes) - before, wall - max(passes))
 
 
-def manual_loop(lab):
+def default_kex():
+    """The key exchange ssh offers first (what a new connection uses when the node's sshd has it too)."""
+    out = subprocess.run(["ssh", "-G", "198.18.0.1"], capture_output=True, text=True, check=False).stdout
+    offered = [line.split()[1] for line in out.splitlines() if line.startswith("kexalgorithms ")]
+    return offered[0].split(",")[0] if offered else "unknown"
+
+
+def manual_loop(lab, kex=None):
     start = time.perf_counter()
+    options = ("-o", "KexAlgorithms=" + kex) if kex else ()
     for node in lab.nodes:
         # a node that is down costs the operator the connect timeout too (5 s here)
-        lab.ssh(node, "ip n; ip r; iptables-save -c 2>/dev/null | grep -c DROP || true", check=False)
+        lab.ssh(node, "ip n; ip r; iptables-save -c 2>/dev/null | grep -c DROP || true", check=False, options=options)
     return time.perf_counter() - start
 
 
@@ -167,6 +183,7 @@ def main():
     parser.add_argument("--after", default="f25", help="settings of triage.yml (the one pass) ('' = none)")
     parser.add_argument("--keep", help="a directory to keep each run's reports in (<setting>-<nodes>-<fleet>)")
     parser.add_argument("--mitogen", help="a directory holding the mitogen package: also run triage.yml with it")
+    parser.add_argument("--kex", help="the SSH key exchange of the loop and every run (default: ssh's own)")
     parser.add_argument("--scenarios", default="",
                         help="triage_scenarios for every path, comma-separated (default: each path's own default; "
                              "the roles path has no logs, conntrack or pmtu)")
@@ -195,10 +212,11 @@ def bench_size(opts, nodes):
         extra = {"stale_arp_vips": [lab.vip(0)]}
         if opts.scenarios:
             extra["triage_scenarios"] = opts.scenarios.split(",")
-        print("\nlab: %d nodes up in %.1f s (namespaces, sshd each, SSH reachable)%s; load average %s; %d CPUs" % (
-            nodes, up, fleet, " ".join("%.2f" % x for x in os.getloadavg()), os.cpu_count()))
+        print("\nlab: %d nodes up in %.1f s (namespaces, sshd each, SSH reachable)%s; load average %s; %d CPUs; "
+              "SSH key exchange %s" % (nodes, up, fleet, " ".join("%.2f" % x for x in os.getloadavg()), os.cpu_count(),
+                                       opts.kex or "ssh's default, " + default_kex()))
         ticks = cpu_times()
-        manual = manual_loop(lab)
+        manual = manual_loop(lab, opts.kex)
         print("%-44s %7s %9s %7s %6s  %s" % ("path", "wall s", "per host", "/manual", "tasks", "findings / on the node"))
         _row("manual ssh loop (ip n; ip r; iptables)", manual, nodes, manual, "-",
              "(read by eye); " + machine(ticks, cpu_times()))
@@ -213,7 +231,7 @@ def bench_size(opts, nodes):
             with tempfile.TemporaryDirectory() as out:
                 ticks = cpu_times()
                 wall, proc, report, timings, spent, controller_cpu = run(lab, playbook, forks, strategy, pipelining, out,
-                                                                         extra, mitogen, inject)
+                                                                         extra, mitogen, inject, opts.kex)
                 if opts.keep:  # the reports, to read as the operator would
                     kept = Path(opts.keep) / ("%s-%d-%s" % (setting, len(lab.nodes), opts.fleet))
                     shutil.copytree(out, kept, dirs_exist_ok=True)

@@ -167,12 +167,12 @@ class Lab:
     def node_json(self, node, argv):
         return json.loads(self.ns_run(node, argv).stdout or "null")
 
-    def ssh(self, node, command, check=True, timeout=60):
-        """Run a shell command on the node over the lab's real SSH."""
+    def ssh(self, node, command, check=True, timeout=60, options=()):
+        """Run a shell command on the node over the lab's real SSH (``options``: more ``ssh`` options)."""
         node = self.node(node)
         return self.run(
             ["ssh", "-i", self.ssh_key, "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-             "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", f"root@{node.ip}", command],
+             "-o", "LogLevel=ERROR", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", *options, f"root@{node.ip}", command],
             check=check, timeout=timeout,
         )
 
