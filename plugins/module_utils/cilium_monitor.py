@@ -18,6 +18,7 @@ The decoders are pure (bytes in, dicts out); ``read_drops`` reads the socket for
 from __future__ import annotations
 
 import ipaddress
+import json
 import socket
 import struct
 import time
@@ -281,9 +282,27 @@ def parse_drop(data):
             "file": bpf_file, "line": line, "packet": packet}
 
 
+def aggregate(drops):
+    """Each drop flow once, with its count of packets, the most frequent first."""
+    flows = {}
+    for drop in drops:
+        packet = drop["packet"] or {}
+        key = (drop["reason"], drop["source_endpoint"], drop["dst_endpoint"], packet.get("src"), packet.get("dst"),
+               packet.get("proto"), packet.get("sport"), packet.get("dport"))
+        entry = flows.setdefault(key, dict(drop, packets=0))
+        entry["packets"] += 1
+    return sorted(flows.values(), key=lambda f: (-f["packets"], f["reason"], str(f["packet"])))
+
+
+def _summary(drops, lost, other, unreadable):
+    ordered = aggregate(drops)
+    return {"flows": ordered, "drops": sum(f["packets"] for f in ordered), "lost": lost, "other": other,
+            "unreadable": unreadable[:5], "unreadable_count": len(unreadable)}
+
+
 def summarize(payloads):
     """Drops, lost notifications and other messages of decoded payloads; each drop flow once, with its count."""
-    flows, lost, other, unreadable = {}, 0, 0, []
+    drops, lost, other, unreadable = [], 0, 0, []
     for payload in payloads:
         if payload.get("Type", 0) == RECORD_LOST:
             lost += payload.get("Lost", 0) or 0
@@ -296,14 +315,84 @@ def summarize(payloads):
         if drop is None:
             other += 1
             continue
-        packet = drop["packet"] or {}
-        key = (drop["reason"], drop["source_endpoint"], drop["dst_endpoint"], packet.get("src"), packet.get("dst"),
-               packet.get("proto"), packet.get("sport"), packet.get("dport"))
-        entry = flows.setdefault(key, dict(drop, packets=0))
-        entry["packets"] += 1
-    ordered = sorted(flows.values(), key=lambda f: (-f["packets"], f["reason"], str(f["packet"])))
-    return {"flows": ordered, "drops": sum(f["packets"] for f in ordered), "lost": lost, "other": other,
-            "unreadable": unreadable[:5], "unreadable_count": len(unreadable)}
+        drops.append(drop)
+    return _summary(drops, lost, other, unreadable)
+
+
+# ------------------------------------------------------------------ the agent's CLI: cilium-dbg monitor -j
+REASON_CODES = dict((text, code) for code, text in DROP_REASONS.items())
+# the protocol names PROTOCOLS gives, by the dissected summary's layer keys
+LAYER_PROTOCOLS = (("tcp", "tcp"), ("udp", "udp"), ("sctp", "sctp"), ("icmpv4", "icmp"), ("icmpv6", "icmpv6"))
+
+
+def _port(text):
+    """A port of the dissected summary's l4 flow (gopacket writes it in decimal), or None."""
+    text = str(text or "")
+    return int(text) if text.isdigit() and int(text) <= 65535 else None
+
+
+def _reason_code(text):
+    """The code of a reason text (``Policy denied``, or with an extended error: ``Policy denied, 3``), or None."""
+    if text in REASON_CODES:
+        return REASON_CODES[text]
+    base = text.rsplit(",", 1)[0]
+    return REASON_CODES.get(base)
+
+
+def _number(value):
+    """A JSON unsigned number as the CLI writes it; anything else (a bool, a text, a negative) 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def drop_from_json(event):
+    """A drop of ``cilium-dbg monitor --type drop -j`` (pkg/monitor's DropNotifyVerbose) in parse_drop's shape;
+    None when the object is not a drop; ValueError when a drop is not in that shape."""
+    if not isinstance(event, dict) or event.get("type") != "drop":
+        return None
+    reason = event.get("reason")
+    if not isinstance(reason, str) or not reason:
+        raise ValueError("a drop without its reason text")
+    summary = event.get("summary") if isinstance(event.get("summary"), dict) else {}
+    l3 = summary.get("l3") if isinstance(summary.get("l3"), dict) else {}
+    l4 = summary.get("l4") if isinstance(summary.get("l4"), dict) else {}
+    packet = None
+    try:
+        src, dst = ipaddress.ip_address(l3.get("src")), ipaddress.ip_address(l3.get("dst"))
+    except ValueError:
+        src = dst = None
+    if src is not None:
+        proto = next((name for key, name in LAYER_PROTOCOLS if summary.get(key)), "ip")
+        packet = {"src": str(src), "dst": str(dst), "proto": proto, "sport": _port(l4.get("src")),
+                  "dport": _port(l4.get("dst"))}
+    return {"reason": reason, "reason_code": _reason_code(reason), "source_endpoint": _number(event.get("source")),
+            "dst_endpoint": _number(event.get("dstID")), "src_identity": _number(event.get("srcLabel")),
+            "dst_identity": _number(event.get("dstLabel")), "ifindex": _number(event.get("Ifindex")),
+            "bytes": _number(event.get("bytes")), "file": _number(event.get("File")), "line": _number(event.get("Line")),
+            "packet": packet}
+
+
+def summarize_json(text):
+    """``summarize``'s dict from the text ``cilium-dbg monitor --type drop -j`` printed: one JSON object per line;
+    other lines (the CLI's own messages) and other event types are counted as ``other``, lines that are not a
+    drop's shape as ``unreadable``.  The CLI does not print lost-notification counts: ``lost`` is 0."""
+    drops, other, unreadable = [], 0, []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if not line.startswith("{"):
+            other += 1
+            continue
+        try:
+            drop = drop_from_json(json.loads(line))
+        except ValueError as exc:
+            unreadable.append("%s: %s" % (exc, line[:120]))
+            continue
+        if drop is None:
+            other += 1
+        else:
+            drops.append(drop)
+    return _summary(drops, 0, other, unreadable)
 
 
 def flow_text(flow):

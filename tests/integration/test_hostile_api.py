@@ -43,6 +43,7 @@ MODULES = {
     "kube_network_info": {},
     "service_path_info": {"service": "default/web"},
     "webhook_deadlock": {},
+    "cilium_agent_drops": {"nodes": ["node1"], "seconds": 1},
 }
 SLOW = ("hang", "trickle")
 FAST = ("continue", "huge", "items_empty", "spec_null", "top_list", "name_null", "events403", "429")

@@ -36,7 +36,7 @@ import threading
 import time
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .server import Handler, StandIn, Text, status
+from .server import Handler, StandIn, Text, Upgrade, status
 
 MODES = ("hang", "trickle", "trickle_headers", "continue", "continue_same", "huge", "items_empty", "spec_null",
          "top_list", "name_null", "events403", "429", "reset")
@@ -106,7 +106,10 @@ class HostileHandler(Handler):
             self.path = urlunsplit(url._replace(query=urlencode([(k, v) for k, v in parse_qsl(url.query)
                                                                  if k != "continue"])))
         at = time.monotonic()
-        code, body = self._route(method)
+        answer = self._route(method)
+        if isinstance(answer, Upgrade):  # an exec: its handshake came through, what it prints is the stand-in's
+            return self._serve_exec(answer)
+        code, body = answer
         self.request_record = server.requests[-1]
         self.request_record["at"] = at
         parts = self.request_record["parts"]

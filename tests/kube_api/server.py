@@ -26,22 +26,36 @@ logs (``GET /api/v1/namespaces/{ns}/pods/{name}/log``) are served as text/plain 
 ``tailLines``, ``sinceSeconds``, ``limitBytes`` and ``timestamps`` behave as the API server's (a missing
 container name on a multi-container pod, an unknown container, a previous log of a container that never
 terminated, a container still waiting: 400 with the API server's wording; RBAC on ``pods/log``).
+
+Exec (``GET .../pods/{name}/exec`` upgraded to a websocket, as kubectl 1.31+ and the client's stream module
+speak it): the query parameters are the client's generated ``connect_get_namespaced_pod_exec``'s, anything else
+is 400; RBAC on ``create pods/exec``; a missing pod 404, a missing or unknown container 400 with the API server's
+wording.  The subprotocol is ``v5.channel.k8s.io`` or ``v4.channel.k8s.io`` (the client's offer, in its order):
+each binary message is its channel byte then data (1 stdout, 2 stderr), then the end as a meta/v1 Status on
+channel 3 (validated with the client's ``V1Status`` model: ``Success``, or ``Failure`` ``NonZeroExitCode`` with
+the code in its causes, as the kubelet writes it), then a close frame.  What the command prints is
+``StandIn.execs[(namespace, pod, container)]``, a function of the command returning an ``ExecRun``: its stdout
+sent in ``chunks`` over ``seconds``, or nothing at all while the client waits (``hang``).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import ssl
+import struct
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, parse_qsl, unquote, urlsplit
 
 import yaml
 
 from .certs import make_ca_and_server
-from .store import KINDS, PLURALS, FixtureError, Store, merge_patch, pod_log_parameters, validate
+from .store import KINDS, PLURALS, FixtureError, Store, exec_parameters, merge_patch, pod_log_parameters, validate
 
 GIT_VERSION = "v1.31.4"
 SHORT_NAMES = {"nodes": ["no"], "namespaces": ["ns"], "pods": ["po"], "services": ["svc"],
@@ -53,6 +67,64 @@ DELETABLE = ("pods",)
 # the API groups served besides the core group, in discovery order
 GROUP_VERSIONS = sorted(set(spec[1] for spec in KINDS.values() if spec[1] != "v1"))
 LOG_PARAMETERS = pod_log_parameters()
+EXEC_PARAMETERS = exec_parameters()
+# RFC 6455's GUID of the handshake, and the channel protocols served (the client's offer picks, in its order)
+WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+CHANNEL_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+
+
+@dataclass
+class ExecRun:
+    """What an exec prints and how it ends: ``exit_code`` 0 is Success; another code a NonZeroExitCode Failure;
+    None with ``message`` a failure to start (the runtime's message); ``hang``: nothing is sent until the client
+    goes (at most ``seconds``)."""
+    stdout: bytes = b""
+    stderr: bytes = b""
+    exit_code: int = 0
+    message: str = ""
+    seconds: float = 0.0
+    chunks: int = 1
+    hang: bool = False
+
+
+@dataclass
+class Upgrade:
+    """An exec to serve on the upgraded connection."""
+    namespace: str
+    pod: str
+    container: str
+    command: list
+    protocol: str
+
+
+def frame(opcode, payload):
+    """One unmasked server frame (RFC 6455 5.2): FIN, the opcode, the length in 7, 16 or 64 bits, the payload."""
+    size = len(payload)
+    if size < 126:
+        head = struct.pack("!BB", 0x80 | opcode, size)
+    elif size < 65536:
+        head = struct.pack("!BBH", 0x80 | opcode, 126, size)
+    else:
+        head = struct.pack("!BBQ", 0x80 | opcode, 127, size)
+    return head + payload
+
+
+def exec_status(run, command):
+    """The Status the kubelet ends an exec with (channel 3), validated with the client's model."""
+    from kubernetes.client import V1Status
+
+    if run.exit_code == 0:
+        body = {"metadata": {}, "status": "Success"}
+    elif run.exit_code is None:
+        body = {"metadata": {}, "status": "Failure", "message": run.message, "reason": "InternalError",
+                "details": {"causes": [{"message": run.message}]}, "code": 500}
+    else:
+        body = {"metadata": {}, "status": "Failure",
+                "message": "command terminated with non-zero exit code: error executing command %s, exit code %d"
+                           % (json.dumps(command), run.exit_code),
+                "reason": "NonZeroExitCode", "details": {"causes": [{"reason": "ExitCode", "message": str(run.exit_code)}]}}
+    V1Status.model_validate(body)
+    return body
 
 
 class Text(str):
@@ -159,6 +231,10 @@ class Handler(BaseHTTPRequestHandler):
         namespace = None
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
+        if group_version == "v1" and namespace and len(rest) == 3 and rest[0] == "pods" and rest[2] == "exec":
+            if method != "GET":
+                return status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            return self._exec(namespace, rest[1], url.query)
         if group_version == "v1" and namespace and len(rest) == 3 and rest[0] == "pods" and rest[2] == "log":
             if method != "GET":
                 return status(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
@@ -245,6 +321,22 @@ class Handler(BaseHTTPRequestHandler):
         self.server.store.delete(plural, namespace, name)
         return 200, gone
 
+    def _pod_container(self, namespace, name, container):
+        """(pod, container) of a request for one container of a pod (a pod of one container: that one), or the API
+        server's refusal: 404 for no such pod, 400 for no container named in a pod of several, or an unknown one."""
+        pod = self.server.store.get("pods", namespace, name)
+        if pod is None:
+            return None, status(404, "NotFound", 'pods "%s" not found' % name, {"name": name, "kind": "pods"})
+        names = [c["name"] for c in pod["spec"]["containers"]]
+        if not container:
+            if len(names) > 1:
+                return None, status(400, "BadRequest", "a container name must be specified for pod %s, choose one of: "
+                                    "[%s]" % (name, " ".join(names)))
+            container = names[0]
+        if container not in names:
+            return None, status(400, "BadRequest", "container %s is not valid for pod %s" % (container, name))
+        return pod, container
+
     def _pod_log(self, namespace, name, query):
         denied = self._auth("get", "pods/log", namespace, name)
         if denied:
@@ -270,18 +362,9 @@ class Handler(BaseHTTPRequestHandler):
             if key in options and options[key] < low:
                 return status(422, "Invalid", 'PodLogOptions "%s" is invalid: %s: Invalid value: %d: must be greater '
                               "than %s" % (name, key, options[key], "or equal to 0" if low == 0 else "0"))
-        pod = self.server.store.get("pods", namespace, name)
+        pod, container = self._pod_container(namespace, name, options.get("container"))
         if pod is None:
-            return status(404, "NotFound", 'pods "%s" not found' % name, {"name": name, "kind": "pods"})
-        names = [c["name"] for c in pod["spec"]["containers"]]
-        container = options.get("container")
-        if not container:
-            if len(names) > 1:
-                return status(400, "BadRequest", "a container name must be specified for pod %s, choose one of: [%s]"
-                              % (name, " ".join(names)))
-            container = names[0]
-        if container not in names:
-            return status(400, "BadRequest", "container %s is not valid for pod %s" % (container, name))
+            return container
         state = next((s for s in (pod.get("status") or {}).get("containerStatuses") or [] if s["name"] == container), {})
         previous = options.get("previous", False)
         if previous and not (state.get("lastState") or {}).get("terminated"):
@@ -301,8 +384,71 @@ class Handler(BaseHTTPRequestHandler):
             text = text.encode()[:options["limitBytes"]].decode("utf-8", "ignore")
         return 200, Text(text)
 
+    def _exec(self, namespace, name, raw_query):
+        """An Upgrade to serve, or the API server's refusal (before any upgrade)."""
+        denied = self._auth("create", "pods/exec", namespace, name)
+        if denied:
+            return denied
+        pairs = parse_qsl(raw_query, keep_blank_values=True)
+        unknown = sorted(set(k for k, dummy in pairs) - EXEC_PARAMETERS)
+        if unknown:
+            return status(400, "BadRequest", 'unknown query parameter "%s" for pods/exec' % unknown[0])
+        command = [v for k, v in pairs if k == "command"]
+        options = dict(pairs)
+        if not command:
+            return status(400, "BadRequest", "you must specify at least 1 command")
+        if not any(options.get(k) in ("true", "1") for k in ("stdin", "stdout", "stderr")):
+            return status(400, "BadRequest", "you must specify at least 1 of stdin, stdout, stderr")
+        pod, container = self._pod_container(namespace, name, options.get("container"))
+        if pod is None:
+            return container
+        offered = [p.strip() for p in self.headers.get("Sec-WebSocket-Protocol", "").split(",") if p.strip()]
+        protocol = next((p for p in offered if p in CHANNEL_PROTOCOLS), None)
+        if self.headers.get("Upgrade", "").lower() != "websocket" or protocol is None:
+            return status(400, "BadRequest", "Upgrade request required")
+        return Upgrade(namespace, name, container, command, protocol)
+
+    def _serve_exec(self, upgrade):
+        """The websocket session of one exec: the handshake, the command's output, its Status, the close."""
+        key = self.headers.get("Sec-WebSocket-Key", "")
+        accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest()).decode()
+        self.send_response(101, "Switching Protocols")
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.send_header("Sec-WebSocket-Protocol", upgrade.protocol)
+        self.end_headers()
+        self.close_connection = True
+        script = self.server.execs.get((upgrade.namespace, upgrade.pod, upgrade.container))
+        run = script(upgrade.command) if script else ExecRun(
+            exit_code=None, message='OCI runtime exec failed: exec failed: unable to start container process: exec: '
+                                    '"%s": executable file not found in $PATH: unknown' % upgrade.command[0])
+        self.server.execs_served.append(upgrade)
+        try:
+            if run.hang:
+                self.server.stopping.wait(run.seconds)
+                return
+            chunks = max(1, run.chunks)
+            step = -(-len(run.stdout) // chunks) or 1
+            for start in range(0, len(run.stdout), step):
+                self.wfile.write(frame(0x2, b"\x01" + run.stdout[start:start + step]))
+                self.wfile.flush()
+                if run.seconds:
+                    time.sleep(run.seconds / chunks)
+            if run.stderr:
+                self.wfile.write(frame(0x2, b"\x02" + run.stderr))
+            self.wfile.write(frame(0x2, b"\x03" + json.dumps(exec_status(run, upgrade.command)).encode()))
+            self.wfile.write(frame(0x8, struct.pack("!H", 1000)))
+            self.wfile.flush()
+        except OSError:
+            pass  # the client went first (its deadline)
+
     def do_GET(self):
-        self._send(*self._route("GET"))
+        answer = self._route("GET")
+        if isinstance(answer, Upgrade):
+            self._serve_exec(answer)
+        else:
+            self._send(*answer)
 
     def do_PATCH(self):
         self._send(*self._route("PATCH"))
@@ -330,6 +476,8 @@ class StandIn(object):
         self.concurrent_writes = set()
         # group/versions of custom resources whose CRD is not installed: not discovered, 404 on every path
         self.crds_absent = set()
+        # (namespace, pod, container) -> function(command) -> ExecRun: what an exec there prints
+        self.execs = {}
 
     @property
     def url(self):
@@ -350,13 +498,19 @@ class StandIn(object):
         httpd.concurrent_writes = self.concurrent_writes
         httpd.crds_absent = self.crds_absent
         httpd.logs = self.logs
+        httpd.execs, httpd.execs_served, httpd.stopping = self.execs, [], threading.Event()
         self.httpd = httpd
         self.thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         self.thread.start()
         return self
 
+    @property
+    def execs_served(self):
+        return self.httpd.execs_served
+
     def stop(self):
         if self.httpd:
+            self.httpd.stopping.set()
             self.httpd.shutdown()
             self.httpd.server_close()
             self.thread.join(timeout=5)

@@ -294,6 +294,17 @@ def pod_log_parameters():
     return dict((wire, base(hints[python])) for wire, python in pairs)
 
 
+def exec_parameters():
+    """The query parameters of GET /api/v1/namespaces/{namespace}/pods/{name}/exec, read from the official
+    client's generated method (connect_get_namespaced_pod_exec): {"command", "container", "stdin", ...}."""
+    import inspect
+
+    from kubernetes.client import CoreV1Api
+
+    source = inspect.getsource(CoreV1Api._connect_get_namespaced_pod_exec_serialize)
+    return set(re.findall(r"_query_params\.append\(\('(\w+)', \w+\)\)", source))
+
+
 def load_logs(paths, objects):
     """Container logs from YAML files, checked against the objects they belong to: a list of
     ``{namespace, pod, container, previous, lines: [[RFC 3339 time, text], ...]}``.  A log of a container the

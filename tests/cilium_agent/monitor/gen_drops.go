@@ -1,7 +1,11 @@
 // Generates drops.gob: the byte stream the Cilium agent writes to a client of its monitor socket
 // (monitor1_2.sock, the v1.2 listener protocol), made by Go's own encoding/gob exactly as the agent's
 // listener makes it (one gob.Encoder per connection, one Encode per payload), and drops.json: what
-// each payload holds, for the tests to compare a reader with.
+// each payload holds, for the tests to compare a reader with; and drops.jsonl: the lines
+// `cilium-dbg monitor --type drop -j` prints for the same drops (what the agent's CLI gives through the
+// API's exec), marshalled by Go's encoding/json from structs with the json tags of Cilium's
+// pkg/monitor/datapath_drop.go (DropNotifyVerbose) and pkg/monitor/dissect.go (DissectSummary, Flow);
+// the ports and addresses as gopacket's endpoint formatters write them (decimal ports, net.IP.String()).
 //
 // The Payload struct has the field names and types of Cilium's pkg/monitor/payload.Payload (gob matches
 // fields by name); the drop notification is laid out as pkg/monitor/datapath_drop.go's DropNotify
@@ -14,9 +18,55 @@ import (
 	"encoding/binary"
 	"encoding/gob"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
+	"strconv"
 )
+
+// The json shape of pkg/monitor/dissect.go's Flow and DissectSummary (each layer string shortened to its layer's
+// name: gopacket's LayerString dumps, of which a reader here reads only which layers are there).
+type Flow struct {
+	Src string `json:"src"`
+	Dst string `json:"dst"`
+}
+
+type DissectSummary struct {
+	Ethernet string `json:"ethernet,omitempty"`
+	IPv4     string `json:"ipv4,omitempty"`
+	IPv6     string `json:"ipv6,omitempty"`
+	TCP      string `json:"tcp,omitempty"`
+	UDP      string `json:"udp,omitempty"`
+	SCTP     string `json:"sctp,omitempty"`
+	ICMPv4   string `json:"icmpv4,omitempty"`
+	ICMPv6   string `json:"icmpv6,omitempty"`
+	L2       *Flow  `json:"l2,omitempty"`
+	L3       *Flow  `json:"l3,omitempty"`
+	L4       *Flow  `json:"l4,omitempty"`
+}
+
+// The json shape of pkg/monitor/datapath_drop.go's DropNotifyVerbose.
+type DropNotifyVerbose struct {
+	CPUPrefix string `json:"cpu,omitempty"`
+	Type      string `json:"type,omitempty"`
+	Mark      string `json:"mark,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+
+	Source   uint16 `json:"source"`
+	Bytes    uint32 `json:"bytes"`
+	SrcLabel uint32 `json:"srcLabel"`
+	DstLabel uint32 `json:"dstLabel"`
+	DstID    uint32 `json:"dstID"`
+	Line     uint16 `json:"Line"`
+	File     uint8  `json:"File"`
+	ExtError int8   `json:"ExtError"`
+	Ifindex  uint32 `json:"Ifindex"`
+
+	Summary *DissectSummary `json:"summary,omitempty"`
+}
+
+// pkg/monitor/api/drop.go's texts of the reasons used here
+var reasons = map[uint8]string{133: "Policy denied", 158: "Service backend not found", 181: "Policy denied by denylist"}
 
 type Payload struct {
 	Data []byte
@@ -120,6 +170,11 @@ func main() {
 		{Reason: 181, Source: 1201, DstID: 0, SrcLabel: 48213, DstLabel: 16777217, Ifindex: 12, Src: "2001:db8:1::10",
 			Dst: "2001:db8:2::20", Proto: "tcp", Sport: 42000, Dport: 443, Count: 1, IPv6: true},
 	}
+	lines, err := os.Create("drops.jsonl")
+	if err != nil {
+		panic(err)
+	}
+	defer lines.Close()
 	out, err := os.Create("drops.gob")
 	if err != nil {
 		panic(err)
@@ -131,6 +186,11 @@ func main() {
 			if err := enc.Encode(&Payload{Data: drop(f), CPU: i % 2, Type: eventSample}); err != nil {
 				panic(err)
 			}
+			line, err := json.Marshal(verbose(f, i%2))
+			if err != nil {
+				panic(err)
+			}
+			fmt.Fprintln(lines, string(line))
 		}
 	}
 	// a trace notification (not a drop) and a lost-records notice, as the perf reader reports them
@@ -148,5 +208,30 @@ func main() {
 	}
 	if err := os.WriteFile("drops.json", append(expected, '\n'), 0o644); err != nil {
 		panic(err)
+	}
+}
+
+func verbose(f flow, cpu int) DropNotifyVerbose {
+	pkt := packet(f)
+	summary := &DissectSummary{
+		Ethernet: "Ethernet",
+		L2:       &Flow{Src: "02:00:00:00:00:01", Dst: "02:00:00:00:00:02"},
+		L3:       &Flow{Src: net.ParseIP(f.Src).String(), Dst: net.ParseIP(f.Dst).String()},
+		L4:       &Flow{Src: strconv.Itoa(int(f.Sport)), Dst: strconv.Itoa(int(f.Dport))},
+	}
+	if f.IPv6 {
+		summary.IPv6 = "IPv6"
+	} else {
+		summary.IPv4 = "IPv4"
+	}
+	if f.Proto == "udp" {
+		summary.UDP = "UDP"
+	} else {
+		summary.TCP = "TCP"
+	}
+	return DropNotifyVerbose{
+		CPUPrefix: fmt.Sprintf("CPU %02d:", cpu), Type: "drop", Mark: fmt.Sprintf("%#x", 0),
+		Reason: reasons[f.Reason], Source: f.Source, Bytes: uint32(len(pkt)), SrcLabel: f.SrcLabel,
+		DstLabel: f.DstLabel, DstID: f.DstID, Line: 1452, File: 2, Ifindex: f.Ifindex, Summary: summary,
 	}
 }

@@ -165,3 +165,41 @@ def test_the_read_stops_at_max_events():
     finally:
         server.close()
     assert summary["events"] == 4 and summary["truncated"] and summary["drops"] == 4
+
+
+# ------------------------------------------------------------------ cilium-dbg monitor --type drop -j (the API's exec)
+JSON_LINES = (MONITOR / "drops.jsonl").read_text()
+
+
+def _tuples(summary):
+    return [(f["packet"]["src"], f["packet"]["dst"], f["packet"]["proto"], f["packet"]["sport"], f["packet"]["dport"],
+             f["reason"], f["reason_code"], f["source_endpoint"], f["src_identity"], f["dst_identity"], f["ifindex"],
+             f["packets"]) for f in summary["flows"]]
+
+
+def test_the_clis_json_lines_give_the_flows_the_socket_gives():
+    """drops.jsonl is what Go's encoding/json makes of the same drops with the json tags of Cilium's
+    DropNotifyVerbose and DissectSummary (gen_drops.go): the exec path finds the socket path's flows, reasons
+    and counts, and what the CLI prints about itself is counted apart."""
+    values, dummy = cm.GobStream().feed(STREAM)
+    from_socket = cm.summarize(values)
+    text = "Listening for events on 2 CPUs with 64x4096 of shared memory\nPress Ctrl-C to quit\n" + JSON_LINES
+    from_cli = cm.summarize_json(text)
+    assert _tuples(from_cli) == _tuples(from_socket)
+    assert [(t[6], t[11]) for t in _tuples(from_cli)] == [(f["reason"], f["count"]) for f in TRUTH["flows"]]
+    assert (from_cli["drops"], from_cli["other"], from_cli["lost"], from_cli["unreadable_count"]) == (9, 2, 0, 0)
+
+
+def test_cli_lines_that_are_not_drops_or_not_whole():
+    trace = json.dumps({"cpu": "CPU 01:", "type": "trace", "mark": "0x0", "source": 1201})
+    broken = '{"type":"drop","source":1201'
+    no_reason = json.dumps({"type": "drop", "source": 3})
+    odd = json.dumps({"type": "drop", "reason": "Policy denied, 7", "source": -4, "srcLabel": True, "bytes": "x",
+                      "summary": {"l3": {"src": "not-an-ip", "dst": "198.19.0.1"}, "l4": {"src": "99999"}}})
+    out = cm.summarize_json("\n".join([trace, broken, no_reason, odd, ""]))
+    assert out["other"] == 1 and out["unreadable_count"] == 2
+    [flow] = out["flows"]
+    # an extended error keeps its base reason's code; hostile numbers read as 0; no address, no packet
+    assert (flow["reason"], flow["reason_code"], flow["source_endpoint"], flow["src_identity"], flow["bytes"],
+            flow["packet"]) == ("Policy denied, 7", 133, 0, 0, 0, None)
+    assert cm.flow_text(flow) == "a packet the notification did not capture"

@@ -1,0 +1,208 @@
+"""The runbook's `cilium monitor --type drop` through the API's exec (cilium_agent_drops), for nodes whose agent
+monitor socket SSH cannot read, against the API stand-in (tests/kube_api), which speaks the exec websocket as the
+API server does.  The agent's CLI output is drops.jsonl: Go's encoding/json of the drops the monitor socket test
+sends, with the json tags of Cilium's DropNotifyVerbose (tests/cilium_agent/monitor/gen_drops.go).  Independent
+reader: kubectl exec (a real client speaking the v5 channel protocol) against the same stand-in."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.kube_api import FIXTURES, ExecRun, StandIn, load_yaml
+from tests.kube_api.helpers import KUBECTL
+from tests.lab.faults import kube as kube_faults
+
+MONITOR = Path(__file__).resolve().parents[1] / "cilium_agent" / "monitor"
+LINES = (MONITOR / "drops.jsonl").read_bytes()
+TRUTH = json.loads((MONITOR / "drops.json").read_text())
+AGENT = ("kube-system", "anetd-5kx8w", "cilium-agent")  # anetd.yaml: the agent pod on node1
+NO_EXEC = "token-without-pods-exec"
+
+
+def pod(name, node, ip, namespace="default"):
+    """A running pod on ``node`` with ``ip`` (the flows' addresses name it)."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": "uid-" + name},
+            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "registry.example/app:1"}]},
+            "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}}
+
+
+@pytest.fixture()
+def api(lab):
+    objs = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "anetd.yaml")]))
+    objs += [pod("client-a", "node1", "198.19.1.10"), pod("client-b", "node1", "198.19.1.11")]
+    server = StandIn(objs, lab.workdir / "kube-api-drops", lab.controller_ip,
+                     tokens={"k8snet-lab-token": {"user": "lab-admin"},
+                             NO_EXEC: {"user": "system:serviceaccount:ops:triage", "deny": ["create pods/exec"]}}).start()
+    yield server
+    server.stop()
+
+
+def address(flow, end):
+    """The address of one end of a flow as the report writes it (``198.19.1.10:41000 -> [2001:db8::1]:443 tcp``)."""
+    return flow.split(" ")[2 * end].rsplit(":", 1)[0].strip("[]")
+
+
+def drops(ansible, api, token=None, **args):
+    args = dict({"kubeconfig": str(api.kubeconfig(token=token)), "nodes": ["node1"], "seconds": 2}, **args)
+    return ansible.module("localhost", "cilium_agent_drops", args)["localhost"]
+
+
+def monitor(cli_lines, cli="cilium-dbg", seconds=1.0):
+    """The agent's CLI: ``cli`` prints the lines over ``seconds`` and timeout ends it (124); another CLI name is
+    not in the container (timeout's 127)."""
+    def run(command):
+        if command[:1] == ["timeout"] and command[2:3] == [cli]:
+            return ExecRun(stdout=cli_lines, exit_code=124, seconds=seconds, chunks=3)
+        return ExecRun(stderr=b"timeout: failed to run command '%s': No such file or directory\n" % command[2].encode(),
+                       exit_code=127)
+    return run
+
+
+def test_the_dropped_flows_read_through_exec_are_what_kubectl_exec_shows(lab, ansible, api):
+    api.execs[AGENT] = monitor(LINES)
+    # the independent reader: kubectl exec, the runbook's own command, against the same stand-in
+    proc = subprocess.run([KUBECTL, "--kubeconfig", str(api.kubeconfig()), "exec", "-n", "kube-system", "anetd-5kx8w",
+                           "-c", "cilium-agent", "--", "timeout", "2", "cilium-dbg", "monitor", "--type", "drop", "-j"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 124, proc.stderr  # timeout ended the window, as kubectl reports it
+    seen = {}
+    for line in proc.stdout.splitlines():
+        event = json.loads(line)
+        key = (event["summary"]["l3"]["src"], event["summary"]["l3"]["dst"], event["reason"], event["source"])
+        seen[key] = seen.get(key, 0) + 1
+    assert sum(seen.values()) == sum(f["count"] for f in TRUTH["flows"]) == 9
+    assert api.execs_served[-1].protocol == "v5.channel.k8s.io"
+
+    started = time.monotonic()
+    result = drops(ansible, api, nodes=["node1", "node2"])
+    assert not result["failed"], result
+    assert time.monotonic() - started < 30
+    # one exec, in the agent pod of node1 only, the agent's CLI bounded by coreutils timeout, no shell
+    served = api.execs_served[-1]
+    assert (served.namespace, served.pod, served.container, served.command, served.protocol) == (
+        "kube-system", "anetd-5kx8w", "cilium-agent", ["timeout", "2", "cilium-dbg", "monitor", "--type", "drop", "-j"],
+        "v4.channel.k8s.io")
+    node1 = result["nodes"]["node1"]
+    assert (node1["status"], node1["exit_code"], node1["ended"], node1["drops"]) == ("ok", 124, "closed", 9)
+    got = dict(((address(f["flow"], 0), address(f["flow"], 1), f["reason"], f["endpoint"]), f["packets"])
+               for f in node1["flows"])
+    assert got == seen
+    # the pods behind the flows' source addresses, from node1's pod list
+    named = {(f["endpoint"], f["pod"]) for f in node1["flows"]}
+    assert named == {(1201, "default/client-a"), (1202, "default/client-b")}
+    by_check = dict((f["check"], f) for f in result["findings"])
+    flows = by_check["cilium.dropped_flows"]
+    assert (flows["severity"], flows["subject"]) == ("warning", "node1 cilium datapath flows")
+    assert "9 packets of 3 flows" in flows["summary"] and "Policy denied, endpoint 1201 default/client-a) x5" in flows["summary"]
+    assert flows["evidence"]["source"].startswith("kubectl exec kube-system/anetd-5kx8w -- timeout 2 cilium-dbg")
+    # node2 has no agent pod: said, never read as quiet
+    missing = by_check["cilium.agent_pod_missing"]
+    assert (missing["severity"], missing["subject"]) == ("warning", "node2 cilium-agent")
+    assert result["nodes"]["node2"]["status"] == "no agent"
+
+
+def test_an_agent_before_cilium_1_15_is_read_with_its_cli_named_cilium(lab, ansible, api):
+    api.execs[AGENT] = monitor(LINES, cli="cilium")
+    result = drops(ansible, api)
+    assert not result["failed"], result
+    assert [u.command[2] for u in api.execs_served] == ["cilium-dbg", "cilium"]
+    node1 = result["nodes"]["node1"]
+    assert (node1["status"], node1["drops"]) == ("ok", 9) and " cilium monitor " in node1["command"]
+
+
+def test_a_quiet_datapath_is_ok_and_says_its_window(lab, ansible, api):
+    api.execs[AGENT] = monitor(b"", seconds=0.5)
+    result = drops(ansible, api)
+    [found] = result["findings"]
+    assert (found["check"], found["severity"]) == ("cilium.dropped_flows", "ok")
+    assert "reported no dropped packet in" in found["summary"]
+
+
+def test_without_rbac_for_exec_the_finding_names_the_verb_and_subresource(lab, ansible, api):
+    api.execs[AGENT] = monitor(LINES)
+    result = drops(ansible, api, token=NO_EXEC)
+    assert not result["failed"], result
+    [found] = result["findings"]
+    assert (found["check"], found["severity"]) == ("cilium.monitor_exec_failed", "warning")
+    assert "403 Forbidden" in found["summary"] and "create on the subresource pods/exec" in found["summary"]
+    assert not api.execs_served  # refused before any upgrade
+    assert result["nodes"]["node1"]["status"] == "failed"
+
+
+def test_the_agent_cli_failing_is_said_with_its_own_message(lab, ansible, api):
+    message = b"Unable to connect to monitor dial unix /var/run/cilium/monitor1_2.sock: connect: no such file or directory\n"
+    api.execs[AGENT] = lambda command: ExecRun(stderr=message, exit_code=1)
+    result = drops(ansible, api)
+    [found] = result["findings"]
+    assert found["check"] == "cilium.monitor_exec_failed"
+    assert "exit code 1" in found["summary"] or "Unable to connect to monitor" in found["summary"]
+    assert result["nodes"]["node1"]["exit_code"] == 1
+
+
+def test_an_exec_that_never_answers_ends_at_its_deadline_and_is_never_quiet(lab, ansible, api):
+    api.execs[AGENT] = lambda command: ExecRun(hang=True, seconds=120)
+    started = time.monotonic()
+    result = drops(ansible, api, seconds=0.5)
+    spent = time.monotonic() - started
+    assert not result["failed"], result
+    assert spent < 0.5 + 10 + 8, spent  # the window, the grace, the module's start
+    [found] = result["findings"]
+    assert found["check"] == "cilium.monitor_exec_failed"
+    assert "did not end within 10.5 s" in found["summary"] and "nothing arrived" in found["summary"]
+    assert (result["nodes"]["node1"]["status"], result["nodes"]["node1"]["ended"]) == ("failed", "deadline")
+
+
+def test_a_pod_whose_containers_have_other_names_is_said(lab, ansible, api):
+    agent = api.store.get("pods", "kube-system", "anetd-5kx8w")
+    two = copy.deepcopy(agent)
+    two["spec"]["containers"] = [{"name": "agent", "image": "x"}, {"name": "sidecar", "image": "y"}]
+    api.store.put(two)
+    result = drops(ansible, api)
+    [found] = result["findings"]
+    assert found["check"] == "cilium.monitor_exec_failed"
+    assert "has no container cilium-agent (it has agent, sidecar): give container" in found["summary"]
+    assert not api.execs_served
+
+
+@pytest.fixture()
+def node1_agent(lab):
+    from tests.lab.faults import cilium_agent as agent
+
+    agent.cilium_agent_start(lab, "node1")
+    yield lab.node("node1")
+    agent.cilium_agent_stop(lab, "node1")
+
+
+def test_the_triage_reads_through_exec_the_nodes_whose_monitor_ssh_could_not_read(lab, ansible, api, node1_agent,
+                                                                                  tmp_path):
+    """node1's agent runs, but its monitor socket is not where SSH looks (anetd keeping it in its container): the one
+    pass says cilium.monitor_unavailable there, and cilium_drops, when the triage names it, reads node1 through the
+    API; not named (the default: it needs create on pods/exec), it never execs."""
+    api.execs[AGENT] = monitor(LINES)
+    base = {"triage_scenarios": ["cilium_agent"], "cilium_agent_interval": 1, "cilium_agent_metrics_url": "",
+            "cilium_agent_monitor_socket": "/var/run/cilium/in-the-container-only.sock",
+            "triage_kubeconfig": str(api.kubeconfig()), "report_output_dir": str(tmp_path),
+            "report_fail_on_critical": False}
+    run_ = ansible.playbook("k8snet.triage.triage", extra_vars=dict(base, triage_api_scenarios=[]))
+    assert run_.rc == 0, run_
+    assert not api.execs_served
+    run_ = ansible.playbook("k8snet.triage.triage", extra_vars=dict(
+        base, triage_api_scenarios=["cilium_drops"], cilium_drops_seconds=1))
+    assert run_.rc == 0, run_
+    report = json.loads((tmp_path / "triage-report.json").read_text())
+    unread = [f for f in report["findings"] if f["check"] == "cilium.monitor_unavailable"]
+    assert [(f["host"], f["severity"]) for f in unread] == [("node1", "info")]
+    [served] = api.execs_served
+    assert (served.pod, served.command[:3]) == ("anetd-5kx8w", ["timeout", "1", "cilium-dbg"])
+    [flows] = [f for f in report["findings"] if f["check"] == "cilium.dropped_flows"]
+    assert (flows["severity"], flows["subject"]) == ("warning", "node1 cilium datapath flows")
+    assert flows["evidence"]["drops"] == 9
+    controller = [name for name, host in report["hosts"].items() if "cilium_drops" in host.get("scenarios", {})]
+    assert controller and report["hosts"][controller[0]]["scenarios"]["cilium_drops"]["status"] == "ran"
