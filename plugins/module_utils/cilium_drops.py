@@ -26,6 +26,7 @@ TIMED_OUT = 124  # coreutils timeout's status when it ended the command: the win
 NOT_FOUND = 127  # the command is not in the container
 GRACE = 10.0  # seconds beyond the window for the exec's connect and the server's close
 MAX_PARALLEL = 8
+MAX_ROWS = 50  # the fleet's flow table
 
 
 def command(cli, seconds):
@@ -176,4 +177,15 @@ def check(params, kube_class):
             continue
         nodes[node], found = _verdict(node, agent, result, cli, seconds, top, addresses)
         findings.extend(found)
-    return {"data": {"nodes": nodes}, "findings": findings}
+    nodes = dict((node, nodes[node]) for node in params["nodes"] if node in nodes)  # in the order given
+    return {"data": dict(table(nodes), nodes=nodes), "findings": findings}
+
+
+def table(nodes, most=MAX_ROWS):
+    """The fleet's view for the report: ``reads`` (one row per node: its agent, how the read went, its drops) and
+    ``flows`` (every node's flows in one table, the most packets first, at most ``most`` rows)."""
+    reads = [{"node": node, "agent": read.get("agent"), "status": read.get("status"), "drops": read.get("drops"),
+              "ended": read.get("ended"), "error": read.get("error")} for node, read in nodes.items()]
+    flows = [dict(row, node=node) for node, read in nodes.items() for row in read.get("flows") or []]
+    flows.sort(key=lambda row: (-row["packets"], row["node"]))
+    return {"reads": reads, "flows": flows[:most]}

@@ -86,6 +86,16 @@ nodes:
   sample: {node3: {status: ok, agent: kube-system/cilium-x2k4p, drops: 5, exit_code: 124, ended: closed,
                    flows: [{flow: "198.19.1.10:41000 -> 198.19.2.20:8080 tcp", reason: Policy denied, packets: 5,
                             endpoint: 1201, pod: default/client-7d9}]}}
+reads:
+  description: One row per node, C(node), C(agent), C(status), C(drops), C(ended), C(error).
+  returned: success
+  type: list
+  elements: dict
+flows:
+  description: Every node's flows in one table (the rows of O(nodes) with C(node)), the most packets first, at most 50.
+  returned: success
+  type: list
+  elements: dict
 findings:
   description: The findings (see the collection's findings contract).
   returned: always

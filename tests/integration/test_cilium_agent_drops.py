@@ -102,6 +102,9 @@ def test_the_dropped_flows_read_through_exec_are_what_kubectl_exec_shows(lab, an
     assert (flows["severity"], flows["subject"]) == ("warning", "node1 cilium datapath flows")
     assert "9 packets of 3 flows" in flows["summary"] and "Policy denied, endpoint 1201 default/client-a) x5" in flows["summary"]
     assert flows["evidence"]["source"].startswith("kubectl exec kube-system/anetd-5kx8w -- timeout 2 cilium-dbg")
+    # the fleet's table: every node's flows with their node, the most packets first; one read row per node
+    assert [(r["node"], r["packets"]) for r in result["flows"]] == [("node1", 5), ("node1", 3), ("node1", 1)]
+    assert [(r["node"], r["status"], r["drops"]) for r in result["reads"]] == [("node1", "ok", 9), ("node2", "no agent", None)]
     # node2 has no agent pod: said, never read as quiet
     missing = by_check["cilium.agent_pod_missing"]
     assert (missing["severity"], missing["subject"]) == ("warning", "node2 cilium-agent")
@@ -206,3 +209,6 @@ def test_the_triage_reads_through_exec_the_nodes_whose_monitor_ssh_could_not_rea
     assert flows["evidence"]["drops"] == 9
     controller = [name for name, host in report["hosts"].items() if "cilium_drops" in host.get("scenarios", {})]
     assert controller and report["hosts"][controller[0]]["scenarios"]["cilium_drops"]["status"] == "ran"
+    # the report's details: the flows as a table the HTML draws (a list of records)
+    drawn = report["details"][controller[0]]["cilium_drops"]["dropped_flows"]
+    assert [(r["node"], r["flow"], r["packets"]) for r in drawn][0] == ("node1", "198.19.1.10:41000 -> 198.19.2.20:8080 tcp", 5)
