@@ -25,7 +25,7 @@ CLIS = ("cilium-dbg", "cilium")  # the agent's CLI since Cilium 1.15, and before
 TIMED_OUT = 124  # coreutils timeout's status when it ended the command: the window is over, as asked
 NOT_FOUND = 127  # the command is not in the container
 GRACE = 10.0  # seconds beyond the window for the exec's connect and the server's close
-MAX_PARALLEL = 8
+MAX_PARALLEL = 25  # execs at once: each mostly waits out its window
 MAX_ROWS = 50  # the fleet's flow table
 
 

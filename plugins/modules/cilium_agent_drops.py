@@ -22,7 +22,7 @@ description:
     window saw no drop), C(cilium.agent_pod_missing) when no agent pod runs on a node, C(cilium.monitor_exec_failed)
     when the exec could not run or the CLI failed (RBAC, the container, the agent down), with the API's or the
     CLI's own message.
-  - The execs of the nodes run at once (up to 8), each bounded by O(seconds) plus 10 s, within O(api_timeout).
+  - The execs of the nodes run at once (up to 25), each bounded by O(seconds) plus 10 s, within O(api_timeout).
     The CLI prints no count of notifications the kernel lost, so the counts are what the agent passed on.
   - Read-only in effect (the monitor only listens); the exec needs the verb C(create) on C(pods/exec).
 author:

@@ -212,3 +212,33 @@ def test_the_triage_reads_through_exec_the_nodes_whose_monitor_ssh_could_not_rea
     # the report's details: the flows as a table the HTML draws (a list of records)
     drawn = report["details"][controller[0]]["cilium_drops"]["dropped_flows"]
     assert [(r["node"], r["flow"], r["packets"]) for r in drawn][0] == ("node1", "198.19.1.10:41000 -> 198.19.2.20:8080 tcp", 5)
+
+
+def test_fifty_nodes_are_read_at_once_each_with_its_own_flows(lab, ansible, api):
+    """A fleet of agents (50 nodes, one anetd pod each): the execs run at once (the run takes a few windows, not
+    fifty), and each node gets its own flows, not another's."""
+    template = api.store.get("pods", "kube-system", "anetd-5kx8w")
+    nodes = ["worker%02d" % i for i in range(50)]
+    for index, node in enumerate(nodes):
+        agent = copy.deepcopy(template)
+        agent["metadata"].update(name="anetd-w%02d" % index, uid="uid-anetd-%d" % index)
+        agent["spec"]["nodeName"] = node
+        api.store.put(agent)
+        # node i's agent drops i + 1 packets of one flow from 198.19.9.i
+        line = json.loads(LINES.splitlines()[0])
+        line["summary"]["l3"]["src"] = "198.19.9.%d" % index
+        api.execs[("kube-system", "anetd-w%02d" % index, "cilium-agent")] = (
+            lambda command, body=(json.dumps(line) + "\n").encode() * (index + 1): ExecRun(
+                stdout=body, exit_code=124, seconds=1.0))
+    started = time.monotonic()
+    result = drops(ansible, api, nodes=nodes, seconds=1)
+    spent = time.monotonic() - started
+    assert not result["failed"], result
+    assert len(api.execs_served) == 50
+    assert spent < 25, spent  # two rounds of 25 execs of about 1 s, the module's start, the API reads
+    for index, node in enumerate(nodes):
+        read = result["nodes"][node]
+        assert (read["status"], read["drops"]) == ("ok", index + 1), (node, read)
+        [flow] = read["flows"]
+        assert flow["flow"].startswith("198.19.9.%d:41000 " % index), (node, flow)
+    assert [r["node"] for r in result["flows"][:3]] == ["worker49", "worker48", "worker47"]
