@@ -13,7 +13,7 @@ peer at all n x (n-1).  Folded here, from the findings alone:
   finding, "no node routes any peer's pod CIDR" - the CNI's routing is down everywhere, or the pods go through an
   overlay the check was not told about;
 - a target that ``FOLD_MIN`` or more observers report: one finding about the target ("the pod CIDR of node5 is
-  not routed on 97 nodes", "node7 is unreachable from 12 probers");
+  not routed on 97 nodes", "node7 is unreachable from 12 probers", "node7 is silent to path-MTU probes on 8 nodes");
 - a prober that reports ``FOLD_MIN`` or more targets that other probers reach: one finding about the prober
   ("prober node3 reaches none of 11 targets that the others reach": its own network, or its load).
 
@@ -46,6 +46,7 @@ PAIRWISE = {
     "route.next_hop_unresolved": ("evidence", "peer"),
     "reach.unreachable": ("subject", None),
     "bgp.not_established": ("evidence", "address"),
+    "net.pmtu_unchecked": ("subject", None),
 }
 WHAT = {
     "route.missing": "not routed",
@@ -55,9 +56,10 @@ WHAT = {
     "route.next_hop_unresolved": "a next hop that does not resolve (no ARP / ND answer)",
     "reach.unreachable": "unreachable",
     "bgp.not_established": "a BGP peer whose session is not Established",
+    "net.pmtu_unchecked": "silent to path-MTU probes",
 }
 # what other nodes see of a node that is down: symptoms of it, about the node (see node_down)
-DOWN_SYMPTOMS = ("reach.unreachable", "route.next_hop_unresolved", "bgp.not_established")
+DOWN_SYMPTOMS = ("reach.unreachable", "route.next_hop_unresolved", "bgp.not_established", "net.pmtu_unchecked")
 
 
 def _target(item):

@@ -214,3 +214,38 @@ def test_the_bgp_sessions_of_a_node_that_is_down_are_its_symptoms_by_its_address
     out = fold(flat, set(names + ["localhost"]))
     assert sorted((f["check"], f["subject"]) for f in out) == [
         ("bgp.not_established", "198.18.0.21"), ("triage.host_unreachable", "node11")]
+
+
+def unmeasured(prober, target):
+    """pmtu's finding for a peer that answered no probe (its words, pmtu.verdict)."""
+    item = finding("net.pmtu_unchecked", "info", "L3", target,
+                   "%s answered no 576-byte probe with DF set, so its path MTU was not measured (reachability is the "
+                   "connectivity check's)" % target, {"largest": None}, "k8snet.triage.reachability to this peer first")
+    return dict(item, host=prober, scenario="pmtu", scope="host")
+
+
+def test_the_path_mtu_probes_a_down_node_left_unanswered_are_its_symptoms():
+    """The 100-node bench with six faults: node11 down gave, beside its SSH failure, one net.pmtu_unchecked from each
+    of its 8 probers; they are the down node's symptoms, counted in its one finding."""
+    names = nodes(100)
+    probers = ["node7", "node15", "node26", "node37", "node48", "node59", "node80", "node91"]
+    flat = [ssh_failed("node11"), isolated("node11", probers, [n for n in names if n != "node11"])]
+    flat += [unmeasured(p, "node11") for p in probers] + [unreachable(p, "node11") for p in probers]
+    out = fold(flat, set(names + ["localhost"]))
+    assert [f["check"] for f in out] == ["triage.host_unreachable"]
+    [root] = out
+    assert "silent to path-MTU probes (8 nodes)" in root["summary"]
+    by = dict((c["check"], c) for c in root["evidence"]["corroborated_by"])
+    assert by["net.pmtu_unchecked"]["observers"] == 8
+
+
+def test_a_node_up_but_silent_to_path_mtu_probes_is_one_finding_about_it():
+    names = nodes(40)
+    probers = ["node3", "node9", "node21", "node33"]
+    out = fold([unmeasured(p, "node12") for p in probers] + [unmeasured("node5", "node6")], set(names + ["localhost"]))
+    folded = [f for f in out if f.get("scope") == "fleet"]
+    assert len(folded) == 1 and len(out) == 2
+    [one] = folded
+    assert (one["check"], one["severity"], one["subject"], one["host"]) == ("net.pmtu_unchecked", "info", "node12", "node12")
+    assert "node12 (the target) is silent to path-MTU probes on 4 nodes" in one["summary"]
+    assert one["evidence"]["folded"] == 4
