@@ -114,8 +114,11 @@ def _verdict(node, agent, result, cli, seconds, top, addresses):
                 seconds + GRACE, GRACE, "the flows below are what arrived before" if partial else "nothing arrived")
         elif result["ended"] == "truncated":
             why = "the exec printed more than %d MiB: cut there" % (kube_exec.MAX_OUTPUT >> 20)
+        elif result["exit_code"] is not None:  # the CLI's own words first: the API's Status only repeats the code
+            stderr = result["stderr"].strip()[-300:]
+            why = "exited with code %d%s" % (result["exit_code"], ": " + stderr if stderr else "")
         else:
-            why = result["message"] or result["stderr"].strip()[-300:] or "exit code %s" % result["exit_code"]
+            why = result["message"] or result["stderr"].strip()[-300:] or "the exec ended without an exit status"
         data.update(status="partial" if partial else "failed", error=why[:500])
         findings.append(_failure(node, agent, "`%s` %s" % (data["command"], why[:300]), why,
                                  "Run it by hand (kubectl exec -n NAMESPACE POD -c CONTAINER -- cilium-dbg monitor "

@@ -145,7 +145,8 @@ def test_the_agent_cli_failing_is_said_with_its_own_message(lab, ansible, api):
     result = drops(ansible, api)
     [found] = result["findings"]
     assert found["check"] == "cilium.monitor_exec_failed"
-    assert "exit code 1" in found["summary"] or "Unable to connect to monitor" in found["summary"]
+    assert ("`timeout 2 cilium-dbg monitor --type drop -j` exited with code 1: Unable to connect to monitor dial unix "
+            "/var/run/cilium/monitor1_2.sock: connect: no such file or directory") in found["summary"]
     assert result["nodes"]["node1"]["exit_code"] == 1
 
 
