@@ -10,8 +10,9 @@ to a websocket speaking the channel protocol ``v4.channel.k8s.io``: each binary 
 ``NonZeroExitCode`` and the exit code in ``details.causes`` (reason ``ExitCode``), or another reason when the
 command could not start).  The websocket is websocket-client's (the kubernetes client's own dependency, the one
 its stream module uses); the token, the TLS options and the proxy are the client configuration's, as that module
-uses them.  Every bound is ours: a connect timeout, a byte cap on the output, and one deadline for the whole
-exec, kept by a watchdog that aborts the socket whatever the server sends (a trickle, silence).
+uses them.  Every bound is ours: a connect timeout, a byte cap on everything read (counted on the socket, so one
+frame that declares gigabytes is cut as its bytes arrive), and one deadline for the whole exec, kept by a watchdog
+that aborts the socket whatever the server sends (a trickle, silence).
 
 The client's own stream module sets no timeout on the connection (a hung API server holds it forever), hence
 this module rather than ``kubernetes.stream``.
@@ -34,6 +35,31 @@ from ansible_collections.k8snet.triage.plugins.module_utils.kube_transport impor
 PROTOCOL = "v4.channel.k8s.io"
 STDOUT, STDERR, ERROR = 1, 2, 3
 MAX_OUTPUT = 8 * 1024 * 1024
+FRAMING = 64 * 1024  # what the frames' headers, the Status and the close may add to the output
+
+
+class OverCap(OSError):
+    """More bytes arrived than the exec may read."""
+
+
+class _CappedSocket(object):
+    """The websocket's socket with a budget of bytes read: past it, a read raises OverCap (websocket-client reads a
+    frame's payload whole, however long the frame says it is)."""
+
+    def __init__(self, sock, limit):
+        self._sock, self._left = sock, limit
+
+    def recv(self, size):
+        if self._left < 0:
+            raise OverCap("read past the cap")
+        data = self._sock.recv(size)
+        self._left -= len(data)
+        if self._left < 0:
+            raise OverCap("read past the cap")
+        return data
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
 
 
 def exec_url(server, namespace, pod, container, command):
@@ -143,6 +169,8 @@ def _receive(ws, websocket, deadline, watchdog, max_bytes):
         ws.settimeout(left)
         try:
             opcode, data = ws.recv_data()
+        except OverCap:
+            return channels, "truncated"
         except websocket.WebSocketTimeoutException:
             return channels, "deadline"
         except (websocket.WebSocketConnectionClosedException, OSError, websocket.WebSocketException):
@@ -176,6 +204,7 @@ def run(kube, namespace, pod, container, command, seconds, max_bytes=MAX_OUTPUT,
     started = time.monotonic()
     options = options if options is not None else connect_options(kube.config, kube.headers())
     ws = _connect(websocket, url, options, deadline, action, kube.server)
+    ws.sock = _CappedSocket(ws.sock, max_bytes + FRAMING)
     watchdog = _Watchdog(ws, deadline.left())
     try:
         channels, ended = _receive(ws, websocket, deadline, watchdog, max_bytes)

@@ -163,6 +163,22 @@ def test_an_exec_that_never_answers_ends_at_its_deadline_and_is_never_quiet(lab,
     assert (result["nodes"]["node1"]["status"], result["nodes"]["node1"]["ended"]) == ("failed", "deadline")
 
 
+def test_an_exec_that_sends_one_endless_frame_is_cut_at_the_byte_cap_not_the_deadline(lab, ansible, api):
+    """One stdout frame declaring a terabyte: the read stops once 8 MiB (and the framing's allowance) arrived."""
+    api.execs[AGENT] = lambda command: ExecRun(flood=1 << 40)
+    started = time.monotonic()
+    result = drops(ansible, api, seconds=5)
+    spent = time.monotonic() - started
+    assert not result["failed"], result
+    assert spent < 10, spent  # the deadline would have been 15 s
+    [found] = result["findings"]
+    assert found["check"] == "cilium.monitor_exec_failed" and "printed more than 8 MiB: cut there" in found["summary"]
+    assert result["nodes"]["node1"]["ended"] == "truncated"
+    time.sleep(0.5)  # the server's writer notices the client went
+    [sent] = api.execs_flooded
+    assert sent < 64 * 1024 * 1024, sent  # what the server could push before the client closed, not a terabyte
+
+
 def test_a_pod_whose_containers_have_other_names_is_said(lab, ansible, api):
     agent = api.store.get("pods", "kube-system", "anetd-5kx8w")
     two = copy.deepcopy(agent)

@@ -77,7 +77,8 @@ CHANNEL_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 class ExecRun:
     """What an exec prints and how it ends: ``exit_code`` 0 is Success; another code a NonZeroExitCode Failure;
     None with ``message`` a failure to start (the runtime's message); ``hang``: nothing is sent until the client
-    goes (at most ``seconds``)."""
+    goes (at most ``seconds``); ``flood``: one stdout frame that declares that many bytes, sent as fast as the
+    client reads until it goes (``execs_flooded`` counts what was sent)."""
     stdout: bytes = b""
     stderr: bytes = b""
     exit_code: int = 0
@@ -85,6 +86,7 @@ class ExecRun:
     seconds: float = 0.0
     chunks: int = 1
     hang: bool = False
+    flood: int = 0
 
 
 @dataclass
@@ -428,6 +430,9 @@ class Handler(BaseHTTPRequestHandler):
             if run.hang:
                 self.server.stopping.wait(run.seconds)
                 return
+            if run.flood:
+                self._flood(run.flood)
+                return
             chunks = max(1, run.chunks)
             step = -(-len(run.stdout) // chunks) or 1
             for start in range(0, len(run.stdout), step):
@@ -442,6 +447,18 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
         except OSError:
             pass  # the client went first (its deadline)
+
+    def _flood(self, size):
+        """One frame declaring ``size`` bytes, its payload sent until the client goes (or the server stops)."""
+        head = frame(0x2, b"")[:1] + struct.pack("!BQ", 127, size)
+        chunk, sent = b"\x01" + b"x" * 65535, 0
+        self.wfile.write(head)
+        try:
+            while sent < size and not self.server.stopping.is_set():
+                self.wfile.write(chunk)
+                sent += len(chunk)
+        finally:
+            self.server.execs_flooded.append(sent)
 
     def do_GET(self):
         answer = self._route("GET")
@@ -499,6 +516,7 @@ class StandIn(object):
         httpd.crds_absent = self.crds_absent
         httpd.logs = self.logs
         httpd.execs, httpd.execs_served, httpd.stopping = self.execs, [], threading.Event()
+        httpd.execs_flooded = []
         self.httpd = httpd
         self.thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         self.thread.start()
@@ -507,6 +525,10 @@ class StandIn(object):
     @property
     def execs_served(self):
         return self.httpd.execs_served
+
+    @property
+    def execs_flooded(self):
+        return self.httpd.execs_flooded
 
     def stop(self):
         if self.httpd:
