@@ -159,9 +159,9 @@ def _connect(websocket, url, options, deadline, action, server):
             action=action, cause="deadline" if timeout else None)
 
 
-def _receive(ws, websocket, deadline, watchdog, max_bytes):
-    """The channels' bytes until the server closes, the deadline passes or ``max_bytes`` of output arrived."""
-    channels, size, ended = {STDOUT: bytearray(), STDERR: bytearray(), ERROR: bytearray()}, 0, "closed"
+def _receive(ws, websocket, deadline, watchdog):
+    """The channels' bytes until the server closes, the deadline passes or the socket's byte cap is reached."""
+    channels = {STDOUT: bytearray(), STDERR: bytearray(), ERROR: bytearray()}
     while True:
         left = deadline.left()
         if left <= 0:
@@ -174,18 +174,15 @@ def _receive(ws, websocket, deadline, watchdog, max_bytes):
         except websocket.WebSocketTimeoutException:
             return channels, "deadline"
         except (websocket.WebSocketConnectionClosedException, OSError, websocket.WebSocketException):
-            return channels, "deadline" if watchdog.fired else ended
+            return channels, "deadline" if watchdog.fired else "closed"
         if opcode == websocket.ABNF.OPCODE_CLOSE:
-            return channels, ended
+            return channels, "closed"
         if opcode not in (websocket.ABNF.OPCODE_BINARY, websocket.ABNF.OPCODE_TEXT) or not data:
             continue
         data = data.encode("utf-8") if isinstance(data, str) else data
         channel, payload = data[0], data[1:]
         if channel in channels:
             channels[channel].extend(payload)
-            size += len(payload)
-        if size > max_bytes:
-            return channels, "truncated"
 
 
 def run(kube, namespace, pod, container, command, seconds, max_bytes=MAX_OUTPUT, options=None, websocket=None):
@@ -194,8 +191,9 @@ def run(kube, namespace, pod, container, command, seconds, max_bytes=MAX_OUTPUT,
 
     Returns ``{stdout, stderr, exit_code, message, ended, seconds}``: ``ended`` is ``closed`` (the exec ended and
     the server closed), ``deadline`` (cut at the deadline: the output read so far is kept) or ``truncated`` (more
-    than ``max_bytes`` of output).  ReadError / PrivilegeError when the exec could not start (the API's own
-    answer: 403 without create on pods/exec, 404 no such pod, 400 no such container)."""
+    than ``max_bytes`` read, and FRAMING for the frames' own bytes).  ReadError / PrivilegeError when the exec
+    could not start (the API's own answer: 403 without create on pods/exec, 404 no such pod, 400 no such
+    container)."""
     if websocket is None:
         import websocket  # pylint: disable=import-outside-toplevel,redefined-outer-name
     action = "exec %s in pods %s/%s container %s" % (" ".join(str(a) for a in command)[:80], namespace, pod, container)
@@ -207,7 +205,7 @@ def run(kube, namespace, pod, container, command, seconds, max_bytes=MAX_OUTPUT,
     ws.sock = _CappedSocket(ws.sock, max_bytes + FRAMING)
     watchdog = _Watchdog(ws, deadline.left())
     try:
-        channels, ended = _receive(ws, websocket, deadline, watchdog, max_bytes)
+        channels, ended = _receive(ws, websocket, deadline, watchdog)
     finally:
         watchdog.cancel()
         try:

@@ -450,7 +450,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _flood(self, size):
         """One frame declaring ``size`` bytes, its payload sent until the client goes (or the server stops)."""
-        head = frame(0x2, b"")[:1] + struct.pack("!BQ", 127, size)
+        head = struct.pack("!BBQ", 0x82, 127, size)  # FIN and binary, then the 64-bit length (RFC 6455 5.2)
         chunk, sent = b"\x01" + b"x" * 65535, 0
         self.wfile.write(head)
         try:
