@@ -40,12 +40,17 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset(("owners", "kube", "inventory", "pod", "scenarios", "nodes", "read_role_facts"))
 
     def _fleet_inputs(self, args, task_vars):
-        """``args`` with owners, kube, pod and inventory, when not given and read_role_facts is true, read from
-        the facts the node_pass role set, as they are: a fleet-sized value given as a template is templated
+        """``args`` with owners, kube, pod and inventory (and a scenario role's scenarios and nodes), when not given
+        and read_role_facts is true, read from the facts and variables the node_pass role set, as they are: a fleet-sized value given as a template is templated
         again for every host (O(n) per host), a fact read here is not."""
         if not args.get("read_role_facts"):
             return args
         args = dict(args)
+        # a scenario role's pass (tasks_from: scenario sets node_pass_scenario): its scenario on the play's hosts
+        scenario = task_vars.get("node_pass_scenario")
+        scenario = self._templar.template(scenario) if isinstance(scenario, str) else scenario
+        if scenario and args.get("scenarios") is None and args.get("nodes") is None:
+            args["scenarios"], args["nodes"] = [scenario], task_vars.get("ansible_play_hosts_all")
         for name, variable in _ROLE_FACTS:
             if args.get(name) is None and task_vars.get(variable) is not None:
                 value = task_vars[variable]

@@ -95,6 +95,10 @@ options:
       - The role sets it. Given as templates, these fleet-sized values are templated again for every host, which
         grows with the fleet for each host (with ansible-core 2.19, a 300-entry dict given as an argument cost
         about 0.35 s of controller CPU per host); read as facts they are not.
+      - Also reads C(node_pass_scenario), which a scenario role sets (C(tasks_from=scenario)) - when it names a
+        scenario and O(scenarios) and O(nodes) are not given, the pass is narrowed to that scenario on the play's
+        hosts (C(ansible_play_hosts_all)), as if they were given. Read here, not given as templates - a template in
+        the task's arguments is compiled again by every host's worker process on the controller.
     type: bool
     default: false
   scenarios:
