@@ -326,7 +326,10 @@ class Lab:
             f"addr add {node.ip}/{self.network.prefixlen} dev eth0",
         ]) + "\n"
         self.run(["ip", "-n", ns, "-batch", "-"], input=batch)
-        self.ns_run(node, ["sysctl", "-qw", "net.ipv4.ip_forward=1"])
+        # an hour before the kernel's GC may drop a STALE neighbour entry of eth0 (the default, 60 s, counts once the
+        # machine's one table holds more than gc_thresh1 entries: with two labs up, a fault injected as a STALE entry
+        # vanished between a test's runs)
+        self.ns_run(node, ["sysctl", "-qw", "net.ipv4.ip_forward=1", "net.ipv4.neigh.eth0.gc_stale_time=3600"])
         ndir = self.workdir / "nodes" / node.name
         for sub in ("run", "log"):
             (ndir / sub).mkdir(parents=True, exist_ok=True)

@@ -49,3 +49,40 @@ def test_a_fact_still_a_template_is_rendered_and_without_the_flag_nothing_is_rea
     assert asked == ["{{ kube_read }}"] and got["kube"] == {"rendered": "{{ kube_read }}"}
     got, asked = inputs({}, FACTS)
     assert got == {} and asked == []
+
+
+class Plain(Templar):
+    """Templates text to itself (a variable that is already a value)."""
+
+    def template(self, value):
+        self.asked.append(value)
+        return value
+
+
+def narrowing(args, task_vars):
+    fake = SimpleNamespace(_templar=Plain())
+    got = action.ActionModule._fleet_inputs(fake, args, task_vars)
+    return got, action.ActionModule._narrowed(got)
+
+
+HOSTS = {"ansible_play_hosts_all": ["node1", "node2"]}
+
+
+def test_a_scenario_role_narrows_the_pass_through_node_pass_scenario():
+    # what the task's arguments said as templates before: [node_pass_scenario] on ansible_play_hosts_all
+    got, (narrowed, problem) = narrowing({"read_role_facts": True}, dict(HOSTS, node_pass_scenario="dns"))
+    assert problem is None and narrowed == {"scenarios": ["dns"], "nodes": ["node1", "node2"]}
+
+
+def test_the_triage_pass_is_not_narrowed():
+    for unset in ({}, {"node_pass_scenario": ""}, {"node_pass_scenario": None}):
+        got, (narrowed, problem) = narrowing({"read_role_facts": True}, dict(HOSTS, **unset))
+        assert narrowed is None and problem is None and "scenarios" not in got
+
+
+def test_a_narrowing_given_as_arguments_wins_and_a_wrong_scenario_is_refused():
+    args = {"read_role_facts": True, "scenarios": ["calico"], "nodes": ["node2"]}
+    _got, (narrowed, _problem) = narrowing(args, dict(HOSTS, node_pass_scenario="dns"))
+    assert narrowed == {"scenarios": ["calico"], "nodes": ["node2"]}
+    _got, (narrowed, problem) = narrowing({"read_role_facts": True}, dict(HOSTS, node_pass_scenario="f5"))
+    assert narrowed is None and "scenarios must be a non-empty list of node scenarios" in problem
