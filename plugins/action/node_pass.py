@@ -41,8 +41,9 @@ class ActionModule(ActionBase):
 
     def _fleet_inputs(self, args, task_vars):
         """``args`` with owners, kube, pod and inventory (and a scenario role's scenarios and nodes), when not given
-        and read_role_facts is true, read from the facts and variables the node_pass role set, as they are: a fleet-sized value given as a template is templated
-        again for every host (O(n) per host), a fact read here is not."""
+        and read_role_facts is true, read from the facts and variables the node_pass role set, as they are: a
+        fleet-sized value given as a template is templated again for every host (O(n) per host), a fact read here
+        is not, and a template in the task's arguments is compiled again in every host's worker."""
         if not args.get("read_role_facts"):
             return args
         args = dict(args)
