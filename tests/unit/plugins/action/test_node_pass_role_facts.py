@@ -19,8 +19,8 @@ class Templar:
         return {"rendered": value}
 
 
-def inputs(args, task_vars):
-    fake = SimpleNamespace(_templar=Templar())
+def inputs(args, task_vars, templar=None):
+    fake = SimpleNamespace(_templar=templar or Templar())
     return action.ActionModule._fleet_inputs(fake, args, task_vars), fake._templar.asked
 
 
@@ -60,8 +60,7 @@ class Plain(Templar):
 
 
 def narrowing(args, task_vars):
-    fake = SimpleNamespace(_templar=Plain())
-    got = action.ActionModule._fleet_inputs(fake, args, task_vars)
+    got, _asked = inputs(args, task_vars, Plain())
     return got, action.ActionModule._narrowed(got)
 
 
@@ -70,7 +69,7 @@ HOSTS = {"ansible_play_hosts_all": ["node1", "node2"]}
 
 def test_a_scenario_role_narrows_the_pass_through_node_pass_scenario():
     # what the task's arguments said as templates before: [node_pass_scenario] on ansible_play_hosts_all
-    got, (narrowed, problem) = narrowing({"read_role_facts": True}, dict(HOSTS, node_pass_scenario="dns"))
+    _got, (narrowed, problem) = narrowing({"read_role_facts": True}, dict(HOSTS, node_pass_scenario="dns"))
     assert problem is None and narrowed == {"scenarios": ["dns"], "nodes": ["node1", "node2"]}
 
 
