@@ -23,6 +23,9 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="build the lab (tears down leftovers of the slot first)")
     up.add_argument("--nodes", type=int, default=None)
+    up.add_argument("--node-pythons", choices=("mixed", "system"), default="mixed",
+                    help="mixed: three interpreters in turn, pyroute2 on a third of the nodes (the tests); system: "
+                         "/usr/bin/python3 on every node, as on a fleet of one OS (the benchmarks)")
     sub.add_parser("down", help="remove everything the lab made, also after a crash")
     sub.add_parser("status", help="print the lab's nodes")
     sub.add_parser("list", help="list the fault injectors")
@@ -32,7 +35,7 @@ def main(argv=None):
     opts = parser.parse_args(argv)
     try:
         if opts.cmd == "up":
-            lab = Lab(slot=opts.slot, nodes=opts.nodes).up()
+            lab = Lab(slot=opts.slot, nodes=opts.nodes, node_pythons=opts.node_pythons).up()
             print(f"lab slot {lab.slot} up: {len(lab.nodes)} nodes, inventory {lab.inventory_path}")
         elif opts.cmd == "down":
             Lab(slot=opts.slot).down()

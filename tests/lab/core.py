@@ -40,6 +40,7 @@ MAX_NODES = 400
 DEFAULT_NODES = 3
 SYSTEM_PYTHON = "/usr/bin/python3"
 OLD_PYTHON = "/root/.pyenv/versions/3.9.18/bin/python3.9"
+NODE_PYTHONS = ("mixed", "system")
 SHELL_STARTUP_FILES = ("/root/.bashrc", "/root/.profile", "/root/.bash_profile", "/root/.bash_login")
 NEIGH_THRESHOLDS = "/proc/sys/net/ipv4/neigh/default/gc_thresh%d"
 
@@ -70,7 +71,7 @@ def _env_int(name, default):
 class Lab:
     """One lab instance.  ``Lab.load()`` re-attaches to a lab that is up."""
 
-    def __init__(self, slot=None, nodes=None, workdir=None, python=None):
+    def __init__(self, slot=None, nodes=None, workdir=None, python=None, node_pythons="mixed"):
         self.slot = _env_int("K8SNET_LAB_SLOT", 0) if slot is None else int(slot)
         if not 0 <= self.slot <= MAX_SLOT:
             raise LabError(f"lab slot {self.slot} is out of range: use 0..{MAX_SLOT}")
@@ -79,6 +80,9 @@ class Lab:
             raise LabError(f"{self.node_count} nodes asked for: the lab holds 2..{MAX_NODES}")
         self.workdir = Path(workdir or os.environ.get("K8SNET_LAB_DIR") or f"/tmp/k8snet-lab{self.slot}")
         self.python = python or sys.executable
+        if node_pythons not in NODE_PYTHONS:
+            raise LabError(f"node_pythons={node_pythons!r}: use one of {', '.join(NODE_PYTHONS)}")
+        self.node_pythons = node_pythons
         self.prefix = f"k8t{self.slot}"
         self.switch_ns = f"{self.prefix}-sw"
         self.ctl_link = f"{self.prefix}ctl"
@@ -128,7 +132,12 @@ class Lab:
         return [str(net) for net in self.pod_supernet.subnets(new_prefix=prefix)]
 
     def _pythons(self):
-        """Nodes differ like a real fleet: pyroute2 or not, an older Python."""
+        """The nodes' interpreters: ``mixed`` (the tests) rotates the controller's Python with pyroute2, the
+        system's and an older one, so that every code path runs; ``system`` gives every node the distribution's
+        /usr/bin/python3, as a fleet of one OS has (the benchmarks: the pyenv-built interpreters of ``mixed``
+        cost up to half again as much CPU per node pass)."""
+        if self.node_pythons == "system":
+            return [(SYSTEM_PYTHON, False)]
         choices = [(self.python, True), (SYSTEM_PYTHON, False)]
         if os.path.exists(OLD_PYTHON):
             choices.append((OLD_PYTHON, False))
