@@ -132,3 +132,20 @@ def test_tcp_reads_of_the_dns_and_lb_health_checks_keep_one_deadline():
         assert time.monotonic() - started <= TIMEOUT * SLACK
     finally:
         peer.close()
+
+
+def test_readers_of_every_pass_do_not_import_http_client():
+    """BIRD's and DNS's readers import sockets on every node pass; http.client is imported only by what reads
+    HTTP (checked in a fresh interpreter: this process has imported it long ago)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import BUILD
+
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from ansible_collections.k8snet.triage.plugins.module_utils import bird, dns_wire, sockets\n"
+            "print('http.client' in sys.modules)\n"
+            "from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent\n"
+            "print('http.client' in sys.modules)\n") % str(BUILD)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
+    assert out.split() == ["False", "True"]
