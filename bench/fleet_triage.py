@@ -15,9 +15,10 @@ ansible-playbook process tree: the process, its workers, the ssh clients) in all
 machine's CPUs were during it, and how much of them the hypervisor took (steal, from
 /proc/stat): the lab's nodes share the controller's CPUs, so a slow or shared machine shows
 there. The first run after the lab is up opens every SSH connection (and pays its key
-exchange); the runs after it reuse them (ControlPersist). --kex NAME sets the SSH key exchange of the
-loop and of every run (e.g. curve25519-sha256): OpenSSH 9.0 to 9.8 default to sntrup761x25519, whose key
-generation costs the client and the node each tens of milliseconds of CPU per new connection.
+exchange); the runs after it reuse them (ControlPersist), unless --cold gives each run connections of its
+own (each row says cold or warm). --kex NAME sets the SSH key exchange of the loop and of every run
+(e.g. curve25519-sha256): OpenSSH 9.0 to 9.8 default to sntrup761x25519, whose key generation costs
+the client and the node each tens of milliseconds of CPU per new connection.
 
 With --fleet healthy the lab is a healthy fleet (tests/lab/faults/healthy.py: pod mesh, Calico's files, BIRD in
 a full mesh, kubelet ports and logs): the report should hold no warning. With --fleet faults the same fleet gets
@@ -32,7 +33,7 @@ the lab's nodes take from the controller's CPUs.
 
 usage: python bench/fleet_triage.py [--nodes 50[,100,...]] [--slot 7] [--before f25] [--after f25]
                                     [--fleet bare|healthy|faults] [--keep DIR] [--mitogen DIR] [--scenarios cni,calico,...]
-                                    [--kex curve25519-sha256] [--node-pythons system|mixed]
+                                    [--kex curve25519-sha256] [--node-pythons system|mixed] [--cold]
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ CALLBACKS = ROOT / "tests" / "integration" / "callback_plugins"
 PASS_ACTIONS = ("node_pass", "node_triage")  # the records of the node pass (node_triage's timing)
 
 
-def _env(forks, strategy, pipelining, mitogen=None, record=None, inject="True", kex=None):
+def _env(forks, strategy, pipelining, mitogen=None, record=None, inject="True", kex=None, control_dir=None):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_FORKS=str(forks),
                ANSIBLE_STRATEGY=strategy, ANSIBLE_PIPELINING=pipelining, ANSIBLE_INJECT_FACT_VARS=inject,
                PATH="%s:%s" % (Path(sys.executable).parent, os.environ["PATH"]))
@@ -84,6 +85,8 @@ def _env(forks, strategy, pipelining, mitogen=None, record=None, inject="True", 
         config = configparser.ConfigParser(interpolation=None)
         config.read(ROOT / "ansible.cfg")
         env["ANSIBLE_SSH_ARGS"] = "%s -o KexAlgorithms=%s" % (config.get("ssh_connection", "ssh_args"), kex)
+    if control_dir:  # connections of this run's own (cold: every SSH connection new, its key exchange paid)
+        env["ANSIBLE_SSH_CONTROL_PATH_DIR"] = control_dir
     if record:  # the tests' callback: one JSON line per task result (node_triage's timing)
         env.update(ANSIBLE_CALLBACK_PLUGINS=str(CALLBACKS), ANSIBLE_CALLBACKS_ENABLED="record", K8SNET_RECORD=record)
     if mitogen:
@@ -116,13 +119,15 @@ def tasks_per_node(proc, lab):
     return statistics.median(counts) if counts else 0
 
 
-def run(lab, playbook, forks, strategy, pipelining, outdir, extra, mitogen=None, inject="True", kex=None):
-    """One triage run: (wall, process, report, node_triage timings, phases, controller CPU seconds)."""
+def run(lab, playbook, forks, strategy, pipelining, outdir, extra, mitogen=None, inject="True", kex=None, cold=False):
+    """One triage run: (wall, process, report, node_triage timings, phases, controller CPU seconds); ``cold``: in
+    a ControlPath directory of its own, so that no connection of an earlier run is reused."""
     extra = dict(extra, report_output_dir=outdir, report_fail_on_critical=False)
     record = str(Path(outdir) / "record.jsonl")
     Path(record).write_text("")
     started = time.time()
-    wall, proc, controller_cpu = _play(lab, playbook, extra, _env(forks, strategy, pipelining, mitogen, record, inject, kex))
+    env = _env(forks, strategy, pipelining, mitogen, record, inject, kex, str(Path(outdir) / "cp") if cold else None)
+    wall, proc, controller_cpu = _play(lab, playbook, extra, env)
     report = json.loads((Path(outdir) / "triage-report.json").read_text()) if proc.returncode == 0 else None
     timings, records = [], [json.loads(line) for line in Path(record).read_text().splitlines() if line.strip()]
     for rec in records:
@@ -190,7 +195,7 @@ def settle(limit=180.0, busy=20, window=5.0):
 
 
 def _row(label, wall, nodes, manual, tasks, rest):
-    print("%-44s %7.1f %9.3f %6.1fx %6s  %s" % (label, wall, wall / nodes, wall / manual, tasks, rest))
+    print("%-50s %7.1f %9.3f %6.1fx %6s  %s" % (label, wall, wall / nodes, wall / manual, tasks, rest))
 
 
 def main():
@@ -206,6 +211,8 @@ def main():
     parser.add_argument("--keep", help="a directory to keep each run's reports in (<setting>-<nodes>-<fleet>)")
     parser.add_argument("--mitogen", help="a directory holding the mitogen package: also run triage.yml with it")
     parser.add_argument("--kex", help="the SSH key exchange of the loop and every run (default: ssh's own)")
+    parser.add_argument("--cold", action="store_true",
+                        help="every run opens its own SSH connections (default: the runs after the first reuse them)")
     parser.add_argument("--node-pythons", default="system", choices=("system", "mixed"),
                         help="the nodes' interpreter: system (/usr/bin/python3 everywhere) or mixed (the tests' three)")
     parser.add_argument("--scenarios", default="",
@@ -243,7 +250,7 @@ def bench_size(opts, nodes):
         print(settle())
         ticks = cpu_times()
         manual = manual_loop(lab, opts.kex)
-        print("%-44s %7s %9s %7s %6s  %s" % ("path", "wall s", "per host", "/manual", "tasks", "findings / on the node"))
+        print("%-50s %7s %9s %7s %6s  %s" % ("path", "wall s", "per host", "/manual", "tasks", "findings / on the node"))
         _row("manual ssh loop (ip n; ip r; iptables)", manual, nodes, manual, "-",
              "(read by eye); " + machine(ticks, cpu_times()))
         variants = [("scenario roles (before) %s" % s, ROLES_TRIAGE, s, None) for s in opts.before.split(",") if s]
@@ -251,23 +258,24 @@ def bench_size(opts, nodes):
         if opts.mitogen:
             variants += [("triage.yml, one pass %s" % s, "k8snet.triage.triage", s, opts.mitogen)
                          for s in opts.after.split(",") if s]
-        for name, playbook, setting, mitogen in variants:
+        for index, (name, playbook, setting, mitogen) in enumerate(variants):
+            cold = opts.cold or index == 0  # the manual loop opens no ControlMaster: the first run is cold
             forks, strategy, pipelining, inject = SETTINGS[setting]
             strategy = "mitogen_" + strategy if mitogen else strategy
             with tempfile.TemporaryDirectory() as out:
                 settle()
                 ticks = cpu_times()
                 wall, proc, report, timings, spent, controller_cpu = run(lab, playbook, forks, strategy, pipelining, out,
-                                                                         extra, mitogen, inject, opts.kex)
+                                                                         extra, mitogen, inject, opts.kex, cold)
                 if opts.keep:  # the reports, to read as the operator would
                     kept = Path(opts.keep) / ("%s-%d-%s" % (setting, len(lab.nodes), opts.fleet))
                     shutil.copytree(out, kept, dirs_exist_ok=True)
                 load = machine(ticks, cpu_times())
                 sizes = dict((name, (Path(out) / name).stat().st_size if (Path(out) / name).exists() else 0)
                              for name in ("triage-report.json", "triage-report.html"))
-            label = "%s (forks %d, %s)" % (name, forks, strategy)
+            label = "%s (forks %d, %s, %s)" % (name, forks, strategy, "cold" if cold else "warm")
             if report is None:
-                print("%-44s failed rc=%d: %s" % (label, proc.returncode, (proc.stdout + proc.stderr)[-600:]))
+                print("%-50s failed rc=%d: %s" % (label, proc.returncode, (proc.stdout + proc.stderr)[-600:]))
                 continue
             severity = report["counts"]["severity"]
             rest = "%d findings (%d critical, %d warning), %d hosts reached of %d; report %d KB JSON, %d KB HTML" % (
@@ -284,14 +292,14 @@ def bench_size(opts, nodes):
             rest += "; " + (spent + "; " if spent else "") + load
             _row(label, wall, nodes, manual, tasks_per_node(proc, lab), rest)
             by_check = sorted(report["counts"]["check"].items(), key=lambda kv: -kv[1])[:8]
-            print("%-44s   most frequent problems: %s" % ("", ", ".join("%s %d" % kv for kv in by_check)))
+            print("%-50s   most frequent problems: %s" % ("", ", ".join("%s %d" % kv for kv in by_check)))
             act_on = [f for f in report["findings"] if f["severity"] in ("warning", "critical")]
             if 0 < len(act_on) <= 12:
                 shown = ["%s %s (%s)" % (f["check"], f["subject"], f.get("host")) for f in act_on]
-                print("%-44s   to act on: %s" % ("", "; ".join(shown)))
+                print("%-50s   to act on: %s" % ("", "; ".join(shown)))
             gaps = report["coverage"]["gaps"]
             for gap in [g for g in gaps if g["status"] == "failed"][:5]:
-                print("%-44s   failed %s on %d hosts: %s" % ("", gap["scenario"], len(gap["hosts"]), gap["reason"][:160]))
+                print("%-50s   failed %s on %d hosts: %s" % ("", gap["scenario"], len(gap["hosts"]), gap["reason"][:160]))
         print("load average at the end: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
     finally:
         if traffic is not None:
