@@ -195,7 +195,7 @@ def settle(limit=180.0, busy=20, window=5.0):
 
 
 def _row(label, wall, nodes, manual, tasks, rest):
-    print("%-50s %7.1f %9.3f %6.1fx %6s  %s" % (label, wall, wall / nodes, wall / manual, tasks, rest))
+    print("%-56s %7.1f %9.3f %6.1fx %6s  %s" % (label, wall, wall / nodes, wall / manual, tasks, rest))
 
 
 def main():
@@ -250,7 +250,7 @@ def bench_size(opts, nodes):
         print(settle())
         ticks = cpu_times()
         manual = manual_loop(lab, opts.kex)
-        print("%-50s %7s %9s %7s %6s  %s" % ("path", "wall s", "per host", "/manual", "tasks", "findings / on the node"))
+        print("%-56s %7s %9s %7s %6s  %s" % ("path", "wall s", "per host", "/manual", "tasks", "findings / on the node"))
         _row("manual ssh loop (ip n; ip r; iptables)", manual, nodes, manual, "-",
              "(read by eye); " + machine(ticks, cpu_times()))
         variants = [("scenario roles (before) %s" % s, ROLES_TRIAGE, s, None) for s in opts.before.split(",") if s]
@@ -275,7 +275,7 @@ def bench_size(opts, nodes):
                              for name in ("triage-report.json", "triage-report.html"))
             label = "%s (forks %d, %s, %s)" % (name, forks, strategy, "cold" if cold else "warm")
             if report is None:
-                print("%-50s failed rc=%d: %s" % (label, proc.returncode, (proc.stdout + proc.stderr)[-600:]))
+                print("%-56s failed rc=%d: %s" % (label, proc.returncode, (proc.stdout + proc.stderr)[-600:]))
                 continue
             severity = report["counts"]["severity"]
             rest = "%d findings (%d critical, %d warning), %d hosts reached of %d; report %d KB JSON, %d KB HTML" % (
@@ -292,14 +292,14 @@ def bench_size(opts, nodes):
             rest += "; " + (spent + "; " if spent else "") + load
             _row(label, wall, nodes, manual, tasks_per_node(proc, lab), rest)
             by_check = sorted(report["counts"]["check"].items(), key=lambda kv: -kv[1])[:8]
-            print("%-50s   most frequent problems: %s" % ("", ", ".join("%s %d" % kv for kv in by_check)))
+            print("%-56s   most frequent problems: %s" % ("", ", ".join("%s %d" % kv for kv in by_check)))
             act_on = [f for f in report["findings"] if f["severity"] in ("warning", "critical")]
             if 0 < len(act_on) <= 12:
                 shown = ["%s %s (%s)" % (f["check"], f["subject"], f.get("host")) for f in act_on]
-                print("%-50s   to act on: %s" % ("", "; ".join(shown)))
+                print("%-56s   to act on: %s" % ("", "; ".join(shown)))
             gaps = report["coverage"]["gaps"]
             for gap in [g for g in gaps if g["status"] == "failed"][:5]:
-                print("%-50s   failed %s on %d hosts: %s" % ("", gap["scenario"], len(gap["hosts"]), gap["reason"][:160]))
+                print("%-56s   failed %s on %d hosts: %s" % ("", gap["scenario"], len(gap["hosts"]), gap["reason"][:160]))
         print("load average at the end: %s" % " ".join("%.2f" % x for x in os.getloadavg()))
     finally:
         if traffic is not None:
