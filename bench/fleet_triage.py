@@ -56,6 +56,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.lab import Lab  # noqa: E402
+from tests.lab.core import NODE_PYTHONS  # noqa: E402
 from tests.lab.faults import arp, firewall, healthy  # noqa: E402
 
 SETTINGS = {
@@ -213,7 +214,7 @@ def main():
     parser.add_argument("--kex", help="the SSH key exchange of the loop and every run (default: ssh's own)")
     parser.add_argument("--cold", action="store_true",
                         help="every run opens its own SSH connections (default: the runs after the first reuse them)")
-    parser.add_argument("--node-pythons", default="system", choices=("system", "mixed"),
+    parser.add_argument("--node-pythons", default="system", choices=NODE_PYTHONS,
                         help="the nodes' interpreter: system (/usr/bin/python3 everywhere) or mixed (the tests' three)")
     parser.add_argument("--scenarios", default="",
                         help="triage_scenarios for every path, comma-separated (default: each path's own default; "

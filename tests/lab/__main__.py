@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .core import Lab, LabError
+from .core import NODE_PYTHONS, Lab, LabError
 from .faults import load_all
 
 
@@ -23,7 +23,7 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="cmd", required=True)
     up = sub.add_parser("up", help="build the lab (tears down leftovers of the slot first)")
     up.add_argument("--nodes", type=int, default=None)
-    up.add_argument("--node-pythons", choices=("mixed", "system"), default="mixed",
+    up.add_argument("--node-pythons", choices=NODE_PYTHONS, default="mixed",
                     help="mixed: three interpreters in turn, pyroute2 on a third of the nodes (the tests); system: "
                          "/usr/bin/python3 on every node, as on a fleet of one OS (the benchmarks)")
     sub.add_parser("down", help="remove everything the lab made, also after a crash")
