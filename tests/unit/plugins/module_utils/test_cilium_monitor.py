@@ -117,14 +117,11 @@ def test_summary_counts_lost_and_unreadable_notifications():
     assert summary["flows"][0]["packets"] == 2
 
 
-def serve(handler):
-    path = "/tmp/k8snet-monitor-%d.sock" % threading.get_ident()
+def serve(handler, directory):
+    """A unix socket in the test's own directory (not a fixed name in /tmp, which runs left behind and which
+    another user could have put a symlink at), serving one connection with ``handler``."""
+    path = str(directory / "monitor.sock")
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        import os
-        os.unlink(path)
-    except OSError:
-        pass
     server.bind(path)
     server.listen(1)
 
@@ -135,14 +132,14 @@ def serve(handler):
     return path, server
 
 
-def test_the_read_ends_at_its_deadline_whatever_the_agent_does():
+def test_the_read_ends_at_its_deadline_whatever_the_agent_does(tmp_path):
     hold = threading.Event()
 
     def trickle(conn):
         conn.sendall(STREAM[:200])  # the definition and a few payloads, then a message cut short, then silence
         hold.wait(10)
         conn.close()
-    path, server = serve(trickle)
+    path, server = serve(trickle, tmp_path)
     try:
         started = time.monotonic()
         summary = cm.read_drops(path, seconds=0.8)
@@ -154,12 +151,12 @@ def test_the_read_ends_at_its_deadline_whatever_the_agent_does():
     assert summary["drops"] >= 1 and summary["events"] == summary["drops"] and not summary["truncated"]
 
 
-def test_the_read_stops_at_max_events():
+def test_the_read_stops_at_max_events(tmp_path):
     def flood(conn):
         conn.sendall(STREAM)
         time.sleep(2)
         conn.close()
-    path, server = serve(flood)
+    path, server = serve(flood, tmp_path)
     try:
         summary = cm.read_drops(path, seconds=5, max_events=4)
     finally:
