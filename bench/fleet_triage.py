@@ -174,9 +174,13 @@ def cpu_times():
 def machine(before, after):
     """How busy all CPUs were between two cpu_times() readings, and how much the hypervisor took."""
     delta = [b - a for a, b in zip(before, after)]
-    total = sum(delta) or 1
-    idle = delta[3] + delta[4]  # idle, iowait
-    return "machine: CPUs %d %% busy, %d %% stolen" % (round(100.0 * (total - idle) / total), round(100.0 * delta[7] / total))
+    return "machine: CPUs %d %% busy, %d %% stolen" % (busy_percent(before, after), round(100.0 * delta[7] / (sum(delta) or 1)))
+
+
+def busy_percent(before, after):
+    """How busy all CPUs were between two cpu_times() readings, in percent (idle and iowait are not busy)."""
+    delta = [b - a for a, b in zip(before, after)]
+    return round(100.0 * (sum(delta) - delta[3] - delta[4]) / (sum(delta) or 1))
 
 
 def settle(limit=180.0, busy=20, window=5.0):
@@ -187,8 +191,7 @@ def settle(limit=180.0, busy=20, window=5.0):
     while time.perf_counter() - started < limit:
         before = cpu_times()
         time.sleep(window)
-        delta = [b - a for a, b in zip(before, cpu_times())]
-        percent = round(100.0 * (sum(delta) - delta[3] - delta[4]) / (sum(delta) or 1))
+        percent = busy_percent(before, cpu_times())
         if percent < busy:
             break
     return "waited %.0f s for the machine to settle (CPUs %d %% busy over %.0f s)" % (

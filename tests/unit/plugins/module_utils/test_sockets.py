@@ -4,6 +4,8 @@ control socket against hostile peers (real unix sockets, served from a thread)."
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_agent as ca, sockets
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
 from tests.cilium_agent.hostile import Hostile
+from tests.conftest import BUILD
 
 TIMEOUT = 1.0
 SLACK = 1.10  # the acceptance bound: the deadline + 10 %
@@ -137,11 +140,6 @@ def test_tcp_reads_of_the_dns_and_lb_health_checks_keep_one_deadline():
 def test_readers_of_every_pass_do_not_import_http_client():
     """BIRD's and DNS's readers import sockets on every node pass; http.client is imported only by what reads
     HTTP (checked in a fresh interpreter: this process has imported it long ago)."""
-    import subprocess
-    import sys
-
-    from tests.conftest import BUILD
-
     code = ("import sys; sys.path.insert(0, %r)\n"
             "from ansible_collections.k8snet.triage.plugins.module_utils import bird, dns_wire, sockets\n"
             "print('http.client' in sys.modules)\n"
