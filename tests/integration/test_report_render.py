@@ -117,8 +117,9 @@ def test_a_long_report_is_paged_and_links_each_finding_to_its_hosts_card(tmp_pat
     dom = chromium_dom(tmp_path)
     assert dom.count('<tr class="row-critical">') == 300
     assert "show 300 more of 400 findings not shown" in dom
-    assert '<a class="hostlink" href="#host-0" title="this host\'s card">localhost</a>' in dom
-    assert 'id="host-0"' in dom
+    # the controller's findings are on the fleet's card
+    assert '<a class="hostlink" href="#fleet" title="the fleet\'s card">localhost</a>' in dom
+    assert 'id="fleet"' in dom and 'id="host-0"' not in dom
 
 
 def test_a_next_step_command_is_shown_as_code(tmp_path):
@@ -225,3 +226,51 @@ def test_a_large_fleets_healthy_cards_build_their_details_when_opened(tmp_path):
     opened = chromium_dom(tmp_path, "#host-" + card)
     assert built(opened) == ["h03", "h07", "h41"]
     assert '<details class="hostdetails" open=""><summary>details (1)</summary><div>cilium_maps: map_fill</div>' in opened
+
+
+@pytest.mark.parametrize("controller", [True, False], ids=["controller-in-the-report", "controller-not-in-the-report"])
+def test_fleet_findings_link_to_the_fleets_card(tmp_path, controller):
+    """The controller's findings (the API's, the silences') and the fleet conclusions it holds are on a card of their
+    own, #fleet, linked from the findings table as each node's findings link to the node's card; without the
+    controller in report_hosts the silences' finding (held by no host) still has it. Hostile text stays text."""
+    hostile = "</script><b>x</b>"
+    silences = tmp_path / "silences.yml"
+    silences.write_text("- check: dns.*\n  reason: '%s'\n  created_by: oncall\n" % hostile)  # no expiry: invalid
+    api = dict(FINDING, check="lb.no_local_endpoint", severity="warning", layer="L4", subject="default/web " + hostile,
+               summary="no local endpoint on h1, h2", scope="fleet", hosts=["h1", "h2"])
+    ran = {"status": "ran", "reason": "", "findings": [], "details": {}}
+    records = {"h1": {"host": {"status": "reached", "reason": ""},
+                      "results": {"dns": dict(ran, findings=[dict(FINDING, check="dns.timeout", subject="h1")])}},
+               "h2": {"host": {"status": "reached", "reason": ""}, "results": {"dns": ran}},
+               "localhost": {"host": {"status": "controller", "reason": ""},
+                             "results": {"lb_health": dict(ran, findings=[api])}}}
+    names = ["h1", "h2"] + (["localhost"] if controller else [])
+    play = FLEET_PLAY.replace("h1,h2,h3,h4", "h1,h2,localhost").replace("[h1, h2, h3, h4]", json.dumps(names))
+    play = play.replace("report_fail_on_critical: false", "report_fail_on_critical: false\n        report_silences: %s"
+                        % silences)
+    report = play_report(tmp_path, play.format(records=json.dumps(records), out=tmp_path), "h1,h2,localhost,")
+    [bad] = [f for f in report["findings"] if f["check"].startswith("triage.silence")]
+    assert bad["host"] == ("localhost" if controller else None) and bad["scope"] == "fleet"
+    dom = chromium_dom(tmp_path)
+    rows = dom.split('<table id="findings"', 1)[1].split("</table>", 1)[0].split("<tr")[2:]
+    link = '<a class="hostlink" href="#fleet" title="the fleet\'s card">fleet</a>'
+    [silence_row] = [r for r in rows if "<td>%s</td>" % bad["check"] in r]
+    assert link in silence_row
+    [node_row] = [r for r in rows if "<td>dns.timeout</td>" in r]
+    assert '<a class="hostlink" href="#host-0" title="this host\'s card">h1</a>' in node_row
+    cards = dict(re.findall(r'<div class="host w-[a-z ]*" id="([a-z0-9-]+)"><h3>([^<]*)</h3>', dom))
+    assert cards["host-0"] == "h1 — critical" and cards["host-1"].startswith("h2 — ")
+    fleet_card = dom.split('id="fleet">', 1)[1].split("</ul>", 1)[0]
+    assert bad["check"] + " — " in fleet_card and "dns.timeout" not in fleet_card
+    if controller:
+        # the API's fleet conclusion: its row links to the fleet's card and names the hosts it concerns
+        [api_row] = [r for r in rows if "<td>lb.no_local_endpoint</td>" in r]
+        assert link + ": h1, h2</td>" in api_row
+        assert "lb.no_local_endpoint — default/web &lt;/script&gt;&lt;b&gt;x&lt;/b&gt;" in fleet_card
+        assert cards["fleet"] == "fleet — warning" and "localhost" not in cards.values()
+        assert len(cards) == 3
+    else:
+        assert "lb.no_local_endpoint" not in dom and len(cards) == 3
+    assert "<b>x</b>" not in dom
+    # a page opened at the fleet's card scrolls to it: the anchor is an element's id, once
+    assert dom.count('id="fleet"') == 1
