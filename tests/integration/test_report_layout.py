@@ -194,6 +194,7 @@ def test_the_page_fits_the_window_with_every_evidence_open(long_report, width):
     assert node1[3] >= 1, node1
     assert "<th>probed_<wbr>max</th>" in dom and LONG_NAME in dom
     OUTPUT.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(long_report["out"] / "triage-report.html", OUTPUT / "triage-report-long.html")
     shot = OUTPUT / ("triage-report-%d.png" % width)
     chromium(["--window-size=%d,2400" % width, "--screenshot=%s" % shot, long_report["page"].as_uri()])
     assert shot.stat().st_size > 20_000
