@@ -151,7 +151,7 @@ def long_report(lab, ansible, tmp_path_factory):
     return {"out": out, "report": report, "page": page}
 
 
-def test_the_report_holds_the_long_evidence(lab, long_report):
+def test_the_report_holds_the_long_evidence(long_report):
     """Not green by omission: the long evidence this test is about is in the report."""
     report = long_report["report"]
     found = dict((f["check"], f) for f in report["findings"] if f["severity"] != "ok")
