@@ -194,12 +194,17 @@ payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_triage
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, fail_from
 
 
 def main():
     module = rules.new_module(AnsibleModule, node_triage.RULES, argument_spec=node_triage.ARGUMENT_SPEC, supports_check_mode=True)
-    # each scenario's failure is already in its entry: nothing here fails the whole pass
-    module.exit_json(**node_triage.run(module.params, module))
+    try:
+        result = node_triage.run(module.params, module)
+    except InputError as exc:  # options that do not fit together (a window longer than the deadline)
+        fail_from(module, exc)
+    # each scenario's failure is already in its entry: nothing else fails the whole pass
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":
