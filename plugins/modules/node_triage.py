@@ -189,7 +189,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import payload
 
-# before the imports below: the payload's files are compiled once each, not twice
+# before the imports below: a Python older than 3.9 fails here, naming its version; the payload's files are
+# compiled once each, not twice
+payload.require_python(AnsibleModule)
 payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_triage
