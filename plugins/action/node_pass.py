@@ -115,7 +115,6 @@ class ActionModule(ActionBase):
         except AnsibleConnectionFailure:
             pass  # the pass returned; a host lost right after keeps its result
         if isinstance(raw, dict):
-            raw = self._old_python(raw)
             raw["ssh_attempts"] = attempts
         return raw
 
@@ -123,14 +122,16 @@ class ActionModule(ActionBase):
         """``raw``, or when the module gave no result because the node's Python is too old to start it (2.7, 3.6,
         3.7 stop at a SyntaxError in ansible-core's wrapper), a failure that names its version: the report counts
         the host as without usable Python.  The version is asked only then (one more command on that host)."""
-        interpreter = (self._used_interpreter or "").lstrip("#!").strip()
+        interpreter = (getattr(self, "_used_interpreter", None) or "").lstrip("#!").strip()
+        if not isinstance(raw, dict) or not raw.get("failed") or "scenarios" in raw or not interpreter:
+            return raw
         text = "%s %s" % (raw.get("msg") or "", raw.get("module_stderr") or "")
-        if not raw.get("failed") or "scenarios" in raw or not interpreter or not any(w in text for w in _NO_RESULT):
+        if not any(words in text for words in _NO_RESULT):
             return raw
         try:
-            answer = self._low_level_execute_command("%s -c %s" % (shlex.quote(interpreter), shlex.quote(_VERSION)),
-                                                     sudoable=False)
-        except AnsibleError:
+            argv = shlex.split(interpreter) + ["-c", _VERSION]  # a shebang may carry arguments (/usr/bin/env python3)
+            answer = self._low_level_execute_command(" ".join(shlex.quote(arg) for arg in argv), sudoable=False)
+        except (AnsibleError, ValueError):
             return raw
         version = (answer.get("stdout") or "").strip()
         try:
@@ -139,7 +140,8 @@ class ActionModule(ActionBase):
             return raw
         if answer.get("rc") != 0 or not old:
             return raw
-        return {"failed": True, "msg": too_old(version, interpreter), "rc": raw.get("rc")}
+        kept = dict((key, raw[key]) for key in ("rc", "ssh_attempts") if key in raw)
+        return dict(kept, failed=True, msg=too_old(version, interpreter))
 
     @staticmethod
     def _not_a_dict(args):
@@ -172,7 +174,7 @@ class ActionModule(ActionBase):
                            if key not in ("skipped", "left_out", "left_out_findings", "ssh_retries"))
         if not params["scenarios"]:
             return {"skipped": True}, params
-        return self._pass(module_args, task_vars, params["ssh_retries"]), params
+        return self._old_python(self._pass(module_args, task_vars, params["ssh_retries"])), params
 
     @staticmethod
     def _recorded(recorded, raw, narrowed, task_vars):
