@@ -20,11 +20,10 @@ SIGKILL at once: it is waited for ``KILL_GRACE`` seconds more and then left behi
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import threading
 
-from ansible_collections.k8snet.triage.plugins.module_utils.deadline import KILL_GRACE, CommandTimeout, budget_of
+from ansible_collections.k8snet.triage.plugins.module_utils.deadline import KILL_GRACE, CommandTimeout, budget_of, kill_group
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
 
 C_LOCALE = {"LANGUAGE": "C", "LC_ALL": "C", "LANG": "C"}
@@ -109,24 +108,27 @@ class Tool(object):
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
         except OSError as exc:
             raise ReadError("`%s` could not be started: %s" % (label, exc))
-        budget.running[threading.get_ident()] = label
+        me = threading.get_ident()
+        budget.running[me], budget.groups[me] = label, proc.pid
+        if budget.aborted:  # stopped between the check above and now
+            kill_group(proc.pid)
         try:
             out, err = proc.communicate(data, timeout=max(seconds, 0.001))
         except subprocess.TimeoutExpired:
             _kill(proc)
-            budget.running.pop(threading.get_ident(), None)
             raise CommandTimeout("`%s` did not finish within %g s (%s) and was killed"
                                  % (label, round(seconds, 1), why), command=label, seconds=round(seconds, 1))
-        budget.running.pop(threading.get_ident(), None)
+        finally:
+            budget.running.pop(me, None)
+            budget.groups.pop(me, None)
+        if budget.aborted:
+            raise CommandTimeout("`%s` was killed: %s" % (label, budget.aborted), command=label)
         return proc.returncode, out.decode("utf-8", "surrogateescape"), err.decode("utf-8", "surrogateescape")
 
 
 def _kill(proc):
     """Kill ``proc`` and its process group; wait KILL_GRACE seconds for it, then leave it (stuck in the kernel)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass  # it has just exited, or left its group
+    kill_group(proc.pid)
     try:
         proc.communicate(timeout=KILL_GRACE)
     except subprocess.TimeoutExpired:

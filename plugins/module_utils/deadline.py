@@ -8,6 +8,8 @@ imports it before its sampled checks start)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
@@ -40,6 +42,14 @@ DEFAULT_COMMAND_TIMEOUT = 60.0
 KILL_GRACE = 2.0
 
 
+def kill_group(group):
+    """SIGKILL to the process group ``group`` (a command started by commands.Tool leads its own)."""
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass  # it has just exited, or left its group
+
+
 class CommandTimeout(ReadError):
     """A command that ran out of its time and was killed, or that was not started because the run's deadline was
     spent."""
@@ -51,8 +61,11 @@ class Budget(object):
 
     def __init__(self, seconds=None, command_timeout=DEFAULT_COMMAND_TIMEOUT, clock=time.monotonic):
         self.deadline = None if seconds is None else Deadline(seconds, clock)
+        self.clock = clock
         self.command_timeout = float(command_timeout)
         self.running = {}  # thread ident -> the command it runs now (what a check cut off at the deadline was in)
+        self.groups = {}  # thread ident -> the process group of that command (killed by ``abort``)
+        self.aborted = None  # why the run stopped early (the controller went away)
 
     def left(self):
         """Seconds left of the run's deadline (None: no deadline)."""
@@ -61,10 +74,22 @@ class Budget(object):
     def spent(self):
         return self.deadline is not None and self.deadline.expired()
 
+    def abort(self, why):
+        """Stop the run now: no command starts any more, and each running command's process group is killed (the
+        command then fails with ``why``)."""
+        self.aborted = why
+        if self.deadline is None:
+            self.deadline = Deadline(0, self.clock)
+        self.deadline.end = self.deadline.clock()
+        for group in list(self.groups.values()):
+            kill_group(group)
+
     def for_command(self, label, cap=None):
         """(seconds command ``label`` may run, why that long): min(what is left of the deadline, ``cap``, by default
         the cap per command); CommandTimeout when the run's deadline is spent."""
         left = self.left()
+        if self.aborted:
+            raise CommandTimeout("`%s` was not started: %s" % (label, self.aborted), command=label)
         if left is not None and left <= 0:
             raise CommandTimeout("`%s` was not started: the module run's deadline of %g s was spent"
                                  % (label, round(self.deadline.seconds, 1)), command=label)

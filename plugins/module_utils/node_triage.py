@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import resource
+import select
 import threading
 import time
 
@@ -90,6 +91,9 @@ DEADLINE, DEADLINE_MIN, DEADLINE_MAX = 300.0, 5.0, 3600.0
 COMMAND_TIMEOUT, COMMAND_TIMEOUT_MAX = 60.0, 3600.0
 # seconds a sampled check needs besides its window (its two reads), within the deadline
 WINDOW_MARGIN = 10.0
+# seconds between two looks at whether the controller still reads the result
+WATCH_EVERY = 0.5
+CONTROLLER_GONE = "the controller's connection closed while the node pass ran (nobody reads its result)"
 
 ARGUMENT_SPEC = dict(
     node_name=dict(type="str"),
@@ -213,12 +217,25 @@ def _not_started(name, node, budget):
                                     % round(budget.deadline.seconds, 1)), seconds=0.0, cpu_seconds=0.0)
 
 
-def run(params, runner, checks=None, clock=time.monotonic):
+def controller_gone(fd=1):
+    """Whether the reader of this process's stdout has gone: sshd's session (the SSH connection closed: the
+    controller was killed, or its host went away) or, over a local connection, ansible's worker.  A pipe whose
+    reader closed polls POLLERR, a socket POLLHUP; a file or a terminal never does."""
+    try:
+        poller = select.poll()
+        poller.register(fd, 0)
+        return any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def run(params, runner, checks=None, clock=time.monotonic, gone=controller_gone):
     """Run every asked-for, applicable check of this node at once; return the module's result.
 
     The sampled checks are loaded and started first; the other checks' code is imported while their
     windows run, then those checks start.  ``checks``: (name, check) pairs that replace the collection's
-    own (tests).  The pass returns by its deadline (see the file's docstring)."""
+    own (tests).  The pass returns by its deadline (see the file's docstring), and stops at once when ``gone()``
+    says nobody reads its result any more."""
     started, (cpu0, children0) = clock(), _cpu()
     node = params.get("node_name") or os.uname()[1]
     names = [name for name, _check in checks] if checks is not None else SCENARIOS
@@ -247,7 +264,10 @@ def run(params, runner, checks=None, clock=time.monotonic):
             threads.append((name, thread))
     for name, thread in threads:
         # a command is killed when the deadline passes: its check then returns within the kill grace
-        thread.join(max(budget.left() + KILL_GRACE + 1.0, 0.0))
+        while thread.is_alive() and budget.left() + KILL_GRACE + 1.0 > 0:
+            thread.join(min(budget.left() + KILL_GRACE + 1.0, WATCH_EVERY))
+            if not budget.aborted and gone():
+                budget.abort(CONTROLLER_GONE)
         entry = thread.entry
         results[name] = entry if entry is not None else _cut_off(name, node, budget, thread, clock() - started)
     cpu1, children1 = _cpu()

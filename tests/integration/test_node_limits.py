@@ -12,13 +12,16 @@ without usable Python, with the version found, instead of ansible's "Module resu
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import time
 
 import pytest
 import yaml
 
 from ansible_collections.k8snet.triage.plugins.module_utils.deadline import KILL_GRACE
-from tests.integration.conftest import ROOT
+from tests.integration.conftest import BIN, ROOT
 from tests.lab.faults import nodes, undone
 
 PYENV = "/root/.pyenv/versions/%s/bin/python%s"
@@ -80,6 +83,44 @@ def test_the_pass_deadline_bounds_a_node_whose_commands_all_block(lab, ansible, 
     assert error.startswith("`ip -json") and "(what was left of the module run's deadline of 6 s) and was killed" in error
     assert report["hosts"]["node2"]["scenarios"]["sysctl"]["status"] == "ran"
     assert 5 < _pass_seconds(run, "node2") < 6 + KILL_GRACE + 1
+
+
+def _until(predicate, seconds):
+    """Whether ``predicate()`` held within ``seconds``."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def test_a_pass_whose_controller_is_killed_stops_its_commands(lab, ansible, inject, tmp_path):
+    """ansible killed while the node's `ip` blocks (its time limit 100 s): the SSH connection closes (no master
+    connection outlives ansible here), the pass sees nobody reads its result, and kills the command at once. (Through
+    a ControlPersist master, which outlives ansible, the node cannot tell: its deadline bounds it then.)"""
+    inject(nodes.command_hangs, node="node2", tool="ip")
+    env = ansible._env(str(tmp_path / "record.jsonl"))  # pylint: disable=protected-access
+    env["ANSIBLE_SSH_ARGS"] = "-o ControlMaster=no"
+    args = {"scenarios": ["pod_network"], "command_timeout": 100, "deadline": 200,
+            "pod_network": {"peers": [{"node": "node1", "node_ip": lab.node("node1").ip, "pod_cidrs": ["198.19.0.0/24"]}]}}
+    argv = [str(BIN / "ansible"), "node2", "-i", str(lab.inventory_path), "-m", "k8snet.triage.node_triage",
+            "-a", json.dumps(args)]
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        assert _until(nodes.hung_processes, 60), "the node's ip never blocked"
+    finally:
+        # ansible, its worker and their ssh (the worker leads a process group of its own), as a cancelled job's are
+        for pid in [proc.pid] + nodes.descendants(proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait()
+    killed = time.monotonic()
+    assert _until(lambda: not nodes.hung_processes(), 10), "the blocked ip outlived its controller"
+    assert time.monotonic() - killed < 10
 
 
 def test_a_deadline_shorter_than_a_window_is_refused_with_the_fix(lab, ansible, tmp_path):

@@ -466,3 +466,38 @@ def test_the_deadline_options_have_bounds():
             node_triage.RULES[option](option, bad)
         assert option in caught.value.message
     assert node_triage.ARGUMENT_SPEC["deadline"]["default"] == 300 and node_triage.ARGUMENT_SPEC["command_timeout"]["default"] == 60
+
+
+def test_the_controller_is_gone_when_the_reader_of_stdout_closed(tmp_path):
+    read, write = os.pipe()
+    try:
+        assert not node_triage.controller_gone(write)
+        os.close(read)
+        read = None
+        assert node_triage.controller_gone(write)  # sshd's session ended: nobody reads the result
+    finally:
+        os.close(write)
+        if read is not None:
+            os.close(read)
+    with open(tmp_path / "out", "w") as handle:
+        assert not node_triage.controller_gone(handle.fileno())  # a file is never gone
+
+
+def test_a_pass_whose_controller_is_gone_kills_its_commands_and_returns():
+    from ansible.module_utils.basic import AnsibleModule  # pylint: disable=import-outside-toplevel
+    from ansible.module_utils.testing import patch_module_args  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool  # pylint: disable=import-outside-toplevel
+
+    def blocked(params, runner):
+        Tool(runner, "sh", opt_dirs=("/bin",)).run(["-c", "sleep 30"])
+        return {"data": {}, "findings": []}
+
+    started = time.monotonic()
+    with patch_module_args({}):
+        module = AnsibleModule(argument_spec={})
+    out = node_triage.run({"node_name": "node-a", "scenarios": ["calico"], "deadline": 60, "command_timeout": 60},
+                          module, checks=[("calico", blocked)], gone=lambda: time.monotonic() - started > 0.5)
+    assert time.monotonic() - started < 3
+    entry = out["scenarios"]["calico"]
+    assert entry["status"] == "failed"
+    assert entry["reason"] == "`sh -c sleep 30` was killed: " + node_triage.CONTROLLER_GONE
