@@ -150,6 +150,9 @@ requirements:
   - root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF) for the counters, raw probes and bpf maps.
 notes:
   - The M(k8snet.triage.node_network_status) check and the API reads run on the controller, not here.
+  - A pass whose SSH connection closes (the controller was killed) kills its running commands and returns at once.
+    Through an SSH master connection that outlives the controller (ControlPersist) the node cannot tell; then
+    O(deadline) ends the pass.
 seealso:
   - module: k8snet.triage.route_check
   - module: k8snet.triage.iptables_drops
