@@ -28,6 +28,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadEr
 
 C_LOCALE = {"LANGUAGE": "C", "LC_ALL": "C", "LANG": "C"}
 
+
 class Tool(object):
     """One external binary on the managed host."""
 

@@ -82,10 +82,6 @@ def _prepare():
     from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe, cni_files, netlink, pod_netns, reachability  # noqa: F401
 
 
-# The argument spec of the node_triage module: one dict option per scenario, whose suboptions are
-# that scenario's CHECK_SPEC (shared with its module, documented by the domain's doc fragment, variant
-# NODE_TRIAGE) with the triage's defaults (the scenario roles' defaults), not the scenario modules' own:
-# this is the triage's entry point.
 # the pass's total deadline and each command's time limit (seconds): defaults and bounds
 DEADLINE, DEADLINE_MIN, DEADLINE_MAX = 300.0, 5.0, 3600.0
 COMMAND_TIMEOUT, COMMAND_TIMEOUT_MAX = 60.0, 3600.0
@@ -95,6 +91,10 @@ WINDOW_MARGIN = 10.0
 WATCH_EVERY = 0.5
 CONTROLLER_GONE = "the controller's connection closed while the node pass ran (nobody reads its result)"
 
+# The argument spec of the node_triage module: one dict option per scenario, whose suboptions are
+# that scenario's CHECK_SPEC (shared with its module, documented by the domain's doc fragment, variant
+# NODE_TRIAGE) with the triage's defaults (the scenario roles' defaults), not the scenario modules' own:
+# this is the triage's entry point.
 ARGUMENT_SPEC = dict(
     node_name=dict(type="str"),
     deadline=dict(type="float", default=DEADLINE),
@@ -174,7 +174,7 @@ def plan(params, node, names=SCENARIOS):
     return results, jobs
 
 
-def _windows(params, jobs):
+def _windows(jobs):
     """[(option, seconds)] of the sampling windows of the checks to run (``interval`` of the SAMPLED ones)."""
     return [("%s.interval" % name, float(sub.get("interval") or 0)) for name, sub in jobs
             if name in SAMPLED and isinstance(sub.get("interval"), (int, float))]
@@ -183,7 +183,7 @@ def _windows(params, jobs):
 def _check_deadline(params, jobs):
     """InputError when a sampling window asked for does not fit in the pass's deadline."""
     deadline = float(params.get("deadline") or DEADLINE)
-    for option, window in _windows(params, jobs):
+    for option, window in _windows(jobs):
         if window + WINDOW_MARGIN > deadline:
             raise InputError("deadline=%g s is too short for %s=%g s: the pass needs its window plus %g s for its "
                              "reads; give a deadline of at least %g s or a shorter window"
