@@ -68,9 +68,9 @@ MINIMUM_PYTHON = (3, 9)
 
 def too_old(version, interpreter):
     """The message of a node whose Python ``version`` (text, e.g. "3.8.18") at ``interpreter`` is too old."""
+    minimum = ".".join(map(str, MINIMUM_PYTHON))
     return ("needs Python %s or later on the node, found %s (%s): install Python %s+ there and point "
-            "ansible_python_interpreter at it" % (".".join(map(str, MINIMUM_PYTHON)), version, interpreter,
-                                                   ".".join(map(str, MINIMUM_PYTHON))))
+            "ansible_python_interpreter at it" % (minimum, version, interpreter, minimum))
 
 
 def require_python(module_class):

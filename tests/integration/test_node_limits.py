@@ -126,7 +126,7 @@ def test_a_pass_whose_controller_is_killed_stops_its_commands(lab, ansible, inje
 def test_a_deadline_shorter_than_a_window_is_refused_with_the_fix(lab, ansible, tmp_path):
     # every host refused: a run that checked nothing ends non-zero, its report written
     report, _seconds, _run = _triage(ansible, tmp_path, "window", rc=2, triage_scenarios=["firewall_drops"],
-                               triage_node_deadline=10, firewall_drops_interval=5)
+                                     triage_node_deadline=10, firewall_drops_interval=5)
     node1 = report["hosts"]["node1"]
     assert node1["status"] == "failed", node1
     assert "deadline=10 s is too short for firewall_drops.interval=5 s" in node1["reason"], node1["reason"]
@@ -150,7 +150,7 @@ def test_a_python_older_than_3_9_is_reported_with_its_version(lab, ansible, tmp_
     # a run where no node could run its checks ends non-zero (and still writes its report)
     usable = any(short == "3.9" for _version, short in pythons.values())
     report, _seconds, _run = _triage(ansible, tmp_path, "pythons", inventory=_inventory(lab, tmp_path, paths),
-                               rc=0 if usable else 2, triage_scenarios=["sysctl"])
+                                     rc=0 if usable else 2, triage_scenarios=["sysctl"])
     for host, (version, short) in pythons.items():
         state = report["hosts"][host]
         if short == "3.9":
