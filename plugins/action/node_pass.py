@@ -7,6 +7,7 @@ k8snet.triage.node_triage invocation (on the node), and its record (on the contr
 
 from __future__ import annotations
 
+import shlex
 import time
 
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
@@ -14,11 +15,15 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import SCENARIOS
+from ansible_collections.k8snet.triage.plugins.module_utils.payload import MINIMUM_PYTHON, too_old
 from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass, playbook_run, report_fold
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report import record_fact
 
 MODULE = "k8snet.triage.node_triage"
 display = Display()
+# what a Python too old for ansible-core's module wrapper leaves: no result, the interpreter's SyntaxError
+_NO_RESULT = ("Module result deserialization failed", "SyntaxError")
+_VERSION = "import sys; print(sys.version.split()[0])"
 
 # the arguments that are dicts when given: (name, what it must be)
 _DICT_ARGUMENTS = (("owners", "the vip_owners result"), ("kube", "the registered kube_network_info result"),
@@ -113,6 +118,31 @@ class ActionModule(ActionBase):
             raw["ssh_attempts"] = attempts
         return raw
 
+    def _old_python(self, raw):
+        """``raw``, or when the module gave no result because the node's Python is too old to start it (2.7, 3.6,
+        3.7 stop at a SyntaxError in ansible-core's wrapper), a failure that names its version: the report counts
+        the host as without usable Python.  The version is asked only then (one more command on that host)."""
+        interpreter = (getattr(self, "_used_interpreter", None) or "").lstrip("#!").strip()
+        if not isinstance(raw, dict) or not raw.get("failed") or "scenarios" in raw or not interpreter:
+            return raw
+        text = "%s %s" % (raw.get("msg") or "", raw.get("module_stderr") or "")
+        if not any(words in text for words in _NO_RESULT):
+            return raw
+        try:
+            argv = shlex.split(interpreter) + ["-c", _VERSION]  # a shebang may carry arguments (/usr/bin/env python3)
+            answer = self._low_level_execute_command(" ".join(shlex.quote(arg) for arg in argv), sudoable=False)
+        except (AnsibleError, ValueError):
+            return raw
+        version = (answer.get("stdout") or "").strip()
+        try:
+            old = tuple(int(part) for part in version.split(".")[:2]) < MINIMUM_PYTHON
+        except ValueError:
+            return raw
+        if answer.get("rc") != 0 or not old:
+            return raw
+        kept = dict((key, raw[key]) for key in ("rc", "ssh_attempts") if key in raw)
+        return dict(kept, failed=True, msg=too_old(version, interpreter))
+
     @staticmethod
     def _not_a_dict(args):
         """The message refusing the first dict argument given as something else, else None."""
@@ -144,7 +174,7 @@ class ActionModule(ActionBase):
                            if key not in ("skipped", "left_out", "left_out_findings", "ssh_retries"))
         if not params["scenarios"]:
             return {"skipped": True}, params
-        return self._pass(module_args, task_vars, params["ssh_retries"]), params
+        return self._old_python(self._pass(module_args, task_vars, params["ssh_retries"])), params
 
     @staticmethod
     def _recorded(recorded, raw, narrowed, task_vars):

@@ -454,7 +454,7 @@ class Capture(object):
         create_private_file(target)
         watcher.start()
         started = time.time()
-        rc, out, err = timeout.run(argv, check=False)
+        rc, out, err = timeout.run(argv, check=False, timeout=MAX_DURATION + 30)  # `timeout` ends it after its duration
         del out
         elapsed = time.time() - started
         watcher.done.set()

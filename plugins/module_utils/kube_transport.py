@@ -32,6 +32,8 @@ import signal
 import threading
 import time
 
+from ansible_collections.k8snet.triage.plugins.module_utils.deadline import Deadline as _Deadline
+
 # seconds one call may take in all (connect, headers, body, retries; all pages of a list)
 CALL_TIMEOUT = 30.0
 # seconds one module run may spend on the API of one cluster (the api_timeout option's default)
@@ -76,25 +78,8 @@ class TooLarge(Abort):
         self.declared = declared
 
 
-class Deadline(object):
-    """A monotonic end time (``clock`` for tests)."""
-
-    def __init__(self, seconds, clock=time.monotonic, end=None):
-        self.clock = clock
-        self.start = clock()
-        self.end = self.start + float(seconds) if end is None else end
-        # its whole length (shorter than asked when an outer deadline ends first)
-        self.seconds = self.end - self.start
-
-    def left(self):
-        return self.end - self.clock()
-
-    def expired(self):
-        return self.left() <= 0
-
-    def within(self, seconds):
-        """A deadline ``seconds`` from now, not later than this one."""
-        return Deadline(seconds, self.clock, min(self.end, self.clock() + seconds))
+class Deadline(_Deadline):
+    """A monotonic end time (``clock`` for tests), with the socket timeouts it leaves."""
 
     def timeouts(self, connect=CONNECT_TIMEOUT):
         """(connect, read) socket timeouts for the client, never beyond the deadline."""

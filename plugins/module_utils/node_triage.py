@@ -34,15 +34,17 @@ from __future__ import annotations
 
 import os
 import resource
+import select
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 # The scenarios' declarations only (module_utils/scenarios/<name>.py, which import their options): node_triage
 # validates its parameters and starts the checks that sample over a window before it imports the rest of the
 # checks' code (``load``): about half of the module's import CPU then runs inside the window instead of before it,
 # which is what a fleet of nodes sharing little CPU waits on.
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
+from ansible_collections.k8snet.triage.plugins.module_utils.deadline import KILL_GRACE, Budget, set_budget
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, TriageError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import check_failed, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import calico, cilium_agent, cilium_maps, cni
 from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import connectivity, conntrack, dns, firewall_drops
@@ -80,12 +82,23 @@ def _prepare():
     from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe, cni_files, netlink, pod_netns, reachability  # noqa: F401
 
 
+# the pass's total deadline and each command's time limit (seconds): defaults and bounds
+DEADLINE, DEADLINE_MIN, DEADLINE_MAX = 300.0, 5.0, 3600.0
+COMMAND_TIMEOUT, COMMAND_TIMEOUT_MAX = 60.0, 3600.0
+# seconds a sampled check needs besides its window (its two reads), within the deadline
+WINDOW_MARGIN = 10.0
+# seconds between two looks at whether the controller still reads the result
+WATCH_EVERY = 0.5
+CONTROLLER_GONE = "the controller's connection closed while the node pass ran (nobody reads its result)"
+
 # The argument spec of the node_triage module: one dict option per scenario, whose suboptions are
 # that scenario's CHECK_SPEC (shared with its module, documented by the domain's doc fragment, variant
 # NODE_TRIAGE) with the triage's defaults (the scenario roles' defaults), not the scenario modules' own:
 # this is the triage's entry point.
 ARGUMENT_SPEC = dict(
     node_name=dict(type="str"),
+    deadline=dict(type="float", default=DEADLINE),
+    command_timeout=dict(type="float", default=COMMAND_TIMEOUT),
     scenarios=dict(type="list", elements="str", choices=list(SCENARIOS), default=list(SCENARIOS)),
     **dict((declared.NAME, declared.OPTIONS) for declared in REGISTRY)
 )
@@ -93,6 +106,9 @@ ARGUMENT_SPEC = dict(
 # The option rules of node_triage: each scenario's own.
 RULES = dict(
     node_name=rules.node_name,
+    deadline=lambda option, value: rules.number(option, value, DEADLINE_MIN, DEADLINE_MAX, unit="seconds",
+                                                fix="the whole pass on the node ends by then"),
+    command_timeout=rules.seconds(0, COMMAND_TIMEOUT_MAX),
     scenarios=rules.each(rules.choice(*SCENARIOS), max_items=len(SCENARIOS), non_empty=True,
                          what="give at least one of %s" % ", ".join(SCENARIOS)),
     **dict((declared.NAME, declared.RULES) for declared in REGISTRY)
@@ -158,34 +174,102 @@ def plan(params, node, names=SCENARIOS):
     return results, jobs
 
 
-def run(params, runner, checks=None, clock=time.monotonic):
+def _windows(jobs):
+    """[(option, seconds)] of the sampling windows of the checks to run (``interval`` of the SAMPLED ones)."""
+    return [("%s.interval" % name, float(sub.get("interval") or 0)) for name, sub in jobs
+            if name in SAMPLED and isinstance(sub.get("interval"), (int, float))]
+
+
+def _check_deadline(params, jobs):
+    """InputError when a sampling window asked for does not fit in the pass's deadline."""
+    deadline = float(params.get("deadline") or DEADLINE)
+    for option, window in _windows(jobs):
+        if window + WINDOW_MARGIN > deadline:
+            raise InputError("deadline=%g s is too short for %s=%g s: the pass needs its window plus %g s for its "
+                             "reads; give a deadline of at least %g s or a shorter window"
+                             % (deadline, option, window, WINDOW_MARGIN, window + WINDOW_MARGIN))
+
+
+class _Check(threading.Thread):
+    """One check in a daemon thread (one stuck in the kernel does not keep the module from exiting)."""
+
+    def __init__(self, name, check, params, runner, node, clock):
+        super(_Check, self).__init__(name="check-%s" % name, daemon=True)
+        self.args = (name, check, params, runner, node, clock)
+        self.entry = None
+
+    def run(self):
+        self.entry = _run_one(*self.args)
+
+
+def _cut_off(name, node, budget, thread, seconds):
+    """The entry of a check still running when the pass's deadline (and the kill grace) had passed."""
+    command = budget.running.get(thread.ident)
+    where = ("still in `%s`, which was killed and did not exit (stuck in the kernel)" % command if command
+             else "not in a command")
+    return dict(_failed(name, node, "did not finish within the node pass's deadline of %g s (option deadline), %s; "
+                                    "the pass returned without it" % (round(budget.deadline.seconds, 1), where)),
+                seconds=round(seconds, 3), cpu_seconds=0.0)
+
+
+def _not_started(name, node, budget):
+    return dict(_failed(name, node, "was not started: the node pass's deadline of %g s (option deadline) was spent"
+                                    % round(budget.deadline.seconds, 1)), seconds=0.0, cpu_seconds=0.0)
+
+
+def controller_gone(fd=1):
+    """Whether the reader of this process's stdout has gone: sshd's session (the SSH connection closed: the
+    controller was killed, or its host went away) or, over a local connection, ansible's worker.  A pipe whose
+    reader closed polls POLLERR, a socket POLLHUP; a file or a terminal never does."""
+    try:
+        poller = select.poll()
+        poller.register(fd, 0)
+        return any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def run(params, runner, checks=None, clock=time.monotonic, gone=controller_gone):
     """Run every asked-for, applicable check of this node at once; return the module's result.
 
     The sampled checks are loaded and started first; the other checks' code is imported while their
     windows run, then those checks start.  ``checks``: (name, check) pairs that replace the collection's
-    own (tests)."""
+    own (tests).  The pass returns by its deadline (see the file's docstring), and stops at once when ``gone()``
+    says nobody reads its result any more."""
     started, (cpu0, children0) = clock(), _cpu()
     node = params.get("node_name") or os.uname()[1]
     names = [name for name, _check in checks] if checks is not None else SCENARIOS
     get, prepare = (dict(checks).__getitem__, None) if checks is not None else (load, _prepare)
     results, jobs = plan(params, node, names)
+    _check_deadline(params, jobs)
+    budget = set_budget(runner, Budget(params.get("deadline") or DEADLINE, params.get("command_timeout") or
+                                       COMMAND_TIMEOUT, clock))
     sampled, rest = [job for job in jobs if job[0] in SAMPLED], [job for job in jobs if job[0] not in SAMPLED]
-    if jobs:
-        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-            futures = []
-            for stage in (sampled, rest):
-                if stage is rest and rest and prepare:
-                    prepare()
-                loaded = []
-                for name, sub in stage:  # every import of the stage first, in this thread (see load)
-                    try:
-                        loaded.append((name, sub, get(name)))
-                    except Exception as exc:  # pylint: disable=broad-except
-                        results[name] = dict(_failed(name, node, _error(exc)), seconds=0.0, cpu_seconds=0.0)
-                for name, sub, check in loaded:
-                    futures.append((name, pool.submit(_run_one, name, check, sub, runner, node, clock)))
-            for name, future in futures:
-                results[name] = future.result()
+    threads = []
+    for stage in (sampled, rest):
+        if stage is rest and rest and prepare and not budget.spent():
+            prepare()
+        loaded = []
+        for name, sub in stage:  # every import of the stage first, in this thread (see load)
+            if budget.spent():
+                results[name] = _not_started(name, node, budget)
+                continue
+            try:
+                loaded.append((name, sub, get(name)))
+            except Exception as exc:  # pylint: disable=broad-except
+                results[name] = dict(_failed(name, node, _error(exc)), seconds=0.0, cpu_seconds=0.0)
+        for name, sub, check in loaded:
+            thread = _Check(name, check, sub, runner, node, clock)
+            thread.start()
+            threads.append((name, thread))
+    for name, thread in threads:
+        # a command is killed when the deadline passes: its check then returns within the kill grace
+        while thread.is_alive() and budget.left() + KILL_GRACE + 1.0 > 0:
+            thread.join(min(budget.left() + KILL_GRACE + 1.0, WATCH_EVERY))
+            if not budget.aborted and gone():
+                budget.abort(CONTROLLER_GONE)
+        entry = thread.entry
+        results[name] = entry if entry is not None else _cut_off(name, node, budget, thread, clock() - started)
     cpu1, children1 = _cpu()
     everything = []
     for name in names:

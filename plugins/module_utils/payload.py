@@ -62,6 +62,30 @@ def install(archive):
         del sys.path_importer_cache[path]
 
 
+# the oldest Python a node module runs on (ansible-core's own module code starts on 3.8, ours needs 3.9)
+MINIMUM_PYTHON = (3, 9)
+
+
+def too_old(version, interpreter):
+    """The message of a node whose Python ``version`` (text, e.g. "3.8.18") at ``interpreter`` is too old."""
+    minimum = ".".join(map(str, MINIMUM_PYTHON))
+    return ("needs Python %s or later on the node, found %s (%s): install Python %s+ there and point "
+            "ansible_python_interpreter at it" % (minimum, version, interpreter, minimum))
+
+
+def require_python(module_class):
+    """Fail the module at once on a Python older than MINIMUM_PYTHON, naming the version found, before any of
+    the collection's code that needs a newer one is imported.  (Pythons older than 3.8 do not get this far:
+    ansible-core's module wrapper does not start on them; the node_pass action names their version.)"""
+    if sys.version_info[:2] >= MINIMUM_PYTHON:
+        return
+    from ansible.module_utils.basic import _load_params  # pylint: disable=import-outside-toplevel
+
+    spec = dict((name, dict(type="raw")) for name in _load_params() if not name.startswith("_ansible_"))
+    module = module_class(argument_spec=spec, supports_check_mode=True)
+    module.fail_json(msg=too_old(sys.version.split()[0], sys.executable))
+
+
 def compile_once():
     """Call before a module's other imports of this collection: see the file's docstring."""
     loader = globals().get("__loader__")

@@ -64,6 +64,24 @@ options:
         the findings of C(cni), C(firewall_drops), C(pod_network), C(logs), C(conntrack), C(pmtu), C(cilium_agent) and C(sysctl), and recognises
         its own entry in O(pod_network.peers). Defaults to the host name.
     type: str
+  deadline:
+    description:
+      - Seconds the whole pass may take on the node, from 5 to 3600. Each command gets what is left of it (at most
+        O(command_timeout)); once it is spent no command and no check is started, and the module returns by then
+        (plus the few seconds a killed command takes to exit), a check still running then C(failed) with a
+        C(triage.check_failed) finding.
+      - Must exceed the longest sampling window asked for (O(firewall_drops.interval), O(conntrack.interval),
+        O(cilium_agent.interval)) by 10 seconds; otherwise the module fails and says so.
+    type: float
+    default: 300
+  command_timeout:
+    description:
+      - Seconds one command (C(ip), C(nft), C(iptables-save), C(conntrack), C(journalctl), C(crictl) ...) may run,
+        more than 0 and at most 3600. A command that runs out is killed with its process group and its scenario
+        is C(failed) with a C(triage.check_failed) finding that names the command and the seconds; the other
+        scenarios still report.
+    type: float
+    default: 60
   scenarios:
     description: The scenarios to run; the others are returned as C(skipped).
     type: list
@@ -125,11 +143,16 @@ options:
     type: dict
     default: {}
 requirements:
-  - Python 3.9 or later on the node (standard library; dnspython is used when importable).
+  - Python 3.9 or later on the node (standard library; dnspython is used when importable). On an older Python the
+    module fails at once with "needs Python 3.9 or later on the node, found ..." (3.8), or does not start at all
+    (3.7 and older); the C(k8snet.triage.node_pass) action names the version in both cases.
   - C(ip) (iproute2), or pyroute2 where C(ip) is missing; C(iptables-save) / C(nft) for the firewall counters.
   - root (CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF) for the counters, raw probes and bpf maps.
 notes:
   - The M(k8snet.triage.node_network_status) check and the API reads run on the controller, not here.
+  - A pass whose SSH connection closes (the controller was killed) kills its running commands and returns at once.
+    Through an SSH master connection that outlives the controller (ControlPersist) the node cannot tell; then
+    O(deadline) ends the pass.
 seealso:
   - module: k8snet.triage.route_check
   - module: k8snet.triage.iptables_drops
@@ -189,17 +212,24 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.k8snet.triage.plugins.module_utils import payload
 
-# before the imports below: the payload's files are compiled once each, not twice
+# before the imports below: a Python older than 3.9 fails here, naming its version; the payload's files are
+# compiled once each, not twice
+payload.require_python(AnsibleModule)
 payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_triage
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, fail_from
 
 
 def main():
     module = rules.new_module(AnsibleModule, node_triage.RULES, argument_spec=node_triage.ARGUMENT_SPEC, supports_check_mode=True)
-    # each scenario's failure is already in its entry: nothing here fails the whole pass
-    module.exit_json(**node_triage.run(module.params, module))
+    try:
+        result = node_triage.run(module.params, module)
+    except InputError as exc:  # options that do not fit together (a window longer than the deadline)
+        fail_from(module, exc)
+    # each scenario's failure is already in its entry: nothing else fails the whole pass
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

@@ -126,7 +126,8 @@ FLEET_VARIABLES = ("triage_scenarios", "triage_cni", "triage_nodes_group", "stal
                    "dns_servers", "cilium_maps_live_frontends", "calico_expected_nodes", "calico_nodes_group",
                    "pod_network_peers", "pod_network_nodes_group", "connectivity_group", "connectivity_max_peers",
                    "pmtu_targets", "pmtu_group", "pmtu_max_peers", "dns_pod", "dns_repeat", "dns_repeat_interval",
-                   "cilium_agent_when_not_cilium", "calico_when_not_calico", "logs_node", "triage_ssh_retries")
+                   "cilium_agent_when_not_cilium", "calico_when_not_calico", "logs_node", "triage_ssh_retries",
+                   "triage_node_deadline", "triage_command_timeout")
 VARIABLES = FLEET_VARIABLES + tuple(name for pairs in ROLE_VARIABLES.values() for _option, name in pairs)
 
 
@@ -293,6 +294,10 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None,
         raise BadHostVariable(host, own, scenarios, skipped)
     out = {"node_name": str(hostvars[host].get("k8s_node_name") or host), "scenarios": scenarios, "skipped": skipped,
            "ssh_retries": ssh_retries(fleet.variables.get("triage_ssh_retries"))}
+    # the pass's total deadline and each command's time limit on the node (node_triage checks their bounds)
+    for option, variable in (("deadline", "triage_node_deadline"), ("command_timeout", "triage_command_timeout")):
+        if fleet.variables.get(variable) not in (None, ""):
+            out[option] = fleet.variables[variable]
     try:
         for declared in REGISTRY:
             if declared.NAME in scenarios:

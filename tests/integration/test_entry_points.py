@@ -45,6 +45,8 @@ REFUSED = [
     ("triage.yml", ["triage_cni=flannel"], "triage_cni=flannel is not a CNI the triage knows: give auto"),
     ("triage.yml", ["triage_ssh_retries=-1"], "triage_ssh_retries=-1 is not a number of SSH retries: give 0 to 5"),
     ("triage.yml", ["triage_ssh_retries=9999999999"], "triage_ssh_retries=9999999999 is not a number of SSH retries"),
+    ("triage.yml", ["triage_node_deadline=2"], "triage_node_deadline=2 and triage_command_timeout=: give the pass's"),
+    ("triage.yml", ["triage_command_timeout=nan"], "triage_node_deadline= and triage_command_timeout=nan: give"),
     ("triage.yml", ["triage_nodes_group=k8s_node"], "triage_nodes_group=k8s_node: no such group in the inventory"),
     ("triage.yml", ["triage_scenarios=dnss"], "triage_scenarios names dnss, which the triage does not have"),
     ("triage.yml", ["triage_scenarios=DNS"], "scenario names are lower case: give triage_scenarios=dns"),

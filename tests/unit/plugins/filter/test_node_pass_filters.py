@@ -477,3 +477,10 @@ def test_the_fleet_reads_the_records_under_ansible_facts_when_facts_are_not_inje
     hostvars = dict((host, {"ansible_facts": {"triage_results": record}}) for host in ("n1", "n3"))
     entry = node_pass_fleet(hostvars, ["n1", "n3"])["connectivity"]
     assert sorted((p["from"], p["to"]) for p in entry["data"]["pairs"]) == [("n1", "n2"), ("n3", "n2")]
+
+
+def test_the_node_deadline_and_command_timeout_reach_the_pass_only_when_given():
+    params = node_pass_params({}, "n1", HOSTVARS, GROUPS)
+    assert "deadline" not in params and "command_timeout" not in params  # node_triage's defaults
+    params = node_pass_params({"triage_node_deadline": "120", "triage_command_timeout": 20}, "n1", HOSTVARS, GROUPS)
+    assert params["deadline"] == "120" and params["command_timeout"] == 20  # node_triage converts and bounds them

@@ -17,6 +17,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
+from ansible_collections.k8snet.triage.plugins.module_utils.deadline import (
+    DEFAULT_COMMAND_TIMEOUT, KILL_GRACE, Budget, CommandTimeout, budget_of, set_budget)
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
 
 SCRIPT = "sleep 0.3; printf '[{\"ifname\": \"eth0\"}]'"
@@ -60,3 +62,55 @@ def test_the_tool_runs_in_the_c_locale_without_a_shell_and_names_a_failure(modul
         tool.run(["-c", "echo broken >&2; exit 3"])
     assert str(caught.value) == "`sh -c echo broken >&2; exit 3` failed with exit code 3: broken"
     assert tool.run(["-c", "exit 3"], check=False)[0] == 3
+
+
+def _alive(pid):
+    """Whether ``pid`` still runs (a zombie does not: it has exited and only waits to be reaped)."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_command_that_runs_out_of_its_time_is_killed_with_what_it_started(module, tmp_path):
+    """The command starts a child in the background and waits: both die at its time limit, and the error names the
+    command and the seconds."""
+    pids = tmp_path / "pids"
+    set_budget(module, Budget(command_timeout=0.5))
+    tool = Tool(module, "sh", opt_dirs=("/bin",))
+    started = time.monotonic()
+    with pytest.raises(CommandTimeout) as caught:
+        tool.run(["-c", "sleep 30 & echo $$ $! > %s; wait" % pids])
+    assert time.monotonic() - started < 0.5 + KILL_GRACE
+    assert caught.value.message.startswith("`sh -c sleep 30 & echo")
+    assert "did not finish within 0.5 s (the time limit of one command) and was killed" in caught.value.message
+    assert isinstance(caught.value, ReadError)  # a scenario's reader failure like any other
+    shell, child = (int(pid) for pid in pids.read_text().split())
+    time.sleep(0.1)
+    assert not _alive(shell) and not _alive(child)
+
+
+def test_a_command_gets_what_is_left_of_the_deadline_and_none_starts_once_it_is_spent(module, tmp_path):
+    marker = tmp_path / "started"
+    set_budget(module, Budget(1.0, command_timeout=60))
+    tool = Tool(module, "sh", opt_dirs=("/bin",))
+    with pytest.raises(CommandTimeout) as caught:
+        tool.run_large(["-c", "sleep 30"])
+    assert "what was left of the module run's deadline of 1 s" in caught.value.message
+    with pytest.raises(CommandTimeout) as caught:
+        tool.run(["-c", "touch %s" % marker])
+    assert caught.value.message.startswith("`sh -c touch") and "was not started" in caught.value.message
+    assert not marker.exists()
+
+
+def test_a_command_within_its_time_is_untouched_and_its_own_limit_replaces_the_cap(module):
+    set_budget(module, Budget(30, command_timeout=0.2))
+    tool = Tool(module, "sh", opt_dirs=("/bin",))
+    assert tool.run(["-c", "sleep 0.5; echo done"], timeout=5) == (0, "done\n", "")  # a capture's own duration
+    assert tool.run(["-c", "echo quick"]) == (0, "quick\n", "")
+
+
+def test_without_a_budget_every_command_still_has_a_time_limit(module):
+    assert budget_of(module).command_timeout == DEFAULT_COMMAND_TIMEOUT and budget_of(module).left() is None
+    assert budget_of(None).command_timeout == DEFAULT_COMMAND_TIMEOUT

@@ -426,3 +426,78 @@ def test_the_calico_check_is_skipped_before_its_code_loads_where_the_check_would
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         server.bind(sub["sockets"][1])
         assert [name for name, _sub in node_triage.plan({"scenarios": ["calico"], "calico": sub}, "n1")[1]] == ["calico"]
+
+
+def test_a_check_stuck_past_the_deadline_fails_naming_it_and_the_pass_returns(monkeypatch):
+    """A check that never returns (here a sleep, outside any command) cannot hold the pass: at the deadline (plus the
+    kill grace) it fails, the others report, and its daemon thread does not keep the process alive."""
+    monkeypatch.setattr(node_triage, "KILL_GRACE", 0.1)
+    checks = [("calico", _sleeper("calico", 30)), ("cni", _sleeper("cni", 0))]
+    started = time.monotonic()
+    out = node_triage.run({"node_name": "node-a", "scenarios": ["calico", "cni"], "deadline": 0.5}, None, checks=checks)
+    assert time.monotonic() - started < 0.5 + 0.1 + 1.5
+    assert out["scenarios"]["cni"]["status"] == "ran"
+    stuck = out["scenarios"]["calico"]
+    assert stuck["status"] == "failed" and stuck["findings"][0]["check"] == "triage.check_failed"
+    assert stuck["reason"].startswith("did not finish within the node pass's deadline of 0.5 s (option deadline), "
+                                      "not in a command"), stuck["reason"]
+
+
+def test_no_check_starts_once_the_deadline_is_spent():
+    ran = []
+    checks = [("cni", lambda params, runner: ran.append(1))]
+    out = node_triage.run({"node_name": "node-a", "scenarios": ["cni"], "deadline": 1e-9}, None, checks=checks)
+    assert not ran
+    assert out["scenarios"]["cni"]["status"] == "failed"
+    assert out["scenarios"]["cni"]["reason"] == "was not started: the node pass's deadline of 0 s (option deadline) was spent"
+
+
+def test_a_window_longer_than_the_deadline_is_refused_with_the_fix():
+    with pytest.raises(InputError) as caught:
+        node_triage.run({"node_name": "node-a", "scenarios": ["firewall_drops"], "deadline": 60,
+                         "firewall_drops": {"interval": 55}}, None, checks=[("firewall_drops", _sleeper("x", 0))])
+    assert caught.value.message == ("deadline=60 s is too short for firewall_drops.interval=55 s: the pass needs its "
+                                    "window plus 10 s for its reads; give a deadline of at least 65 s or a shorter window")
+
+
+def test_the_deadline_options_have_bounds():
+    for option, bad in (("deadline", 1), ("deadline", 7200), ("command_timeout", 0), ("command_timeout", float("nan"))):
+        with pytest.raises(InputError) as caught:
+            node_triage.RULES[option](option, bad)
+        assert option in caught.value.message
+    assert node_triage.ARGUMENT_SPEC["deadline"]["default"] == 300 and node_triage.ARGUMENT_SPEC["command_timeout"]["default"] == 60
+
+
+def test_the_controller_is_gone_when_the_reader_of_stdout_closed(tmp_path):
+    read, write = os.pipe()
+    try:
+        assert not node_triage.controller_gone(write)
+        os.close(read)
+        read = None
+        assert node_triage.controller_gone(write)  # sshd's session ended: nobody reads the result
+    finally:
+        os.close(write)
+        if read is not None:
+            os.close(read)
+    with open(tmp_path / "out", "w") as handle:
+        assert not node_triage.controller_gone(handle.fileno())  # a file is never gone
+
+
+def test_a_pass_whose_controller_is_gone_kills_its_commands_and_returns():
+    from ansible.module_utils.basic import AnsibleModule  # pylint: disable=import-outside-toplevel
+    from ansible.module_utils.testing import patch_module_args  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool  # pylint: disable=import-outside-toplevel
+
+    def blocked(params, runner):
+        Tool(runner, "sh", opt_dirs=("/bin",)).run(["-c", "sleep 30"])
+        return {"data": {}, "findings": []}
+
+    started = time.monotonic()
+    with patch_module_args({}):
+        module = AnsibleModule(argument_spec={})
+    out = node_triage.run({"node_name": "node-a", "scenarios": ["calico"], "deadline": 60, "command_timeout": 60},
+                          module, checks=[("calico", blocked)], gone=lambda: time.monotonic() - started > 0.5)
+    assert time.monotonic() - started < 3
+    entry = out["scenarios"]["calico"]
+    assert entry["status"] == "failed"
+    assert entry["reason"] == "`sh -c sleep 30` was killed: " + node_triage.CONTROLLER_GONE

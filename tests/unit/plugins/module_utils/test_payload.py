@@ -102,3 +102,37 @@ def test_compile_once_does_nothing_outside_a_zip(archives):
     payload.compile_once()
     assert not isinstance(payload.__loader__, zipimport.zipimporter)
     assert sys.path_hooks == hooks
+
+
+class _Failed(Exception):
+    pass
+
+
+class _Module(object):
+    """AnsibleModule's part require_python uses: the options it was built with, the message it failed with."""
+
+    made = []
+
+    def __init__(self, argument_spec, supports_check_mode):
+        self.made.append(argument_spec)
+
+    def fail_json(self, msg):
+        raise _Failed(msg)
+
+
+def test_a_python_older_than_3_9_fails_the_module_naming_its_version(monkeypatch):
+    from ansible.module_utils.testing import patch_module_args  # pylint: disable=import-outside-toplevel
+
+    old = type(sys)("sys")
+    old.version_info, old.version, old.executable = (3, 8, 18, "final", 0), "3.8.18 (default)", "/usr/bin/python3.8"
+    monkeypatch.setattr(payload, "sys", old)
+    with patch_module_args({"scenarios": ["sysctl"], "deadline": 60}):
+        with pytest.raises(_Failed) as caught:
+            payload.require_python(_Module)
+    assert str(caught.value) == ("needs Python 3.9 or later on the node, found 3.8.18 (/usr/bin/python3.8): install "
+                                 "Python 3.9+ there and point ansible_python_interpreter at it")
+    assert set(_Module.made[-1]) == {"scenarios", "deadline"}  # the options given, accepted as they are
+
+
+def test_python_3_9_and_later_pass_untouched():
+    payload.require_python(None)  # this interpreter (3.9+) builds no module: nothing happens

@@ -34,8 +34,8 @@ def test_each_scenario_is_registered_once_under_its_own_name():
 
 def test_the_node_triage_tables_are_the_registrys():
     assert list(node_triage.SCENARIOS) == NAMES
-    assert set(node_triage.ARGUMENT_SPEC) == {"node_name", "scenarios"} | set(NAMES)
-    assert set(node_triage.RULES) == {"node_name", "scenarios"} | set(NAMES)
+    assert set(node_triage.ARGUMENT_SPEC) == {"node_name", "scenarios", "deadline", "command_timeout"} | set(NAMES)
+    assert set(node_triage.RULES) == {"node_name", "scenarios", "deadline", "command_timeout"} | set(NAMES)
     assert set(node_triage.SAMPLED) == {"firewall_drops", "conntrack", "cilium_agent"}
     assert controller.ROLE_VARIABLES == dict((d.NAME, d.ROLE_VARIABLES) for d in node_triage.REGISTRY)
 
