@@ -1,0 +1,242 @@
+"""The API-side modules against a real control plane and real kube-proxies (tests/lab/cluster.py): kube-apiserver,
+kube-controller-manager and etcd built from their own Go modules, kube-proxy in iptables mode on node1 and node3 and
+in nftables mode on node2. Nothing here is served by a stand-in: the Services' healthCheckNodePort is the one the
+API server allocated, the EndpointSlices are the ones the controller wrote, the health checks and the DNAT are
+kube-proxy's own. The lab plays only the kubelet's part (the pods' status, the nodes' heartbeat).
+
+The independent readers are kubectl built from the same release, urllib for the health checks (as a load balancer
+probes them), and ``iptables-save`` / ``nft -j`` in the node's namespace for kube-proxy's rules.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests.kube_api.helpers import checks
+from tests.lab.faults import pods
+
+NS = "web"
+LOCAL = "web/web-local"
+BACKEND_PORT = 8080
+SERVER = ("import http.server,sys\n"
+          "class H(http.server.BaseHTTPRequestHandler):\n"
+          "    def do_GET(self):\n"
+          "        body=sys.argv[2].encode(); self.send_response(200); self.send_header('Content-Length',str(len(body)))\n"
+          "        self.end_headers(); self.wfile.write(body)\n"
+          "    def log_message(self,*a): pass\n"
+          "http.server.HTTPServer((sys.argv[1],%d),H).serve_forever()\n" % BACKEND_PORT)
+
+
+def backend(lab, name, node):
+    """A pod namespace on ``node`` with an HTTP server on its address (killed with the lab's namespaces)."""
+    pod = pods.pod(lab, node, name, cni="calico")
+    subprocess.Popen(["ip", "netns", "exec", pod["ns"], lab.python, "-c", SERVER, pod["ip"], name],
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return pod
+
+
+@pytest.fixture(scope="module")
+def web(lab, kube_cluster):
+    """web/web-local: a LoadBalancer Service with externalTrafficPolicy Local whose pods run on node1 and node2;
+    web/empty: a ClusterIP Service whose selector matches no pod."""
+    pods.pod_mesh(lab)
+    a, b = backend(lab, "web-a", "node1"), backend(lab, "web-b", "node2")
+    for pod in (a, b):
+        kube_cluster.run_pod(NS, pod["name"], pod["node"], pod["ip"], labels={"app": "web"},
+                             containers=[{"name": "web", "image": "lab.invalid/web:1",
+                                          "ports": [{"containerPort": BACKEND_PORT, "name": "http"}]}])
+    kube_cluster.apply([
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web-local", "namespace": NS},
+         "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "selector": {"app": "web"},
+                  "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "empty", "namespace": NS},
+         "spec": {"selector": {"app": "none"}, "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}},
+    ])
+    vip = lab.vip(10)
+    kube_cluster.patch_status(f"/api/v1/namespaces/{NS}/services/web-local",
+                              {"loadBalancer": {"ingress": [{"ip": vip, "ipMode": "VIP"}]}})
+    svc = kube_cluster.kubectl_json("get", "svc", "-n", NS, "web-local")
+    hcnp = svc["spec"]["healthCheckNodePort"]
+    kube_cluster.wait_for("kube-proxy's health check of web-local on node1",
+                          lambda: health(lab.node("node1").ip, hcnp)[0] == 200, timeout=60)
+    yield {"pods": [a, b], "vip": vip, "health_check_node_port": hcnp, "node_port": svc["spec"]["ports"][0]["nodePort"]}
+
+
+def health(address, port):
+    """The load balancer's probe of a node: plain urllib; (status, JSON body), or (None, why)."""
+    try:
+        with urllib.request.urlopen("http://%s:%d/" % (address, port), timeout=3) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+    except OSError as exc:
+        return None, str(exc)
+
+
+def kube_proxy_rules(lab, node, mode):
+    """kube-proxy's rules in the node's namespace, read with the tool of its mode."""
+    if mode == "nftables":
+        return lab.ns_run(node, ["nft", "list", "table", "ip", "kube-proxy"]).stdout
+    return "\n".join(lab.ns_run(node, [tool, "-t", "nat"], check=False).stdout
+                     for tool in ("iptables-nft-save", "iptables-legacy-save"))
+
+
+def test_nodes_registered_and_kube_proxy_programs_each_mode(lab, kube_cluster, web):
+    nodes = kube_cluster.kubectl_json("get", "nodes")["items"]
+    assert sorted(n["metadata"]["name"] for n in nodes) == [n.name for n in lab.nodes]
+    for node in nodes:
+        ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"][0]
+        assert ready["status"] == "True"
+        internal = [a["address"] for a in node["status"]["addresses"] if a["type"] == "InternalIP"]
+        assert internal == [lab.node(node["metadata"]["name"]).ip]
+    assert {n.name: kube_cluster.proxy_mode(n) for n in lab.nodes} == {
+        "node1": "iptables", "node2": "nftables", "node3": "iptables"}
+    for node in lab.nodes:
+        mode = kube_cluster.proxy_mode(node)
+        rules = kube_cluster.wait_for("kube-proxy's rules for web-local on %s" % node.name,
+                                      lambda: (lambda r: "web/web-local" in r and r)(kube_proxy_rules(lab, node, mode)))
+        if mode == "nftables":
+            assert "service-" in rules and web["vip"] in rules
+        else:
+            assert "KUBE-SVC-" in rules and web["vip"] in rules
+    slices = kube_cluster.kubectl_json("get", "endpointslices", "-n", NS, "-l", "kubernetes.io/service-name=web-local")
+    addresses = sorted(a for s in slices["items"] for e in s["endpoints"] for a in e["addresses"])
+    assert addresses == sorted(p["ip"] for p in web["pods"])
+
+
+def test_lb_health_reads_real_health_checks(lab, ansible, kube_cluster, web):
+    port = web["health_check_node_port"]
+    probes = {n.name: health(n.ip, port) for n in lab.nodes}
+    assert {n: p[0] for n, p in probes.items()} == {"node1": 200, "node2": 200, "node3": 503}
+    assert probes["node1"][1]["localEndpoints"] == 1 and probes["node3"][1]["localEndpoints"] == 0
+    result = ansible.module("localhost", "lb_health", {"kubeconfig": str(kube_cluster.kubeconfig()),
+                                                       "namespaces": [NS]})["localhost"]
+    assert not result["failed"], result
+    assert checks(result["findings"]) == [("lb.nodes_without_endpoints", LOCAL)]
+    svc = result["services"][0]
+    assert svc["health_check_node_port"] == port
+    assert svc["local_endpoints"] == {"node1": 1, "node2": 1}
+    assert {n: p["status"] for n, p in svc["probes"].items()} == {"node1": 200, "node2": 200, "node3": 503}
+
+
+def test_lb_health_switch_end_to_end(lab, ansible, kube_cluster, web):
+    """The OpenShift incident with a real kube-proxy: node2 holds a ready pod but its kube-proxy is dead, so the load
+    balancer's health check of node2 fails. The switch to Cluster goes through the API server, kube-proxy on the
+    other nodes releases the health check port and forwards the traffic nodePort to a pod: the post-check sees it."""
+    kc = str(kube_cluster.kubeconfig())
+    kube_cluster.stop_proxy("node2")
+    try:
+        switch_and_verify(lab, ansible, kube_cluster, web, kc)
+    finally:
+        kube_cluster.start_proxy("node2")
+        kube_cluster.kubectl("patch", "svc", "-n", NS, "web-local", "--type", "merge", "-p", json.dumps(
+            {"spec": {"externalTrafficPolicy": "Local", "healthCheckNodePort": web["health_check_node_port"]}}))
+
+
+def switch_and_verify(lab, ansible, kube_cluster, web, kc):
+    port, node_port = web["health_check_node_port"], web["node_port"]
+    assert health(lab.node("node2").ip, port)[0] is None
+    args = {"kubeconfig": kc, "namespaces": [NS], "remediate": "cluster", "remediate_services": [LOCAL],
+            "verify_timeout": 60}
+    dry = ansible.module("localhost", "lb_health", args, check=True, diff=True)["localhost"]
+    assert not dry["failed"], dry
+    assert dry["changed"] is True and dry["patched"] == [LOCAL], dry
+    assert kube_cluster.kubectl_json("get", "svc", "-n", NS, "web-local")["spec"]["externalTrafficPolicy"] == "Local"
+    real = ansible.module("localhost", "lb_health", args, diff=True)["localhost"]
+    assert not real["failed"], real
+    assert real["changed"] is True and real["patched"] == [LOCAL]
+    spec = kube_cluster.kubectl_json("get", "svc", "-n", NS, "web-local")["spec"]
+    assert spec["externalTrafficPolicy"] == "Cluster" and "healthCheckNodePort" not in spec
+    # kube-proxy reprogrammed: node1 no longer answers the health check, and forwards the nodePort to a pod
+    kube_cluster.wait_for("node1's health check port released", lambda: health(lab.node("node1").ip, port)[0] is None,
+                          timeout=30)
+    with urllib.request.urlopen("http://%s:%d/" % (lab.node("node3").ip, node_port), timeout=5) as response:
+        assert response.read().decode() in ("web-a", "web-b")  # node3 has no pod: forwarded with policy Cluster
+    verified = real["verification"]
+    assert verified, real
+    assert all(v["passed"] for v in verified if v["service"] == LOCAL), verified
+    again = ansible.module("localhost", "lb_health", args)["localhost"]
+    assert again["changed"] is False and again["patched"] == []
+
+
+def test_firewall_drops_reads_real_kube_proxy_rules(lab, ansible, kube_cluster, web):
+    """A Service without endpoints: kube-proxy rejects its ClusterIP in both modes; iptables_drops names it."""
+    cluster_ip = kube_cluster.kubectl_json("get", "svc", "-n", NS, "empty")["spec"]["clusterIP"]
+    script = ("import socket,time\n"
+              "end=time.time()+60\n"
+              "while time.time()<end:\n"
+              "    s=socket.socket(); s.settimeout(0.3)\n"
+              "    try: s.connect((%r,80))\n"
+              "    except OSError: pass\n"
+              "    s.close(); time.sleep(0.05)\n" % cluster_ip)
+    for node in ("node1", "node2"):
+        mode = kube_cluster.proxy_mode(node)
+        kube_cluster.wait_for("kube-proxy's reject rule for web/empty on %s" % node,
+                              lambda: "web/empty" in kube_proxy_rules(lab, node, mode) or
+                              "web/empty" in lab.ns_run(node, ["iptables-save"], check=False).stdout)
+        proc = subprocess.Popen(["ip", "netns", "exec", lab.node(node).ns, lab.python, "-c", script])
+        try:
+            result = ansible.module(node, "iptables_drops", {"interval": 2, "node_name": node})[node]
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+        assert not result["failed"], result
+        named = [f for f in result["findings"] if (f.get("evidence") or {}).get("service", "").startswith("web/empty")
+                 or "web/empty" in f["summary"]]
+        assert named, (mode, result["findings"])
+        assert any((f.get("evidence") or {}).get("reason") == "no_endpoints" for f in named), named
+
+
+def test_forbidden_verb_is_the_real_403(lab, ansible, kube_cluster, web):
+    """A ServiceAccount whose ClusterRole may read Services but not EndpointSlices: the API server's own 403."""
+    kube_cluster.ensure_namespace("ops")
+    kube_cluster.apply([
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "triage", "namespace": "ops"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "triage-partial"},
+         "rules": [{"apiGroups": [""], "resources": ["services", "nodes", "pods"], "verbs": ["get", "list"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "triage-partial"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "triage-partial"},
+         "subjects": [{"kind": "ServiceAccount", "name": "triage", "namespace": "ops"}]},
+    ])
+    token = kube_cluster.token("ops", "triage")
+    kube_cluster.token_kubeconfig("triage", token)
+    denied = kube_cluster.kubectl("get", "endpointslices", "-A", user="triage", check=False)
+    assert denied.returncode != 0 and "forbidden" in denied.stderr.lower()
+    result = ansible.module("localhost", "lb_health", {"kubeconfig": str(kube_cluster.kubeconfig("triage")),
+                                                       "namespaces": [NS]})["localhost"]
+    assert result["failed"], result
+    message = result["msg"]
+    assert "403" in message or "forbidden" in message.lower(), message
+    assert "endpointslices" in message, message
+
+
+def test_node_network_status_reads_conditions_written_through_the_api(lab, ansible, kube_cluster, web):
+    """node3's CNI agent reports NetworkUnavailable (as Calico's does) through the real API."""
+    kube_cluster.set_node_condition("node3", "NetworkUnavailable", "True", "NoRouteCreated",
+                                    "Calico could not set up routes")
+    try:
+        result = ansible.module("localhost", "node_network_status",
+                                {"kubeconfig": str(kube_cluster.kubeconfig())})["localhost"]
+        assert not result["failed"], result
+        unavailable = [f for f in result["findings"] if f["check"] == "node.network_unavailable"]
+        assert [f["subject"] for f in unavailable] == ["node3"], result["findings"]
+        read = kube_cluster.kubectl_json("get", "node", "node3")
+        assert [c["status"] for c in read["status"]["conditions"] if c["type"] == "NetworkUnavailable"] == ["True"]
+    finally:
+        kube_cluster.set_node_condition("node3", "NetworkUnavailable", "False", "CalicoIsUp", "Calico is running")
+
+
+def test_service_path_info_over_real_endpointslices(lab, ansible, kube_cluster, web):
+    result = ansible.module("localhost", "service_path_info", {"kubeconfig": str(kube_cluster.kubeconfig()),
+                                                               "service": LOCAL})["localhost"]
+    assert not result["failed"], result
+    text = json.dumps(result)
+    assert web["vip"] in text
+    for pod in web["pods"]:
+        assert pod["ip"] in text
