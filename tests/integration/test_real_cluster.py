@@ -240,3 +240,35 @@ def test_service_path_info_over_real_endpointslices(lab, ansible, kube_cluster, 
     assert web["vip"] in text
     for pod in web["pods"]:
         assert pod["ip"] in text
+
+
+def test_dns_through_real_coredns_and_kube_proxy(lab, ansible, kube_cluster, web):
+    """CoreDNS serving from the real API behind the kube-dns Service that kube-proxy DNATs: the dns role finds the
+    Service and the pod through kube_network_info, asks both from every node; then CoreDNS dies and every node
+    says so. dnspython run in the node's namespace is the independent reader."""
+    dns = kube_cluster.start_coredns("node1")
+    name = "web-local.web.svc.cluster.local"
+    cluster_ip = kube_cluster.kubectl_json("get", "svc", "-n", NS, "web-local")["spec"]["clusterIP"]
+    code = ("import dns.message, dns.query, sys\n"
+            "r = dns.query.udp(dns.message.make_query(sys.argv[1], 'A'), sys.argv[2], timeout=2)\n"
+            "print(' '.join(i.to_text() for a in r.answer for i in a))\n")
+    for node in lab.nodes:  # until kube-proxy has the new EndpointSlice, its rules reject the ClusterIP (EPERM)
+        kube_cluster.wait_for("%s resolves %s through kube-dns" % (node.name, name), lambda: lab.ns_run(
+            node, [lab.python, "-c", code, name, dns["service_ip"]], check=False).stdout.split() == [cluster_ip],
+            timeout=30)
+    extra = {"dns_kubeconfig": str(kube_cluster.kubeconfig()), "dns_names": [name], "dns_timeout": 1.0,
+             "dns_retries": 0, "dns_resolv_conf": ["/run/systemd/resolve/resolv.conf"]}
+    run = ansible.playbook("k8snet.triage.dns", extra_vars=extra)
+    assert run.rc == 0, run
+    read = run.results(task="Read the Node list, Service frontends and DNS servers from the Kubernetes API once")
+    servers = {(s.get("role"), s.get("address")) for s in read[0]["result"]["dns_servers"]}
+    assert servers == {("service", dns["service_ip"]), ("pod", dns["ip"])}, servers
+    for node in lab.nodes:
+        facts = run.result("Keep the findings of this host", node.name)["ansible_facts"]
+        bad = [f for f in facts["dns_findings"] if f["check"] in ("dns.all_servers_fail", "dns.some_servers_fail")]
+        assert not bad, (node.name, bad)
+    kube_cluster.stop("coredns-lab")
+    run = ansible.playbook("k8snet.triage.dns", extra_vars=extra)
+    for node in lab.nodes:
+        facts = run.result("Keep the findings of this host", node.name)["ansible_facts"]
+        assert "dns.all_servers_fail" in [f["check"] for f in facts["dns_findings"]], (node.name, facts["dns_findings"])

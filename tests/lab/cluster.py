@@ -206,12 +206,13 @@ class Cluster:
     def _write_kubeconfig(self, user, data):
         return write_private(self.kubeconfig(user), json.dumps(data, indent=1).encode())
 
-    def _spawn(self, name, argv, node=None, cwd=None):
-        """Start a component inside the API's namespace (or ``node``'s network and mount namespaces)."""
-        if node is None:
-            prefix = ["ip", "netns", "exec", self.ns]
-        else:
+    def _spawn(self, name, argv, node=None, netns=None, cwd=None):
+        """Start a component inside the API's namespace (or ``node``'s network and mount namespaces, or the network
+        namespace ``netns``: a pod's)."""
+        if node is not None:
             prefix = ["nsenter", "-t", str(self.lab.node(node).sshd_pid), "-m", "-n", "--"]
+        else:
+            prefix = ["ip", "netns", "exec", netns or self.ns]
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - the child keeps it
         try:
             proc = subprocess.Popen([*prefix, *[str(a) for a in argv]], stdout=log, stderr=subprocess.STDOUT,
@@ -239,15 +240,20 @@ class Cluster:
         path.write_text(json.dumps(config, indent=1))
         self._spawn(f"kube-proxy-{node.name}", [kube_proxy, "--config", path, "--v=1"], node=node)
 
+    def stop(self, name):
+        """Kill one component the cluster started (its process group), by the name its log has."""
+        pid = self.lab.extra.get("cluster_pids", {}).get(name)
+        if not pid:
+            raise LabError(f"no component {name!r} was started; started: {sorted(self.lab.extra.get('cluster_pids', {}))}")
+        try:
+            os.killpg(pid, 9)
+        except ProcessLookupError:
+            pass
+
     def stop_proxy(self, node):
         """Kill kube-proxy on ``node`` (as a crash would: its rules stay, its health servers go)."""
         node = self.lab.node(node)
-        pid = self.lab.extra.get("cluster_pids", {}).get(f"kube-proxy-{node.name}")
-        if pid:
-            try:
-                os.killpg(pid, 9)
-            except ProcessLookupError:
-                pass
+        self.stop(f"kube-proxy-{node.name}")
         self.wait_for(f"kube-proxy of {node.name} gone", lambda: not self._proxy_healthy(node), timeout=20)
 
     def start_proxy(self, node):
@@ -256,14 +262,7 @@ class Cluster:
         self.wait_for(f"kube-proxy of {node.name} healthy", lambda: self._proxy_healthy(node), timeout=60)
 
     def _proxy_healthy(self, node):
-        conn = http.client.HTTPConnection(node.ip, 10256, timeout=2)
-        try:
-            conn.request("GET", "/healthz")
-            return conn.getresponse().status == 200
-        except OSError:
-            return False
-        finally:
-            conn.close()
+        return _http_status(node.ip, 10256, "/healthz") == 200
 
     def _proxies_healthy(self):
         return all(self._proxy_healthy(node) for node in self.lab.nodes)
@@ -352,6 +351,54 @@ class Cluster:
         """``kubectl apply`` of a list of objects (server-side, so that fields the lab owns stay its own)."""
         text = "\n".join(json.dumps(o) for o in objects)
         return self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=text)
+
+    # ------------------------------------------------------------------ CoreDNS
+    def start_coredns(self, node="node1", name="coredns-lab"):
+        """CoreDNS (built from its module) as the cluster DNS: a pod namespace on ``node`` running it with kubeadm's
+        Corefile less ``forward`` and ``loop`` (nothing leaves the lab), its Pod in kube-system written as its kubelet
+        would, and the kube-dns Service at .10 of the service range; CoreDNS reads the real API with its
+        ServiceAccount's token and ClusterRole (kubeadm's system:coredns). Returns {pod, ip, node, service_ip}."""
+        from .faults import pods
+
+        pod = pods.pod(self.lab, node, name, cni="calico")
+        self.ensure_namespace("kube-system")
+        service_ip = self.lab.service_ip(10)
+        self.apply([
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "coredns", "namespace": "kube-system"}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "system:coredns"},
+             "rules": [{"apiGroups": [""], "resources": ["endpoints", "services", "pods", "namespaces"],
+                        "verbs": ["list", "watch"]},
+                       {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+                        "verbs": ["list", "watch"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "system:coredns"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:coredns"},
+             "subjects": [{"kind": "ServiceAccount", "name": "coredns", "namespace": "kube-system"}]},
+            {"apiVersion": "v1", "kind": "Service",
+             "metadata": {"name": "kube-dns", "namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+             "spec": {"clusterIP": service_ip, "selector": {"k8s-app": "kube-dns"},
+                      "ports": [{"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                                {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53}]}},
+        ])
+        self.token_kubeconfig("coredns", self.token("kube-system", "coredns", seconds=86400))
+        corefile = self.dir / "Corefile"
+        corefile.write_text(
+            ".:53 {\n    errors\n    health %s:8080\n    ready %s:8181\n"
+            "    kubernetes cluster.local in-addr.arpa ip6.arpa {\n        kubeconfig %s lab\n        pods insecure\n"
+            "        fallthrough in-addr.arpa ip6.arpa\n        ttl 30\n    }\n    cache 30\n    reload\n"
+            "    loadbalance\n}\n" % (pod["ip"], pod["ip"], self.kubeconfig("coredns")))
+        self._spawn(name, [binary("coredns"), "-conf", corefile], netns=pod["ns"])
+        probe = ("import urllib.request,sys\n"
+                 "print(urllib.request.urlopen('http://%s:8181/ready', timeout=2).status)" % pod["ip"])
+        self.wait_for("CoreDNS ready (its /ready answers 200 once the API is read; probed from its node)",
+                      lambda: self.lab.ns_run(node, [self.lab.python, "-c", probe], check=False).stdout.strip() == "200",
+                      timeout=60)
+        self.run_pod("kube-system", name, node, pod["ip"], labels={"k8s-app": "kube-dns"},
+                     containers=[{"name": "coredns", "image": "registry.k8s.io/coredns/coredns:v1.14.6",
+                                  "ports": [{"containerPort": 53, "name": "dns", "protocol": "UDP"},
+                                            {"containerPort": 53, "name": "dns-tcp", "protocol": "TCP"}]}])
+        return {"pod": name, "ip": pod["ip"], "node": self.lab.node(node).name, "service_ip": service_ip,
+                "ns": pod["ns"]}
 
     # ------------------------------------------------------------ the kubelet's part
     def register_nodes(self):
@@ -451,6 +498,17 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise LabError(f"{what}: not so after {timeout} s")
             time.sleep(interval)
+
+
+def _http_status(address, port, path):
+    conn = http.client.HTTPConnection(address, port, timeout=2)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status
+    except OSError:
+        return None
+    finally:
+        conn.close()
 
 
 def _now():
