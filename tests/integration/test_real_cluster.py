@@ -10,6 +10,7 @@ probes them), and ``iptables-save`` / ``nft -j`` in the node's namespace for kub
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import urllib.error
@@ -18,6 +19,7 @@ import urllib.request
 import pytest
 
 from tests.kube_api.helpers import checks
+from tests.lab.core import LabError
 from tests.lab.faults import pods
 
 NS = "web"
@@ -272,3 +274,97 @@ def test_dns_through_real_coredns_and_kube_proxy(lab, ansible, kube_cluster, web
     for node in lab.nodes:
         facts = run.result("Keep the findings of this host", node.name)["ansible_facts"]
         assert "dns.all_servers_fail" in [f["check"] for f in facts["dns_findings"]], (node.name, facts["dns_findings"])
+
+
+WEBHOOK = ("import json,ssl,sys\n"
+           "from http.server import BaseHTTPRequestHandler, HTTPServer\n"
+           "class H(BaseHTTPRequestHandler):\n"
+           "    def do_POST(self):\n"
+           "        review=json.loads(self.rfile.read(int(self.headers.get('Content-Length',0))))\n"
+           "        body=json.dumps({'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview',\n"
+           "                         'response':{'uid':review['request']['uid'],'allowed':True}}).encode()\n"
+           "        self.send_response(200); self.send_header('Content-Type','application/json')\n"
+           "        self.send_header('Content-Length',str(len(body))); self.end_headers(); self.wfile.write(body)\n"
+           "        print('reviewed', review['request']['resource']['resource'], flush=True)\n"
+           "    def log_message(self,*a): pass\n"
+           "server=HTTPServer((sys.argv[1],8443),H)\n"
+           "ctx=ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[2],sys.argv[3])\n"
+           "server.socket=ctx.wrap_socket(server.socket,server_side=True)\n"
+           "print('ready',flush=True)\n"
+           "server.serve_forever()\n")
+HOOK = "validate.policy-guard.example.com"
+
+
+def test_webhook_deadlock_with_a_real_webhook_and_the_api_servers_own_error(lab, ansible, kube_cluster, web, tmp_path):
+    """The IBM Cloud cycle on a real API server: a ValidatingWebhookConfiguration (failurePolicy Fail on pods and
+    nodes/status) whose server runs in a pod on node3. While it answers, the API server calls it (the server logs the
+    reviews). Then node3 loses its network: calico-node crash-loops there, NetworkUnavailable, the webhook's pod
+    cannot start. The API server now refuses every pod and every node status update in its own words, which is the
+    cycle; the cni scenario names it. The webhook configuration is removed afterwards whatever happens."""
+    ns, svc = "policy-guard", "policy-guard-webhook"
+    for node in lab.nodes:
+        kube_cluster.daemonset_pod("kube-system", "calico-node", node, node.ip, host_network=True)
+    pod = pods.pod(lab, "node3", "policy-guard-0", cni="calico")
+    cert, key = kube_cluster.ca.issue(svc, names=["%s.%s.svc" % (svc, ns)])
+    (tmp_path / "tls.crt").write_bytes(cert)
+    (tmp_path / "tls.key").write_bytes(key)
+    server = subprocess.Popen(["ip", "netns", "exec", pod["ns"], lab.python, "-c", WEBHOOK, pod["ip"],
+                               str(tmp_path / "tls.crt"), str(tmp_path / "tls.key")],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    assert server.stdout.readline().strip() == "ready"
+    kube_cluster.run_pod(ns, "policy-guard-0", "node3", pod["ip"], labels={"app": "policy-guard"},
+                         containers=[{"name": "webhook", "image": "lab.invalid/policy-guard:1",
+                                      "ports": [{"containerPort": 8443, "name": "https"}]}])
+    kube_cluster.apply([{"apiVersion": "v1", "kind": "Service", "metadata": {"name": svc, "namespace": ns},
+                         "spec": {"selector": {"app": "policy-guard"},
+                                  "ports": [{"name": "https", "port": 443, "targetPort": "https"}]}}])
+    hook = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "policy-guard"},
+            "webhooks": [{"name": HOOK, "failurePolicy": "Fail", "sideEffects": "None",
+                          "admissionReviewVersions": ["v1"], "timeoutSeconds": 5,
+                          "clientConfig": {"service": {"namespace": ns, "name": svc, "port": 443, "path": "/validate"},
+                                           "caBundle": base64.b64encode(kube_cluster.ca.pem).decode()},
+                          "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                                     "resources": ["pods", "nodes/status"], "scope": "*"}]}]}
+    try:
+        kube_cluster.wait_for("the webhook's EndpointSlice ready", lambda: [
+            e for s in kube_cluster.kubectl_json("get", "endpointslices", "-n", ns)["items"]
+            for e in s.get("endpoints") or [] if (e.get("conditions") or {}).get("ready")])
+        kube_cluster.apply([hook])
+        # the API server calls the webhook: a pod is admitted, and the webhook saw it
+        kube_cluster.wait_for("a pod admitted through the webhook", lambda: kube_cluster.kubectl(
+            "run", "admitted", "-n", NS, "--image=lab.invalid/x:1", "--restart=Never",
+            "--overrides", json.dumps({"spec": {"nodeName": "node1"}}), check=False).returncode == 0, timeout=30)
+        assert server.stdout.readline().split() == ["reviewed", "pods"]
+        # node3 loses its network: NetworkUnavailable (admitted while the webhook still answers), the agent
+        # crash-loops, the webhook's server dies and its pod waits for the network
+        kube_cluster.set_node_condition("node3", "NetworkUnavailable", "True", "CalicoIsDown", "Calico is shutting down")
+        server.kill()
+        server.wait(timeout=10)
+        kube_cluster.write_pod_status("kube-system", "calico-node-node3", "node3", lab.node("node3").ip, restarts=7,
+                                      waiting={"reason": "CrashLoopBackOff",
+                                               "message": "back-off 5m0s restarting failed container=calico-node"})
+        kube_cluster.write_pod_status(ns, "policy-guard-0", "node3", pod["ip"], waiting={
+            "reason": "ContainerCreating", "message": ""})
+        # the API server's own words: every pod and every node status update is refused
+        refused = kube_cluster.wait_for("the API server refusing a pod", lambda: (lambda p: p.returncode and p)(
+            kube_cluster.kubectl("run", "refused", "-n", NS, "--image=lab.invalid/x:1", "--restart=Never",
+                                 "--overrides", json.dumps({"spec": {"nodeName": "node1"}}), check=False)), timeout=30)
+        assert 'failed calling webhook "%s"' % HOOK in refused.stderr, refused.stderr
+        with pytest.raises(LabError) as status_update:
+            kube_cluster.set_node_condition("node3", "NetworkUnavailable", "False", "CalicoIsUp", "Calico is running")
+        assert HOOK in str(status_update.value)
+
+        run = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": str(kube_cluster.kubeconfig())})
+        assert run.rc == 0, run
+        hooks = run.results(action="webhook_deadlock")
+        found = hooks[0]["result"]["findings"]
+        assert checks(found) == [("webhook.cni_deadlock", "webhook:policy-guard/" + HOOK)], found
+        assert found[0]["evidence"]["nodes"] == ["node3"]
+        assert found[0]["evidence"]["cni_pods"] == ["kube-system/calico-node-node3"]
+        assert found[0]["evidence"]["backend_pods"] == ["policy-guard-0"]
+    finally:
+        if server.poll() is None:
+            server.kill()
+        kube_cluster.kubectl("delete", "validatingwebhookconfiguration", "policy-guard", "--ignore-not-found", check=False)
+        kube_cluster.set_node_condition("node3", "NetworkUnavailable", "False", "CalicoIsUp", "Calico is running")

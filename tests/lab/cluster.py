@@ -100,6 +100,7 @@ class Cluster:
             raise LabError(f"proxy_modes={list(proxy_modes)!r}: use a list of {', '.join(PROXY_MODES)}")
         self.proxy_modes = tuple(proxy_modes)
         self._ctx = None
+        self.ca = None  # the cluster's CA, in the process that made it (to sign a webhook's serving certificate)
 
     # ------------------------------------------------------------------ facts
     def proxy_mode(self, node):
@@ -176,7 +177,7 @@ class Cluster:
             lab.run(["ip", "-n", node.ns, "route", "replace", str(lab.service_network), "via", lab.controller_ip])
 
     def _make_pki(self):
-        ca = CA(name=f"k8snet-lab{self.lab.slot}-kubernetes-ca")
+        ca = self.ca = CA(name=f"k8snet-lab{self.lab.slot}-kubernetes-ca")
         (self.pki / "ca.crt").write_bytes(ca.pem)
         write_private(self.pki / "ca.key", ca.key.private_bytes(serialization.Encoding.PEM,
                                                                 serialization.PrivateFormat.PKCS8,
@@ -425,7 +426,7 @@ class Cluster:
         return self.patch_status(f"/api/v1/nodes/{node.name}", {"conditions": conditions})
 
     def run_pod(self, namespace, name, node, ip, labels=None, ready=True, containers=None, waiting=None,
-                restarts=0, host_network=False, spec=None):
+                restarts=0, host_network=False, spec=None, owner=None):
         """A pod bound to ``node`` whose status the lab writes as the node's kubelet would: Running with ``ip``
         (a lab pod namespace's address), Ready or not, or Pending with a container waiting for ``waiting``
         (``{"reason": ..., "message": ...}``)."""
@@ -436,10 +437,39 @@ class Cluster:
         pod_spec.update(spec or {})
         obj = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": name, "namespace": namespace, "labels": labels or {}}, "spec": pod_spec}
+        if owner:
+            obj["metadata"]["ownerReferences"] = [owner]
         self.ensure_namespace(namespace)
         self.create(obj, f"/api/v1/namespaces/{namespace}/pods")
         return self.write_pod_status(namespace, name, node, ip, ready=ready, waiting=waiting, restarts=restarts,
                                      containers=containers)
+
+    def daemonset_pod(self, namespace, daemonset, node, ip, **kw):
+        """A pod of DaemonSet ``daemonset`` on ``node``, its status written as by ``run_pod``. There is no scheduler:
+        the DaemonSet is real, but its nodeSelector matches no node (its controller places nothing) and the lab
+        places its pods, owned by it (ownerReference, not its controller's, so that the controller neither adopts
+        nor removes them; the garbage collector still would, were the DaemonSet deleted)."""
+        ds = self._daemonset(namespace, daemonset)
+        owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": daemonset, "uid": ds["metadata"]["uid"],
+                 "controller": False}
+        name = f"{daemonset}-{self.lab.node(node).name}"
+        spec = dict(kw.pop("spec", {}) or {}, hostNetwork=kw.pop("host_network", False))
+        labels = dict(kw.pop("labels", {}) or {}, **{"k8s-app": daemonset})
+        self.run_pod(namespace, name, node, ip, labels=labels, spec=spec, owner=owner, **kw)
+        return name
+
+    def _daemonset(self, namespace, name):
+        path = f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}"
+        if not self._exists(path):
+            self.ensure_namespace(namespace)
+            selector = {"k8snet.lab/daemonset": name}
+            self.create({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": namespace},
+                         "spec": {"selector": {"matchLabels": selector},
+                                  "template": {"metadata": {"labels": selector},
+                                               "spec": {"nodeSelector": {"k8snet.lab/no-node": "true"},
+                                                        "containers": [{"name": name, "image": "lab.invalid/%s:1" % name}]}}}},
+                        f"/apis/apps/v1/namespaces/{namespace}/daemonsets")
+        return self.request("GET", path)
 
     def write_pod_status(self, namespace, name, node, ip, ready=True, waiting=None, restarts=0, containers=None):
         node = self.lab.node(node)
