@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 
 import pytest
 
+from tests.integration.conftest import BIN, ROOT
 from tests.kube_api.helpers import checks
 from tests.lab.core import LabError
 from tests.lab.faults import pods
@@ -368,3 +371,53 @@ def test_webhook_deadlock_with_a_real_webhook_and_the_api_servers_own_error(lab,
             server.kill()
         kube_cluster.kubectl("delete", "validatingwebhookconfiguration", "policy-guard", "--ignore-not-found", check=False)
         kube_cluster.set_node_condition("node3", "NetworkUnavailable", "False", "CalicoIsUp", "Calico is running")
+
+
+def test_awx_credential_environment_and_module_defaults(lab, kube_cluster, web, tmp_path):
+    """What AWX's Kubernetes credential gives a job: K8S_AUTH_HOST, K8S_AUTH_API_KEY (a ServiceAccount's token) and
+    K8S_AUTH_SSL_CA_CERT (the cluster's real CA), no kubeconfig; the modules take it through the action group's
+    module_defaults. A token the API server rejects is its real 401."""
+    kube_cluster.ensure_namespace("awx")
+    kube_cluster.apply([
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "triage", "namespace": "awx"}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "awx-triage"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+         "subjects": [{"kind": "ServiceAccount", "name": "awx", "namespace": "awx"},
+                      {"kind": "ServiceAccount", "name": "triage", "namespace": "awx"}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "awx-triage-nodes"},
+         "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
+                   {"apiGroups": ["admissionregistration.k8s.io"],
+                    "resources": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+                    "verbs": ["get", "list"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "awx-triage-nodes"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "awx-triage-nodes"},
+         "subjects": [{"kind": "ServiceAccount", "name": "triage", "namespace": "awx"}]},
+    ])
+    token = kube_cluster.token("awx", "triage")
+    playbook = tmp_path / "awx.yml"
+    playbook.write_text(
+        "- hosts: localhost\n  gather_facts: false\n"
+        "  module_defaults:\n    group/k8snet.triage.kube:\n      api_timeout: 20\n      validate_certs: true\n"
+        "  tasks:\n"
+        "    - name: LB health with the credential's environment\n      k8snet.triage.lb_health:\n"
+        "        namespaces: [web]\n"
+        "      register: lb\n"
+        "    - name: Service path\n      k8snet.triage.service_path_info:\n        service: web/web-local\n"
+        "      register: path\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("K8S_AUTH_", "KUBECONFIG"))}
+    env.update({"K8S_AUTH_HOST": kube_cluster.server, "K8S_AUTH_API_KEY": token,
+                "K8S_AUTH_SSL_CA_CERT": str(kube_cluster.ca_file), "HOME": str(tmp_path),
+                "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_NOCOLOR": "1"})
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook), "-v",
+                           "-e", "ansible_python_interpreter=" + sys.executable],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "lb.nodes_without_endpoints" in proc.stdout
+    assert web["vip"] in proc.stdout
+    env["K8S_AUTH_API_KEY"] = token[:-4] + "AAAA"
+    proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(playbook),
+                           "-e", "ansible_python_interpreter=" + sys.executable],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode != 0
+    assert "401" in proc.stdout, proc.stdout[-3000:]
