@@ -27,49 +27,16 @@ from tests.lab.faults import pods
 
 NS = "web"
 LOCAL = "web/web-local"
-BACKEND_PORT = 8080
-SERVER = ("import http.server,sys\n"
-          "class H(http.server.BaseHTTPRequestHandler):\n"
-          "    def do_GET(self):\n"
-          "        body=sys.argv[2].encode(); self.send_response(200); self.send_header('Content-Length',str(len(body)))\n"
-          "        self.end_headers(); self.wfile.write(body)\n"
-          "    def log_message(self,*a): pass\n"
-          "http.server.HTTPServer((sys.argv[1],%d),H).serve_forever()\n" % BACKEND_PORT)
-
-
-def backend(lab, name, node):
-    """A pod namespace on ``node`` with an HTTP server on its address (killed with the lab's namespaces)."""
-    pod = pods.pod(lab, node, name, cni="calico")
-    subprocess.Popen(["ip", "netns", "exec", pod["ns"], lab.python, "-c", SERVER, pod["ip"], name],
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    return pod
 
 
 @pytest.fixture(scope="module")
 def web(lab, kube_cluster):
     """web/web-local: a LoadBalancer Service with externalTrafficPolicy Local whose pods run on node1 and node2;
     web/empty: a ClusterIP Service whose selector matches no pod."""
-    pods.pod_mesh(lab)
-    a, b = backend(lab, "web-a", "node1"), backend(lab, "web-b", "node2")
-    for pod in (a, b):
-        kube_cluster.run_pod(NS, pod["name"], pod["node"], pod["ip"], labels={"app": "web"},
-                             containers=[{"name": "web", "image": "lab.invalid/web:1",
-                                          "ports": [{"containerPort": BACKEND_PORT, "name": "http"}]}])
-    kube_cluster.apply([
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web-local", "namespace": NS},
-         "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "selector": {"app": "web"},
-                  "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "empty", "namespace": NS},
-         "spec": {"selector": {"app": "none"}, "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}},
-    ])
-    vip = lab.vip(10)
-    kube_cluster.patch_status(f"/api/v1/namespaces/{NS}/services/web-local",
-                              {"loadBalancer": {"ingress": [{"ip": vip, "ipMode": "VIP"}]}})
-    svc = kube_cluster.kubectl_json("get", "svc", "-n", NS, "web-local")
-    hcnp = svc["spec"]["healthCheckNodePort"]
-    kube_cluster.wait_for("kube-proxy's health check of web-local on node1",
-                          lambda: health(lab.node("node1").ip, hcnp)[0] == 200, timeout=60)
-    yield {"pods": [a, b], "vip": vip, "health_check_node_port": hcnp, "node_port": svc["spec"]["ports"][0]["nodePort"]}
+    service = kube_cluster.web_service(NS, "web-local", nodes=("node1", "node2"))
+    kube_cluster.apply([{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "empty", "namespace": NS},
+                         "spec": {"selector": {"app": "none"}, "ports": [{"name": "http", "port": 80}]}}])
+    yield service
 
 
 def health(address, port):
@@ -161,7 +128,7 @@ def switch_and_verify(lab, ansible, kube_cluster, web, kc):
     kube_cluster.wait_for("node1's health check port released", lambda: health(lab.node("node1").ip, port)[0] is None,
                           timeout=30)
     with urllib.request.urlopen("http://%s:%d/" % (lab.node("node3").ip, node_port), timeout=5) as response:
-        assert response.read().decode() in ("web-a", "web-b")  # node3 has no pod: forwarded with policy Cluster
+        assert response.read().decode() in ("web-local-node1", "web-local-node2")  # node3 has no pod: forwarded with policy Cluster
     verified = real["verification"]
     assert verified, real
     assert all(v["passed"] for v in verified if v["service"] == LOCAL), verified

@@ -44,7 +44,13 @@ BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-proxy", "
 API_INDEX = 5  # the API server's address: .5 of the node network (.1 is the controller, nodes from .10)
 API_PORT = 6443
 PROXY_MODES = ("iptables", "nftables")
-LEASE_SECONDS = 40
+WEB_SERVER = ("import http.server,sys\n"
+              "class H(http.server.BaseHTTPRequestHandler):\n"
+              "    def do_GET(self):\n"
+              "        body=sys.argv[3].encode(); self.send_response(200)\n"
+              "        self.send_header('Content-Length',str(len(body))); self.end_headers(); self.wfile.write(body)\n"
+              "    def log_message(self,*a): pass\n"
+              "http.server.HTTPServer((sys.argv[1],int(sys.argv[2])),H).serve_forever()\n")
 
 
 def binary(name):
@@ -352,6 +358,41 @@ class Cluster:
         """``kubectl apply`` of a list of objects (server-side, so that fields the lab owns stay its own)."""
         text = "\n".join(json.dumps(o) for o in objects)
         return self.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", input=text)
+
+    # ------------------------------------------------------------------ workloads
+    def web_service(self, namespace="web", name="web-local", nodes=("node1", "node2"), vip_index=10,
+                    policy="Local", port=8080):
+        """A LoadBalancer Service (``policy``: its externalTrafficPolicy) whose pods run on ``nodes``: each a lab pod
+        namespace with an HTTP server on ``port`` answering its pod's name, its Pod written as its kubelet would; the
+        load balancer's address (``vip_index`` of the lab's VIPs) written to the Service's status as a load-balancer
+        controller would. Waits until kube-proxy on the first node answers its health check (policy Local). Returns
+        {pods, vip, service, health_check_node_port, node_port}."""
+        from .faults import pods
+
+        pods.pod_mesh(self.lab)
+        backends = []
+        for node in nodes:
+            pod = pods.pod(self.lab, node, f"{name}-{self.lab.node(node).name}", cni="calico")
+            self._spawn(pod["name"], [self.lab.python, "-c", WEB_SERVER, pod["ip"], port, pod["name"]],
+                        netns=pod["ns"])
+            self.run_pod(namespace, pod["name"], node, pod["ip"], labels={"app": name},
+                         containers=[{"name": "web", "image": "lab.invalid/web:1",
+                                      "ports": [{"containerPort": port, "name": "http"}]}])
+            backends.append(pod)
+        self.apply([{"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace},
+                     "spec": {"type": "LoadBalancer", "externalTrafficPolicy": policy, "selector": {"app": name},
+                              "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]}}])
+        vip = self.lab.vip(vip_index)
+        self.patch_status(f"/api/v1/namespaces/{namespace}/services/{name}",
+                          {"loadBalancer": {"ingress": [{"ip": vip, "ipMode": "VIP"}]}})
+        svc = self.kubectl_json("get", "svc", "-n", namespace, name)
+        hcnp = svc["spec"].get("healthCheckNodePort")
+        if hcnp:
+            first = self.lab.node(nodes[0])
+            self.wait_for(f"kube-proxy's health check of {namespace}/{name} on {first.name}",
+                          lambda: _http_status(first.ip, hcnp, "/") == 200, timeout=60)
+        return {"pods": backends, "vip": vip, "service": f"{namespace}/{name}", "health_check_node_port": hcnp,
+                "node_port": svc["spec"]["ports"][0]["nodePort"]}
 
     # ------------------------------------------------------------------ CoreDNS
     def start_coredns(self, node="node1", name="coredns-lab"):
