@@ -91,12 +91,13 @@ def api_demo(lab):
           "\n  balancer's health check of node2 (port %s) fails although node2 holds a ready pod" % (
               web["service"], web["vip"], web["health_check_node_port"]))
     kubeconfig = str(cluster.kubeconfig())
-    playbook(lab, "lb_health", {"lb_health_kubeconfig": kubeconfig}, show=("Show the findings",))
+    shown = ("Show the LB health findings",)
+    playbook(lab, "lb_health", {"lb_health_kubeconfig": kubeconfig}, show=shown)
     switch = {"lb_health_kubeconfig": kubeconfig, "lb_health_remediate": "cluster",
               "lb_health_remediate_services": [web["service"]]}
     print("  dry run of the switch to externalTrafficPolicy Cluster, then the switch (kube-proxy reprograms):")
-    playbook(lab, "lb_health", switch, check=True, show=("Show the findings",))
-    playbook(lab, "lb_health", switch, show=("Show the findings",))
+    playbook(lab, "lb_health", switch, check=True, show=shown)
+    playbook(lab, "lb_health", switch, show=shown)
     policy = cluster.kubectl_json("get", "svc", "-n", "web", "web-local")["spec"]["externalTrafficPolicy"]
     print("  kubectl get svc -n web web-local: externalTrafficPolicy %s" % policy)
 
