@@ -69,6 +69,39 @@ def ingress_demo(lab):
     return {"server": server, "inventory": inventory}
 
 
+def api_demo(lab):
+    """The API half on a real control plane (kube-apiserver, kube-controller-manager, etcd and kube-proxy built from
+    their Go modules): the OpenShift runbook's incident, a Service with externalTrafficPolicy Local whose pods run
+    on node1 and node2 while node2's kube-proxy is dead; lb_health finds it, switches it in check mode, then for
+    real, and the post-check sees every node forward the traffic."""
+    from tests.lab import cluster as lab_cluster  # pylint: disable=import-outside-toplevel
+
+    if not lab_cluster.built():
+        print("  skipped: the lab's Kubernetes is not built. scripts/build-kubernetes builds kube-apiserver,\n"
+              "  kube-controller-manager, kube-proxy, kubectl, etcd and CoreDNS from their Go modules, about 15 min\n"
+              "  the first time on 2 cores (progress shown), then cached by version; scripts/test builds it too.")
+        return
+    started = time.time()
+    cluster = lab_cluster.Cluster(lab).up()
+    print("  Kubernetes API %s up in %.0f s (kube-proxy: %s)" % (cluster.server, time.time() - started, ", ".join(
+        "%s %s" % (n.name, cluster.proxy_mode(n)) for n in lab.nodes)))
+    web = cluster.web_service("web", "web-local", nodes=("node1", "node2"))
+    cluster.stop_proxy("node2")
+    print("  %s: LoadBalancer %s, policy Local, pods on node1 and node2; node2's kube-proxy is dead, so the load"
+          "\n  balancer's health check of node2 (port %s) fails although node2 holds a ready pod" % (
+              web["service"], web["vip"], web["health_check_node_port"]))
+    kubeconfig = str(cluster.kubeconfig())
+    shown = ("Show the LB health findings",)
+    playbook(lab, "lb_health", {"lb_health_kubeconfig": kubeconfig}, show=shown)
+    switch = {"lb_health_kubeconfig": kubeconfig, "lb_health_remediate": "cluster",
+              "lb_health_remediate_services": [web["service"]]}
+    print("  dry run of the switch to externalTrafficPolicy Cluster, then the switch (kube-proxy reprograms):")
+    playbook(lab, "lb_health", switch, check=True, show=shown)
+    playbook(lab, "lb_health", switch, show=shown)
+    policy = cluster.kubectl_json("get", "svc", "-n", "web", "web-local")["spec"]["externalTrafficPolicy"]
+    print("  kubectl get svc -n web web-local: externalTrafficPolicy %s" % policy)
+
+
 def main():
     lab = Lab(nodes=int(os.environ.get("K8SNET_DEMO_NODES", "3")))
     traffic = None
@@ -142,6 +175,9 @@ def main():
         print("\n  What remains needs an operator, and the summary says what to run next for each: the blackhole"
               " route,\n  the dropping firewall rule, the Calico peer AS and the decommissioned node's peer, the full"
               " map,\n  node2's rate-limited Cilium agent, node3's CNI config, and the DNS pods.")
+
+        step("The API half on a real control plane: the OpenShift LB health-check incident")
+        api_demo(lab)
 
         if "--ingress" not in sys.argv[1:]:
             print("\n  From what the operator sees, a Service whose VIP does not answer, one line follows the whole"

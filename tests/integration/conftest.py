@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -153,6 +154,21 @@ def lab():
 @pytest.fixture(scope="module")
 def ansible(lab):
     return Ansible(lab)
+
+
+@pytest.fixture(scope="module")
+def kube_cluster(request, lab):
+    """The real control plane and kube-proxies on the module's lab (tests/lab/cluster.py). When a test of the module
+    failed, the components' logs are kept under tests/output/kube-logs/<module>."""
+    from tests.lab.cluster import Cluster
+
+    failed_before = request.session.testsfailed
+    cluster = Cluster(lab).up()
+    yield cluster
+    if request.session.testsfailed > failed_before:
+        keep = ROOT / "tests" / "output" / "kube-logs" / request.module.__name__.rsplit(".", 1)[-1]
+        shutil.rmtree(keep, ignore_errors=True)
+        shutil.copytree(cluster.logs, keep)
 
 
 # Every triage-report.json a test's run writes is checked against the published schema

@@ -26,6 +26,9 @@ def main(argv=None):
     up.add_argument("--node-pythons", choices=NODE_PYTHONS, default="mixed",
                     help="mixed: three interpreters in turn, pyroute2 on a third of the nodes (the tests); system: "
                          "/usr/bin/python3 on every node, as on a fleet of one OS (the benchmarks)")
+    up.add_argument("--kube", action="store_true",
+                    help="also start a real control plane (etcd, kube-apiserver, kube-controller-manager) and kube-proxy "
+                         "on every node, built by scripts/build-kubernetes; its kubeconfig is <lab>/kube/admin.kubeconfig")
     sub.add_parser("down", help="remove everything the lab made, also after a crash")
     sub.add_parser("status", help="print the lab's nodes")
     sub.add_parser("list", help="list the fault injectors")
@@ -37,6 +40,12 @@ def main(argv=None):
         if opts.cmd == "up":
             lab = Lab(slot=opts.slot, nodes=opts.nodes, node_pythons=opts.node_pythons).up()
             print(f"lab slot {lab.slot} up: {len(lab.nodes)} nodes, inventory {lab.inventory_path}")
+            if opts.kube:
+                from .cluster import Cluster
+
+                cluster = Cluster(lab).up()
+                modes = ", ".join(f"{n.name} {cluster.proxy_mode(n)}" for n in lab.nodes)
+                print(f"Kubernetes API {cluster.server} (kubeconfig {cluster.kubeconfig()}); kube-proxy: {modes}")
         elif opts.cmd == "down":
             Lab(slot=opts.slot).down()
         elif opts.cmd == "status":
