@@ -573,12 +573,24 @@ def write_file(path, text, mode=0o644):
     return True
 
 
+def check_output_dir_given(path):
+    """Refuse an empty report_output_dir (AnsibleFilterError): it names no directory, and its default, the
+    controller's $PWD, is empty when the environment has no PWD."""
+    if not isinstance(path, str) or not path.strip():
+        raise AnsibleFilterError(
+            "report_output_dir is empty, so the report has nowhere to go (its default is the controller's $PWD, "
+            "which this run's environment does not set): give the directory for triage-report.json and "
+            "triage-report.html, for example -e report_output_dir=/var/tmp/k8snet-reports")
+    return path
+
+
 def output_directory(path):
     """The report directory, made safe to write in: created when missing (each new component 0700),
     refused when another user (not root) could swap what it holds - a symlink of theirs, or a
     directory of theirs that others may write.  A directory anyone may write without the sticky bit
-    is refused whoever owns it.  Returns its real path."""
-    given = os.path.abspath(os.path.expanduser(str(path)))
+    is refused whoever owns it; an empty path is refused (``check_output_dir_given``).  Returns its
+    real path."""
+    given = os.path.abspath(os.path.expanduser(check_output_dir_given(path)))
     me = os.geteuid()
     missing = []
     probe = given
