@@ -16,7 +16,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils import neighbors_options, params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import check_failed, finding, fleet
 from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_read, pod_host
@@ -44,12 +44,12 @@ def _not_checked(item):
 
 
 def _vips(vips):
-    """The VIPs asked about, each checked as an address (text split first, as as_list does)."""
+    """The VIPs asked about, each checked as a VIP (neighbors_options.vip; text split first, as as_list does)."""
     if isinstance(vips, str):
         # a survey's textarea or -e key=value gives text: one VIP a line, or comma-separated
         vips = as_list(vips, "stale_arp_vips")
     try:
-        return params.each(params.address())("vips", vips)
+        return params.each(neighbors_options.vip)("stale_arp_vips", vips)
     except InputError as exc:
         raise AnsibleFilterError("vip_owners: %s" % exc.message)
 
