@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding, placed, sort_findings, worst
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils import record, report_fold
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import first_names
 
@@ -277,7 +278,7 @@ def _check_arguments(hostvars, hosts, scenario, requested):
         raise AnsibleFilterError("triage_report needs the list of hosts to include (inventory host names)")
     if not hasattr(hostvars, "get"):
         raise AnsibleFilterError("triage_report needs hostvars (a mapping of host name to variables), got %s"
-                                 % type(hostvars).__name__)
+                                 % kind(hostvars))
     if scenario is not None and (not isinstance(scenario, str) or not scenario.isidentifier()):
         raise AnsibleFilterError("triage_report: scenario must be a scenario name such as stale_arp, not %r"
                                  % (scenario,))

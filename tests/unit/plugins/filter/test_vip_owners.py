@@ -98,7 +98,7 @@ def test_result_without_item_names_the_delegated_owner():
 @pytest.mark.parametrize("result, said", [
     ({"local": []}, "names no owner host"),
     ({"item": None, "unreachable": True}, "names no owner host"),
-    ("cp1", "is str, not a task result"),
+    ("cp1", "is text, not a task result"),
 ])
 def test_result_naming_no_owner_is_refused_with_what_is_expected(result, said):
     with pytest.raises(AnsibleFilterError) as exc:
