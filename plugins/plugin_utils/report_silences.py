@@ -86,7 +86,7 @@ def parse_expiry(value):
 
 def _at(lines, key=None):
     """" (line N)" for the entry's key ``key`` (or the entry itself), when the file's lines are known."""
-    line = lines.get(key) if key is not None else lines.get(None)
+    line = lines.get(key)
     return " (line %d)" % line if line else ""
 
 
