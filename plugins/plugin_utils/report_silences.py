@@ -207,8 +207,8 @@ def read_file(path):
         except yaml.MarkedYAMLError as exc:
             # problem and context are YAML's words ("could not find expected ':'"); the marks' snippets,
             # which quote the line, are left out
-            raise ValueError("%s is not valid YAML: %s%s" % (path, exc.problem or exc.context or "a syntax error",
-                                                              _where(exc.problem_mark or exc.context_mark)))
+            problem = exc.problem or exc.context or "a syntax error"
+            raise ValueError("%s is not valid YAML: %s%s" % (path, problem, _where(exc.problem_mark or exc.context_mark)))
         except yaml.YAMLError:
             raise ValueError("%s is not valid YAML" % path)
     if data is None:

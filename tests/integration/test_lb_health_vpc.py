@@ -217,8 +217,8 @@ def test_the_survey_asks_for_the_runbooks_switch_and_the_traffic_probe(lab, ansi
                               "lb_health_probe_traffic": "true"})
     assert answers["dry_run"] == "true" and answers["lb_health_probe_traffic"] == "true"
     before = len(api.requests)
-    run = ansible.playbook("k8snet.triage.lb_health", extra_vars=dict(answers, lb_health_kubeconfig=str(api.kubeconfig()),
-                                                                       lb_health_probe_timeout=1))
+    extra = dict(answers, lb_health_kubeconfig=str(api.kubeconfig()), lb_health_probe_timeout=1)
+    run = ansible.playbook("k8snet.triage.lb_health", extra_vars=extra)
     assert run.rc == 0, run
     switched = run.result("Switch externalTrafficPolicy of the named Services", "localhost")
     assert switched["changed"] is True and switched["patched"] == [SVC], switched
@@ -230,7 +230,6 @@ def test_the_survey_asks_for_the_runbooks_switch_and_the_traffic_probe(lab, ansi
     assert kubectl(api.kubeconfig(), "get", "svc", "-n", "openshift-ingress", "router-default")["spec"][
         "externalTrafficPolicy"] == "Local"
     # the same answers with the switch left at its default ("false"): refused, as before
-    refused = ansible.playbook("k8snet.triage.lb_health", extra_vars=dict(
-        answers, lb_health_force_policy_switch="false", lb_health_kubeconfig=str(api.kubeconfig()), lb_health_probe_timeout=1))
+    refused = ansible.playbook("k8snet.triage.lb_health", extra_vars=dict(extra, lb_health_force_policy_switch="false"))
     result = refused.result("Switch externalTrafficPolicy of the named Services", "localhost")
     assert result["patched"] == [] and result["not_attempted"][0]["reason"].startswith("expected with externalTrafficPolicy Local")
