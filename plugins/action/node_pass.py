@@ -15,6 +15,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import SCENARIOS
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.module_utils.payload import MINIMUM_PYTHON, too_old
 from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass, playbook_run, report_fold
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report import record_fact
@@ -149,7 +150,7 @@ class ActionModule(ActionBase):
         for name, what in _DICT_ARGUMENTS:
             if args.get(name) is not None and not isinstance(args.get(name), dict):
                 return ("node_pass: %s must be %s (a dict), not %s; leave it out when there is none"
-                        % (name, what, type(args[name]).__name__))
+                        % (name, what, kind(args[name])))
         return None
 
     def _host_pass(self, host, args, task_vars, narrowed):

@@ -231,8 +231,9 @@ class ActionModule(ActionBase):
 
     @staticmethod
     def _directory(args):
-        """(the output directory, else None; why it cannot be used, else None)."""
-        if not args["output_dir"]:
+        """(the output directory, else None; why it cannot be used, else None).  Not given (the
+        scenario playbooks' artifacts): no files; given empty: why (the summary and artifacts still go out)."""
+        if args["output_dir"] is None:
             return None, None
         try:
             return report.output_directory(args["output_dir"]), None
@@ -289,6 +290,9 @@ class ActionModule(ActionBase):
             args = self._validated(args)
             if args["validate_only"]:
                 # the triage's first play: the options refused before any host is touched, nothing gathered
+                # (the report's own run says an unusable directory after the summary and the artifacts)
+                if args["output_dir"] is not None:
+                    report.check_output_dir_given(args["output_dir"])
                 result.update(changed=False, msg="report options valid")
                 return result
             requested, data, now, started = self._gathered(args, task_vars)

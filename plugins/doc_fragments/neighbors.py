@@ -19,6 +19,8 @@ options:
   addresses:
     description:
       - The IPv4 or IPv6 addresses whose neighbor entries are checked, for example a control-plane VIP.
+      - Each must be an address one host can hold; unspecified, loopback, multicast, broadcast, reserved
+        (240.0.0.0/4) and link-local addresses are refused.
       - Addresses that are keys of O(expected) are checked too.
       - At most 1024 addresses.
     type: list

@@ -49,13 +49,14 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, fleet_table, normalise_nodes
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 from ansible_collections.k8snet.triage.plugins.plugin_utils.terminal import terminal_text
 
 
 def calico_fleet_table(statuses, nodes=None, resources=None):
     if not isinstance(statuses, dict):
-        raise AnsibleFilterError("calico_fleet_table expects a dict of results by host, got %s" % type(statuses).__name__)
+        raise AnsibleFilterError("calico_fleet_table expects a dict of results by host, got %s" % kind(statuses))
     try:
         return [terminal_text(line) for line in fleet_table(
             statuses, normalise_nodes(nodes, "nodes"), normalise_nodes(resources, "resources"))]

@@ -42,12 +42,13 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, normalise_nodes, stale_nodes
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def calico_stale_nodes(statuses, resources=None):
     if not isinstance(statuses, dict):
-        raise AnsibleFilterError("calico_stale_nodes expects a dict of results by host, got %s" % type(statuses).__name__)
+        raise AnsibleFilterError("calico_stale_nodes expects a dict of results by host, got %s" % kind(statuses))
     try:
         return stale_nodes(statuses, normalise_nodes(resources, "resources"))
     except NodeListError as exc:

@@ -35,13 +35,14 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.peers import matrix
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
 def connectivity_matrix(results):
     if not isinstance(results, dict):
-        raise AnsibleFilterError("connectivity_matrix expects {node: reachability result}, got %s" % type(results).__name__)
+        raise AnsibleFilterError("connectivity_matrix expects {node: reachability result}, got %s" % kind(results))
     return matrix(results)
 
 

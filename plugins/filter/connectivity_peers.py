@@ -56,4 +56,8 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.peers import connect
 
 class FilterModule(object):
     def filters(self):
-        return guard_all({"connectivity_peers": connectivity_peers})
+        return guard_all({"connectivity_peers": _connectivity_peers})
+
+
+def _connectivity_peers(nodes, node, limit, hostvars):
+    return connectivity_peers(nodes, node, limit, hostvars)

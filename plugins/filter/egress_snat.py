@@ -72,7 +72,7 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import 
 def egress_snat(capture, node_ip, pod_ip, target, pod=None, node=None, probe=None):
     if not isinstance(capture, dict) or not isinstance(capture.get("flows"), list):
         raise AnsibleFilterError("egress_snat expects a packet_capture result (with its flows), got %s%s" % (
-            type(capture).__name__, ": %s" % capture.get("msg") if isinstance(capture, dict) and capture.get("msg") else ""))
+            params.kind(capture), ": %s" % capture.get("msg") if isinstance(capture, dict) and capture.get("msg") else ""))
     try:
         node_ip, pod_ip, target = (params.address()(name, value) for name, value in (
             ("node_ip", node_ip), ("pod_ip", pod_ip), ("target", target)))
@@ -84,7 +84,7 @@ def egress_snat(capture, node_ip, pod_ip, target, pod=None, node=None, probe=Non
                                      % (name, value))
     if probe is not None and not isinstance(probe, dict):
         raise AnsibleFilterError("egress_snat: probe must be the reachability result of the pod's probes (a dict), "
-                                 "got %s" % type(probe).__name__)
+                                 "got %s" % params.kind(probe))
     return _egress_snat(capture, node_ip, pod_ip, target, pod=pod, node=node, probe=probe)
 
 

@@ -68,6 +68,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import LAYERS, SEVERITIES
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding as _finding
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 CHECK_NAME = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)+")
@@ -83,9 +84,9 @@ def finding(check, severity, layer, subject, summary, evidence=None, remediation
         raise AnsibleFilterError("finding %s: layer %r is not one of %s" % (check, layer, ", ".join(LAYERS)))
     for name, value in (("subject", subject), ("summary", summary), ("remediation", remediation)):
         if not isinstance(value, str):
-            raise AnsibleFilterError("finding %s: %s must be text, got %s" % (check, name, type(value).__name__))
+            raise AnsibleFilterError("finding %s: %s must be text, got %s" % (check, name, kind(value)))
     if evidence is not None and not isinstance(evidence, Mapping):
-        raise AnsibleFilterError("finding %s: evidence must be a mapping, got %s" % (check, type(evidence).__name__))
+        raise AnsibleFilterError("finding %s: evidence must be a mapping, got %s" % (check, kind(evidence)))
     return _finding(str(check), str(severity), str(layer), str(subject), str(summary), dict(evidence or {}),
                     str(remediation))
 

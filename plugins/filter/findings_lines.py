@@ -44,13 +44,14 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 from ansible_collections.k8snet.triage.plugins.plugin_utils.terminal import terminal_text
 
 
 def findings_lines(findings, ok=False):
     if not isinstance(findings, list):
-        raise AnsibleFilterError("findings_lines expects a list of findings, got %s" % type(findings).__name__)
+        raise AnsibleFilterError("findings_lines expects a list of findings, got %s" % kind(findings))
     lines = []
     for item in sort_findings([f for f in findings if ok or f.get("severity") != "ok"]):
         lines.append("%-8s %-28s %s: %s" % tuple(terminal_text(v) for v in (

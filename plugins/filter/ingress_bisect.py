@@ -94,7 +94,7 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import 
 def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None, backends=None, lb_mode="nat"):
     if not isinstance(captures, dict):
         raise AnsibleFilterError("ingress_bisect expects a dict {client, lb, worker} of capture results, got %s"
-                                 % type(captures).__name__)
+                                 % params.kind(captures))
     try:
         vip, pod_ip = params.address()("vip", vip), params.address()("pod_ip", pod_ip)
         port, pod_port = params.port("port", _int(port)), params.port("pod_port", _int(pod_port))

@@ -62,6 +62,7 @@ _value:
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 # Next checks, named once.
@@ -265,7 +266,7 @@ def classify(text):
     if text is None:
         text = ""
     if not isinstance(text, str):
-        raise AnsibleFilterError("network_layer expects an error text or a list of them, got %s" % type(text).__name__)
+        raise AnsibleFilterError("network_layer expects an error text or a list of them, got %s" % kind(text))
     found = components(text)
     for category, layer, also, meaning, next_check, patterns in _COMPILED:
         for pattern in patterns:

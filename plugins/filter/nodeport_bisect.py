@@ -80,7 +80,7 @@ def _int(value):
 
 def _keyed(value, what):
     if not isinstance(value, dict):
-        raise InputError("%s must be a dict {host: packet_capture result}, got %s" % (what, type(value).__name__))
+        raise InputError("%s must be a dict {host: packet_capture result}, got %s" % (what, params.kind(value)))
     return dict((host, dict(result, host=host)) for host, result in value.items() if isinstance(result, dict))
 
 
@@ -88,7 +88,7 @@ def nodeport_bisect(captures, entries, port, backends, probe=None, policy=None):
     try:
         if not isinstance(captures, dict):
             raise InputError("the input must be a dict {client, lb, workers} of capture results, got %s"
-                             % type(captures).__name__)
+                             % params.kind(captures))
         port = params.port("port", _int(port))
         entries = params.each(params.fields(host=params.node_name, ip=params.address()), max_items=1024,
                               non_empty=True, what="give the entry nodes")("entries", entries)
@@ -104,7 +104,7 @@ def nodeport_bisect(captures, entries, port, backends, probe=None, policy=None):
         if policy not in (None, "", "Local", "Cluster"):
             raise InputError("policy must be Local or Cluster (the Service's externalTrafficPolicy), got %r" % (policy,))
         if probe is not None and not isinstance(probe, dict):
-            raise InputError("probe must be a reachability result (a dict), got %s" % type(probe).__name__)
+            raise InputError("probe must be a reachability result (a dict), got %s" % params.kind(probe))
         client = _keyed(captures.get("client") or {}, "client")
         normalized = {"client": sorted(client.values(), key=lambda r: r["host"])[0] if client else None,
                       "lb": list(_keyed(captures.get("lb") or {}, "lb").values()),

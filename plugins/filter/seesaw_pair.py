@@ -50,6 +50,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.module_utils.seesaw import pair_check
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
@@ -57,13 +58,13 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import 
 def seesaw_pair(captures, vrid=60, garp_interval=10.0):
     if not isinstance(captures, Mapping):
         raise AnsibleFilterError("seesaw_pair expects a mapping of host to packet_capture result, got %s"
-                                 % type(captures).__name__)
+                                 % kind(captures))
     if len(captures) > 64:
         raise AnsibleFilterError("seesaw_pair: %d hosts; a Seesaw pair is two nodes (at most 64 are read)" % len(captures))
     for host, result in captures.items():
         if result is not None and not isinstance(result, Mapping):
-            raise AnsibleFilterError("seesaw_pair: the capture of %s is a %s, not a packet_capture result"
-                                     % (host, type(result).__name__))
+            raise AnsibleFilterError("seesaw_pair: the capture of %s is %s, not a packet_capture result"
+                                     % (host, kind(result)))
     if isinstance(vrid, bool) or not isinstance(vrid, int) or not 1 <= vrid <= 255:
         raise AnsibleFilterError("seesaw_pair: vrid must be a VRRP virtual router id from 1 to 255, got %r" % (vrid,))
     if isinstance(garp_interval, bool) or not isinstance(garp_interval, (int, float)) or not math.isfinite(

@@ -52,6 +52,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 # The repair options of the roles and their read-only values.
@@ -83,7 +84,7 @@ def triage_repair_requests(hostvars, hosts, options=None):
     if not hasattr(hostvars, "__getitem__") or isinstance(hostvars, (str, bytes, list)):
         # a safety guard that cannot read the variables must not answer "nothing asks for a repair"
         raise AnsibleFilterError("triage_repair_requests needs hostvars (a mapping of host name to variables), got %s"
-                                 % type(hostvars).__name__)
+                                 % kind(hostvars))
     options = REPAIR_OPTIONS if options is None else options
     if not isinstance(options, dict):
         raise AnsibleFilterError("triage_repair_requests: options must be a dict of {name: read-only value}")

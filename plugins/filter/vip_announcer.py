@@ -73,7 +73,7 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import 
 def vip_announcer(client, vip, nodes, declared=None, captures=None):
     if client is not None and not isinstance(client, dict):
         raise AnsibleFilterError("vip_announcer expects the client's arp_check result (a dict), got %s"
-                                 % type(client).__name__)
+                                 % params.kind(client))
     if not isinstance(nodes, dict) or not all(isinstance(v, dict) for v in nodes.values()):
         raise AnsibleFilterError("vip_announcer: nodes must be a dict {inventory host: arp_check result}")
     try:

@@ -26,7 +26,8 @@ options:
     required: true
   vips:
     description:
-      - The VIPs that were asked about.
+      - The VIPs that were asked about. One that no host can hold (unspecified, loopback, multicast, broadcast,
+        reserved, link-local) is refused, naming it as an item of C(stale_arp_vips).
       - Text, as an AWX survey or C(-e key=value) gives it, is split as P(k8snet.triage.as_list#filter) does (one a
         line, comma-separated, or JSON text).
     type: list

@@ -7,7 +7,8 @@ apart from the check's code, which node_triage imports only once its sampled che
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils import addresses, params
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.netlink_options import NETLINK_ARGUMENT_SPEC
 
 # The options of the neighbor cache check: arp_check's (which adds its flush options), and
@@ -23,9 +24,22 @@ CHECK_SPEC = dict(
 CHECK_SPEC.update(NETLINK_ARGUMENT_SPEC)
 
 
+def vip(option, value):
+    """Rule: a VIP, an IP address that one host holds and answers ARP or NDP for on its clients' network: not
+    unspecified, loopback, multicast, broadcast, reserved or link-local (``addresses.special``).  Returns it
+    normalised."""
+    address = params.address()(option, value)
+    kind = addresses.special(address)
+    if kind:
+        raise InputError("%s=%r is invalid: %s is %s, which no VIP can be; give the address the clients connect "
+                         "to (the control plane's or the load balancer's VIP)"
+                         % (option, address, address, dict(addresses.SPECIAL)[kind]), option=option)
+    return address
+
+
 # The option rules (bounds, shapes) of the neighbors options, used by module arp_check and by node_triage.
 RULES = dict(
-    addresses=params.each(params.address()),
+    addresses=params.each(vip),
     expected=params.mapping(params.address(), lambda option, value: params.text(option, value, max_len=32)),
     interface=params.interface,
     probe_timeout=params.seconds(0.01, 10),

@@ -22,6 +22,7 @@ import ipaddress
 import math
 import re
 import unicodedata
+from collections.abc import Mapping
 
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
@@ -38,14 +39,27 @@ _DNS_LABEL = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?$")
 _K8S_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-def _show(value, limit=60):
+def kind(value):
+    """What ``value`` is, in a message's words: "text", "an integer", "a list" ... - never the class of the
+    object that holds it (the controller's values are Ansible's tagged types, ``_AnsibleTaggedStr``)."""
+    if value is None:
+        return "null"
+    for types, words in ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "text"),
+                         (bytes, "bytes"), (Mapping, "a mapping"), ((list, tuple, set, frozenset), "a list")):
+        if isinstance(value, types):
+            return words
+    name = next((c.__name__ for c in type(value).__mro__ if not c.__name__.startswith("_")), "object")
+    return "an object (%s)" % name
+
+
+def show(value, limit=60):
     """A short, printable rendering of a bad value for a message."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "... (%d characters)" % len(text)
 
 
 def _fail(option, value, expected, fix=""):
-    message = "%s=%s is invalid: %s" % (option, _show(value), expected)
+    message = "%s=%s is invalid: %s" % (option, show(value), expected)
     if fix:
         message += "; %s" % fix
     raise InputError(message, option=option)
@@ -63,7 +77,7 @@ def number(option, value, low, high, integer=False, low_open=False, unit="", fix
     else:
         expected = "give %s from %s to %s%s" % (what, _g(low), _g(high), unit_text)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        _fail(option, value, expected + " (got %s)" % type(value).__name__, fix)
+        _fail(option, value, expected + " (got %s)" % kind(value), fix)
     if isinstance(value, float) and not math.isfinite(value):
         _fail(option, value, expected + " (NaN and infinity are not numbers of %s)" % (unit or "anything"), fix)
     if integer and isinstance(value, float):
@@ -102,7 +116,7 @@ def text(option, value, max_len=MAX_TEXT, allow_empty=False):
     """A string of at most ``max_len`` characters without control or format characters (newline, NUL,
     a right-to-left override that would make a finding read differently than it is)."""
     if not isinstance(value, str):
-        _fail(option, value, "give a string (got %s)" % type(value).__name__)
+        _fail(option, value, "give a string (got %s)" % kind(value))
     if not value and not allow_empty:
         _fail(option, value, "give a non-empty string")
     if len(value) > max_len:
@@ -124,10 +138,10 @@ def dns_name(option, value):
         try:
             raw = label.encode("idna") if label else b""
         except UnicodeError:
-            _fail(option, value, "label %s is not a valid internationalised label" % _show(label, 30), fix)
+            _fail(option, value, "label %s is not a valid internationalised label" % show(label, 30), fix)
         if not raw or len(raw) > DNS_LABEL_MAX or not _DNS_LABEL.match(raw.decode("ascii")):
             _fail(option, value, "label %s is empty, longer than %d or holds characters other than letters, digits, "
-                  "'-' and '_'" % (_show(label, 30), DNS_LABEL_MAX), fix)
+                  "'-' and '_'" % (show(label, 30), DNS_LABEL_MAX), fix)
     return value
 
 
@@ -145,7 +159,7 @@ def address(family=None):
     def rule(option, value):
         label = {4: "an IPv4 address", 6: "an IPv6 address"}.get(family, "an IPv4 or IPv6 address")
         if not isinstance(value, str):
-            _fail(option, value, "give %s as a string (got %s)" % (label, type(value).__name__))
+            _fail(option, value, "give %s as a string (got %s)" % (label, kind(value)))
         try:
             ip = ipaddress.ip_address(value.strip())
         except ValueError:
@@ -159,7 +173,7 @@ def address(family=None):
 def network(option, value):
     """An IP network in CIDR notation (host bits allowed); returns it normalised."""
     if not isinstance(value, str):
-        _fail(option, value, "give a CIDR such as 10.244.1.0/24 (got %s)" % type(value).__name__)
+        _fail(option, value, "give a CIDR such as 10.244.1.0/24 (got %s)" % kind(value))
     try:
         return str(ipaddress.ip_network(value.strip(), strict=False))
     except ValueError:
@@ -254,7 +268,7 @@ def each(rule, max_items=MAX_LIST, non_empty=False, what=""):
     """Rule for a list option: at most ``max_items`` items, each checked by ``rule``."""
     def check(option, value):
         if not isinstance(value, list):
-            _fail(option, value, "give a list (got %s)" % type(value).__name__)
+            _fail(option, value, "give a list (got %s)" % kind(value))
         if non_empty and not value:
             _fail(option, value, "the list is empty, so nothing would be checked", what)
         if len(value) > max_items:
@@ -267,7 +281,7 @@ def fields(**rules):
     """Rule for a dict (or a list item that is a dict): each key checked by its rule."""
     def check(option, value):
         if not isinstance(value, dict):
-            _fail(option, value, "give a dict (got %s)" % type(value).__name__)
+            _fail(option, value, "give a dict (got %s)" % kind(value))
         out = dict(value)
         for key, rule in rules.items():
             if value.get(key) is not None:
@@ -280,10 +294,10 @@ def mapping(key_rule, value_rule, max_items=MAX_LIST):
     """Rule for a dict option whose keys and values are all checked."""
     def check(option, value):
         if not isinstance(value, dict):
-            _fail(option, value, "give a dict (got %s)" % type(value).__name__)
+            _fail(option, value, "give a dict (got %s)" % kind(value))
         if len(value) > max_items:
             _fail(option, "%d keys" % len(value), "give at most %d keys" % max_items)
-        return dict((key_rule("%s key" % option, k), value_rule("%s[%s]" % (option, _show(k, 40)), v))
+        return dict((key_rule("%s key" % option, k), value_rule("%s[%s]" % (option, show(k, 40)), v))
                     for k, v in value.items())
     return check
 
@@ -342,7 +356,7 @@ def new_module(module_class, rules, **kwargs):
         wrong = _not_dict(spec, given.params)
         if wrong:
             given.fail_json(msg="%s=%s is invalid: give a dict of its suboptions (got %s)"
-                            % (wrong[0], _show(wrong[1]), type(wrong[1]).__name__), invalid_option=wrong[0])
+                            % (wrong[0], show(wrong[1]), kind(wrong[1])), invalid_option=wrong[0])
         option = _non_finite(given.params)
         if not option:
             raise
@@ -350,9 +364,9 @@ def new_module(module_class, rules, **kwargs):
                         % option, invalid_option=option)
     problem = _not_text(spec, _as_given(module_class, kwargs).params)
     if problem:
-        module.fail_json(msg="%s=%s is invalid: give a string, not a %s (Ansible would have turned it into "
-                         "the text %s)" % (problem[0], _show(problem[1]), type(problem[1]).__name__,
-                                           _show(str(problem[1]))), invalid_option=problem[0])
+        module.fail_json(msg="%s=%s is invalid: give a string, not %s (Ansible would have turned it into "
+                         "the text %s)" % (problem[0], show(problem[1]), kind(problem[1]),
+                                           show(str(problem[1]))), invalid_option=problem[0])
     enforce(module, rules)
     return module
 

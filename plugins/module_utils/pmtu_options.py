@@ -7,9 +7,7 @@ apart from the check's code, which node_triage imports only once its sampled che
 
 from __future__ import annotations
 
-import ipaddress
-
-from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils import addresses, params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.pacing import RATE_SPEC, rate_rule
 
@@ -35,28 +33,21 @@ CHECK_SPEC = dict(
     **RATE_SPEC
 )
 
-_THIS_NETWORK = ipaddress.ip_network("0.0.0.0/8")
-_BROADCAST = ipaddress.ip_address("255.255.255.255")
+# what a probe to each kind of address (addresses.special) would do; a link-local peer is measured
+_NOT_A_PEER = dict(addresses.SPECIAL, **{
+    "unspecified": "the unspecified address (the kernel sends probes to it through lo, to this host)",
+    "loopback": "a loopback address (probes to it never leave this host)",
+    "multicast": "a multicast address, not one peer",
+    "broadcast": "the limited broadcast address, not one peer",
+})
+del _NOT_A_PEER["link-local"]
 
 
 def not_a_peer(address):
     """Why an IPv4 address cannot be a peer whose path MTU is measured (None when it can): probes to it
     would stay on this host (loopback, unspecified: the kernel routes them through lo) or reach no one
     host (multicast, broadcast, reserved)."""
-    ip = ipaddress.ip_address(address)
-    if ip.is_unspecified:
-        return "the unspecified address (the kernel sends probes to it through lo, to this host)"
-    if ip in _THIS_NETWORK:
-        return "an address of 'this network' (0.0.0.0/8), which no host has"
-    if ip.is_loopback:
-        return "a loopback address (probes to it never leave this host)"
-    if ip.is_multicast:
-        return "a multicast address, not one peer"
-    if ip == _BROADCAST:
-        return "the limited broadcast address, not one peer"
-    if ip.is_reserved:
-        return "a reserved address (240.0.0.0/4), which no host has"
-    return None
+    return _NOT_A_PEER.get(addresses.special(address))
 
 
 def refusal(option, address, why):

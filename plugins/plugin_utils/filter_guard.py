@@ -14,10 +14,19 @@ what the filter expects.  Errors the filter raises itself pass through unchanged
 from __future__ import annotations
 
 import functools
+import re
 
 from ansible.errors import AnsibleFilterError
 
 INPUT_ERRORS = (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError)
+# the classes that hold the controller's values (ansible-core 2.19+), named in Python's own error messages
+_INTERNAL_TYPES = re.compile(r"\b_Ansible(?:Tagged|LazyTemplate)([A-Z][a-z]*)\b")
+
+
+def plain_names(text):
+    """``text`` (Python's words about a value) with Ansible's internal classes named as the plain types they
+    hold: "'<' not supported between instances of '_AnsibleTaggedStr' and 'int'" says 'str'."""
+    return _INTERNAL_TYPES.sub(lambda m: m.group(1).lower(), text)
 
 
 def guarded(name, func, domain_errors=()):
@@ -33,7 +42,7 @@ def guarded(name, func, domain_errors=()):
         except tuple(domain_errors) as exc:
             raise AnsibleFilterError(str(exc))
         except INPUT_ERRORS as exc:
-            detail = str(exc) or type(exc).__name__
+            detail = plain_names(str(exc)) or type(exc).__name__
             if len(detail) > 200:
                 detail = detail[:200] + "..."
             raise AnsibleFilterError(

@@ -16,7 +16,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils import neighbors_options, params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import check_failed, finding, fleet
 from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_read, pod_host
@@ -44,12 +44,12 @@ def _not_checked(item):
 
 
 def _vips(vips):
-    """The VIPs asked about, each checked as an address (text split first, as as_list does)."""
+    """The VIPs asked about, each checked as a VIP (neighbors_options.vip; text split first, as as_list does)."""
     if isinstance(vips, str):
         # a survey's textarea or -e key=value gives text: one VIP a line, or comma-separated
         vips = as_list(vips, "stale_arp_vips")
     try:
-        return params.each(params.address())("vips", vips)
+        return params.each(neighbors_options.vip)("stale_arp_vips", vips)
     except InputError as exc:
         raise AnsibleFilterError("vip_owners: %s" % exc.message)
 
@@ -62,7 +62,7 @@ def _owner_name(result, index):
     if not isinstance(result, dict):
         raise AnsibleFilterError(
             "vip_owners: result %d is %s, not a task result: pass the `results` list of an arp_check task "
-            "registered with `loop` over the owner hosts" % (index, type(result).__name__))
+            "registered with `loop` over the owner hosts" % (index, params.kind(result)))
     delegated = result.get("_ansible_delegated_vars")
     delegated = delegated if isinstance(delegated, dict) else {}
     node = result.get("item") or delegated.get("ansible_delegated_host") or delegated.get("ansible_host")
@@ -335,13 +335,13 @@ def _connectivity(hostvars, hosts):
 def _check_fleet_arguments(hostvars, hosts, owners, api):
     """Refuse node_pass_fleet's arguments that are not of the shape it reads (AnsibleFilterError names which)."""
     if not hasattr(hostvars, "raw_get") and not isinstance(hostvars, dict):
-        raise AnsibleFilterError("node_pass_fleet: the input must be hostvars, not %s" % type(hostvars).__name__)
+        raise AnsibleFilterError("node_pass_fleet: the input must be hostvars, not %s" % params.kind(hostvars))
     if not isinstance(hosts, list) or not all(isinstance(h, str) and h for h in hosts):
         raise AnsibleFilterError("node_pass_fleet: hosts must be the list of the play's host names "
                                  "(ansible_play_hosts_all)")
     for value, what in ((owners, "owners (the vip_owners result)"), (api, "api (the API scenarios' results)")):
         if value is not None and not isinstance(value, dict):
-            raise AnsibleFilterError("node_pass_fleet: %s must be a dict, not %s" % (what, type(value).__name__))
+            raise AnsibleFilterError("node_pass_fleet: %s must be a dict, not %s" % (what, params.kind(value)))
     if owners and not isinstance(owners.get("findings"), list):
         raise AnsibleFilterError("node_pass_fleet: owners must be the result of k8snet.triage.vip_owners "
                                  "(a dict with findings, owners and expected)")

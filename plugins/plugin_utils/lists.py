@@ -14,6 +14,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind, show
+
 SEPARATORS = re.compile(r"[\r\n,]+")
 
 
@@ -30,17 +32,14 @@ def as_list(value, name="value"):
                     "%s looks like a JSON list but is not valid JSON (%s); give a list, JSON text such as "
                     "'[\"a\", \"b\"]', or items separated by newlines or commas" % (name, err))
             if not isinstance(parsed, list):
-                raise AnsibleFilterError("%s must be a JSON list; got %s" % (name, type(parsed).__name__))
+                raise AnsibleFilterError("%s must be a JSON list; got %s" % (name, kind(parsed)))
             return parsed
         return [item.strip() for item in SEPARATORS.split(value) if item.strip()]
     if isinstance(value, (list, tuple)):
         return list(value)
-    if isinstance(value, Mapping):
-        kind = "a mapping"
-    else:
-        kind = "a %s (%r)" % (type(value).__name__, value)
+    given = kind(value) if isinstance(value, Mapping) else "%s (%s)" % (kind(value), show(value))
     raise AnsibleFilterError(
-        "%s must be a list, or a string of items separated by newlines or commas; got %s" % (name, kind))
+        "%s must be a list, or a string of items separated by newlines or commas; got %s" % (name, given))
 
 
 def first_names(names, limit=5):

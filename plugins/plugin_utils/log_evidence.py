@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 
 LINES_SHOWN = 3
 # subjects about the cluster, not one node (webhook.cni_deadlock is about a webhook): explained from any node
@@ -24,12 +25,12 @@ def node_of(subject):
 
 def _checked_list(value, what):
     if not isinstance(value, list):
-        raise AnsibleFilterError("log_evidence expects %s as a list, got %s" % (what, type(value).__name__))
+        raise AnsibleFilterError("log_evidence expects %s as a list, got %s" % (what, kind(value)))
     if len(value) > MAX_ITEMS:
         raise AnsibleFilterError("log_evidence: %s holds %d items, more than %d" % (what, len(value), MAX_ITEMS))
     for item in value:
         if not isinstance(item, dict):
-            raise AnsibleFilterError("log_evidence expects %s to hold dicts, got %s" % (what, type(item).__name__))
+            raise AnsibleFilterError("log_evidence expects %s to hold dicts, got %s" % (what, kind(item)))
     return value
 
 

@@ -31,12 +31,13 @@ from ansible_collections.k8snet.triage.plugins.module_utils.inventory import (
 # checks' code is compiled once and every worker inherits it (imported inside a function, each of
 # the n workers compiled it again from source: about 0.3 s of CPU per host).
 from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import ARGUMENT_SPEC, BY_NAME, FLEET_DATA, REGISTRY
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils import record as records
 from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_read, pod_host
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
 from ansible_collections.k8snet.triage.plugins.plugin_utils.log_evidence import with_log_evidence
 from ansible_collections.k8snet.triage.plugins.plugin_utils.peers import connectivity_peers
-from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import INPUT_ERRORS
+from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import INPUT_ERRORS, plain_names
 
 
 class ParamsError(ValueError):
@@ -87,7 +88,7 @@ def _guarded(what, func, *args):
     except AnsibleError as exc:  # the inventory contract's own message (connectivity_peers)
         raise ParamsError(str(getattr(exc, "message", exc)))
     except INPUT_ERRORS as exc:
-        detail = ("%s: %s" % (type(exc).__name__, exc))[:300]
+        detail = ("%s: %s" % (type(exc).__name__, plain_names(str(exc))))[:300]
         raise ParamsError("node_pass cannot use %s (%s); see ansible-doc k8snet.triage.node_pass for the "
                           "variables it reads and what they hold" % (what, detail))
 
@@ -260,7 +261,7 @@ class Fleet(object):
             return []
         usable = set(self.peers.usable(group, ADDRESS, what))
         ring = [h for h in group if h in usable or h == self.host]
-        return connectivity_peers(ring, self.host, self.variables.get(max_variable) or 8, self.hostvars)
+        return connectivity_peers(ring, self.host, self.variables.get(max_variable) or 8, self.hostvars, max_variable)
 
 
 def applicable(fleet, wanted=None):
@@ -285,7 +286,7 @@ def _params(variables, host, hostvars, groups, owners=None, kube=None, pod=None,
     for value, what in ((owners, "owners (the vip_owners result)"), (kube, "kube (the kube_network_info result)"),
                         (pod, "pod (the kube_network_info result of dns_pod)")):
         if value is not None and not isinstance(value, dict):
-            raise ParamsError("node_pass: %s must be a dict, not %s" % (what, type(value).__name__))
+            raise ParamsError("node_pass: %s must be a dict, not %s" % (what, kind(value)))
     narrowed = narrowed or {}
     fleet = Fleet(_lists(variables), host, hostvars, groups, owners or {}, kube or {}, pod or {}, narrowed.get("nodes"))
     scenarios, skipped = applicable(fleet, narrowed.get("scenarios") or fleet.variables.get("triage_scenarios"))

@@ -74,9 +74,11 @@ def sample_peers(nodes, me, limit):
     return others[stride - 1::stride][:k]
 
 
-def connectivity_peers(nodes, node, limit, hostvars):
+def connectivity_peers(nodes, node, limit, hostvars, option="limit"):
+    """The sample of ``nodes`` that ``node`` probes (``sample_peers``), at most ``limit``, as reachability targets;
+    ``option`` names ``limit`` in an error (the filter's argument, or the variable it came from)."""
     try:
-        limit = params.number("limit", int(limit) if isinstance(limit, str) and limit.isdigit() else limit,
+        limit = params.number(option, int(limit) if isinstance(limit, str) and limit.strip().isdigit() else limit,
                               0, params.MAX_LIST * 64, integer=True)
         peers = sample_peers(list(nodes), node, limit)
     except InputError as exc:

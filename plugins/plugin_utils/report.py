@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding, placed, sort_findings, worst
+from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils import record, report_fold
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import first_names
 
@@ -277,7 +278,7 @@ def _check_arguments(hostvars, hosts, scenario, requested):
         raise AnsibleFilterError("triage_report needs the list of hosts to include (inventory host names)")
     if not hasattr(hostvars, "get"):
         raise AnsibleFilterError("triage_report needs hostvars (a mapping of host name to variables), got %s"
-                                 % type(hostvars).__name__)
+                                 % kind(hostvars))
     if scenario is not None and (not isinstance(scenario, str) or not scenario.isidentifier()):
         raise AnsibleFilterError("triage_report: scenario must be a scenario name such as stale_arp, not %r"
                                  % (scenario,))
@@ -573,12 +574,24 @@ def write_file(path, text, mode=0o644):
     return True
 
 
+def check_output_dir_given(path):
+    """Refuse an empty report_output_dir (AnsibleFilterError): it names no directory, and its default, the
+    controller's $PWD, is empty when the environment has no PWD."""
+    if not isinstance(path, str) or not path.strip():
+        raise AnsibleFilterError(
+            "report_output_dir is empty, so the report has nowhere to go (its default is the controller's $PWD, "
+            "which this run's environment does not set): give the directory for triage-report.json and "
+            "triage-report.html, for example -e report_output_dir=/var/tmp/k8snet-reports")
+    return path
+
+
 def output_directory(path):
     """The report directory, made safe to write in: created when missing (each new component 0700),
     refused when another user (not root) could swap what it holds - a symlink of theirs, or a
     directory of theirs that others may write.  A directory anyone may write without the sticky bit
-    is refused whoever owns it.  Returns its real path."""
-    given = os.path.abspath(os.path.expanduser(str(path)))
+    is refused whoever owns it; an empty path is refused (``check_output_dir_given``).  Returns its
+    real path."""
+    given = os.path.abspath(os.path.expanduser(check_output_dir_given(path)))
     me = os.geteuid()
     missing = []
     probe = given

@@ -91,6 +91,27 @@ def test_survey_flush_false_string_does_not_flush(lab, ansible, vips):
     lab.ns_run("node3", ["ip", "neigh", "del", vips[0], "dev", "eth0"], check=False)
 
 
+def test_survey_force_deletes_a_pinned_stale_entry_only_when_answered_true(lab, ansible, vips):
+    """The survey's force question (issue 47: it had none, so a pinned stale entry could not be flushed from
+    AWX): its default, "false", keeps a PERMANENT entry with the wrong MAC (the host then fails its re-check);
+    "true" deletes it. ``ip -j neigh`` in node3's namespace is the witness."""
+    spec = dict((item["variable"], item) for item in json.loads((ROOT / "extensions/awx/surveys/stale_arp.json").read_text())["spec"])
+    assert spec["stale_arp_force"]["default"] == "false"
+    arp.stale_neighbor(lab, "node3", vips[0], WRONG, state="permanent")
+    survey = {"stale_arp_vips": vips[0] + "\n", "stale_arp_flush": "true", "dry_run": "false"}
+    try:
+        kept = ansible.playbook(PLAYBOOK, dict(survey, stale_arp_force=spec["stale_arp_force"]["default"]))
+        assert kept.rc != 0, kept  # the re-check still sees the wrong MAC
+        [entry] = lab.neighbors("node3", vips[0])
+        assert entry["lladdr"] == WRONG and entry["state"] == ["PERMANENT"], entry
+        forced = ansible.playbook(PLAYBOOK, dict(survey, stale_arp_force="true"))
+        assert forced.rc == 0, forced
+        assert lladdr(lab, "node3", vips[0]) in (None, lab.node("node1").mac), lab.neighbors("node3", vips[0])
+        assert not any(e.get("state") == ["PERMANENT"] for e in lab.neighbors("node3", vips[0]))
+    finally:
+        lab.ns_run("node3", ["ip", "neigh", "del", vips[0], "dev", "eth0"], check=False)
+
+
 # ------------------------------------------------------------------ every shipped survey, as AWX runs it
 SURVEYS = sorted((ROOT / "extensions" / "awx" / "surveys").glob("*.json"))
 

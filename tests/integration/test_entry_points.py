@@ -52,6 +52,13 @@ REFUSED = [
     ("triage.yml", ["triage_scenarios=DNS"], "scenario names are lower case: give triage_scenarios=dns"),
     ("triage.yml", ["triage_api_scenarios=f6"], "triage_api_scenarios names f6: give some of f5, lb_health"),
     ("triage.yml", ["stale_arp_vips=[198.18.96.200"], "stale_arp_vips looks like a JSON list but is not valid JSON"),
+    # an address no VIP can be (issue 47): refused naming the item and what it is
+    ("triage.yml", ["stale_arp_vips=127.0.0.1"], "stale_arp_vips[0]='127.0.0.1' is invalid: 127.0.0.1 is a loopback address"),
+    ("triage.yml", ["stale_arp_vips=198.18.96.200,::1"], "stale_arp_vips[1]='::1' is invalid: ::1 is a loopback address"),
+    ("triage.yml", ["stale_arp_vips=0.0.0.0"], "stale_arp_vips[0]='0.0.0.0' is invalid: 0.0.0.0 is the unspecified address"),
+    ("stale_arp.yml", ["stale_arp_vips=::1"], "stale_arp_vips[0]='::1' is invalid: ::1 is a loopback address"),
+    ("stale_arp.yml", ["stale_arp_vips=224.0.0.18"], "224.0.0.18 is a multicast address, not one host's, which no VIP can be"),
+    ("stale_arp.yml", ["stale_arp_vips=169.254.1.1"], "169.254.1.1 is a link-local address"),
     ("triage.yml", ["stale_arp_vips=198.18.96.200", "stale_arp_clients_group=admins"],
      "stale_arp_clients_group=admins: no such group in the inventory"),
     ("triage.yml", ["stale_arp_vips=198.18.96.200", "stale_arp_owners_group=cp"],

@@ -16,6 +16,7 @@ import urllib.request
 
 import pytest
 
+from tests.integration.conftest import ROOT
 from tests.kube_api import FIXTURES, StandIn, load_yaml
 from tests.kube_api.helpers import checks, kubectl
 from tests.lab.faults import kube as kube_faults
@@ -192,3 +193,43 @@ def test_role_fails_when_the_post_check_gives_up(lab, ansible, api):
     assert "the post-check failed for %s" % SVC in run.stdout
     assert time.time() - started < 120
     assert json.dumps(kept["lb_health_remediation"]["owners"][SVC]["kind"]) == '"IngressController"'
+
+
+def survey_answers(answers):
+    """The lb_health job template's survey answered as AWX passes it: every question's default, overridden
+    by ``answers`` (text, as typed; a multiple choice is the string "true"/"false"), empty optional ones left out."""
+    survey = json.loads((ROOT / "extensions/awx/surveys/lb_health.json").read_text())
+    out = {}
+    for item in survey["spec"]:
+        value = answers.get(item["variable"], item.get("default", ""))
+        if value == "" and not item["required"]:
+            continue
+        out[item["variable"]] = value
+    return out
+
+
+def test_the_survey_asks_for_the_runbooks_switch_and_the_traffic_probe(lab, ansible, api):
+    """Issue 47: from AWX the OpenShift runbook's explicit switch was refused and the traffic probe never ran, as
+    the survey did not ask for them. Answered "true" (text, as AWX passes it) in a dry run: node3's silent
+    nodePort is probed and the switch is shown, not refused, and nothing is patched."""
+    answers = survey_answers({"lb_health_services": SVC + "\n", "lb_health_remediate": "cluster",
+                              "lb_health_remediate_services": SVC + "\n", "lb_health_force_policy_switch": "true",
+                              "lb_health_probe_traffic": "true"})
+    assert answers["dry_run"] == "true" and answers["lb_health_probe_traffic"] == "true"
+    before = len(api.requests)
+    extra = dict(answers, lb_health_kubeconfig=str(api.kubeconfig()), lb_health_probe_timeout=1)
+    run = ansible.playbook("k8snet.triage.lb_health", extra_vars=extra)
+    assert run.rc == 0, run
+    switched = run.result("Switch externalTrafficPolicy of the named Services", "localhost")
+    assert switched["changed"] is True and switched["patched"] == [SVC], switched
+    assert "# why: asked explicitly (force_policy_switch)" in switched["diff"]["after"]
+    # the traffic probe ran: node3 accepts and never answers (what silent_connection shows independently)
+    assert switched["traffic"][SVC]["node3"]["state"] == "silent", switched["traffic"]
+    # the dry run changed nothing: no write reached the API, the Service is still Local
+    assert [r for r in api.requests[before:] if r["method"] != "GET"] == []
+    assert kubectl(api.kubeconfig(), "get", "svc", "-n", "openshift-ingress", "router-default")["spec"][
+        "externalTrafficPolicy"] == "Local"
+    # the same answers with the switch left at its default ("false"): refused, as before
+    refused = ansible.playbook("k8snet.triage.lb_health", extra_vars=dict(extra, lb_health_force_policy_switch="false"))
+    result = refused.result("Switch externalTrafficPolicy of the named Services", "localhost")
+    assert result["patched"] == [] and result["not_attempted"][0]["reason"].startswith("expected with externalTrafficPolicy Local")

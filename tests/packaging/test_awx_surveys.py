@@ -236,3 +236,134 @@ def test_boolean_answers_are_strings_the_specs_accept():
         for variable in ("dns_host_resolvers", "dns_api"):
             result = ArgumentSpecValidator({variable: options[variable]}).validate({variable: answer})
             assert not result.error_messages, (variable, answer)
+
+
+# --- the repair, force and probe switches (issue 47 §1b) ---------------------------------------------------
+# A role marks each switch in its argument spec: a description paragraph "<Kind> switch, off by default ...".
+# Every survey of a playbook that runs the role asks for it, answered off by default, its help text saying the
+# trade-off; the triage (read-only by construction) asks for its probe switches and never for a repair or force one.
+SWITCH = re.compile(r"^(Repair|Force|Probe) switch, off by default\b")
+# names that say a boolean changes or sends something: never unmarked, whatever its default
+SWITCH_WORDS = re.compile(r"(flush|force|cleanup|remediate|repair|delete|patch|allow_empty|probe_traffic)")
+OFF = ("false", "none")
+
+
+def switch_kind(spec):
+    """'repair', 'force' or 'probe' when the option's description marks it a switch, else None."""
+    description = spec.get("description") or []
+    for paragraph in [description] if isinstance(description, str) else description:
+        found = SWITCH.match(paragraph)
+        if found:
+            return found.group(1).lower()
+    return None
+
+
+def off_by_default(spec):
+    """An option whose default asks for nothing: a bool defaulting to false, a choice defaulting to none."""
+    if spec.get("type") == "bool":
+        return spec.get("default") is False
+    return bool(spec.get("choices")) and spec.get("default") == "none"
+
+
+def marking_problems(options):
+    """Switches left unmarked, and marks on options that are not off-by-default switches: a bool that
+    defaults to false or a choice that defaults to none is a switch (nothing else asks for nothing by
+    default), and so is any boolean named like one (whatever its default)."""
+    problems = []
+    for name, spec in sorted(options.items()):
+        kind = switch_kind(spec)
+        looks = off_by_default(spec) or (spec.get("type") == "bool" and SWITCH_WORDS.search(name))
+        if looks and not kind:
+            problems.append("%s: an off-by-default switch without its mark (a description paragraph "
+                            "'Repair|Force|Probe switch, off by default ...')" % name)
+        if kind and not off_by_default(spec):
+            problems.append("%s: marked a %s switch but not off by default (bool false, or choice none)" % (name, kind))
+    return problems
+
+
+def switch_problems(survey, name, options):
+    """What the survey ``survey`` of playbook ``name`` misses of the switches in ``options`` (its roles')."""
+    asked = dict((item["variable"], item) for item in survey["spec"])
+    problems = []
+    for variable, spec in sorted(options.items()):
+        kind = switch_kind(spec)
+        if kind is None:
+            continue
+        if name == "triage" and kind != "probe":
+            if variable in asked:
+                problems.append("%s: a %s switch in the triage, which is read-only" % (variable, kind))
+            continue
+        item = asked.get(variable)
+        if item is None:
+            problems.append("%s: the %s switch is not asked" % (variable, kind))
+            continue
+        if item["type"] != "multiplechoice" or str(item.get("default")) not in OFF:
+            problems.append("%s: asked with default %r, not off" % (variable, item.get("default")))
+        if len((item.get("question_description") or "").split()) < 12:
+            problems.append("%s: the help text does not say the trade-off" % variable)
+    return problems
+
+
+def all_options(role):
+    """Every entry point's options of ``role`` (main, check, repair ... share them or add their own)."""
+    spec = yaml.safe_load((ROOT / "roles" / role / "meta/argument_specs.yml").read_text())
+    options = {}
+    for entry in spec["argument_specs"].values():
+        options.update(entry.get("options") or {})
+    return options
+
+
+@pytest.mark.parametrize("role", ALL_ROLES)
+def test_every_off_by_default_switch_of_a_role_is_marked(role):
+    assert marking_problems(all_options(role)) == []
+
+
+def test_the_roles_document_the_switches_the_surveys_must_ask():
+    """What the marks find today (a new one adds itself to the surveys' test, not to this list)."""
+    found = dict((name, switch_kind(spec)) for role in ALL_ROLES for name, spec in all_options(role).items()
+                 if switch_kind(spec))
+    assert found == {"stale_arp_flush": "repair", "stale_arp_force": "force", "cilium_maps_cleanup": "repair",
+                     "cilium_maps_allow_empty_services": "force", "cilium_maps_allow_empty_live_frontends": "force",
+                     "lb_health_remediate": "repair", "lb_health_force_policy_switch": "force",
+                     "lb_health_probe_traffic": "probe"}
+
+
+@pytest.mark.parametrize("path", SURVEYS, ids=[p.stem for p in SURVEYS])
+def test_every_survey_asks_for_each_switch_of_its_roles_off_by_default(path):
+    options = {}
+    for role in roles_of(path.stem):
+        options.update(all_options(role))
+    assert switch_problems(json.loads(path.read_text()), path.stem, options) == []
+
+
+def test_switch_checks_catch_a_missing_question_a_default_on_and_an_unmarked_switch():
+    survey = json.loads((ROOT / "extensions/awx/surveys/stale_arp.json").read_text())
+    options = all_options("stale_arp")
+    assert switch_problems(survey, "stale_arp", options) == []
+    # a new repair switch documented by the role, not asked by the survey
+    options["stale_arp_purge"] = {"type": "bool", "default": False,
+                                  "description": ["Purge.", "Repair switch, off by default (a survey asks for it)."]}
+    assert switch_problems(survey, "stale_arp", options) == ["stale_arp_purge: the repair switch is not asked"]
+    # asked, but answered on by default and with no trade-off said
+    for item in survey["spec"]:
+        if item["variable"] == "stale_arp_force":
+            item.update(default="true", question_description="")
+    problems = switch_problems(survey, "stale_arp", all_options("stale_arp"))
+    assert problems == ["stale_arp_force: asked with default 'true', not off",
+                        "stale_arp_force: the help text does not say the trade-off"], problems
+    # the triage never asks for a repair switch
+    assert switch_problems({"spec": [{"variable": "stale_arp_flush"}]}, "triage", all_options("stale_arp")) == \
+        ["stale_arp_flush: a repair switch in the triage, which is read-only"]
+    # a switch without its mark, whether found by its default or by its name, and a mark on an option on by default
+    assert marking_problems({"x_wipe": {"type": "bool", "default": False, "description": "Wipe."},
+                             "x_flush_all": {"type": "bool", "default": None, "description": "Flush."},
+                             "x_mode": {"type": "str", "choices": ["none", "fix"], "default": "none"},
+                             "x_probe": {"type": "bool", "default": True,
+                                         "description": ["Probe.", "Probe switch, off by default."]}}) == [
+        "x_flush_all: an off-by-default switch without its mark (a description paragraph 'Repair|Force|Probe switch, "
+        "off by default ...')",
+        "x_mode: an off-by-default switch without its mark (a description paragraph 'Repair|Force|Probe switch, "
+        "off by default ...')",
+        "x_probe: marked a probe switch but not off by default (bool false, or choice none)",
+        "x_wipe: an off-by-default switch without its mark (a description paragraph 'Repair|Force|Probe switch, "
+        "off by default ...')"]

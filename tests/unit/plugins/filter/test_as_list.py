@@ -35,9 +35,9 @@ def test_result_is_a_new_list():
 
 
 @pytest.mark.parametrize("value, shown", [
-    (5, "a int (5)"),
-    (1.5, "a float (1.5)"),
-    (True, "a bool (True)"),
+    (5, "an integer (5)"),
+    (1.5, "a number (1.5)"),
+    (True, "a boolean (True)"),
     ({"a": 1}, "a mapping"),
 ])
 def test_other_types_fail_naming_the_variable(value, shown):
@@ -65,3 +65,13 @@ def test_bad_json_text_fails_naming_the_variable(value, says):
     with pytest.raises(AnsibleFilterError) as err:
         as_list(value, "stale_arp_vips")
     assert str(err.value).startswith(says)
+
+
+@pytest.mark.parametrize("value, shown", [(5, "an integer (5)"), (2.5, "a number (2.5)"), (True, "a boolean (True)")])
+def test_a_controller_value_is_shown_as_given_not_by_its_internal_class(value, shown):
+    """ansible-core 2.19 holds variables in tagged copies (_AnsibleTaggedInt ...): the message shows the value."""
+    from ansible._internal._datatag._tags import Origin  # pylint: disable=import-outside-toplevel
+    given = Origin(path="/inventory/group_vars/all.yml").tag(value)
+    with pytest.raises(AnsibleFilterError) as err:
+        as_list(given, "stale_arp_vips")
+    assert str(err.value).endswith("; got %s" % shown) and "_Ansible" not in str(err.value)

@@ -24,7 +24,7 @@ def test_inventory_nodes_filter():
 def test_fleet_table_filter():
     lines = fleet_table({"n1": None}, [{"name": "n1", "address": "198.18.96.11"}])
     assert len(lines) == 2 and lines[1].startswith("n1")
-    with pytest.raises(AnsibleFilterError, match="expects a dict of results by host, got list"):
+    with pytest.raises(AnsibleFilterError, match="expects a dict of results by host, got a list"):
         fleet_table([])
     with pytest.raises(AnsibleFilterError, match=r"nodes\[0\]: address 'x' is not an IP"):
         fleet_table({}, [{"address": "x"}])

@@ -35,7 +35,7 @@ def test_list_in_list_out_and_next_check_named():
 
 def test_none_is_unknown_and_bad_type_is_refused():
     assert network_layer(None)["layer"] == "unknown"
-    with pytest.raises(AnsibleFilterError, match="got dict"):
+    with pytest.raises(AnsibleFilterError, match="got a mapping"):
         network_layer({"msg": "x"})
 
 

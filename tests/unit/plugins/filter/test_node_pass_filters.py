@@ -484,3 +484,33 @@ def test_the_node_deadline_and_command_timeout_reach_the_pass_only_when_given():
     assert "deadline" not in params and "command_timeout" not in params  # node_triage's defaults
     params = node_pass_params({"triage_node_deadline": "120", "triage_command_timeout": 20}, "n1", HOSTVARS, GROUPS)
     assert params["deadline"] == "120" and params["command_timeout"] == 20  # node_triage converts and bounds them
+
+
+def tagged(value):
+    """``value`` as the controller holds a variable (ansible-core 2.19: a tagged copy, _AnsibleTaggedStr ...)."""
+    from ansible._internal._datatag._tags import Origin  # pylint: disable=import-outside-toplevel
+    return Origin(path="/inventory/group_vars/all.yml", line_num=3).tag(value)
+
+
+@pytest.mark.parametrize("variable, value, shown, what", [
+    ("connectivity_max_peers", "eight", "'eight'", "text"),
+    ("connectivity_max_peers", {"n": 8}, "{'n': 8}", "a mapping"),
+    ("connectivity_max_peers", [8], "[8]", "a list"),
+    ("connectivity_max_peers", 2.5, "2.5", None),
+    ("pmtu_max_peers", "many", "'many'", "text"),
+])
+def test_a_bad_peer_cap_is_named_by_its_variable_with_the_value_as_given(variable, value, shown, what):
+    """Not the helper's argument (limit) nor the class holding the value (_AnsibleTaggedStr)."""
+    variables = {variable: tagged(value), "triage_scenarios": ["connectivity", "pmtu"]}
+    assert type(variables[variable]).__name__.startswith("_AnsibleTagged")  # what the controller really holds
+    with pytest.raises(ParamsError) as exc:
+        node_pass_params(variables, "n1", HOSTVARS, GROUPS)
+    message = str(exc.value)
+    assert message.startswith("%s=%s is invalid: give an integer from 0 to 65536" % (variable, shown)), message
+    assert what is None or message.endswith("(got %s)" % what), message
+    assert "_Ansible" not in message and "limit" not in message
+
+
+def test_the_filter_names_its_own_argument():
+    with pytest.raises(Exception, match=r"^limit='x' is invalid: give an integer from 0 to 65536 \(got text\)$"):
+        connectivity_peers(["n1", "n2"], "n1", tagged("x"), HOSTVARS)

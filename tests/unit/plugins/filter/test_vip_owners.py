@@ -7,6 +7,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.filter.vip_owners import vip_owners
 from ansible_collections.k8snet.triage.plugins.filter.findings_lines import findings_lines
+from ansible_collections.k8snet.triage.plugins.module_utils import neighbors_options
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
 
 def owner(node, *local):
@@ -96,7 +98,7 @@ def test_result_without_item_names_the_delegated_owner():
 @pytest.mark.parametrize("result, said", [
     ({"local": []}, "names no owner host"),
     ({"item": None, "unreachable": True}, "names no owner host"),
-    ("cp1", "is str, not a task result"),
+    ("cp1", "is text, not a task result"),
 ])
 def test_result_naming_no_owner_is_refused_with_what_is_expected(result, said):
     with pytest.raises(AnsibleFilterError) as exc:
@@ -111,3 +113,25 @@ def test_delegated_owners_without_item_are_named_in_the_unowned_finding():
     [unowned] = vip_owners(results, ["198.18.0.200"])["findings"]
     assert unowned["check"] == "arp.vip_unowned"
     assert unowned["evidence"]["owners_checked"] == ["cp1", "cp2"] and unowned["hosts"] == ["cp1", "cp2"]
+
+
+@pytest.mark.parametrize("vips, bad, kind", [
+    (["127.0.0.1"], "stale_arp_vips[0]='127.0.0.1'", "a loopback address"),
+    ("198.18.0.200\n::1\n", "stale_arp_vips[1]='::1'", "a loopback address"),
+    ("0.0.0.0", "stale_arp_vips[0]='0.0.0.0'", "the unspecified address"),
+    (["198.18.0.200", "224.0.0.18"], "stale_arp_vips[1]='224.0.0.18'", "a multicast address"),
+    (["169.254.10.1"], "stale_arp_vips[0]='169.254.10.1'", "a link-local address"),
+    (["fe80::1"], "stale_arp_vips[0]='fe80::1'", "a link-local address"),
+])
+def test_an_address_no_vip_can_be_is_refused_naming_the_variable(vips, bad, kind):
+    """What the triage and the stale_arp playbook refuse before any host is touched (and arp_check on the node)."""
+    with pytest.raises(AnsibleFilterError) as exc:
+        vip_owners([], vips)
+    assert "%s is invalid: %s is %s" % (bad, bad.split("=")[1].strip("'"), kind) in str(exc.value), str(exc.value)
+    assert "which no VIP can be" in str(exc.value)
+    with pytest.raises(InputError, match="addresses\\[0\\]=.* which no VIP can be"):
+        neighbors_options.RULES["addresses"]("addresses", [bad.split("=")[1].strip("'")])
+
+
+def test_vips_any_host_can_hold_are_accepted():
+    assert vip_owners([], ["198.18.0.200", "10.0.0.1", "2001:db8::10", "100.64.0.7"])["expected"] == {}

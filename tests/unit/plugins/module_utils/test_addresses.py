@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import bird, inventory, kube_facts
+from ansible_collections.k8snet.triage.plugins.module_utils import addresses, bird, inventory, kube_facts
 from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
@@ -31,3 +31,22 @@ def test_every_reader_of_addresses_agrees():
     assert inventory.inventory_nodes(["n1"], {"n1": {"k8s_node_ip": value}})[0]["address"] == host_address(value)
     with pytest.raises(InputError, match="is not an IP address"):
         bird.validate_addresses(["node1"])
+
+
+@pytest.mark.parametrize("value, kind", [
+    ("0.0.0.0", "unspecified"), ("::", "unspecified"), ("0.1.2.3", "this network"), ("127.0.0.1", "loopback"),
+    ("127.8.9.10", "loopback"), ("::1", "loopback"), ("::ffff:127.0.0.1", "loopback"), ("224.0.0.5", "multicast"),
+    ("ff02::1", "multicast"), ("255.255.255.255", "broadcast"), ("240.0.0.1", "reserved"),
+    ("169.254.1.1", "link-local"), ("fe80::1", "link-local"),
+    ("198.18.0.200", None), ("10.0.0.1", None), ("100.64.0.1", None), ("2001:db8::10", None), ("fd00::5", None),
+    (" 192.168.1.255 ", None),
+])
+def test_special_tells_what_no_one_host_can_hold(value, kind):
+    assert addresses.special(value) == kind
+    assert kind is None or kind in dict(addresses.SPECIAL)
+
+
+@pytest.mark.parametrize("value", ["", "node1", "198.18.0.0/24", None])
+def test_special_refuses_what_is_not_an_address(value):
+    with pytest.raises(ValueError):
+        addresses.special(value)

@@ -14,8 +14,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputE
     (float("inf"), "probe_timeout=inf is invalid"),
     (1e9, "probe_timeout=1000000000.0 is invalid: give a number from 0.01 to 10 seconds"),
     (-1, "probe_timeout=-1 is invalid"),
-    (True, "(got bool)"),
-    ("1", "(got str)"),
+    (True, "(got a boolean)"),
+    ("1", "(got text)"),
 ])
 def test_seconds_are_finite_and_capped(value, message):
     with pytest.raises(InputError) as exc:
@@ -47,7 +47,7 @@ def test_dns_names():
     for bad, message in (("a" * 300, "a DNS name has at most 253 characters, this one has 300"),
                          ("x" * 64 + ".com", "label 'xxxx"), ("a..b", "label '' is empty"),
                          ("a b.com", "holds characters other than"), ("a\nb", "control and format characters"),
-                         ("", "non-empty string"), (["a"], r"give a string \(got list\)")):
+                         ("", "non-empty string"), (["a"], r"give a string \(got a list\)")):
         with pytest.raises(InputError, match=message):
             p.dns_name("n", bad)
 
@@ -59,7 +59,7 @@ def test_address_families():
         p.address(4)("a", "2001:db8::1")
     with pytest.raises(InputError, match="this is an IPv4 address, give an IPv6 address"):
         p.address(6)("a", "198.18.0.1")
-    with pytest.raises(InputError, match="give an IPv4 or IPv6 address as a string .got int"):
+    with pytest.raises(InputError, match="give an IPv4 or IPv6 address as a string .got an integer"):
         p.address()("a", 5)
     assert p.address_or_network("h", "198.19.0.0/16") == "198.19.0.0/16"
 
@@ -139,8 +139,8 @@ def _module(args):
 @pytest.mark.parametrize("args, option, words", [
     ({"name": ["kube-system"]}, "name", "name=['kube-system'] is invalid: give a string, not a list (Ansible would "
                                         "have turned it into the text \"['kube-system']\")"),
-    ({"names": ["a", {"b": 1}]}, "names[1]", "give a string, not a dict"),
-    ({"limits": 5}, "limits", "limits=5 is invalid: give a dict of its suboptions (got int)"),
+    ({"names": ["a", {"b": 1}]}, "names[1]", "give a string, not a mapping"),
+    ({"limits": 5}, "limits", "limits=5 is invalid: give a dict of its suboptions (got an integer)"),
     ({"max_flush": float("inf")}, "max_flush", "max_flush is infinite: give a finite integer"),
     ({"limits": {"max_flush": float("-inf")}}, "limits.max_flush", "limits.max_flush is infinite"),
     ({"max_flush": 5000}, "max_flush", "max_flush=5000 is invalid"),

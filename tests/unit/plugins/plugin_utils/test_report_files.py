@@ -205,3 +205,11 @@ def test_a_directory_planted_while_it_is_created_is_refused(tmp_path, monkeypatc
     monkeypatch.setattr(report.os, "mkdir", planted)
     with pytest.raises(AnsibleError, match="appeared while it was being created, owned by uid 65534"):
         report.output_directory(str(target))
+
+
+@pytest.mark.parametrize("given", ["", "  ", None])
+def test_an_empty_report_dir_is_refused_naming_the_variable_not_taken_as_the_working_directory(tmp_path, monkeypatch, given):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AnsibleError, match=r"report_output_dir is empty.*give the directory.*-e report_output_dir="):
+        report.output_directory(given)
+    assert list(tmp_path.iterdir()) == []  # no directory "  " made in the working directory

@@ -65,14 +65,14 @@ def test_globs_are_case_sensitive_fnmatch():
 
 
 @pytest.mark.parametrize("entry,why", [
-    ("{check: a.b, reason: r, created_by: c}", "has no expires"),
-    ("{check: a.b, reason: r, created_by: c, expiry: 2026-03-02}", "unknown key(s) expiry"),
-    ("{check: a.b, created_by: c, expires: 2026-03-02}", "has no reason"),
-    ("{check: a.b, reason: r, created_by: c, expires: '2026-03-02T10:00:00'}", "has no timezone; add Z"),
-    ("{check: a.b, reason: r, created_by: c, expires: next week}", "is not a date or time in ISO 8601"),
-    ("{check: a.b, reason: r, created_by: c, expires: 2027-03-02T00:00:00Z}", "more than 90 days ahead"),
-    ("{check: 5, reason: r, created_by: c, expires: 2026-03-02}", "check must be non-empty text"),
-    ("just text", "is a str, not a mapping"),
+    ("{check: a.b, reason: r, created_by: c}", "it has no expires"),
+    ("{check: a.b, reason: r, created_by: c, expiry: 2026-03-02}", "it has 1 unknown key(s) at line 2; the keys are"),
+    ("{check: a.b, created_by: c, expires: 2026-03-02}", "it has no reason"),
+    ("{check: a.b, reason: r, created_by: c, expires: '2026-03-02T10:00:00'}", "its expires (line 2) has no timezone; add Z"),
+    ("{check: a.b, reason: r, created_by: c, expires: next week}", "its expires (line 2) is not a date or time; write it in ISO 8601"),
+    ("{check: a.b, reason: r, created_by: c, expires: 2027-03-02T00:00:00Z}", "it expires 2027-03-02T00:00:00Z, more than 90 days ahead"),
+    ("{check: 5, reason: r, created_by: c, expires: 2026-03-02}", "its check (line 2) must be non-empty text (quote it), not an integer"),
+    ("just text", "it is text, not a mapping"),
 ])
 def test_a_malformed_silence_silences_nothing_and_is_a_finding_naming_it(tmp_path, entry, why):
     active, problems, summary = load(tmp_path, "- {check: dns.ok2, reason: r, created_by: c, expires: 2026-03-02}\n- %s\n" % entry)
@@ -80,6 +80,7 @@ def test_a_malformed_silence_silences_nothing_and_is_a_finding_naming_it(tmp_pat
     assert len(problems) == 1 and problems[0]["check"] == "triage.silence_invalid"
     assert problems[0]["severity"] == "warning" and problems[0]["subject"].startswith("silence #2")
     assert why in problems[0]["summary"] and "silence #2" in problems[0]["remediation"]
+    assert "(line 2) silences nothing" in problems[0]["summary"] and problems[0]["evidence"]["line"] == 2
     assert summary[1]["state"] == "invalid"
 
 
@@ -127,3 +128,33 @@ def test_max_days_accepts_1_to_3650(value):
 def test_max_days_refuses_the_rest(value):
     with pytest.raises(ValueError, match="report_silence_max_days"):
         report_silences.validate_max_days(value)
+
+
+TOKEN = "ghp_k8snetTESTtoken0123456789abcdefABCDEF"
+
+
+@pytest.mark.parametrize("name, text, said", [
+    # the token alone on a line: not YAML
+    ("s.yml", "- check: arp.stale_entry\n  reason: r\n  created_by: c\n  expires: 2026-03-02\n  %s\n" % TOKEN,
+     "is not valid YAML: could not find expected ':' at line 6, column 1"),
+    ("s.yml", "- check: a.b\n  reason: \"%s\n" % TOKEN, "is not valid YAML: found unexpected end of stream at line 3"),
+    ("s.json", '[{"check": "a.b", "reason": "r", "created_by": "c", "expires": "2026-03-02"},\n %s]' % TOKEN,
+     "is not valid JSON: Expecting value at line 2, column 2"),
+    # the token as a key, as a value, as the check, as an entry
+    ("s.yml", "- check: arp.stale_entry\n  reason: r\n  created_by: c\n  expires: 2026-03-02\n  %s: yes\n" % TOKEN,
+     "silence #1 (check arp.stale_entry) in {path} (line 1) silences nothing: it has 1 unknown key(s) at line 5"),
+    ("s.yml", "- check: a.b\n  reason: r\n  created_by: c\n  expires: %s\n" % TOKEN,
+     "its expires (line 4) is not a date or time"),
+    ("s.yml", "- check: %s\n  reason: r\n  created_by: c\n  expires: 2026-03-02T10:00:00\n" % TOKEN,
+     "silence #1 in {path} (line 1) silences nothing: its expires (line 4) has no timezone"),
+    ("s.yml", "silences:\n  - {check: a.b, reason: r, created_by: c, expires: 2026-03-02}\n  - %s\n" % TOKEN,
+     "silence #2 in {path} (line 3) silences nothing: it is text, not a mapping"),
+    ("s.json", '[{"check": "a.b", "reason": "r", "created_by": "c", "expires": "2026-03-02"},\n {"check": "a.b", "%s": 1}]' % TOKEN,
+     "silence #2 (check a.b) in {path} (line 2) silences nothing: it has 1 unknown key(s) at line 2"),
+])
+def test_a_bad_line_is_named_by_its_number_never_copied(tmp_path, name, text, said):
+    """A secret pasted into the silences file by mistake stays out of the findings and the summary, which go
+    into the report and the AWX artifacts."""
+    active, problems, summary = load(tmp_path, text, name=name)
+    assert len(problems) == 1 and said.format(path=tmp_path / name) in problems[0]["summary"], problems
+    assert TOKEN not in repr((active, problems, summary)) and TOKEN[4:] not in repr((active, problems, summary))
