@@ -14,6 +14,9 @@ from ansible_collections.k8snet.triage.plugins.module_utils import params
 BACKENDS = ("auto", "dnspython", "stdlib")
 RESOLV_CONFS = ("/etc/resolv.conf", "/run/systemd/resolve/resolv.conf")
 MAX_REPEAT = 1000
+# The external name the host resolvers are asked by default: every node resolves it to pull the Kubernetes images
+# (or through its mirror), and coredns forwards such names to these resolvers.
+EXTERNAL_NAMES = ("registry.k8s.io",)
 
 
 SERVER_KEYS = ("address", "name", "node", "role")
@@ -61,6 +64,7 @@ CHECK_SPEC = dict(
     expect=dict(type="dict", default={}),
     cluster_domain=dict(type="str", default="cluster.local"),
     host_resolvers=dict(type="bool", default=False),
+    external_names=dict(type="list", elements="str", default=list(EXTERNAL_NAMES)),
     resolv_conf=dict(type="list", elements="path", default=list(RESOLV_CONFS)),
     backend=dict(type="str", choices=list(BACKENDS), default="auto"),
     # the pod's view (the triage and the role set pod_ip on the pod's node only)
@@ -81,6 +85,7 @@ RULES = dict(
     expect=params.mapping(params.dns_name, params.scalar_or_list(params.address(), max_items=64), max_items=64),
     cluster_domain=params.dns_name,
     resolv_conf=params.each(params.absolute_path, max_items=16),
+    external_names=params.each(params.dns_name, max_items=16),
     protocols=params.each(params.choice("udp", "tcp"), max_items=2, non_empty=True, what="give udp and/or tcp"),
     pod_ip=params.address(),
     repeat=params.count(0, MAX_REPEAT, "queries"),
