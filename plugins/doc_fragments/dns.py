@@ -92,8 +92,9 @@ options:
         O(cluster_domain). The host resolvers are what coredns forwards external names to; cluster names fail
         there by design, so without an external name they are not tested, and C(dns.host_resolver) says so as a
         warning, never ok.
-      - At most 16 DNS names. The default is the registry every node pulls the Kubernetes images from; give a name
-        your nodes resolve (e.g. a mirror) on an air-gapped network, or V([]) to ask only O(names).
+      - At most 16 fully qualified DNS names (more than one label). The default is the registry every node pulls the
+        Kubernetes images from; give a name your nodes resolve (e.g. a mirror) on an air-gapped network, or V([]) to
+        ask only O(names).
     type: list
     elements: str
     default: [registry.k8s.io]

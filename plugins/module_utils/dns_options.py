@@ -42,6 +42,16 @@ def server_item(option, item):
     return out
 
 
+def external_name(option, value):
+    """An external name as the host resolvers are asked it: a DNS name of more than one label (a single label means
+    something only through a search list, which a resolver asked directly does not apply)."""
+    params.dns_name(option, value)
+    if "." not in value.rstrip("."):
+        raise InputError("%s=%r is invalid: an external name is fully qualified (more than one label), e.g. "
+                         "registry.k8s.io" % (option, value), option=option)
+    return value
+
+
 # The argument spec of one server in its dict form (the servers option takes ``raw`` items: a plain
 # address or such a dict, checked by ``server_item``).
 SERVER_SPEC = dict(
@@ -85,7 +95,7 @@ RULES = dict(
     expect=params.mapping(params.dns_name, params.scalar_or_list(params.address(), max_items=64), max_items=64),
     cluster_domain=params.dns_name,
     resolv_conf=params.each(params.absolute_path, max_items=16),
-    external_names=params.each(params.dns_name, max_items=16),
+    external_names=params.each(external_name, max_items=16),
     protocols=params.each(params.choice("udp", "tcp"), max_items=2, non_empty=True, what="give udp and/or tcp"),
     pod_ip=params.address(),
     repeat=params.count(0, MAX_REPEAT, "queries"),
