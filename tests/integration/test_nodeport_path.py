@@ -36,7 +36,7 @@ def api(lab, lb):
     [svc] = [copy.deepcopy(o) for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "web"]
     svc["metadata"] = {"name": "web-np", "namespace": "default"}
     svc["spec"]["type"] = "NodePort"
-    svc["spec"]["clusterIP"] = svc["spec"]["clusterIPs"][0] = "198.18.16.81"
+    svc["spec"]["clusterIP"] = svc["spec"]["clusterIPs"][0] = lab.service_ip(81)
     svc["spec"]["ports"] = [dict(svc["spec"]["ports"][0], port=lb["vip_port"], nodePort=lab_path.NODE_PORT)]
     svc["status"] = {"loadBalancer": {}}
     [eps] = [copy.deepcopy(o) for o in objects if o["kind"] == "EndpointSlice" and o["metadata"]["name"] == "web-x7k2p"]
