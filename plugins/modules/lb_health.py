@@ -31,7 +31,7 @@ description:
     module judges the condition expected; the diff and RV(patched) then carry the reason and the trade-off.
     A Service that is not a LoadBalancer with policy C(Local) is still not patched (nothing to switch).
   - No switch, forced or not, while no node answered the health-check probe at all (every probe refused or timed
-    out, also on nodes without an endpoint, where kube-proxy answers 503): that points at the probe path (a host
+    out, also on nodes without an endpoint, where kube-proxy answers 503). That points at the probe path (a host
     or execution environment that cannot reach the nodes' ports), not at the Service. RV(not_attempted) says so.
     To switch without probe evidence, set O(probe=false) with O(force_policy_switch=true).
   - When a controller owns a (would-be) patched Service (label
@@ -41,7 +41,7 @@ description:
   - After a real switch (O(verify=true)) the post-check re-reads each patched Service and probes every pool node
     on the traffic nodePort until all answer or O(verify_timeout) seconds have passed in total (kube-proxy takes
     a moment to reprogram the nodes); RV(verification) and the finding C(lb.policy_switched) (ok or critical)
-    report the outcome. A failed post-check rolls nothing back: the switch stays, the module still reports
+    report the outcome. A failed post-check rolls nothing back. The switch stays, the module still reports
     C(changed), and the finding and RV(verification) give the command that puts the Service back to C(Local) with
     the C(healthCheckNodePort) it had.
   - Each patch re-reads the Service right before and carries the C(resourceVersion) it read. A Service
