@@ -217,7 +217,9 @@ def test_stale_cleanup_keeps_every_live_form(lab, ansible, clean_node23):
         named(objects, "Node", "node2")["status"]["addresses"].append({"type": "ExternalIP", "address": external})
 
     n1, n2, n3 = _node_ips(lab)
-    fixture = lambda text: kube_faults.lab_address(lab, text)  # noqa: E731 - the fixtures' addresses in this lab
+
+    def fixture(text):
+        return kube_faults.lab_address(lab, text)  # the fixtures' addresses in this lab
     live_forms = ["0.0.0.0:30070/TCP", n1 + ":30070/TCP", n2 + ":30070/TCP", external + ":30070/TCP",
                   n3 + ":30070/TCP", fixture("198.18.16.70:80/TCP"), fixture("198.18.0.230:80/TCP"),  # shop: NodePort, externalIP
                   fixture("198.18.0.231:443/UDP"), "0.0.0.0:31444/UDP",  # store: LB ingress, surrogate
