@@ -86,6 +86,18 @@ options:
     description: Also ask the nameservers of the O(resolv_conf) files of this host.
     type: bool
     default: false
+  external_names:
+    description:
+      - External names the host resolvers (O(host_resolvers=true)) are asked, besides the names of O(names) outside
+        O(cluster_domain). The host resolvers are what coredns forwards external names to; cluster names fail
+        there by design, so without an external name they are not tested, and C(dns.host_resolver) says so as a
+        warning, never ok.
+      - At most 16 fully qualified DNS names (more than one label). The default is the registry every node pulls the
+        Kubernetes images from; give a name your nodes resolve (e.g. a mirror) on an air-gapped network, or V([]) to
+        ask only O(names).
+    type: list
+    elements: str
+    default: [registry.k8s.io]
   resolv_conf:
     description:
       - resolv.conf files whose nameservers are the host resolvers. With systemd-resolved,

@@ -14,7 +14,7 @@ pod's view, repeated queries and their findings).
 from __future__ import annotations
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.dns_options import RESOLV_CONFS, server_item
+from ansible_collections.k8snet.triage.plugins.module_utils.dns_options import EXTERNAL_NAMES, RESOLV_CONFS, server_item
 from ansible_collections.k8snet.triage.plugins.module_utils.dns_pod_view import (
     check_pod_view, pod_view, repeat_only_view, repeat_with_counters)
 from ansible_collections.k8snet.triage.plugins.module_utils.dns_wire import FAILED, NO_ANSWER, Resolver, status_counts
@@ -212,22 +212,34 @@ def check_matrix(servers, rows, cluster_domain="cluster.local", subject="resolve
 
 
 def check_host_resolvers(confs, rows, cluster_domain="cluster.local", subject="host"):
-    """Findings for the host network's resolvers (resolv.conf upstreams)."""
+    """Findings for the host network's resolvers (resolv.conf upstreams): ok only when they were asked an external
+    name (cluster names fail there by design) and answered it."""
     if not confs:
         return [finding("dns.host_resolver", "warning", "DNS", subject,
                         "no readable resolv.conf with a nameserver line, so the host resolvers were not tested",
                         {}, "give resolv_conf paths that exist on this host")]
     cluster, external = _cluster_and_external(rows, cluster_domain)
+    silent = sorted(set(r["server"] for r in rows)) if rows and all(r["status"] in NO_ANSWER for r in rows) else []
     note = ("; %s names fail there as expected: the host network does not use the cluster DNS" % cluster_domain
-            if cluster and all(r["status"] != "ok" for r in cluster) else "")
+            if cluster and all(r["status"] != "ok" for r in cluster) and not silent else "")
     evidence = {"resolv_conf": confs, "external": status_counts(external),
                 "failing": sample({"server": r["server"], "name": r["name"], "status": r["status"], "error": r["error"]}
-                                  for r in external if r["status"] in FAILED)}
+                                  for r in external if r["status"] in FAILED),
+                "unreachable": silent}
+    if not external:
+        return [finding("dns.host_resolver", "warning", "DNS", subject,
+                        "the host resolvers were not tested: no external name was asked (only %s names, which they "
+                        "do not serve)%s" % (cluster_domain, "; and none of them (%s) answered at all" % ", ".join(
+                            sample(silent)) if silent else ""), evidence,
+                        "give external_names (e.g. registry.k8s.io, or a name your nodes resolve through a mirror) or "
+                        "an external name in names")]
     if any(r["status"] in FAILED for r in external):
         dead = sorted(set(r["server"] for r in external if r["status"] in FAILED))
         all_dead = not any(r["status"] == "ok" for r in external)
         return [finding("dns.host_resolver", "critical" if all_dead else "warning", "DNS", subject,
-                        "the host's upstream resolvers %s fail for external names%s" % (", ".join(dead), note),
+                        "the host's upstream resolvers %s fail for external names%s" % (
+                            ", ".join(dead), "; none of them answered at all (unreachable or timed out)" if silent
+                            else note),
                         evidence, "coredns forwards to these resolvers by default (forward . /etc/resolv.conf): fix "
                         "or replace them (nameserver lines of %s)" % ", ".join(sorted(confs)))]
     return [finding("dns.host_resolver", "ok", "DNS", subject,
@@ -279,8 +291,16 @@ def _ask_servers(resolver, servers, asked, protocols, expect, cluster_domain):
     return rows, findings
 
 
+def host_resolver_names(asked, external_names):
+    """The names the host resolvers are asked: the servers' names, then the external names not among them."""
+    out = list(asked)
+    out.extend(n for n in external_names if n not in out)
+    return out
+
+
 def _ask_host_resolvers(params, resolver, asked, protocols, expect):
-    """The host's resolv.conf files with a nameserver, and the matrix of their nameservers: (confs, rows)."""
+    """The host's resolv.conf files with a nameserver, and the matrix of their nameservers (asked ``asked``, the
+    servers' names and the external names): (confs, rows)."""
     confs = dict((k, v) for k, v in read_resolv_confs(params.get("resolv_conf") or list(RESOLV_CONFS)).items() if v)
     upstreams = []
     for found in confs.values():
@@ -311,8 +331,10 @@ def node_check(params, runner=None):
                                            params.get("repeat_interval") or 0)
         findings += check_pod_view(repeat_only_view("this node", None, repeat_data, servers[0]["address"]))
     confs, host_rows = {}, []
-    if host_resolvers and asked:
-        confs, host_rows = _ask_host_resolvers(params, resolver, asked, protocols, expect)
+    external_names = params.get("external_names")
+    host_names = host_resolver_names(asked, list(EXTERNAL_NAMES) if external_names is None else external_names)
+    if host_resolvers and host_names:
+        confs, host_rows = _ask_host_resolvers(params, resolver, host_names, protocols, expect)
         findings += check_host_resolvers(confs, host_rows, cluster_domain, "host resolvers")
     data = {"backend": resolver.backend, "matrix": rows, "host_matrix": host_rows, "resolv_conf": confs,
             "summary": status_counts(rows + host_rows), "pod": pod["data"] if pod else None,

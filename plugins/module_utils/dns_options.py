@@ -14,6 +14,9 @@ from ansible_collections.k8snet.triage.plugins.module_utils import params
 BACKENDS = ("auto", "dnspython", "stdlib")
 RESOLV_CONFS = ("/etc/resolv.conf", "/run/systemd/resolve/resolv.conf")
 MAX_REPEAT = 1000
+# The external name the host resolvers are asked by default: every node resolves it to pull the Kubernetes images
+# (or through its mirror), and coredns forwards such names to these resolvers.
+EXTERNAL_NAMES = ("registry.k8s.io",)
 
 
 SERVER_KEYS = ("address", "name", "node", "role")
@@ -39,6 +42,16 @@ def server_item(option, item):
     return out
 
 
+def external_name(option, value):
+    """An external name as the host resolvers are asked it: a DNS name of more than one label (a single label means
+    something only through a search list, which a resolver asked directly does not apply)."""
+    params.dns_name(option, value)
+    if "." not in value.rstrip("."):
+        raise InputError("%s=%r is invalid: an external name is fully qualified (more than one label), e.g. "
+                         "registry.k8s.io" % (option, value), option=option)
+    return value
+
+
 # The argument spec of one server in its dict form (the servers option takes ``raw`` items: a plain
 # address or such a dict, checked by ``server_item``).
 SERVER_SPEC = dict(
@@ -61,6 +74,7 @@ CHECK_SPEC = dict(
     expect=dict(type="dict", default={}),
     cluster_domain=dict(type="str", default="cluster.local"),
     host_resolvers=dict(type="bool", default=False),
+    external_names=dict(type="list", elements="str", default=list(EXTERNAL_NAMES)),
     resolv_conf=dict(type="list", elements="path", default=list(RESOLV_CONFS)),
     backend=dict(type="str", choices=list(BACKENDS), default="auto"),
     # the pod's view (the triage and the role set pod_ip on the pod's node only)
@@ -81,6 +95,7 @@ RULES = dict(
     expect=params.mapping(params.dns_name, params.scalar_or_list(params.address(), max_items=64), max_items=64),
     cluster_domain=params.dns_name,
     resolv_conf=params.each(params.absolute_path, max_items=16),
+    external_names=params.each(external_name, max_items=16),
     protocols=params.each(params.choice("udp", "tcp"), max_items=2, non_empty=True, what="give udp and/or tcp"),
     pod_ip=params.address(),
     repeat=params.count(0, MAX_REPEAT, "queries"),

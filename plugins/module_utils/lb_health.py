@@ -332,6 +332,9 @@ def patch_reason(service, nodes, endpoints, probes):
     serve).  Zero ready endpoints anywhere is no reason either: Cluster has no backend to send to."""
     if not is_local_lb(service):
         return None, "not a LoadBalancer Service with externalTrafficPolicy Local: nothing to patch"
+    unanswered = no_node_answered(probes)
+    if unanswered:
+        return None, unanswered
     names = [meta(n, "name") for n in nodes]
     with_eps = [n for n in names if endpoints.get(n)]
     without = [n for n in names if not endpoints.get(n)]
@@ -351,15 +354,46 @@ def patch_reason(service, nodes, endpoints, probes):
     return None, "every pool node has a ready endpoint: nothing to patch"
 
 
-def forced_reason(service, judged):
+def no_node_answered(probes):
+    """Why the health-check probes cannot justify a switch (None when some node answered, or nothing was probed).
+
+    Every probe refused or timed out, also on nodes without an endpoint, where kube-proxy answers 503: the probe
+    path is at fault (a host, an execution environment, that cannot reach the nodes' ports), not the Service, and
+    the post-check would fail from the same place."""
+    if not probes or any(result["status"] is not None for result in probes.values()):
+        return None
+    return ("no node answered the health check at all (%d probed, %s: %s): that points at the probe path - the host "
+            "lb_health runs on cannot reach the nodes' port - not at the Service, so nothing justifies a switch; run "
+            "from a host that reaches the nodes (the controller on the node network, or delegate_to a node), or, to "
+            "switch without any probe evidence, probe: false with force_policy_switch: true"
+            % (len(probes), ", ".join(sample(sorted(probes))),
+               "; ".join(sorted(set(r["error"] for r in probes.values() if r["error"]))[:3])))
+
+
+def forced_reason(service, judged, probes=None):
     """(reason, None) for a switch the operator asked for explicitly (``force_policy_switch``), whatever the
-    module's own judgement ``judged`` ((reason, why not) of ``patch_reason``); only a Service that is not
-    LoadBalancer with policy Local is still refused (there is nothing to switch)."""
+    module's own judgement ``judged`` ((reason, why not) of ``patch_reason``); a Service that is not
+    LoadBalancer with policy Local is still refused (there is nothing to switch), and so is a switch while no node
+    answered the health-check ``probes`` at all (``no_node_answered``: the probe path is broken, and the
+    post-check could not verify the switch)."""
     reason, why_not = judged
     if not is_local_lb(service):
         return None, why_not
+    unanswered = no_node_answered(probes or {})
+    if unanswered:
+        return None, unanswered
     return ("asked explicitly (force_policy_switch): %s; the trade-off is accepted: %s" % (
         reason or why_not, TRADE_OFF)), None
+
+
+def put_back_command(namespace, name, service):
+    """The command that puts a Service switched to Cluster back to Local with the healthCheckNodePort it had (the
+    API server would otherwise allocate a new one, which the load balancer's health check does not know)."""
+    port = (service.get("spec") or {}).get("healthCheckNodePort")
+    patch = {"spec": {"externalTrafficPolicy": "Local"}}
+    if port:
+        patch["spec"]["healthCheckNodePort"] = port
+    return "kubectl -n %s patch svc %s -p '%s'" % (namespace, name, json.dumps(patch, separators=(",", ":")))
 
 
 def set_cluster_policy(kube, namespace, name, check_mode, reason=None):
@@ -384,7 +418,7 @@ def set_cluster_policy(kube, namespace, name, check_mode, reason=None):
     diff = {"before_header": "%s/%s" % (namespace, name), "after_header": "%s/%s" % (namespace, name),
             "before": "externalTrafficPolicy: Local\nhealthCheckNodePort: %s\nresourceVersion: %s\n"
                       % (current["spec"].get("healthCheckNodePort"), version),
-            "after": after, "owner": diff_owner}
+            "after": after, "owner": diff_owner, "put_back": put_back_command(namespace, name, current)}
     if not check_mode:
         kube.merge_patch("services", name, namespace, {"spec": {"externalTrafficPolicy": "Cluster"}},
                          resource_version=version)
@@ -397,7 +431,7 @@ def remediate(kube, targets, max_patch, check_mode):
     ``targets``: [(namespace/name, reason or None, why not)] (``patch_reason`` of each).  The first
     failure stops the run: the rest is listed as not attempted.  Returns {patched: [ref],
     failures: [{service, reason, status}], not_attempted: [{service, reason}], diffs: [diff]}."""
-    out = {"patched": [], "failures": [], "not_attempted": [], "diffs": [], "owners": {}}
+    out = {"patched": [], "failures": [], "not_attempted": [], "diffs": [], "owners": {}, "put_back": {}}
     stopped = None
     for ref, reason, why_not in targets:
         if stopped:
@@ -420,6 +454,7 @@ def remediate(kube, targets, max_patch, check_mode):
         if changed:
             out["patched"].append(ref)
             out["diffs"].append(diff)
+            out["put_back"][ref] = diff.pop("put_back")
             owned_by = diff.pop("owner", None)
             if owned_by:
                 out["owners"][ref] = owned_by
@@ -505,11 +540,14 @@ def owner_finding(ref, who, check_mode):
         "apply the switch again when it was put back")
 
 
-def verify_findings(result, who=None):
+def verify_findings(result, who=None, put_back=None):
     """The post-check's finding ``lb.policy_switched``: ok when every node passes, critical when not within the
-    deadline."""
+    deadline; then the switch stays (nothing is rolled back) and the finding says so, with ``put_back``, the
+    command that puts the Service back (``put_back_command``)."""
     ref = result["service"]
-    evidence = dict(result, owner=who)
+    namespace, name = ref.split("/", 1)
+    put_back = put_back or put_back_command(namespace, name, {})
+    evidence = dict(result, owner=who, put_back=put_back)
     if result["passed"]:
         found = [finding("lb.policy_switched", "ok", "L4", ref,
                          "%s now has policy Cluster and all %d pool nodes answer on the traffic nodePort %s (after %d "
@@ -518,12 +556,14 @@ def verify_findings(result, who=None):
                              result["seconds"], TRADE_OFF), evidence)]
     else:
         found = [finding("lb.policy_switched", "critical", "L4", ref,
-                         "%s was switched to Cluster but the post-check failed within %gs (%d attempt(s)): %s" % (
-                             ref, result["deadline"], result["attempts"], result["why"]), evidence,
-                         "kube-proxy (or the dataplane) has not reprogrammed the nodes, or something put the policy "
-                         "back: kubectl -n %s get svc %s -o jsonpath='{.spec.externalTrafficPolicy}', then "
-                         "iptables-save -t nat | grep %s on the failing nodes" % (
-                             ref.split("/", 1)[0], ref.split("/", 1)[1], ref))]
+                         "%s was switched to Cluster but the post-check failed within %gs (%d attempt(s)): %s; the "
+                         "change stayed (nothing was rolled back): %s is still patched" % (
+                             ref, result["deadline"], result["attempts"], result["why"], ref), evidence,
+                         "kube-proxy (or the dataplane) has not reprogrammed the nodes, something put the policy "
+                         "back, or the nodes' ports cannot be reached from where the post-check ran: kubectl -n %s "
+                         "get svc %s -o jsonpath='{.spec.externalTrafficPolicy}', then iptables-save -t nat | grep %s "
+                         "on the failing nodes. To put the Service back as it was: %s" % (
+                             namespace, name, ref, put_back))]
     return found
 
 
@@ -618,7 +658,7 @@ def _judge_services(kube, services, nodes, addresses, p, targets):
         models.append(service_model(svc, endpoints, probes))
         reasons[ref] = patch_reason(svc, nodes, endpoints, probes)
         if p["force_policy_switch"] and ref in targets:
-            reasons[ref] = forced_reason(svc, reasons[ref])
+            reasons[ref] = forced_reason(svc, reasons[ref], probes)
     return models, found, reasons, traffic_all
 
 
@@ -631,8 +671,9 @@ def _verify_patched(kube, outcome, nodes, addresses, p, check_mode):
         for ref in outcome["patched"]:
             namespace, name = split_ref(ref)
             result = verify_switch(kube, namespace, name, nodes, addresses, p["probe_timeout"], p["verify_timeout"])
+            result["put_back"] = outcome["put_back"].get(ref)
             outcome["verification"].append(result)
-            found.extend(verify_findings(result, outcome["owners"].get(ref)))
+            found.extend(verify_findings(result, outcome["owners"].get(ref), outcome["put_back"].get(ref)))
     return found
 
 

@@ -124,6 +124,29 @@ def _conflict_finding(address, macs, answered, expected):
         "(e.g. a second keepalived/kube-vip leader)." % ", ".join(macs))
 
 
+def _contradicted(address, expected, answered, macs):
+    """Whether the probe contradicts ``expected`` for ``address``: it was probed, MACs answered, and the expected
+    MAC is not among them (nothing answering contradicts nothing)."""
+    return address in expected and answered is not None and bool(macs) and expected[address] not in macs
+
+
+def _contradiction_finding(address, expected, macs, answered, mine):
+    """``arp.expected_contradicted``: the given MAC is not the one that answers; nothing is flushed on that word."""
+    cached = sorted(set(e["mac"] for e in mine if e.get("mac")))
+    return finding(
+        "arp.expected_contradicted", "warning", "L2", address,
+        "the expected MAC %s for %s is contradicted by the probe: %s answered%s; the entry is not flushed, since the "
+        "probe shows %s" % (
+            expected[address], address, ", ".join(macs), " (cached: %s)" % ", ".join(cached) if cached else "",
+            "the cached MAC is the one answering" if cached and set(cached) <= set(macs) else
+            "another MAC than the expected one answering"),
+        {"expected_mac": expected[address], "answers": answered, "entries": [describe(e) for e in mine],
+         "cached_macs": cached},
+        "Find out which is right before any flush: the owner of %s may have moved (failover: update expected), or "
+        "another host holds the address while its owner is silent (ip -br addr on the owner, the answering MAC's "
+        "host). arp_check deletes an entry only when the probe does not contradict expected." % address)
+
+
 def _unresolved_finding(address, entry, answered):
     """The unresolved finding of an entry nothing answers for."""
     return finding(
@@ -192,6 +215,10 @@ def check(addresses, expected, entries, probes, local, interface=None):
         if len(macs) > 1:
             findings.append(_conflict_finding(address, macs, answered, expected))
         problem = False
+        if _contradicted(address, expected, answered, macs):
+            # the given MAC against the kernel's own probe: neither is proven, no entry is stale on that word
+            findings.append(_contradiction_finding(address, expected, macs, answered, mine))
+            truth, source, problem = None, None, True
         for entry in mine:
             item, wrong = _entry_problem(address, entry, truth, source, answered)
             if item is None:

@@ -43,6 +43,8 @@ options:
       - V(none) only reports.
       - V(stale) deletes the entries proven stale (cached MAC differs from O(expected), or from the single
         MAC that answered the probe).
+      - When the probe contradicts O(expected) (MACs answered and the expected one is not among them), no entry of
+        that address is deleted; the finding C(arp.expected_contradicted) reports both sides instead.
     type: str
     choices: [none, stale]
     default: none

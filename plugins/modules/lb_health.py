@@ -30,6 +30,10 @@ description:
   - O(force_policy_switch=true) is the operator's explicit request to switch the named Services even when the
     module judges the condition expected; the diff and RV(patched) then carry the reason and the trade-off.
     A Service that is not a LoadBalancer with policy C(Local) is still not patched (nothing to switch).
+  - No switch, forced or not, while no node answered the health-check probe at all (every probe refused or timed
+    out, also on nodes without an endpoint, where kube-proxy answers 503). That points at the probe path (a host
+    or execution environment that cannot reach the nodes' ports), not at the Service. RV(not_attempted) says so.
+    To switch without probe evidence, set O(probe=false) with O(force_policy_switch=true).
   - When a controller owns a (would-be) patched Service (label
     C(ingresscontroller.operator.openshift.io/owning-ingresscontroller), or C(ownerReferences)), the diff and the
     finding C(lb.owner_may_revert) warn that it may put the policy back. The OpenShift IngressController has no
@@ -37,7 +41,9 @@ description:
   - After a real switch (O(verify=true)) the post-check re-reads each patched Service and probes every pool node
     on the traffic nodePort until all answer or O(verify_timeout) seconds have passed in total (kube-proxy takes
     a moment to reprogram the nodes); RV(verification) and the finding C(lb.policy_switched) (ok or critical)
-    report the outcome.
+    report the outcome. A failed post-check rolls nothing back. The switch stays, the module still reports
+    C(changed), and the finding and RV(verification) give the command that puts the Service back to C(Local) with
+    the C(healthCheckNodePort) it had.
   - Each patch re-reads the Service right before and carries the C(resourceVersion) it read. A Service
     changed in between is refused by the API server (409 Conflict) and reported in RV(failures), not retried.
     The first failure stops the remediation. The result lists what was patched, what failed and why,
@@ -210,6 +216,7 @@ verification:
       attempts: 3
       seconds: 2.1
       nodes: {node3: {passes: true, state: answered, detail: "HTTP/1.0 200 OK"}}
+      put_back: "kubectl -n openshift-ingress patch svc router-default -p '{\"spec\":{\"externalTrafficPolicy\":\"Local\",\"healthCheckNodePort\":31910}}'"
 findings:
   description: Findings (see the collection's findings contract).
   returned: always

@@ -55,7 +55,8 @@ def by_check(result):
 
 
 def test_matrix_from_every_node(lab, ansible, cluster_dns):
-    results = ansible.module("k8s_nodes", "dns_check", args(cluster_dns, host_resolvers=True, resolv_conf=HOST_RESOLV))
+    results = ansible.module("k8s_nodes", "dns_check", args(cluster_dns, host_resolvers=True, resolv_conf=HOST_RESOLV,
+                                                            external_names=[EXTERNAL]))
     assert results["node1"]["backend"] == "dnspython"
     assert results["node2"]["backend"] == results["node3"]["backend"] == "stdlib"
     c_ip = cluster_dns["pods"]["coredns-c"]["ip"]
@@ -111,6 +112,35 @@ def test_upstream_and_host_resolver_down(lab, ansible, cluster_dns):
         assert checks["dns.host_resolver"]["evidence"]["resolv_conf"] == {HOST_RESOLV[0]: [cluster_dns["upstream"]]}
     finally:
         lab_dns.dns_repair(lab)
+
+
+def test_host_resolvers_asked_no_external_name_or_not_answering_are_never_ok(lab, ansible, cluster_dns):
+    """Regression (issue 47): with the default names (cluster names only) the host resolvers were ok, also when none
+    of them answered.  Now the default asks an external name (registry.k8s.io: the lab's upstream refuses it, as
+    dnspython sees from the node), and a run that asks none says the host resolvers were not tested."""
+    upstream = cluster_dns["upstream"]
+    assert independent(lab, "node1", upstream, "registry.k8s.io") == "REFUSED"
+    base = {"names": [CLUSTER], "servers": servers(cluster_dns)[:1], "timeout": 1.0, "retries": 0,
+            "host_resolvers": True, "resolv_conf": HOST_RESOLV}
+    res = ansible.module("node1", "dns_check", base)["node1"]
+    assert sorted(set(r["name"] for r in res["host_matrix"])) == [CLUSTER, "registry.k8s.io"]
+    host = by_check(res)["dns.host_resolver"]
+    assert host["severity"] == "critical" and "fail for external names" in host["summary"], host
+    res = ansible.module("node1", "dns_check", dict(base, external_names=[]))["node1"]
+    host = by_check(res)["dns.host_resolver"]
+    assert host["severity"] == "warning" and host["summary"].startswith(
+        "the host resolvers were not tested: no external name was asked"), host
+    # a resolv.conf naming a lab address where nothing listens: no resolver answers at all
+    dead = str(lab.network[151])
+    conf = lab.workdir / "dead-resolv.conf"
+    conf.write_text("nameserver %s\n" % dead)
+    assert independent(lab, "node1", dead, EXTERNAL) == "timeout"
+    res = ansible.module("node1", "dns_check", dict(base, resolv_conf=[str(conf)], external_names=[]))["node1"]
+    host = by_check(res)["dns.host_resolver"]
+    assert host["severity"] == "warning" and "none of them (%s) answered at all" % dead in host["summary"], host
+    res = ansible.module("node1", "dns_check", dict(base, resolv_conf=[str(conf)]))["node1"]
+    host = by_check(res)["dns.host_resolver"]
+    assert host["severity"] == "critical" and "none of them answered at all" in host["summary"], host
 
 
 def test_wrong_answer_against_expect(ansible, cluster_dns):

@@ -217,10 +217,13 @@ def test_stale_cleanup_keeps_every_live_form(lab, ansible, clean_node23):
         named(objects, "Node", "node2")["status"]["addresses"].append({"type": "ExternalIP", "address": external})
 
     n1, n2, n3 = _node_ips(lab)
+
+    def fixture(text):
+        return kube_faults.lab_address(lab, text)  # the fixtures' addresses in this lab
     live_forms = ["0.0.0.0:30070/TCP", n1 + ":30070/TCP", n2 + ":30070/TCP", external + ":30070/TCP",
-                  n3 + ":30070/TCP", "198.18.16.70:80/TCP", "198.18.0.230:80/TCP",  # shop: NodePort, externalIP
-                  "198.18.0.231:443/UDP", "0.0.0.0:31444/UDP",  # store: LB ingress, surrogate
-                  "198.18.0.232:8080/TCP", "0.0.0.0:32080/TCP",  # gateway: spec.loadBalancerIP
+                  n3 + ":30070/TCP", fixture("198.18.16.70:80/TCP"), fixture("198.18.0.230:80/TCP"),  # shop: NodePort, externalIP
+                  fixture("198.18.0.231:443/UDP"), "0.0.0.0:31444/UDP",  # store: LB ingress, surrogate
+                  fixture("198.18.0.232:8080/TCP"), "0.0.0.0:32080/TCP",  # gateway: spec.loadBalancerIP
                   "0.0.0.0:9443/TCP", n2 + ":9443/TCP", external + ":9443/TCP"]  # hostPort of a pod on node2
     stale = "198.18.80.99:80/TCP"
     made = lb.lb_frontends(lab, "node3", live_forms + [stale])
@@ -250,12 +253,13 @@ def test_stale_cleanup_keeps_every_live_form(lab, ansible, clean_node23):
 def test_post_check_fails_the_node_when_the_cleanup_took_a_live_frontend(lab, ansible, clean_node23):
     """A Service created while the cleanup runs: its frontend was stale for the first API read and is
     deleted; the post-check reads the API again, fails node2, and the ramp stops before node3."""
-    late = "198.18.16.74:80/TCP"
-    forms = ["198.18.16.1:443/TCP", "198.18.16.10:53/UDP", "198.18.16.70:80/TCP", "198.18.16.71:443/TCP", late]
+    late = lab.service_ip(74) + ":80/TCP"
+    forms = [kube_faults.lab_address(lab, f) for f in ("198.18.16.1:443/TCP", "198.18.16.10:53/UDP", "198.18.16.70:80/TCP",
+                                                       "198.18.16.71:443/TCP")] + [late]
     made = {node: lb.lb_frontends(lab, node, forms) for node in ("node2", "node3")}
     server = serve(lab, "kube-api-late-service")
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "late", "namespace": "web"},
-               "spec": {"type": "ClusterIP", "clusterIP": "198.18.16.74", "clusterIPs": ["198.18.16.74"],
+               "spec": {"type": "ClusterIP", "clusterIP": lab.service_ip(74), "clusterIPs": [lab.service_ip(74)],
                         "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]}}
     stop = threading.Event()
 

@@ -138,6 +138,25 @@ def test_probe_does_not_repair_or_touch_the_stale_entry(lab, ansible, vips, clea
     assert entry["lladdr"] == WRONG and entry["state"] == ["STALE"]
 
 
+def test_flush_keeps_a_correct_entry_the_given_mac_contradicts(lab, ansible, vips, clean):
+    """Regression (issue 47): with a wrong ``expected`` MAC, flush: stale deleted a correct REACHABLE entry although
+    its own probe showed the cached MAC was the only one answering.  Now: no delete, the contradiction reported."""
+    owner_mac = lab.node("node1").mac
+    lab.ping("node3", vips["cp"])
+    entry = cached(lab, "node3", vips["cp"])
+    assert entry["lladdr"] == owner_mac and entry["state"] == ["REACHABLE"], entry
+    args = {"addresses": [vips["cp"]], "expected": {vips["cp"]: OTHER}, "probe": True, "probe_timeout": 0.5,
+            "flush": "stale"}
+    result = ansible.module("node3", "arp_check", args)["node3"]
+    assert result["changed"] is False and result["flushed"] == [], result
+    assert [p["mac"] for p in result["probes"][vips["cp"]]] == [owner_mac]
+    [item] = [f for f in result["findings"] if f["check"] == "arp.expected_contradicted"]
+    assert item["severity"] == "warning" and item["evidence"]["expected_mac"] == OTHER
+    assert not [f for f in result["findings"] if f["check"] in ("arp.stale_entry", "arp.ok")]
+    after = cached(lab, "node3", vips["cp"])
+    assert after is not None and after["lladdr"] == owner_mac, "the correct entry must stay"
+
+
 @pytest.mark.parametrize("client", ["node2", "node3"])
 def test_permanent_wrong_entry_kept_without_force_and_deleted_with_force(lab, ansible, vips, clean, client):
     vip = vips["cp"]

@@ -12,6 +12,9 @@ Addresses, all inside 198.18.0.0/15:
                  189 nodes has the /23 (198.18.(32s+1).0 is free) and its nodes 190 and up at 198.18.(32s+1).(10+i-190)
 * service range  198.18.(32s+16).0/20 (ClusterIPs, kube-dns at .10)
 * pod CIDRs      carved from 198.19.(32s).0/19, one per node
+* while up, the root namespace holds ``unreachable`` routes for 198.18.(32s).0/19 and 198.19.(32s).0/19 (metric
+  4242): a packet to a lab address with nothing behind it fails at once ("No route to host") instead of leaving by
+  the machine's default route; the controller's link route to the node network is more specific and wins
 
 The kernel keeps one ARP table for every network namespace of the machine (``net.ipv4.neigh.default.gc_thresh3``,
 1,024 entries by default).  A lab's nodes share it, so a lab of n nodes whose nodes all talk to each other needs
@@ -91,6 +94,11 @@ class Lab:
         self.controller_ip = str(self.network[1])
         self.service_network = ipaddress.ip_network(f"198.18.{base + 16}.0/20")
         self.pod_supernet = ipaddress.ip_network(f"198.19.{base}.0/19")
+        # the whole range of this slot (node network, service range, pod CIDRs): while the lab is up, the root
+        # namespace holds an unreachable route for each, so that a packet to a lab address with no lab host behind
+        # it fails here instead of leaving by the machine's default route; the controller's link route (a /24 or
+        # /23) is more specific and wins for the node network
+        self.slot_ranges = (ipaddress.ip_network(f"198.18.{base}.0/19"), self.pod_supernet)
         self.nodes: list[Node] = []
         self.extra: dict = {}
 
@@ -221,6 +229,7 @@ class Lab:
             ))
         self._save()  # so that a crash half-way is still cleaned by down()
         self._size_neighbour_table()
+        self._hold_range_routes()
         self._build_switch()
         for node in self.nodes:
             self._build_node(node)
@@ -246,6 +255,7 @@ class Lab:
         for ns in namespaces:
             self.run(["ip", "netns", "del", ns], check=False)
         self.run(["ip", "link", "del", self.ctl_link], check=False)
+        self._drop_range_routes()
         self._restore_neighbour_table()
         if self.workdir.exists():
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -310,6 +320,16 @@ class Lab:
             path = Path(NEIGH_THRESHOLDS % int(index))
             if int(path.read_text()) == values["set"]:
                 path.write_text("%d\n" % values["was"])
+
+    def _hold_range_routes(self):
+        """Unreachable routes for this slot's ranges in the root namespace: nothing addressed to the lab leaves the
+        machine (the answer is an immediate "No route to host"), whatever the lab's hosts are."""
+        for net in self.slot_ranges:
+            self.run(["ip", "route", "replace", "unreachable", str(net), "proto", "static", "metric", "4242"])
+
+    def _drop_range_routes(self):
+        for net in self.slot_ranges:
+            self.run(["ip", "route", "del", "unreachable", str(net), "proto", "static", "metric", "4242"], check=False)
 
     def _build_switch(self):
         sw = self.switch_ns

@@ -18,7 +18,8 @@ OPTIONS = scenario.options(dns_options.CHECK_SPEC, names=["kubernetes.default.sv
 RULES = rules.fields(**dns_options.RULES)
 ROLE_VARIABLES = (("names", "dns_names"), ("expect", "dns_expect"), ("cluster_domain", "dns_cluster_domain"),
                   ("protocols", "dns_protocols"), ("timeout", "dns_timeout"), ("retries", "dns_retries"),
-                  ("host_resolvers", "dns_host_resolvers"), ("resolv_conf", "dns_resolv_conf"))
+                  ("host_resolvers", "dns_host_resolvers"), ("resolv_conf", "dns_resolv_conf"),
+                  ("external_names", "dns_external_names"))
 
 
 def load():

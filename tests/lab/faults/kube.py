@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,12 +52,42 @@ while time.time() < deadline:
 """
 
 
+# An address of lab slot 0's ranges (198.18.0.0/19: node network and service range; 198.19.0.0/19: pod CIDRs), as
+# the stock fixtures are written, anywhere in a string (a field, a CIDR, JSON inside a ConfigMap).
+SLOT0_ADDRESS = re.compile(r"(?<![\d.])198\.(18|19)\.(\d{1,3})\.(\d{1,3})(?![\d])")
+
+
+def lab_address(lab, text):
+    """``text`` with every address of lab slot 0's ranges moved to the same place in ``lab``'s slot (198.18.0.11 is
+    node1 of slot 0; in slot s it is 198.18.(32s).11), so that a fixture never points at another slot's lab or
+    outside any lab."""
+    def move(match):
+        third = int(match.group(2))
+        if third >= 32 or int(match.group(3)) > 255:
+            return match.group(0)
+        return "198.%s.%d.%s" % (match.group(1), lab.slot * 32 + third, match.group(3))
+    return SLOT0_ADDRESS.sub(move, text)
+
+
+def _lab_addresses(lab, value):
+    """``value`` (a fixture object or part of one) with ``lab_address`` applied to every string in it."""
+    if isinstance(value, str):
+        return lab_address(lab, value)
+    if isinstance(value, list):
+        return [_lab_addresses(lab, item) for item in value]
+    if isinstance(value, dict):
+        return dict((key, _lab_addresses(lab, item)) for key, item in value.items())
+    return value
+
+
 def lab_objects(lab, objects):
-    """The fixture objects with each lab node's InternalIP and podCIDR (matched by name)."""
+    """The fixture objects in ``lab``'s addresses: every address of slot 0's ranges moved into the lab's slot
+    (``lab_address``: Nodes the lab does not have, Services, pods, ConfigMaps), then each lab node's InternalIP and
+    podCIDR (matched by name)."""
     nodes = {n.name: n for n in lab.nodes}
     out = []
     for obj in objects:
-        obj = copy.deepcopy(obj)
+        obj = _lab_addresses(lab, copy.deepcopy(obj))
         node = nodes.get(obj["metadata"]["name"]) if obj["kind"] == "Node" else None
         if node:
             for address in obj["status"].get("addresses", []):

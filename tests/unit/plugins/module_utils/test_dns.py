@@ -169,8 +169,43 @@ def test_host_resolver_cluster_domain_expected_to_fail():
     bad = rows({("198.18.160.90", EXTERNAL): "timeout", ("198.18.160.90", CLUSTER): "timeout"})
     [f] = d.check_host_resolvers(confs, bad)
     assert (f["check"], f["severity"]) == ("dns.host_resolver", "critical")
+    assert "none of them answered at all" in f["summary"]
     [f] = d.check_host_resolvers({}, [])
     assert f["severity"] == "warning"
+
+
+def test_host_resolvers_asked_no_external_name_are_not_ok():
+    """Regression (issue 47): with only cluster names asked, the host resolvers were ok - also when none answered."""
+    confs = {"/etc/resolv.conf": ["198.18.160.90"]}
+    [f] = d.check_host_resolvers(confs, rows({("198.18.160.90", CLUSTER): "nxdomain"}))
+    assert (f["check"], f["severity"]) == ("dns.host_resolver", "warning")
+    assert f["summary"].startswith("the host resolvers were not tested: no external name was asked")
+    assert "external_names" in f["remediation"] and f["evidence"]["unreachable"] == []
+    [f] = d.check_host_resolvers(confs, rows({("198.18.160.90", CLUSTER): "unreachable"}))
+    assert f["severity"] == "warning" and f["summary"].endswith("; and none of them (198.18.160.90) answered at all")
+    assert f["evidence"]["unreachable"] == ["198.18.160.90"]
+
+
+def test_the_host_resolvers_are_asked_the_external_names_by_default(monkeypatch):
+    """node_check asks the host resolvers the servers' names and then external_names (registry.k8s.io unless
+    given), so the default cluster-only names still test what coredns forwards to."""
+    asked = []
+
+    def matrix_of(self, servers, names, protocols, expect):
+        if servers:  # the cluster DNS servers: none here
+            asked.append(list(names))
+        return [{"server": s, "name": n, "protocol": protocols[0], "status": "ok", "error": None}
+                for s in servers for n in names]
+    monkeypatch.setattr(d.Resolver, "matrix", matrix_of)
+    monkeypatch.setattr(d, "read_resolv_confs", lambda paths: {"/etc/resolv.conf": ["198.18.160.90"]})
+    out = d.node_check({"names": [CLUSTER], "host_resolvers": True})
+    assert asked == [[CLUSTER, "registry.k8s.io"]]
+    assert [(f["check"], f["severity"]) for f in out["findings"]] == [("dns.host_resolver", "ok")]
+    asked[:] = []
+    out = d.node_check({"names": [CLUSTER], "host_resolvers": True, "external_names": []})
+    assert asked == [[CLUSTER]] and out["findings"][0]["severity"] == "warning"
+    assert d.host_resolver_names([CLUSTER, EXTERNAL], [EXTERNAL, "registry.k8s.io"]) == [
+        CLUSTER, EXTERNAL, "registry.k8s.io"]
 
 
 # ------------------------------------------------------------------ issue 13: servers as users write them

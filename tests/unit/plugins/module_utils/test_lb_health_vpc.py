@@ -232,8 +232,15 @@ def test_post_check_gives_up_at_the_total_deadline(nodes):
                               interval=0.3)
     assert result["passed"] is False and time.monotonic() - started < 3.5
     assert result["why"] == "node3 do not answer on the traffic nodePort %d yet" % port
-    [item] = lb.verify_findings(result)
+    [item] = lb.verify_findings(result, put_back=lb.put_back_command("openshift-ingress", "router-default", ROUTER))
     assert item["severity"] == "critical" and "post-check failed within 1.5s" in item["summary"]
+    # the switch stayed, and the finding says so and how to put it back, with the healthCheckNodePort it had
+    assert "the change stayed (nothing was rolled back)" in item["summary"]
+    assert item["remediation"].endswith(
+        "To put the Service back as it was: kubectl -n openshift-ingress patch svc router-default -p "
+        "'{\"spec\":{\"externalTrafficPolicy\":\"Local\",\"healthCheckNodePort\":%d}}'"
+        % ROUTER["spec"]["healthCheckNodePort"])
+    assert item["evidence"]["put_back"] in item["remediation"]
 
 
 def test_post_check_reports_a_switch_that_did_not_hold():
@@ -241,3 +248,123 @@ def test_post_check_reports_a_switch_that_did_not_hold():
     result = lb.verify_switch(kube, "openshift-ingress", "router-default", NODES, {"node1": None, "node2": None,
                                                                                    "node3": None}, 0.2, 0.5, interval=0.2)
     assert result["passed"] is False and result["why"].startswith("externalTrafficPolicy is Local, not Cluster")
+
+
+# ------------------------------------------------------------------ issue 47: no node answered the health check
+def _nodes_at(addresses):
+    """The fixture's Nodes with InternalIPs on the loopback (nothing leaves the machine)."""
+    out = copy.deepcopy(NODES[:3])
+    for node in out:
+        node["status"]["addresses"] = [{"type": "InternalIP", "address": addresses[node["metadata"]["name"]]}]
+    return out
+
+
+class ClusterKube(StoreKube):
+    """The reads of a whole lb_health run: the Service, its EndpointSlices and the Nodes."""
+
+    def __init__(self, service, nodes):
+        super(ClusterKube, self).__init__(service)
+        self.node_list = nodes
+
+    def nodes(self):
+        return copy.deepcopy(self.node_list)
+
+    def endpoint_slices(self, namespace, service=None):
+        return [s for s in of_kind(OBJS, "EndpointSlice") if s["metadata"]["namespace"] == namespace]
+
+    def services(self, namespace=None):
+        return [copy.deepcopy(self.service)]
+
+
+def _params(**extra):
+    return dict({"services": [REF], "namespaces": [], "probe": True, "probe_timeout": 0.5, "address_type": "InternalIP",
+                 "remediate": "cluster", "remediate_services": [REF], "max_patch": 1, "force_policy_switch": False,
+                 "probe_traffic": False, "verify": True, "verify_timeout": 1.0}, **extra)
+
+
+def unanswered(error="no answer: Connection refused"):
+    return {"url": "http://x:31920/", "status": None, "local_endpoints": None, "error": error}
+
+
+def test_no_node_answering_at_all_is_no_reason_to_switch_even_forced():
+    """Regression (issue 47): every probe refused or timed out - also on the node without an endpoint, where
+    kube-proxy answers 503 - blamed the Service for the probe path and switched it."""
+    probes = {"node1": unanswered(), "node2": unanswered("no answer: no complete answer within the 2s deadline"),
+              "node3": unanswered()}
+    reason, why_not = lb.patch_reason(ROUTER, NODES, ENDPOINTS, probes)
+    assert reason is None and why_not.startswith("no node answered the health check at all (3 probed, node1, node2, "
+                                                 "node3: no answer: Connection refused; no answer: no complete answer")
+    assert "the probe path" in why_not and "probe: false with force_policy_switch: true" in why_not
+    assert lb.forced_reason(ROUTER, (reason, why_not), probes) == (None, why_not)
+    # one node answering (a 503 from the node without an endpoint) is enough: the probes reach the nodes
+    some = dict(probes, node3=health(False))
+    assert lb.patch_reason(ROUTER, NODES, ENDPOINTS, some)[0].startswith("2 node(s) with a ready endpoint fail")
+    # without probes there is no probe evidence to contradict the operator's explicit request
+    assert lb.forced_reason(ROUTER, lb.patch_reason(ROUTER, NODES, ENDPOINTS, {}), {})[0].startswith("asked explicitly")
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_a_run_whose_probes_reach_no_node_patches_nothing(force):
+    """The whole run with real probes to closed ports on the loopback (every connect refused): nothing patched,
+    changed false, the Service still Local, and the reason names the probe path."""
+    kube = ClusterKube(ROUTER, _nodes_at({"node1": "127.0.0.11", "node2": "127.0.0.12", "node3": "127.0.0.13"}))
+    kube.service["spec"]["healthCheckNodePort"] = free_port()
+    result = lb.api_run(_params(force_policy_switch=force), lambda p: kube)
+    assert result["changed"] is False and result["patched"] == [] and result["verification"] == []
+    assert [c[0] for c in kube.calls if c[0] == "patch"] == []
+    assert kube.service["spec"]["externalTrafficPolicy"] == "Local"
+    [item] = result["not_attempted"]
+    assert item["service"] == REF and item["reason"].startswith("no node answered the health check at all (3 probed")
+    assert {n: p["status"] for n, p in result["services"][0]["probes"].items()} == dict.fromkeys(ADDRESSES)
+
+
+def test_a_failed_post_check_says_the_switch_stayed_and_how_to_put_it_back():
+    """A switch the probes justify (node2 holds an endpoint and answers 503), then nothing answers on the traffic
+    nodePort: the module says changed, the Service stays Cluster, and the finding gives the command back."""
+    port = ROUTER["spec"]["healthCheckNodePort"]
+    servers = [HealthServer(ADDRESSES["node1"], port, 1), HealthServer(ADDRESSES["node2"], port, 0),
+               HealthServer(ADDRESSES["node3"], port, 0)]
+    try:
+        kube = ClusterKube(ROUTER, _nodes_at(ADDRESSES))
+        kube.service["spec"]["ports"][0]["nodePort"] = free_port()  # nothing listens: every node refuses
+        result = lb.api_run(_params(verify_timeout=0.5), lambda p: kube)
+    finally:
+        for server in servers:
+            server.close()
+    assert result["changed"] is True and result["patched"] == [REF]
+    assert kube.service["spec"]["externalTrafficPolicy"] == "Cluster"
+    [check] = result["verification"]
+    back = "kubectl -n openshift-ingress patch svc router-default -p " \
+           "'{\"spec\":{\"externalTrafficPolicy\":\"Local\",\"healthCheckNodePort\":%d}}'" % port
+    assert check["passed"] is False and check["put_back"] == back
+    [item] = [f for f in result["findings"] if f["check"] == "lb.policy_switched"]
+    assert item["severity"] == "critical" and "the change stayed (nothing was rolled back)" in item["summary"]
+    assert item["remediation"].endswith("To put the Service back as it was: " + back)
+    assert "put_back" not in (result["diff"] if isinstance(result["diff"], dict) else {})
+
+
+class HealthServer(object):
+    """kube-proxy's health check answer on one loopback address (200 with endpoints, 503 without)."""
+
+    def __init__(self, address, port, count):
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = json.dumps({"service": {"namespace": "openshift-ingress", "name": "router-default"},
+                                   "localEndpoints": count}).encode()
+                self.send_response(200 if count else 503)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = HTTPServer((address, port), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

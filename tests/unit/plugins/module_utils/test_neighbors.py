@@ -71,6 +71,49 @@ def test_single_probe_answer_is_the_truth_without_expected():
     assert findings[0]["evidence"]["truth_from"] == "probe"
 
 
+def test_a_probe_contradicting_expected_is_reported_and_nothing_is_stale():
+    """Regression (issue 47): flush: stale trusted the given MAC over its own probe and deleted a correct entry
+    although the cached MAC was the only one answering."""
+    cached = "02:de:ad:00:be:ef"  # 198.18.0.210's entry in the capture
+    probes = {"198.18.0.210": [{"mac": cached, "vendor": None}]}
+    findings, stale = run_check(["198.18.0.210"], {"198.18.0.210": OWNER}, probes)
+    assert checks(findings) == [("arp.expected_contradicted", "198.18.0.210")] and stale == []
+    item = findings[0]
+    assert item["severity"] == "warning" and item["evidence"]["expected_mac"] == OWNER
+    assert item["evidence"]["cached_macs"] == [cached] and "the cached MAC is the one answering" in item["summary"]
+    # the expected MAC among the answers (a conflict) or nothing answering: expected still decides
+    both = {"198.18.0.210": [{"mac": cached, "vendor": None}, {"mac": OWNER, "vendor": None}]}
+    findings, stale = run_check(["198.18.0.210"], {"198.18.0.210": OWNER}, both)
+    assert checks(findings) == [("arp.ip_conflict", "198.18.0.210"), ("arp.stale_entry", "198.18.0.210 dev eth0")]
+    findings, stale = run_check(["198.18.0.210"], {"198.18.0.210": OWNER}, {"198.18.0.210": []})
+    assert checks(findings) == [("arp.stale_entry", "198.18.0.210 dev eth0")] and len(stale) == 1
+
+
+def test_flush_stale_deletes_nothing_the_probe_contradicts(monkeypatch):
+    entries = [dict(ENTRIES[0], address="198.18.0.201", interface="eth0", mac="02:de:ad:00:be:ef",
+                    state=["REACHABLE"], flags=[])]
+
+    class Kernel(FakeNetlink):
+        name = "iproute2"
+
+        def links(self):
+            return LINKS
+
+        def addresses(self):
+            return []
+
+    fake = Kernel(entries)
+    params = {"addresses": ["198.18.0.201"], "expected": {"198.18.0.201": OWNER}, "interface": None, "probe": True,
+              "probe_timeout": 0.5, "flush": "stale", "force": False, "max_flush": 32}
+    monkeypatch.setattr(neighbors, "probe_requests", lambda *a, **k: ([("198.18.0.201", "eth0")], {}))
+
+    def prober(requests, timeout):
+        return {"198.18.0.201": ["02:de:ad:00:be:ef"]}
+    result = neighbors.arp_check(fake, prober, params, check_mode=False, events=lambda: None)
+    assert result["changed"] is False and result["flushed"] == [] and fake.deleted == []
+    assert [f["check"] for f in result["findings"]] == ["arp.expected_contradicted"]
+
+
 def test_two_macs_answering_is_a_conflict():
     probes = {"198.18.0.214": [{"mac": "02:de:ad:00:be:e3", "vendor": None}, {"mac": OWNER, "vendor": None}]}
     findings = run_check(["198.18.0.214"], probes=probes)[0]
