@@ -12,7 +12,7 @@ short_description: the Seesaw pair's master, the VIPs it announces and the pair'
 version_added: 0.3.0
 description:
   - The same judgement as P(k8snet.triage.seesaw_pair#filter), returned as data for the plays that follow it (the
-    ingress path through a Seesaw VIP): C(master) (the one node sending VRRP advertisements, null with none or
+    ingress path through a Seesaw VIP) - C(master) (the one node sending VRRP advertisements, null with none or
     two), C(announced) (the VIPs its gratuitous ARPs name) and C(findings) (what P(k8snet.triage.seesaw_pair#filter)
     returns).
 options:

@@ -166,9 +166,9 @@ options:
     description:
       - Only record this run in O(output_dir)'s history (and compare it with the history); C(triage-report.json)
         and C(triage-report.html) there are left as they are. A scenario playbook's run recorded so (O(scenario))
-        never stands for the triage's: each run compares with the newest entry of its own kind.
+        never stands for the triage's - each run compares with the newest entry of its own kind.
       - The lb_health playbook does it with C(lb_health_report_dir), so that the Services it switched to
-        C(Cluster) are in the history (C(since.lb_switches)): a later run that finds one back at C(Local) reports
+        C(Cluster) are in the history (C(since.lb_switches)), and a later run that finds one back at C(Local) reports
         C(lb.policy_reverted) instead of C(lb.nodes_without_endpoints).
     type: bool
     default: false
