@@ -46,6 +46,7 @@ ARGUMENT_SPEC = dict(
     metrics_push_job=dict(type="str", default="k8snet_triage"),
     metrics_push_validate_certs=dict(type="bool", default=True),
     started=dict(type="raw"),
+    history_only=dict(type="bool", default=False),
     validate_only=dict(type="bool", default=False),
 )
 NAMES = ("triage-report.json", "triage-report.html")
@@ -175,10 +176,11 @@ class ActionModule(ActionBase):
             active, problems, summary = report_silences.load(args["silences"], now, args["silence_max_days"])
             extra.extend(problems)
             data["silences"] = summary
-        previous, source, error = None, None, None
+        previous, source, error, switches = None, None, None, None
         if args["previous"] or directory:
             try:
-                previous, source = report_history.previous_report(directory, args["previous"])
+                previous, source, switches = report_history.previous_report(directory, args["previous"],
+                                                                            args["scenario"] or None)
             except AnsibleError as exc:
                 error = _message(exc)
                 warnings.append("report_write: %s; every finding counts as new" % error)
@@ -188,7 +190,7 @@ class ActionModule(ActionBase):
         report.add_run_findings(data, extra)
         if args["silences"]:
             report_silences.apply(data["findings"], active, summary)
-        report_history.compare(data, previous, generated, source, error)
+        report_history.compare(data, previous, generated, source, error, switches)
         report.recount(data)
         return warnings
 
@@ -196,7 +198,8 @@ class ActionModule(ActionBase):
         """The history entry, the metrics file and their push; returns (changed, files, the push's error or None)."""
         changed, files = False, {}
         if directory and args["history"]:
-            files["history"] = report_history.keep_history(directory, data, generated, args["history"])
+            files["history"] = report_history.keep_history(directory, data, generated, args["history"],
+                                                           args["scenario"] or None)
             changed = True
         if args["metrics_dir"] or args["metrics_push_url"]:
             text = report_metrics.render(data, finished, (finished - started) if started else None, args["metrics_labels"],
@@ -251,7 +254,7 @@ class ActionModule(ActionBase):
         """(changed, files, error, push_error): the report files, then (not in check mode, and when nothing
         failed before) the history entry and the metrics; ``error`` is the first failure, else None."""
         changed, files, push_error = False, {}, None
-        if directory:
+        if directory and not args["history_only"]:
             try:
                 changed, files = self._report_files(args, data, directory, now)
             except AnsibleError as exc:

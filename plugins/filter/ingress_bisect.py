@@ -14,7 +14,7 @@ description:
   - Walks client -> LB node (received, then translated to the pod) -> worker -> pod veth -> pod reply
     over C(k8snet.triage.packet_capture) results taken at the same time on each hop, and returns the
     hops, the hop where the packets vanished and one finding with the runbook step for it
-    (C(ingress.client_network), C(ingress.arp), C(ingress.nat), C(ingress.between_nodes),
+    (C(ingress.client_network), C(ingress.arp), C(ingress.fabric), C(ingress.nat), C(ingress.between_nodes),
     C(ingress.pod_forwarding), C(ingress.backend), C(ingress.return_path) or C(ingress.ok)).
   - Behind a direct-server-return load balancer (O(lb_mode=dsr), Seesaw) the LB node translates nothing. Its
     second hop is the probes leaving it still addressed to the VIP (C(lb_forwarded); vanished there,
@@ -68,6 +68,16 @@ options:
     type: str
     choices: [nat, dsr]
     default: nat
+  arp_answering:
+    description:
+      - The MACs that answered the client's ARP probe for the VIP, each with the inventory hosts that own it,
+        C([{mac, hosts}]) (the C(answering) of the C(k8snet.triage.vip_announcer) filter).
+      - When exactly one MAC answered and it belongs to LB nodes that were captured, the client's probes left it
+        and the client's own ARP for the VIP was answered (or it used its cached entry), probes that never reach
+        the LB node are C(ingress.fabric) (the network between them, the physical switch or the SDN, with each
+        side's packets in C(evidence.fabric)), not C(ingress.arp).
+    type: list
+    elements: dict
 """
 
 EXAMPLES = """
@@ -91,7 +101,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import i
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
-def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None, backends=None, lb_mode="nat"):
+def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None, backends=None, lb_mode="nat",
+                   arp_answering=None):
     if not isinstance(captures, dict):
         raise AnsibleFilterError("ingress_bisect expects a dict {client, lb, worker} of capture results, got %s"
                                  % params.kind(captures))
@@ -112,11 +123,14 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
             for index, backend in enumerate(backends):
                 if not backend.get("ip") or not backend.get("port"):
                     raise InputError("backends[%d] needs ip and port" % index)
+        if arp_answering is not None:
+            arp_answering = params.each(params.fields(mac=params.short_text, hosts=params.each(params.node_name)),
+                                        max_items=64)("arp_answering", arp_answering)
     except InputError as exc:
         raise AnsibleFilterError("ingress_bisect: %s" % exc.message)
     if backends:
-        return _bisect_backends(_normalize(captures), vip, port, backends, probe)
-    return _bisect(_normalize(captures), vip, port, pod_ip, pod_port, probe, pod_interface, lb_mode)
+        return _bisect_backends(_normalize(captures), vip, port, backends, probe, arp_answering)
+    return _bisect(_normalize(captures), vip, port, pod_ip, pod_port, probe, pod_interface, lb_mode, arp_answering)
 
 
 def _int(value):

@@ -30,6 +30,18 @@ options:
     description: Seconds between the master's gratuitous ARPs (Seesaw's C(garp_interval_sec), 10 by default).
     type: float
     default: 10.0
+  expected_vips:
+    description:
+      - The VIPs the master should announce (the LoadBalancer Services' VIPs, or a list given). One its gratuitous
+        ARPs do not name, in a capture of at least 1.5 intervals, is C(seesaw.vip_not_announced) (critical), and
+        the pair is not C(seesaw.pair) ok. Empty (the default) judges only what it announces.
+    type: list
+    elements: str
+    default: []
+  expected_from:
+    description: Where O(expected_vips) come from, for the findings (for example C(the LoadBalancer Services)).
+    type: str
+    default: the VIPs given
 """
 
 EXAMPLES = """
@@ -50,28 +62,41 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
+from ansible_collections.k8snet.triage.plugins.module_utils import params
+from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.seesaw import pair_check
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 
-def seesaw_pair(captures, vrid=60, garp_interval=10.0):
+def checked(captures, vrid, garp_interval, expected_vips, expected_from, name="seesaw_pair"):
+    """The arguments of seesaw_pair / seesaw_view, validated: (captures, vrid, garp_interval, expected or None)."""
     if not isinstance(captures, Mapping):
-        raise AnsibleFilterError("seesaw_pair expects a mapping of host to packet_capture result, got %s"
-                                 % kind(captures))
+        raise AnsibleFilterError("%s expects a mapping of host to packet_capture result, got %s"
+                                 % (name, params.kind(captures)))
     if len(captures) > 64:
-        raise AnsibleFilterError("seesaw_pair: %d hosts; a Seesaw pair is two nodes (at most 64 are read)" % len(captures))
+        raise AnsibleFilterError("%s: %d hosts; a Seesaw pair is two nodes (at most 64 are read)" % (name, len(captures)))
     for host, result in captures.items():
         if result is not None and not isinstance(result, Mapping):
-            raise AnsibleFilterError("seesaw_pair: the capture of %s is %s, not a packet_capture result"
-                                     % (host, kind(result)))
+            raise AnsibleFilterError("%s: the capture of %s is %s, not a packet_capture result"
+                                     % (name, host, params.kind(result)))
     if isinstance(vrid, bool) or not isinstance(vrid, int) or not 1 <= vrid <= 255:
-        raise AnsibleFilterError("seesaw_pair: vrid must be a VRRP virtual router id from 1 to 255, got %r" % (vrid,))
+        raise AnsibleFilterError("%s: vrid must be a VRRP virtual router id from 1 to 255, got %r" % (name, vrid))
     if isinstance(garp_interval, bool) or not isinstance(garp_interval, (int, float)) or not math.isfinite(
             garp_interval) or not 0 < garp_interval <= 3600:
-        raise AnsibleFilterError("seesaw_pair: garp_interval must be seconds, more than 0 and at most 3600, got %r"
-                                 % (garp_interval,))
-    return pair_check(dict((str(h), r) for h, r in captures.items()), vrid, float(garp_interval))
+        raise AnsibleFilterError("%s: garp_interval must be seconds, more than 0 and at most 3600, got %r"
+                                 % (name, garp_interval))
+    try:
+        vips = params.each(params.address(), max_items=1024)("expected_vips",
+                                                             [] if expected_vips is None else expected_vips)
+        source = params.short_text("expected_from", expected_from)
+    except InputError as exc:
+        raise AnsibleFilterError("%s: %s" % (name, exc.message))
+    expected = {"vips": sorted(set(vips), key=vips.index), "source": source} if vips else None
+    return dict((str(h), r) for h, r in captures.items()), vrid, float(garp_interval), expected
+
+
+def seesaw_pair(captures, vrid=60, garp_interval=10.0, expected_vips=None, expected_from="the VIPs given"):
+    return pair_check(*checked(captures, vrid, garp_interval, expected_vips, expected_from))
 
 
 class FilterModule(object):

@@ -281,7 +281,8 @@ def lb_findings(model, subject):
             {"count": len(orphans), "backends": len(entries), "active_map": version == active,
              "examples": [_backend_text(i, entries[i][1]) for i in orphans[:EXAMPLES]]},
             "remove them with k8snet.triage.bpf_map_usage cleanup=orphans (check mode first); the agent "
-            "also drops them on restart (deleteOrphanBackends)"))
+            "also drops them on restart (deleteOrphanBackends): role cilium_maps with cilium_maps_cleanup and "
+            "cilium_maps_restart_agent does both, the restart last"))
     if model["dangling_slots"] or model["headless_slots"] or model["slots_beyond_count"]:
         out.append(fnd.finding(
             "bpf.dangling_service_slots", "critical" if model["dangling_slots"] else "warning", "L4",
@@ -296,8 +297,8 @@ def lb_findings(model, subject):
                                                   + model["slots_beyond_count"])[:EXAMPLES]],
              "count_mismatch": [list(c) for c in model["count_mismatch"][:EXAMPLES]]},
             "traffic hashed to a dangling slot is dropped (`backend N not found` in cilium-dbg bpf lb list): "
-            "restart the cilium agent on this node so it rewrites the service; this module never deletes slots "
-            "of live services"))
+            "restart the cilium agent on this node so it rewrites the service (k8snet.triage.cilium_agent_restart "
+            "with the node's agent pod, check mode first); this module never deletes slots of live services"))
     if model["orphan_revnat"]:
         out.append(fnd.finding(
             "bpf.orphan_reverse_nat", "info", "L4", "%s/cilium_lb4_reverse_nat" % subject,
@@ -695,8 +696,8 @@ def deleted_live_findings(verify_deleted, live, subject):
         "%d of the %d frontends the cleanup deleted are live Services now" % (len(hits), len(verify_deleted)),
         {"count": len(hits), "examples": hits[:EXAMPLES], "live_frontends": len(live)},
         "the cilium agent rewrites a live Service's frontend when it resyncs: restart the agent on this node "
-        "(kubectl -n kube-system delete pod -l k8s-app=cilium --field-selector spec.nodeName=NODE) and check the "
-        "live set given to the cleanup before running it on more nodes")]
+        "(k8snet.triage.cilium_agent_restart with the node's agent pod, check mode first) and check the live set "
+        "given to the cleanup before running it on more nodes")]
 
 
 def _halfway(exc, result, plans, done_dirs):

@@ -29,9 +29,10 @@ from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputE
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import meta, node_address
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import split_ref
 from ansible_collections.k8snet.triage.plugins.module_utils.kube_auth import configuration, credential_source
+from ansible_collections.k8snet.triage.plugins.module_utils.service_path import service_vips
 
 GATHER = ("nodes", "service_frontends", "dns_servers")  # the default: what the node-side roles need
-GATHER_CHOICES = GATHER + ("pod",)  # and one pod, when asked for by name
+GATHER_CHOICES = GATHER + ("pod", "lb_vips")  # and one pod, when asked for by name; the LoadBalancer VIPs
 CALICO_IPV4_ANNOTATION = "projectcalico.org/IPv4Address"
 CALICO_ASN_ANNOTATION = "projectcalico.org/ASNumber"
 DNS_NAMESPACE = "kube-system"
@@ -228,6 +229,27 @@ def service_frontends(services, nodes, pods=()):
     return sorted(set(frontends.text(*form) for form in live_forms(services, nodes, pods)), key=frontends.sort_key)
 
 
+# ------------------------------------------------------------------ LoadBalancer VIPs
+LB_VIP_SOURCES = ("status.loadBalancer.ingress", "spec.loadBalancerIP")
+
+
+def lb_vips(services):
+    """[{address, services}] of the VIPs of every LoadBalancer Service (its load-balancer ingress IPs and
+    spec.loadBalancerIP, not its externalIPs), sorted by address: what a load balancer should announce."""
+    out = {}
+    for service in services:
+        spec = service.get("spec") or {}
+        if spec.get("type") != "LoadBalancer":
+            continue
+        ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+        vips, sources = service_vips(spec, ingress)
+        for vip in vips:
+            if sources[vip] in LB_VIP_SOURCES:
+                out.setdefault(vip, []).append("%s/%s" % (meta(service, "namespace"), meta(service, "name")))
+    return [{"address": vip, "services": sorted(refs)} for vip, refs in sorted(
+        out.items(), key=lambda item: ipaddress.ip_address(item[0]).packed.rjust(16, b"\0"))]
+
+
 # ------------------------------------------------------------------ DNS servers
 def dns_servers(service, pods):
     """dns_check servers: the Service ClusterIP(s) (role service), then each pod with an IP (role pod)."""
@@ -314,6 +336,8 @@ def gather(kube, what=GATHER, dns_namespace=DNS_NAMESPACE, dns_service=DNS_SERVI
         found.extend(node_findings(nodes))
     if "service_frontends" in what:
         result["service_frontends"] = service_frontends(kube.services(), nodes, kube.pods())
+    if "lb_vips" in what:
+        result["lb_vips"] = lb_vips(kube.services())
     if "dns_servers" in what:
         service = kube.get("services", dns_service, dns_namespace)
         pods = kube.pods(dns_namespace, label_selector=dns_pod_selector)

@@ -380,13 +380,27 @@ def _summary_findings(read, groups, targets, want_events, entries):
             {"errors": sample(errors)},
             "the errors name the cause: RBAC needs get on pods/log; a container that never started has no log"))
     if not groups:
-        found.append(finding(
-            "log.no_signature", "info", "control-plane", "cluster",
-            "%d pods of %s and %s read (%d lines and events): none matches a known network signature" % (
-                len(read["pods"]), ", ".join(sorted(set(t["name"] for t in targets))) or "no target",
-                "their events" if want_events else "no events", len(entries)),
-            {"pods": len(read["pods"]), "lines": len(entries)}, ""))
+        found.append(_no_signature(read, targets, want_events, entries))
     return found
+
+
+def _no_signature(read, targets, want_events, entries):
+    """``log.no_signature``: what was read, and the pods' lines a reader should see - the newest at error or
+    warning level, else the last ones (bounded, masked) - since no signature says what they mean."""
+    pod_lines = [e for key in sorted(read["lines"]) for e in read["lines"][key]]
+    shown, kind = logs.unmatched_lines(pod_lines)
+    summary = "%d pods of %s and %s read (%d lines and events): none matches a known network signature" % (
+        len(read["pods"]), ", ".join(sorted(set(t["name"] for t in targets))) or "no target",
+        "their events" if want_events else "no events", len(entries))
+    if shown and kind == "errors":
+        summary += "; %s at error or warning level, the latest (%s): %s" % (
+            "%d lines" % len(shown) if len(shown) > 1 else "one line", shown[-1]["origin"], shown[-1]["text"])
+    return finding(
+        "log.no_signature", "info", "control-plane", "cluster", summary,
+        {"pods": len(read["pods"]), "lines": len(entries), "shown": shown, "shown_kind": kind},
+        "read the lines shown (evidence.shown: %s) for a cause the signatures do not know (kubectl logs -n "
+        "<namespace> <pod> names the rest)" % ("the newest at error or warning level" if kind == "errors"
+                                               else "the last lines read") if shown else "")
 
 
 def api_check(params, kube_factory, now=None):

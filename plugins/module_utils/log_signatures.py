@@ -108,6 +108,37 @@ SIGNATURES = (
                     "networking (\"Network plugin not installed\")"],
     },
     {
+        "check": "log.cilium_direct_route_failed",
+        "severity": "critical",
+        "layer": "L3",
+        "pattern": r"Unable to install direct node route(?:.*?Dst: (?P<target>[0-9A-Fa-f.:]+/\d+))?",
+        "meaning": "the Cilium agent (autoDirectNodeRoutes) could not install the route to a peer node's pod CIDR "
+                   "via that node: the peer is not directly reachable on the node's segment (a gateway between "
+                   "them), so pods on this node cannot reach the peer's pods",
+        "remediation": "the pod_network scenario (k8snet.triage.route_check) on this node names the routes missing; "
+                       "put the nodes on one L2 segment, or run Cilium with a tunnel (routingMode tunnel) or BGP "
+                       "instead of autoDirectNodeRoutes",
+        "explains": ["route.missing", "route.wrong_gateway", "route.wrong_device", "route.unreachable"],
+        "sources": ["https://github.com/cilium/cilium pkg/datapath/linux/node.go (updateDirectRoutes: "
+                    "log.Warn(\"Unable to install direct node route\", route, error))"],
+    },
+    {
+        "check": "log.calico_pod_route_failed",
+        "severity": "critical",
+        "layer": "L3",
+        "pattern": r"error adding host side routes for interface: (?P<target>[^,\s]+),? error: (?P<rest>.*)",
+        "meaning": "the Calico CNI plugin could not add the pod's /32 route to its host-side veth (typically the route "
+                   "already exists for another interface: a leftover of a pod that is gone), so the node does not "
+                   "forward to that pod",
+        "remediation": "on this node, ip route show <pod IP>: a route through another cali* interface is the leftover; "
+                       "the pod_network scenario (k8snet.triage.route_check) names pod routes whose device is missing "
+                       "or down; delete the stale route (ip route del <pod IP>/32 dev <old interface>) and let the "
+                       "pod be recreated",
+        "explains": ["route.pod_device_missing", "route.pod_device_down", "route.overlap", "node.cni_pod_pending"],
+        "sources": ["https://github.com/projectcalico/calico cni-plugin/internal/pkg/utils/network_linux.go "
+                    "(fmt.Errorf(\"error adding host side routes for interface: %s, error: %s\", ...))"],
+    },
+    {
         "check": "log.pod_sandbox_failed",
         "severity": "warning",
         "layer": "L3",

@@ -63,6 +63,23 @@ def excerpt(text, limit=EXCERPT):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+# a line at error or warning level: logfmt (Cilium, Calico's felix), JSON (MetalLB), klog, coredns
+_PROBLEM = re.compile(r'(?i)(?:\blevel[=:]\s*"?(?:error|err|fatal|crit|critical|warn|warning)\b|'
+                      r'"(?:level|severity)":\s*"(?:error|err|fatal|warn|warning)"|^[EWF]\d{4} |'
+                      r'\[(?:ERROR|WARN|WARNING|FATAL)\]|\berror\b)')
+UNMATCHED_SHOWN = 10     # lines shown when none matched a signature
+
+
+def unmatched_lines(entries, limit=UNMATCHED_SHOWN):
+    """The lines to show when none matched a signature: ``(lines, kind)``, the newest ``limit`` at error or
+    warning level (kind ``errors``), else the newest ``limit`` lines (kind ``last``); each line
+    ``{time, subject, origin, text}``, masked and cut as all log evidence is."""
+    problems = [e for e in entries if _PROBLEM.search(e.get("text") or "")]
+    chosen, kind = (problems, "errors") if problems else (list(entries), "last")
+    return [{"time": e.get("time"), "subject": e.get("subject"), "origin": e.get("origin"),
+             "text": excerpt(e.get("text") or "")} for e in chosen[-limit:]], kind
+
+
 # ------------------------------------------------------------------ timestamps
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(Z|[+-]\d\d:?\d\d)?")
 _KLOG = re.compile(r"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)")

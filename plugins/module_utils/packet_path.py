@@ -23,6 +23,12 @@ STEPS = {
     "arp": ("ingress.arp", "L2", "the VIP is not reachable at layer 2: check which node owns the VIP (keepalived / "
             "MetalLB speaker / kube-vip), that it answers ARP, and the MAC cached on the client and routers "
             "(k8snet.triage.arp_check)"),
+    "fabric": ("ingress.fabric", "L2", "ARP is right - the LB node answers for the VIP and the client gets its reply - "
+               "but the packets the client sends to that MAC never reach the node: the network between them drops "
+               "or misdelivers them, not the node nor its announcer. Take the evidence (each side's packets) to the "
+               "network / infrastructure team: the physical switch (its MAC table for the node's MAC, port security, "
+               "VLAN, ACLs) or the SDN / virtual switch, whose data-plane learning may ignore ARP replies and keep "
+               "the VIP's MAC elsewhere (vSphere / NSX, a cloud's anti-spoofing or allowed-address list)"),
     "nat": ("ingress.nat", "L4", "the LB node receives the packets but does not translate them to a pod: check "
             "kube-proxy / the dataplane NAT for the Service (iptables-save -t nat | grep VIP, or the Cilium LB "
             "maps: k8snet.triage.bpf_map_usage) and the Service's endpoints"),
@@ -100,6 +106,40 @@ def _lb_hops(lbs, vip, port, hop, translated, lb_mode="nat"):
     return None
 
 
+def _fabric(client, lbs, vip, port, arp_answering):
+    """The client's side and the LB nodes' side when the probes vanish before ``lb_in`` although ARP is right, or
+    None.  Right means: exactly one MAC answered the client's ARP probe for ``vip`` (``arp_answering``, the
+    ``answering`` of vip_announcer: [{mac, hosts}]), it belongs to LB nodes that were captured, the client's
+    probes left it (``client_out``), and the client's own ARP for the VIP in this capture, if it asked, was
+    answered (none asked: it used its cached entry)."""
+    if not client or not lbs or not arp_answering or len(arp_answering) != 1:
+        return None
+    owners = set(arp_answering[0].get("hosts") or [])
+    captured = set(r.get("host") for r in lbs)
+    if not owners or not owners <= captured:
+        return None
+    sent = seen(client, direction="out", proto="tcp", dst=vip, dport=port)
+    requests = seen(client, direction="out", proto="arp", arp_op="request", dst=vip)
+    replies = seen(client, direction="in", proto="arp", arp_op="reply", src=vip)
+    if not sent or (requests and not replies):
+        return None
+    return {"arp_answered_by": {"mac": arp_answering[0].get("mac"), "hosts": sorted(owners)},
+            "client": {"host": client.get("host"), "tcp_out": sent, "arp_requests": requests, "arp_replies": replies,
+                       "arp_cached": not requests},
+            "lb_nodes": dict((r.get("host"), {"tcp_in": seen(r, direction="in", proto="tcp", dst=vip, dport=port)})
+                             for r in lbs)}
+
+
+def _fabric_note(sides):
+    """The summary's account of each side when the probes vanish in the fabric."""
+    client = sides["client"]
+    arp = ("its %d ARP requests got %d replies" % (client["arp_requests"], client["arp_replies"])
+           if not client["arp_cached"] else "it used its cached entry for the VIP")
+    return (" (ARP is right: %s answers the client's ARP probe with %s and %s; the client sent %d probes, %s "
+            "received none)" % ("/".join(sides["arp_answered_by"]["hosts"]), sides["arp_answered_by"]["mac"], arp,
+                                client["tcp_out"], ", ".join(sorted(sides["lb_nodes"]))))
+
+
 def _worker_walk(worker, ip, port, interface, same_node, hop, arrives=None):
     """The worker's hops toward the backend ``ip:port`` behind ``interface`` (the worker's route to ``ip``),
     each recorded by ``hop(name, packets)``; the step where the probes vanished or None.  ``same_node``: the
@@ -137,8 +177,21 @@ def _arp_note(vanished, client, arp_requests, arp_replies, vip):
     return ""
 
 
+def _arp_or_fabric(vanished, walk, evidence, arp_answering):
+    """(the step, the summary's note) once the walk is done: probes that vanish before ``lb_in`` although ARP is
+    right (_fabric) are the network between (``fabric``, each side's packets in ``evidence.fabric``), not ``arp``.
+    ``walk``: (client, lbs, vip, port, arp_requests, arp_replies)."""
+    client, lbs, vip, port, arp_requests, arp_replies = walk
+    sides = _fabric(client, lbs, vip, port, arp_answering) if vanished == "arp" else None
+    if sides:
+        evidence["fabric"] = sides
+        return "fabric", _fabric_note(sides)
+    return vanished, _arp_note(vanished, client, arp_requests, arp_replies, vip)
+
+
 # where the probes vanish, by the step of STEPS (ingress_bisect)
 _WHERE = {"client": "on the client", "arp": "between the client and the LB node",
+          "fabric": "in the network between the client and the LB node",
           "nat": "on the LB node (not translated)", "forward": "on the LB node (not forwarded to a backend node)",
           "between_nodes": "between the LB node and the worker",
           "pod": "on the worker, before the pod's veth", "backend": "in the pod (no reply)",
@@ -173,11 +226,14 @@ def _ingress_walk(client, lbs, worker, vip, port, pod_ip, pod_port, pod_interfac
     return hops, arp_requests, arp_replies, vanished
 
 
-def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None, lb_mode="nat"):
+def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interface=None, lb_mode="nat",
+                   arp_answering=None):
     """captures: {"client": result|None, "lb": [results], "worker": result}; results carry ``host``.
     ``lb_mode``: ``nat`` (the LB node translates the VIP to the pod: kube-proxy, MetalLB, kube-vip) or ``dsr``
     (direct server return, Seesaw: the LB node forwards the packets to the worker with the VIP kept, the worker
-    translates it, and the reply goes to the client without the LB node).
+    translates it, and the reply goes to the client without the LB node).  ``arp_answering``: the MACs that
+    answered the client's ARP probe for the VIP with their nodes ([{mac, hosts}], vip_announcer's ``answering``):
+    with the LB node the one answering, probes lost before it are ``fabric``, not ``arp``.
 
     Returns {"hops": [{"hop", "host", "packets"}], "vanished_at": hop|None, "findings": [...]}.
     """
@@ -203,12 +259,13 @@ def ingress_bisect(captures, vip, port, pod_ip, pod_port, probe=None, pod_interf
                 "lb_mode": lb_mode}
     if client:
         evidence["client_arp"] = {"requests": arp_requests, "replies": arp_replies}
+    vanished, note = _arp_or_fabric(vanished, (client, lbs, vip, port, arp_requests, arp_replies), evidence,
+                                    arp_answering)
     if vanished is None:
         findings = [finding("ingress.ok", "ok", "L4", "%s:%s" % (vip, port),
                             "the probes crossed every hop to the pod and back", evidence)]
     else:
-        findings = [_ingress_vanished(vanished, vip, port, pod_ip, hops, evidence,
-                                      _arp_note(vanished, client, arp_requests, arp_replies, vip), worker)]
+        findings = [_ingress_vanished(vanished, vip, port, pod_ip, hops, evidence, note, worker)]
     return {"hops": hops, "vanished_at": vanished, "findings": findings}
 
 
@@ -314,6 +371,7 @@ def _culprit_summary(subject, culprit, rows, vanished):
 
 # where the probes vanish before any backend, by the step of STEPS (ingress_bisect_backends)
 _WHERE_BEFORE_BACKENDS = {"client": "on the client", "arp": "between the client and the LB node",
+                          "fabric": "in the network between the client and the LB node",
                           "nat": "on the LB node (translated to no backend)", "return": "on the way back to the client"}
 
 
@@ -330,7 +388,7 @@ def _backends_vanished(vanished, subject, culprit, rows, hops, evidence, arp_not
     return finding(check, "critical", layer, subject, summary, evidence, step)
 
 
-def ingress_bisect_backends(captures, vip, port, backends, probe=None):
+def ingress_bisect_backends(captures, vip, port, backends, probe=None, arp_answering=None):
     """The bisection over every ready backend.  ``backends``: [{ip, port, pod, node, host}]; ``captures``:
     {"client": result, "lb": [results], "workers": {host: result}} (results carry ``host``).
 
@@ -359,8 +417,9 @@ def ingress_bisect_backends(captures, vip, port, backends, probe=None):
     if vanished is None:
         return {"hops": hops, "vanished_at": None, "backend": None,
                 "findings": [_backends_unbroken(subject, rows, backends, evidence)]}
-    vanished_finding = _backends_vanished(vanished, subject, culprit, rows, hops, evidence,
-                                          _arp_note(vanished, client, arp_requests, arp_replies, vip))
+    vanished, note = _arp_or_fabric(vanished, (client, lbs, vip, port, arp_requests, arp_replies), evidence,
+                                    arp_answering)
+    vanished_finding = _backends_vanished(vanished, subject, culprit, rows, hops, evidence, note)
     return {"hops": hops, "vanished_at": vanished, "backend": evidence.get("backend"), "findings": [vanished_finding]}
 
 

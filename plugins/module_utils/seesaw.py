@@ -118,6 +118,26 @@ def _garp_findings(master, garps, window, garp_interval, evidence):
         "/etc/seesaw/seesaw.cfg" % master)]
 
 
+def _expected_findings(master, vips, expected, window, garp_interval, evidence):
+    """``seesaw.vip_not_announced``: VIPs the master should announce (the LoadBalancer Services', or a list
+    given) that none of its gratuitous ARPs named in a window long enough to hear each one."""
+    missing = [vip for vip in expected["vips"] if vip not in vips]
+    evidence.update(expected=sample(expected["vips"], 20), expected_from=expected["source"],
+                    not_announced=sample(missing, 20))
+    if not missing or window < TOLERANCE * garp_interval:
+        return []
+    return [finding(
+        "seesaw.vip_not_announced", "critical", "L2", master,
+        "the master %s announces %s by gratuitous ARP but not %s (%s) in %gs: no node answers for %s, so clients "
+        "and the router keep an old MAC or none" % (
+            master, ", ".join(sample(vips, 5)) or "no VIP", ", ".join(sample(missing, 5)), expected["source"], window,
+            "it" if len(missing) == 1 else "them"),
+        evidence,
+        "check that %s is configured on the Seesaw pair (seesaw_engine's log on %s: the vserver of %s, its "
+        "healthchecks; /etc/seesaw/cluster.pb or the bundled LB's config) and that its Service's backends are "
+        "healthy" % (", ".join(sample(missing, 3)), master, ", ".join(sample(missing, 3))))]
+
+
 def _pair_ok(subject, vrid, master, ad, captured, vips, macs, garps, evidence):
     """``seesaw.pair``: the master, who hears it, and the VIPs it announces."""
     mac_text = (" from the VRRP virtual MAC %s" % vmac(vrid)) if macs == [vmac(vrid)] else (
@@ -144,9 +164,11 @@ def _garp_evidence(garps, vrid):
               for g in garps][:20])
 
 
-def _master_findings(found, subject, vrid, garp_interval, captured, heard, window, masters, evidence):
+def _master_findings(found, subject, vrid, garp_interval, captured, heard, window, masters, evidence,
+                     expected=None):
     """Adds to ``found`` (the findings so far, whose warnings hold the ok one back) the findings on a pair with
-    one master: its peers not hearing it, its gratuitous ARPs, else ``seesaw.pair``; returns ``found``."""
+    one master: its peers not hearing it, its gratuitous ARPs, the expected VIPs it does not announce, else
+    ``seesaw.pair``; returns (``found``, the VIPs its gratuitous ARPs name)."""
     master, ads = next(iter(masters.items()))
     ad = max(ads, key=lambda a: a.get("packets") or 0)
     evidence.update(master=master, priority=ad.get("priority"), advertised_interval=ad.get("interval"),
@@ -158,26 +180,40 @@ def _master_findings(found, subject, vrid, garp_interval, captured, heard, windo
     vips, macs, garp_evidence = _garp_evidence(garps, vrid)
     evidence.update(garp_evidence)
     found.extend(_garp_findings(master, garps, window, garp_interval, evidence))
+    if expected and expected.get("vips"):
+        found.extend(_expected_findings(master, vips, expected, window, garp_interval, evidence))
     if not [f for f in found if f["severity"] in ("warning", "critical")]:
         found.append(_pair_ok(subject, vrid, master, ad, captured, vips, macs, garps, evidence))
-    return found
+    return found, vips
 
 
-def pair_check(captures, vrid=DEFAULT_VRID, garp_interval=DEFAULT_GARP_INTERVAL):
+def pair_check(captures, vrid=DEFAULT_VRID, garp_interval=DEFAULT_GARP_INTERVAL, expected=None):
     """Findings on the pair from ``{host: packet_capture result}`` (None for a host not captured)."""
+    return pair_view(captures, vrid, garp_interval, expected)["findings"]
+
+
+def pair_view(captures, vrid=DEFAULT_VRID, garp_interval=DEFAULT_GARP_INTERVAL, expected=None):
+    """The pair from ``{host: packet_capture result}`` (None for a host not captured): ``{master, announced,
+    findings}``, the one master (None with none or two) and the VIPs its gratuitous ARPs name.  ``expected``:
+    ``{vips, source}``, the VIPs the master should announce (``seesaw.vip_not_announced`` for those it does not)."""
     subject = "seesaw VRID %d" % vrid
     missing = sorted(h for h, c in captures.items() if not isinstance(c, dict) or c.get("failed"))
     captured = dict((h, c) for h, c in captures.items() if h not in missing)
     found = _not_captured(missing)
+    out = {"master": None, "announced": [], "findings": found}
     if not captured:
-        return found
+        return out
     masters = dict((h, _adverts(c, vrid, "out")) for h, c in captured.items() if _adverts(c, vrid, "out"))
     heard = dict((h, _adverts(c, vrid, "in")) for h, c in captured.items())
     window = min(_window(c) for c in captured.values())
     evidence = {"nodes": sorted(captured), "window": window, "vrid": vrid,
                 "advertisers": dict((h, [a.get("src") for a in ads]) for h, ads in masters.items())}
     if not masters:
-        return found + [_no_master(subject, vrid, window, heard, evidence)]
-    if len(masters) > 1:
-        return found + [_split_brain(subject, vrid, masters, evidence)]
-    return _master_findings(found, subject, vrid, garp_interval, captured, heard, window, masters, evidence)
+        out["findings"] = found + [_no_master(subject, vrid, window, heard, evidence)]
+    elif len(masters) > 1:
+        out["findings"] = found + [_split_brain(subject, vrid, masters, evidence)]
+    else:
+        out["findings"], out["announced"] = _master_findings(found, subject, vrid, garp_interval, captured, heard,
+                                                             window, masters, evidence, expected)
+        out["master"] = next(iter(masters))
+    return out

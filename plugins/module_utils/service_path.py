@@ -52,7 +52,7 @@ def _ip_or_none(value):
         return None
 
 
-def _service_vips(spec, ingress):
+def service_vips(spec, ingress):
     """(the Service's VIPs in order of preference, without duplicates, {vip: the field that gives it})."""
     vips, sources = [], {}
     for source, values in (("status.loadBalancer.ingress", [i.get("ip") for i in ingress]),
@@ -84,7 +84,7 @@ def service_view(service, port=None):
     spec = service.get("spec") or {}
     status = service.get("status") or {}
     ingress = (status.get("loadBalancer") or {}).get("ingress") or []
-    vips, sources = _service_vips(spec, ingress)
+    vips, sources = service_vips(spec, ingress)
     chosen = _chosen_port(service, spec.get("ports") or [], port) or {}
     target = chosen.get("targetPort", chosen.get("port"))
     return {

@@ -20,7 +20,9 @@ description:
     the subject of C(node.cni_pod_crashloop)) or the node, and whose evidence holds a few matching lines with their
     timestamps (tokens and C(Authorization) headers masked), the findings it explains and the signature's source.
   - C(log.not_readable) (warning) names the containers whose log could not be read (RBAC needs C(get) on
-    C(pods/log)); C(log.no_signature) (info) says what was read when nothing matched. A pod not running and ready
+    C(pods/log)); C(log.no_signature) (info) says what was read when nothing matched, and shows the pods' lines
+    an operator would read next (C(evidence.shown), C(evidence.shown_kind)) - the newest 10 at error or warning
+    level, else the last 10 - masked and cut as all log evidence is. A pod not running and ready
     (or restarted) whose lines and events match no signature gets C(log.crash_unexplained) (info, its last 10
     lines, the previous container's first, as evidence) and, when it is Pending or ContainerCreating,
     C(log.pod_not_started) (warning, its Warning events, latest first; info when no event says why). An events read that fails

@@ -45,9 +45,10 @@ options:
         the API steps would use (RV(credential_source)), null when there are none (instead of failing),
         so a playbook can decide whether API steps are possible.
       - V(pod) reads the one pod O(pod) names (not part of the default).
+      - V(lb_vips) lists the VIPs of every LoadBalancer Service (not part of the default).
     type: list
     elements: str
-    choices: [nodes, service_frontends, dns_servers, pod]
+    choices: [nodes, service_frontends, dns_servers, pod, lb_vips]
     default: [nodes, service_frontends, dns_servers]
   pod:
     description:
@@ -141,6 +142,14 @@ service_frontends:
   type: list
   elements: str
   sample: [0.0.0.0:30080/TCP, 10.96.0.1:443/TCP, 10.96.0.10:53/TCP, 10.96.0.10:53/UDP, 198.18.0.11:30080/TCP]
+lb_vips:
+  description:
+    - The VIPs of every LoadBalancer Service (C(status.loadBalancer.ingress) IPs and C(spec.loadBalancerIP), not
+      C(spec.externalIPs)), sorted by address, each with the Services (C(namespace/name)) that have it.
+  returned: when V(lb_vips) is in O(gather)
+  type: list
+  elements: dict
+  sample: [{address: 198.18.0.202, services: [default/web]}]
 dns_servers:
   description: The DNS Service ClusterIP and each DNS pod with an IP, in dns_check's C(servers) format.
   returned: when V(dns_servers) is in O(gather)

@@ -162,6 +162,16 @@ options:
       - When the run started (seconds since the epoch, or ISO 8601 with a timezone), for the duration. Left out,
         the start of the ansible-playbook process (Linux C(/proc)); no duration when neither is known.
     type: raw
+  history_only:
+    description:
+      - Only record this run in O(output_dir)'s history (and compare it with the history); C(triage-report.json)
+        and C(triage-report.html) there are left as they are. A scenario playbook's run recorded so (O(scenario))
+        never stands for the triage's - each run compares with the newest entry of its own kind.
+      - The lb_health playbook does it with C(lb_health_report_dir), so that the Services it switched to
+        C(Cluster) are in the history (C(since.lb_switches)), and a later run that finds one back at C(Local) reports
+        C(lb.policy_reverted) instead of C(lb.nodes_without_endpoints).
+    type: bool
+    default: false
   validate_only:
     description:
       - Only check O(history), O(silence_max_days), O(metrics_dir), O(metrics_file) and O(metrics_labels), and

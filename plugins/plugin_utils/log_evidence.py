@@ -19,8 +19,9 @@ MAX_ITEMS = 100000
 
 
 def node_of(subject):
-    """The node a subject names: ``node2`` of ``node2``, ``node2/calico-node-x`` and ``node2:/opt/cni/bin``."""
-    return str(subject).split("/", 1)[0].split(":", 1)[0]
+    """The node a subject names: ``node2`` of ``node2``, ``node2/calico-node-x``, ``node2:/opt/cni/bin`` and
+    ``node2 198.19.2.0/24`` (a route finding's)."""
+    return str(subject).split("/", 1)[0].split(":", 1)[0].split(" ", 1)[0]
 
 
 def _checked_list(value, what):

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab.faults import path as lab_path
+from tests.lab.faults import seesaw
 
 ROLE = "k8snet.triage.ingress_path : "
 
@@ -289,3 +290,58 @@ def test_a_direct_server_return_lb_is_never_called_nat(lab, ansible, lb, broken)
     # the same path walked as a NAT load balancer blames the LB node for not translating: what dsr avoids
     [wrong] = nat.result(ROLE + "Record the findings of this host", "client")["ansible_facts"]["ingress_path_findings"]
     assert wrong["check"] == "ingress.nat"
+
+
+def seesaw_inventory(lb, tmp_path, hosts=("node1", "node3")):
+    """The path's inventory with the Seesaw pair's group (here lab nodes; in GDC its own VMs)."""
+    data = json.loads(Path(lb["inventory"]).read_text())
+    data["all"]["children"]["seesaw_nodes"] = {"hosts": dict((h, {}) for h in hosts)}
+    path = tmp_path / "seesaw-inventory.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_behind_a_seesaw_pair_its_master_is_the_lb_node_with_nothing_typed(lab, ansible, lb, tmp_path):
+    """S004-4 / S004-9: node1 is the Seesaw master (VRRP adverts, gratuitous ARPs for the VIP: tests/lab/faults/seesaw.py)
+    and forwards the VIP by direct server return. Neither ingress_path_lb_mode nor ingress_path_lb_nodes is given:
+    the role judges the pair on the group's hosts, takes the master as the LB node and walks DSR. Then a master
+    that announces another VIP only: seesaw.vip_not_announced joins the path's findings and the walk is not DSR.
+    Independent readers: curl from the client, the emitter's own count of what it sent."""
+    lab_path.dsr_loadbalancer(lab)
+    extra = {"ingress_path_worker": lb["worker"], "ingress_path_vip": lb["vip"], "ingress_path_port": lb["vip_port"],
+             "ingress_path_pod_ip": lb["pod_ip"], "ingress_path_pod_port": lb["pod_port"],
+             "ingress_path_pcap_dir": str(lab.workdir / "pcaps"), "seesaw_window": 3.5, "seesaw_garp_interval": 1.0}
+    inventory = seesaw_inventory(lb, tmp_path)
+    try:
+        seesaw.seesaw_master(lab, "node1", vips=[lb["vip"]], advert=0.5, garp=1.0)
+        assert curl_from_client(lab, lb) == "200"
+        run = ansible.playbook("k8snet.triage.ingress_path", extra_vars=extra, inventory=inventory)
+        sent = seesaw.sent(lab, "node1")
+        seesaw.seesaw_master(lab, "node1", vips=[lab.vip(9)], advert=0.5, garp=1.0)
+        other = ansible.playbook("k8snet.triage.ingress_path", extra_vars=extra, inventory=inventory)
+    finally:
+        seesaw.seesaw_stop(lab, "node1")
+        lab_path.dsr_repair(lab)
+    assert run.rc == 0 and other.rc == 0, (run, other)
+    assert sent["vrrp"] >= 6 and sent["garp"] >= 3, sent
+    # the pair was judged on its two hosts only, with this VIP as one its master must announce
+    captured = sorted(r["host"] for r in run.results(task="k8snet.triage.seesaw : Capture the pair's VRRP advertisements "
+                                                          "and gratuitous ARPs on each load-balancer node"))
+    assert captured == ["node1", "node3"]
+    bisect = run.result(ROLE + "Find the first hop where the probes vanished", "client")["ansible_facts"]["__ingress_path_bisect"]
+    hops = dict((h["hop"], h["packets"]) for h in bisect["hops"])
+    assert bisect["vanished_at"] is None and hops["lb_forwarded"] > 0 and "lb_translated" not in hops, bisect
+    found = dict((f["check"], f) for f in run.result(ROLE + "Record the findings of this host", "client")[
+        "ansible_facts"]["ingress_path_findings"])
+    assert sorted(found) == ["ingress.ok", "seesaw.pair"], found
+    assert found["ingress.ok"]["evidence"]["lb_mode"] == "dsr" and found["ingress.ok"]["evidence"]["lb_nodes"] == ["node1"]
+    assert found["ingress.ok"]["evidence"]["seesaw_master"] == "node1"
+    assert found["seesaw.pair"]["evidence"]["expected"] == [lb["vip"]]
+    # the master announces another VIP only: said, and the path is not taken through it
+    found = dict((f["check"], f) for f in other.result(ROLE + "Record the findings of this host", "client")[
+        "ansible_facts"]["ingress_path_findings"])
+    missing = found["seesaw.vip_not_announced"]
+    assert missing["severity"] == "critical" and missing["subject"] == "node1"
+    assert missing["evidence"]["not_announced"] == [lb["vip"]] and lab.vip(9) in missing["summary"]
+    ingress = [f for f in found.values() if f["check"].startswith("ingress.")]
+    assert ingress and all(f["evidence"]["lb_mode"] == "nat" for f in ingress)

@@ -233,3 +233,38 @@ def test_the_survey_asks_for_the_runbooks_switch_and_the_traffic_probe(lab, ansi
     refused = ansible.playbook("k8snet.triage.lb_health", extra_vars=dict(extra, lb_health_force_policy_switch="false"))
     result = refused.result("Switch externalTrafficPolicy of the named Services", "localhost")
     assert result["patched"] == [] and result["not_attempted"][0]["reason"].startswith("expected with externalTrafficPolicy Local")
+
+
+def test_a_switch_put_back_later_is_said_as_reverted(lab, ansible, api, tmp_path):
+    """S003-12: lb_health switches router-default to Cluster and records its run in the triage's report history;
+    "an OpenShift update" (a kubectl patch, as the ingress operator would) puts Local back; the next triage writing
+    its report there says lb.policy_reverted (when it was switched), not the generic expected-with-Local warning.
+    Independent readers: kubectl for the policy, the history files and triage-report.json as written."""
+    out = tmp_path / "report"
+    out.mkdir()
+    kube_proxy_after(lab, api, 0.5)
+    switch = ansible.playbook("k8snet.triage.lb_health", extra_vars={
+        "lb_health_kubeconfig": str(api.kubeconfig()), "lb_health_services": [SVC], "lb_health_remediate": "cluster",
+        "lb_health_remediate_services": [SVC], "lb_health_force_policy_switch": True, "lb_health_verify_timeout": 20,
+        "lb_health_probe_timeout": 1, "lb_health_report_dir": str(out)})
+    assert switch.rc == 0, switch
+    [entry] = [json.loads(p.read_text()) for p in (out / "history").iterdir()]
+    assert entry["scenario"] == "lb_health" and list(entry["lb_switches"]) == [SVC]
+    assert not (out / "triage-report.json").exists()  # the triage's reports are left alone
+    # the "OpenShift update": the operator puts the policy back, kube-proxy drops node3's forwarding again
+    kubectl(api.kubeconfig(), "patch", "svc", "-n", "openshift-ingress", "router-default", "--type", "merge", "-p",
+            json.dumps({"spec": {"externalTrafficPolicy": "Local", "healthCheckNodePort": vpc.HEALTH_PORT}}))
+    vpc.vpc_router_repair(lab)
+    assert kubectl(api.kubeconfig(), "get", "svc", "-n", "openshift-ingress", "router-default")["spec"][
+        "externalTrafficPolicy"] == "Local"
+    assert health_status(lab.node("node3").ip) == 503
+    triage = ansible.playbook("k8snet.triage.triage", {
+        "triage_scenarios": ["sysctl"], "triage_api_scenarios": ["lb_health"], "lb_health_services": [SVC],
+        "triage_kubeconfig": str(api.kubeconfig()), "report_output_dir": str(out), "report_fail_on_critical": False})
+    assert triage.rc == 0, [(r["host"], r["task"], r["result"].get("msg")) for r in triage.records if r["status"] == "failed"]
+    report = json.loads((out / "triage-report.json").read_text())
+    lb = [f for f in report["findings"] if f["check"].startswith("lb.") and f["subject"] == SVC]
+    assert [f["check"] for f in lb] == ["lb.policy_reverted"], lb
+    assert lb[0]["evidence"]["switched_at"] == entry["lb_switches"][SVC]["at"] and lb[0]["state"] == "new"
+    assert "back at externalTrafficPolicy Local although lb_health switched it to Cluster" in lb[0]["summary"]
+    assert list(report["since"]["lb_switches"]) == [SVC]

@@ -200,6 +200,39 @@ def test_a_reply_lost_on_its_way_to_the_client_is_not_an_unannounced_vip(lab, an
     assert not lab.run(["ls", "-d"] + made, check=False).stdout.strip()
 
 
+def test_arp_right_and_traffic_lost_on_the_way_is_the_fabric(lab, ansible, lb, api):
+    """The LB node answers ARP for the VIP and the client gets its reply, but the switch drops the client's IPv4
+    packets to the VIP (an SDN ignoring ARP replies, an ACL). That was ingress.arp, pointing at the VIP's owner and
+    the caches; it is the network between. arping from the client (its MAC), curl (fails), the client's kernel
+    neighbour entry (the LB node's MAC) and the switch's own counter are the independent readers."""
+    lab_path.drop_vip_traffic_from_client(lab)
+    try:
+        assert arping_macs(lab, lb) == [lab.node(lb["lb"]).mac.lower()]
+        assert curl(lab, lb) != "200"
+        [entry] = json.loads(lab.run(["ip", "-n", lb["client_ns"], "-j", "neigh", "show", "to", lb["vip"]]).stdout)
+        assert entry["lladdr"].lower() == lab.node(lb["lb"]).mac.lower(), entry
+        lab.run(["ip", "-n", lb["client_ns"], "neigh", "flush", "to", lb["vip"]], check=False)
+        run = run_role(ansible, lb, api)
+        rules = lab.run(["ip", "netns", "exec", lab.switch_ns, "nft", "-j", "list", "table", "bridge",
+                         lab_path.NAT_COMMENT]).stdout
+    finally:
+        lab_path.path_repair(lab)
+    dropped = [e["counter"]["packets"] for item in json.loads(rules)["nftables"] if "rule" in item
+               for e in item["rule"]["expr"] if "counter" in e]
+    assert dropped and dropped[0] > 0, rules
+    findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    checks = [f["check"] for f in findings]
+    assert "ingress.arp" not in checks and "ingress.vip_unannounced" not in checks, findings
+    [fabric] = [f for f in findings if f["check"] == "ingress.fabric"]
+    assert fabric["severity"] == "critical" and fabric["layer"] == "L2" and "SDN" in fabric["remediation"]
+    sides = fabric["evidence"]["fabric"]
+    assert sides["arp_answered_by"] == {"mac": lab.node(lb["lb"]).mac.lower(), "hosts": [lb["lb"]]}
+    assert sides["client"]["tcp_out"] >= 1 and sides["client"]["arp_replies"] >= 1
+    assert sides["lb_nodes"] == {lb["lb"]: {"tcp_in": 0}}
+    bisect = run.result(ROLE + "Find the first hop where the probes vanished", "client")["ansible_facts"]["__ingress_path_bisect"]
+    assert bisect["vanished_at"] == "fabric" and [h["hop"] for h in bisect["hops"]] == ["client_out", "lb_in"]
+
+
 def test_two_nodes_answering_is_an_announcer_mismatch(lab, ansible, lb, api):
     other = next(n.name for n in lab.nodes if n.name not in (lb["lb"], lb["worker"]))
     lab.ns_run(other, ["ip", "addr", "replace", f"{lb['vip']}/32", "dev", "eth0"])

@@ -209,6 +209,19 @@ def drop_arp_replies_to_client(lab):
 
 
 @fault
+def drop_vip_traffic_from_client(lab):
+    """The lab switch drops the IPv4 packets from the client's port to the VIP and lets ARP through (an SDN whose
+    data plane ignores the ARP replies, a switch ACL): the LB node answers ARP, the client sends, nothing arrives."""
+    port = "vxclient"
+    info = _lb(lab)
+    lab.run(["ip", "netns", "exec", lab.switch_ns, "nft", "-f", "-"], input=(
+        f"table bridge {NAT_COMMENT} {{\n chain vip_drop {{ type filter hook forward priority 0; policy accept;\n"
+        f"  iifname \"{port}\" ip daddr {info['vip']} counter drop\n }}\n}}\n"))
+    lab.run(["ip", "-n", info["client_ns"], "neigh", "flush", "to", info["vip"]], check=False)
+    return {"break": "vip_traffic_from_client", "port": port, "vip": info["vip"]}
+
+
+@fault
 def break_pod_route(lab):
     """The worker loses the /32 route to the pod (the CNI did not program it)."""
     info = _lb(lab)

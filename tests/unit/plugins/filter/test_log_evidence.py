@@ -52,3 +52,21 @@ def test_bad_input_is_refused():
     with pytest.raises(AnsibleFilterError, match="hold dicts"):
         log_evidence([], [None])
     assert "log_evidence" in FilterModule().filters()
+
+
+# cilium/cilium pkg/datapath/linux/node.go's warning (upstream format; see fixtures/logs/signature_lines.yml)
+CILIUM_ROUTE = ('level=warning msg="Unable to install direct node route {Ifindex: 0 Dst: 198.19.3.0/24 Src: <nil> Gw: '
+                '198.18.0.13 Flags: [] Table: 0 Realm: 0}" error="route to destination 198.18.0.13 contains gateway '
+                '198.18.0.1, must be directly reachable" subsys=linux-datapath')
+
+
+def test_the_agents_route_error_goes_under_the_route_finding_of_its_node():
+    groups = logs.match([{"text": CILIUM_ROUTE, "time": "2026-01-01T11:58:00Z", "subject": "node2/cilium-x7",
+                          "origin": "kube-system/cilium-x7 cilium-agent"}])
+    matches = [logs.group_data(g) for g in groups]
+    found = [_found("route.missing", "node2 198.19.3.0/24"), _found("route.missing", "node3 198.19.3.0/24")]
+    out = dict((f["subject"], f) for f in log_evidence(found + logs.findings(groups), matches))
+    [explained] = out["node2 198.19.3.0/24"]["evidence"]["logs"]
+    assert explained["check"] == "log.cilium_direct_route_failed" and "must be directly reachable" in explained["lines"][0]["text"]
+    assert "logs" not in out["node3 198.19.3.0/24"]["evidence"]  # another node's agent explains nothing here
+    assert "node2/cilium-x7" not in out  # the line is said once, under the finding it explains

@@ -199,3 +199,22 @@ def test_gather_other_dns_names():
     result = kf.gather(kube, ["dns_servers"], dns_namespace="dns", dns_service="coredns", dns_pod_selector="k8s-app=coredns")
     assert result["dns_servers"] == []
     assert [f["check"] for f in result["findings"]] == ["kube.dns_service_missing", "kube.dns_pods_missing"]
+
+
+def test_lb_vips_are_the_load_balancer_services_addresses_not_their_external_ips():
+    store = copy.deepcopy(by_name(SERVICES, "store"))
+    store["spec"]["externalIPs"] = ["198.18.0.240"]
+    shared = copy.deepcopy(store)
+    shared["metadata"]["name"] = "store-udp"
+    cluster = by_name(SERVICES, "kubernetes")
+    vips = kf.lb_vips([store, shared, cluster, by_name(of_kind(MORE, "Service"), "gateway")])
+    # web/store's ingress IP (both Services share it), web/gateway's spec.loadBalancerIP; no externalIP, no ClusterIP
+    assert vips == [{"address": "198.18.0.231", "services": ["web/store", "web/store-udp"]},
+                    {"address": "198.18.0.232", "services": ["web/gateway"]}]
+
+
+def test_gather_lb_vips_reads_the_services_only():
+    kube = FakeKube()
+    result = kf.gather(kube, ["lb_vips"])
+    assert kube.calls == ["services"] and sorted(result) == ["findings", "lb_vips"]
+    assert [v["address"] for v in result["lb_vips"]] == ["198.18.0.231"]

@@ -119,3 +119,52 @@ def test_a_matched_or_healthy_pod_gives_no_unexplained_finding():
     target = {"name": "calico-node", "namespace": "kube-system", "label_selector": "k8s-app=calico-node"}
     out = kube_logs.api_check({"targets": [target], "max_pods": 1}, lambda params: fake, now=1767268800)
     assert [f["check"] for f in out["findings"]] == ["log.calico_network_unavailable_update_failed"]
+
+
+class QuietKube(object):
+    """One Running, ready agent that logs errors no signature knows (cilium/cilium#4254's lines), and a token."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def pods(self, namespace, label_selector=None):
+        running = {"running": {"startedAt": "2026-01-01T10:00:00Z"}}
+        return [_pod("cilium-ok", "node1", "Running", [{"name": "cilium-agent", "restartCount": 0,
+                                                        "state": running, "ready": True}], ready=True)]
+
+    def pod_log(self, namespace, name, container, previous=False, **bounds):
+        return "" if previous else "".join("2026-01-01T11:58:%02dZ %s\n" % (i, line)
+                                           for i, line in enumerate(self.text.splitlines()))
+
+    def events(self, namespace, field_selector=None):
+        return []
+
+
+def _no_signature(text):
+    target = {"name": "cilium", "namespace": "kube-system", "label_selector": "k8s-app=cilium"}
+    out = kube_logs.api_check({"targets": [target]}, lambda params: QuietKube(text), now=1767268800)
+    [found] = out["findings"]
+    assert found["check"] == "log.no_signature"
+    return found
+
+
+def test_a_ready_agent_logging_errors_no_signature_knows_shows_them_bounded_and_masked():
+    noise = "".join('level=info msg="Regenerated endpoint %d"\n' % i for i in range(30))
+    token = 'level=error msg="connect" error="Authorization: Bearer abc.def.ghi refused"\n'
+    found = _no_signature(noise + CILIUM_4254 + token)
+    shown = found["evidence"]["shown"]
+    assert found["evidence"]["shown_kind"] == "errors" and len(shown) == 5
+    assert [line["text"] for line in shown[:4]] == CILIUM_4254.splitlines()  # RTNETLINK's warning among them
+    assert "abc.def.ghi" not in shown[-1]["text"] and "***" in shown[-1]["text"]
+    assert shown[0]["origin"] == "kube-system/cilium-ok cilium-agent" and shown[0]["subject"] == "node1/cilium-ok"
+    assert "5 lines at error or warning level" in found["summary"] and "evidence.shown" in found["remediation"]
+    many = _no_signature("".join('level=error msg="sync failed %d"\n' % i for i in range(40)))
+    assert [line["text"] for line in many["evidence"]["shown"]][-1] == 'level=error msg="sync failed 39"'
+    assert len(many["evidence"]["shown"]) == 10  # the newest ten
+
+
+def test_without_an_error_line_the_last_lines_are_shown():
+    found = _no_signature("".join('level=info msg="Regenerated endpoint %d"\n' % i for i in range(30)))
+    assert found["evidence"]["shown_kind"] == "last" and len(found["evidence"]["shown"]) == 10
+    assert found["evidence"]["shown"][-1]["text"] == 'level=info msg="Regenerated endpoint 29"'
+    assert "at error or warning level" not in found["summary"]

@@ -304,3 +304,80 @@ def test_the_filter_refuses_dsr_with_several_backends_and_an_unknown_mode():
     with pytest.raises(AnsibleFilterError, match="give one of nat, dsr"):
         bisect_filter(_dsr_captures(), "198.18.0.202", 80, "198.19.1.5", 8080, lb_mode="ipvs")
     assert bisect_filter(_dsr_captures(), "198.18.0.202", 80, "198.19.1.5", 8080, lb_mode="dsr")["vanished_at"] is None
+
+
+# ------------------------------------------------------------------ ARP right, packets lost in the fabric (S004-11)
+def fabric_case():
+    """break_between_nodes' real client capture (its ARP for the VIP answered, its probes leaving it) beside the LB
+    node's capture without the probes arriving: what a switch or SDN dropping them leaves on each side."""
+    case, v, captures = load("break_between_nodes")
+    vip = v["ingress_path_vip"]
+    lb = dict(captures["lb"][0], flows=[f for f in captures["lb"][0]["flows"] if f["dst"] != vip])
+    return case, v, dict(captures, lb=[lb])
+
+
+ANSWERED_BY_LB = [{"mac": "02:18:05:00:00:01", "hosts": ["node1"]}]
+
+
+def test_arp_right_and_probes_lost_is_the_fabric_with_each_side():
+    case, v, captures = fabric_case()
+    got = pp.ingress_bisect(captures, v["ingress_path_vip"], 80, v["ingress_path_pod_ip"], 8080, case["probe"],
+                            arp_answering=ANSWERED_BY_LB)
+    assert got["vanished_at"] == "fabric"
+    [f] = got["findings"]
+    assert (f["check"], f["severity"], f["layer"]) == ("ingress.fabric", "critical", "L2")
+    assert f["remediation"] == pp.STEPS["fabric"][2] and "SDN" in f["remediation"]
+    sides = f["evidence"]["fabric"]
+    assert sides["client"] == {"host": "client", "tcp_out": 3, "arp_requests": 1, "arp_replies": 1, "arp_cached": False}
+    assert sides["lb_nodes"] == {"node1": {"tcp_in": 0}}
+    assert sides["arp_answered_by"] == {"mac": "02:18:05:00:00:01", "hosts": ["node1"]}
+    assert "in the network between the client and the LB node" in f["summary"]
+    assert "node1 answers the client's ARP probe with 02:18:05:00:00:01" in f["summary"]
+    assert "the client sent 3 probes, node1 received none" in f["summary"]
+
+
+@pytest.mark.parametrize("answering", [
+    None,  # who answered is unknown (LB nodes given by hand): no claim that ARP is right
+    [{"mac": "02:18:05:00:00:03", "hosts": ["node3"]}],  # another node answers: its MAC gets the probes
+    [{"mac": "02:18:05:00:00:03", "hosts": []}],  # a MAC of no node read
+    ANSWERED_BY_LB + [{"mac": "02:18:05:00:00:03", "hosts": ["node3"]}],  # two MACs: a conflict, not the fabric
+])
+def test_without_proof_that_arp_is_right_it_stays_arp(answering):
+    case, v, captures = fabric_case()
+    got = pp.ingress_bisect(captures, v["ingress_path_vip"], 80, v["ingress_path_pod_ip"], 8080, case["probe"],
+                            arp_answering=answering)
+    assert got["vanished_at"] == "arp" and got["findings"][0]["check"] == "ingress.arp"
+    assert "fabric" not in got["findings"][0]["evidence"]
+
+
+def test_a_client_whose_own_arp_went_unanswered_is_arp_even_if_the_probe_was_answered():
+    case, v, captures = load("break_arp")
+    got = pp.ingress_bisect(captures, v["ingress_path_vip"], 80, v["ingress_path_pod_ip"], 8080, case["probe"],
+                            arp_answering=ANSWERED_BY_LB)
+    assert got["vanished_at"] == "arp"
+    case, v, captures = fabric_case()
+    client = dict(captures["client"], flows=[f for f in captures["client"]["flows"] if f["arp_op"] != "reply"])
+    got = pp.ingress_bisect(dict(captures, client=client), v["ingress_path_vip"], 80, v["ingress_path_pod_ip"], 8080,
+                            case["probe"], arp_answering=ANSWERED_BY_LB)
+    assert got["vanished_at"] == "arp"
+
+
+def test_every_backend_walk_names_the_fabric_and_a_cached_entry():
+    caps = backend_captures()
+    caps["lb"] = [dict(caps["lb"][0], flows=[])]
+    out = pp.ingress_bisect_backends(caps, VIP, 80, [B1, B2], probe(False),
+                                     arp_answering=[{"mac": "02:00:00:00:00:01", "hosts": ["node1"]}])
+    [f] = out["findings"]
+    assert (out["vanished_at"], f["check"]) == ("fabric", "ingress.fabric")
+    assert f["evidence"]["fabric"]["client"]["arp_cached"] is True
+    assert "it used its cached entry for the VIP" in f["summary"]
+    out = bisect_filter(caps, VIP, 80, B1["ip"], 8080, probe(False), backends=[B1, B2],
+                        arp_answering=[{"mac": "02:00:00:00:00:01", "hosts": ["node1"]}])
+    assert out["findings"][0]["check"] == "ingress.fabric"
+
+
+@pytest.mark.parametrize("bad", ["node1", [5], [{"mac": "x", "hosts": "node1"}], [{"hosts": ["a\nb"]}]])
+def test_filter_refuses_a_malformed_arp_answering(bad):
+    from ansible.errors import AnsibleFilterError
+    with pytest.raises(AnsibleFilterError, match="arp_answering"):
+        bisect_filter(backend_captures(), VIP, 80, B1["ip"], 8080, arp_answering=bad)

@@ -10,7 +10,7 @@ import socket
 import struct
 
 from ansible_collections.k8snet.triage.plugins.module_utils import capture
-from ansible_collections.k8snet.triage.plugins.module_utils.seesaw import pair_check
+from ansible_collections.k8snet.triage.plugins.module_utils.seesaw import pair_check, pair_view
 
 VMAC = bytes([0, 0, 0x5E, 0, 1, 60])
 
@@ -103,3 +103,32 @@ def test_a_late_gratuitous_arp_without_an_address_names_no_vip():
     [ok] = pair_check({"lb1": master, "lb2": backup_capture()})
     assert (ok["check"], ok["severity"]) == ("seesaw.pair", "ok")
     assert "it announces 198.18.128.200 by gratuitous ARP every 10.0s" in ok["summary"]
+
+
+# ------------------------------------------------------------------ the VIPs it should announce (S004-9)
+def test_a_master_that_announces_some_vips_but_not_an_expected_one_is_not_ok():
+    expected = {"vips": ["198.18.128.200", "198.18.128.201"], "source": "the LoadBalancer Services"}
+    view = pair_view({"lb1": master_capture(), "lb2": backup_capture()}, expected=expected)
+    assert view["master"] == "lb1" and view["announced"] == ["198.18.128.200"]
+    [missing] = view["findings"]  # no seesaw.pair ok beside it
+    assert (missing["check"], missing["severity"], missing["subject"]) == ("seesaw.vip_not_announced", "critical", "lb1")
+    assert "announces 198.18.128.200 by gratuitous ARP but not 198.18.128.201 (the LoadBalancer Services)" in missing["summary"]
+    assert missing["evidence"]["not_announced"] == ["198.18.128.201"]
+    assert missing["evidence"]["expected_from"] == "the LoadBalancer Services"
+
+
+def test_every_expected_vip_announced_is_ok_and_a_short_window_judges_none():
+    expected = {"vips": ["198.18.128.200"], "source": "seesaw_vips"}
+    [ok] = pair_check({"lb1": master_capture(), "lb2": backup_capture()}, expected=expected)
+    assert ok["check"] == "seesaw.pair" and ok["evidence"]["expected"] == ["198.18.128.200"]
+    short = master_capture(adverts=5, garps=())
+    short["seconds"] = 5.0
+    found = pair_check({"lb1": short, "lb2": backup_capture(adverts=5)}, expected={"vips": ["198.18.128.201"],
+                                                                                   "source": "seesaw_vips"})
+    assert sorted(f["check"] for f in found) == ["seesaw.garp_not_checked", "seesaw.pair"]
+
+
+def test_no_master_or_two_has_no_master_in_the_view():
+    assert pair_view({"lb1": backup_capture(), "lb2": backup_capture()})["master"] is None
+    assert pair_view({"lb1": master_capture(), "lb2": master_capture()})["master"] is None
+    assert pair_view({"lb1": None})["master"] is None

@@ -96,8 +96,8 @@ def test_history_is_written_atomically_bounded_and_the_newest_is_compared_with(t
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     names = sorted(os.listdir(tmp_path / "history"))
     assert names == ["triage-report-20260101T00%02d00.000000Z.json" % n for n in (2, 3, 4)]  # no temporary file left
-    previous, source = report_history.previous_report(str(tmp_path))
-    assert source.endswith(names[-1]) and previous["findings"][0]["subject"] == "x4"
+    previous, source, newest = report_history.previous_report(str(tmp_path))
+    assert source.endswith(names[-1]) and previous["findings"][0]["subject"] == "x4" and newest is previous
     # a file that is not ours in the history directory is neither read nor removed
     (tmp_path / "history" / "notes.json").write_text("{}")
     report_history.keep_history(str(tmp_path), data, start + timedelta(minutes=9), 1)
@@ -112,10 +112,64 @@ def test_history_entries_stay_small():
 
 
 def test_without_history_the_report_json_left_before_is_the_previous(tmp_path):
-    assert report_history.previous_report(str(tmp_path)) == (None, None)
+    assert report_history.previous_report(str(tmp_path)) == (None, None, None)
     (tmp_path / "triage-report.json").write_text(json.dumps({"generated": T0, "findings": []}))
-    previous, source = report_history.previous_report(str(tmp_path))
+    previous, source, _newest = report_history.previous_report(str(tmp_path))
     assert previous["generated"] == T0 and source == str(tmp_path / "triage-report.json")
+
+
+# ------------------------------------------------------------------ a switch put back (lb_health, S003-12)
+T2 = "2026-01-01T00:30:00+00:00"
+SVC = "openshift-ingress/router-default"
+
+
+def lb_run(*found):
+    return {"localhost": {"lb_health": list(found)}}
+
+
+def test_a_switched_service_found_back_at_local_is_reverted_not_expected(tmp_path):
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    # a triage before: the expected-with-Local warning
+    before = annotated(lb_run(item("lb.nodes_without_endpoints", "warning", SVC, layer="L4")), now=T0)
+    report_history.keep_history(str(tmp_path), before, start, 20)
+    # the lb_health playbook switches it and records only its run in the history (its own kind of entry)
+    prev, _source, newest = report_history.previous_report(str(tmp_path), scenario="lb_health")
+    assert prev is None and newest["generated"] == T0
+    switch = report_history.compare(build(lb_run(item("lb.policy_switched", "ok", SVC, layer="L4"))), prev, T1,
+                                    switches=newest)
+    assert switch["since"]["lb_switches"] == {SVC: {"at": T1, "host": "localhost"}}
+    report_history.keep_history(str(tmp_path), switch, start + timedelta(minutes=15), 20, scenario="lb_health")
+    # a later triage compares with the triage's own entry, and carries the switch from the newest entry
+    prev, source, newest = report_history.previous_report(str(tmp_path))
+    assert prev["generated"] == T0 and newest["scenario"] == "lb_health"
+    again = report_history.compare(build(lb_run(item("lb.nodes_without_endpoints", "warning", SVC, layer="L4",
+                                                     summary="2 of 3 nodes (n2, n3) have no ready local endpoint"))),
+                                   prev, T2, source, switches=newest)
+    [reverted] = again["findings"]
+    assert (reverted["check"], reverted["severity"], reverted["subject"]) == ("lb.policy_reverted", "warning", SVC)
+    assert "switched it to Cluster on %s" % T1 in reverted["summary"] and "2 of 3 nodes (n2, n3)" in reverted["summary"]
+    assert reverted["evidence"]["switched_at"] == T1 and reverted["host"] == "localhost"
+    assert "remediate_services: [%s]" % SVC in reverted["remediation"]
+    assert reverted["state"] == "new" and again["since"]["lb_switches"] == {SVC: {"at": T1, "host": "localhost"}}
+    # the triage's entry carries the switch on: the run after says it again (ongoing)
+    report_history.keep_history(str(tmp_path), report.recount(dict(again, generated=T2)), start + timedelta(minutes=30), 20)
+    prev, source, newest = report_history.previous_report(str(tmp_path))
+    later = report_history.compare(build(lb_run(item("lb.nodes_without_endpoints", "warning", SVC, layer="L4"))),
+                                   prev, "2026-01-01T00:45:00+00:00", source, switches=newest)
+    assert [(f["check"], f["state"]) for f in later["findings"]] == [("lb.policy_reverted", "ongoing")]
+
+
+def test_without_a_switch_the_expected_warning_stays_and_a_failed_switch_is_not_carried():
+    found = annotated(lb_run(item("lb.nodes_without_endpoints", "warning", SVC, layer="L4"),
+                             item("lb.policy_switched", "critical", "other/svc", layer="L4")))
+    assert [f["check"] for f in found["findings"]] == ["lb.policy_switched", "lb.nodes_without_endpoints"]
+    assert found["since"]["lb_switches"] == {}
+    # another Service switched before is no reason to rename this one's finding; a critical one stays critical
+    previous = {"generated": T0, "findings": [], "lb_switches": {"other/svc": {"at": T0}, "bad": "x"}}
+    found = annotated(lb_run(item("lb.nodes_without_endpoints", "critical", SVC, layer="L4"),
+                             item("lb.nodes_without_endpoints", "critical", "other/svc", layer="L4")), previous)
+    checks = sorted((f["check"], f["subject"], f["severity"]) for f in found["findings"])
+    assert checks == [("lb.nodes_without_endpoints", SVC, "critical"), ("lb.policy_reverted", "other/svc", "critical")]
 
 
 @pytest.mark.parametrize("text,message", [("{not json", "is not JSON"), ('{"findings": 3}', "not a triage report")])
