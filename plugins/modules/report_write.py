@@ -61,7 +61,7 @@ options:
   nodes_group:
     description:
       - The inventory group of the nodes the run was to check (the triage's C(triage_nodes_group)). The report's
-        C(coverage.nodes) says how many of its hosts were checked and, when none was, why (no such group, no host
+        C(coverage.nodes) says how many of its hosts the run reached and, when none was, why (no such group, no host
         in it, or each host's status); a run in which other steps ran (the Kubernetes API's side) but no node of it
         was checked gets the critical finding C(triage.no_node_checked), which the report role fails on whatever
         C(report_fail_on) says.

@@ -264,14 +264,14 @@ def _scenario_not_run(per_host, name):
 def node_coverage(per_host, nodes):
     """The triage's nodes in the coverage: ``{group, hosts, checked, reason}`` from ``nodes`` (``{"group": name,
     "hosts": its inventory hosts, or None when the inventory has no such group}``); ``checked`` counts the group's
-    hosts that were reached and ran a scenario, ``reason`` says why none was ('' when some was).  None without
-    ``nodes`` (a scenario playbook's report, or a triage that asked for no node scenario)."""
+    hosts that the run reached (their pass ran; a scenario that does not apply to a node is that scenario's gap,
+    not the node's), ``reason`` says why none was ('' when some was).  None without ``nodes`` (a scenario
+    playbook's report, or a triage that asked for no node scenario)."""
     if not isinstance(nodes, Mapping) or not nodes.get("group"):
         return None
     group, members = str(nodes["group"]), nodes.get("hosts")
     members = None if members is None else [str(h) for h in members]
-    checked = [h for h in members or [] if h in per_host and per_host[h]["status"] in REACHED
-               and any(e["status"] == "ran" for e in per_host[h]["scenarios"].values())]
+    checked = [h for h in members or [] if h in per_host and per_host[h]["status"] == "reached"]
     if checked:
         reason = ""
     elif members is None:
@@ -280,8 +280,7 @@ def node_coverage(per_host, nodes):
         reason = "group %s has no host" % group
     else:
         statuses = Counter((per_host[h]["status"] if h in per_host else "not in the report") for h in members)
-        statuses = dict((("reached, no scenario ran" if s in REACHED else s), n) for s, n in statuses.items())
-        reason = "none of the %d host%s of group %s was checked (%s)" % (
+        reason = "none of the %d host%s of group %s was reached (%s)" % (
             len(members), "" if len(members) == 1 else "s", group,
             ", ".join("%d %s" % (n, s) for s, n in sorted(statuses.items())))
     return {"group": group, "hosts": len(members or []), "checked": len(checked), "reason": reason}
