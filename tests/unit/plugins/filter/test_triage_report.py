@@ -178,8 +178,8 @@ def test_a_requested_scenario_that_ran_nowhere_is_critical_with_its_reasons():
 
 
 API_ONLY = {"localhost": {"triage_host": {"status": "controller", "reason": ""},
-                           "triage_results": {"cni": ran(f("node.network_unavailable", "critical", "node2")),
-                                              "f5": ran(), "lb_health": skipped("no LoadBalancer Service")}}}
+                          "triage_results": {"cni": ran(f("node.network_unavailable", "critical", "node2")),
+                                             "f5": ran(), "lb_health": skipped("no LoadBalancer Service")}}}
 
 
 @pytest.mark.parametrize("members, why", [
