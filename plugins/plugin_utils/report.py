@@ -264,14 +264,16 @@ def _scenario_not_run(per_host, name):
 def node_coverage(per_host, nodes):
     """The triage's nodes in the coverage: ``{group, hosts, checked, reason}`` from ``nodes`` (``{"group": name,
     "hosts": its inventory hosts, or None when the inventory has no such group}``); ``checked`` counts the group's
-    hosts that the run reached (their pass ran; a scenario that does not apply to a node is that scenario's gap,
-    not the node's), ``reason`` says why none was ('' when some was).  None without ``nodes`` (a scenario
-    playbook's report, or a triage that asked for no node scenario)."""
+    hosts that the run reached (their pass ran) or found that none of the scenarios asked for applies to (a
+    scenario that applies nowhere is that scenario's gap, ``triage.scenario_not_run``, not the nodes'), ``reason``
+    says why none was ('' when some was).  None without ``nodes`` (a scenario playbook's report, or a triage
+    that asked for no node scenario)."""
     if not isinstance(nodes, Mapping) or not nodes.get("group"):
         return None
     group, members = str(nodes["group"]), nodes.get("hosts")
     members = None if members is None else [str(h) for h in members]
-    checked = [h for h in members or [] if h in per_host and per_host[h]["status"] == "reached"]
+    checked = [h for h in members or [] if h in per_host and (per_host[h]["status"] == "reached" or (
+        per_host[h]["status"], per_host[h]["reason"]) == record.NO_SCENARIO_APPLIES)]
     if checked:
         reason = ""
     elif members is None:

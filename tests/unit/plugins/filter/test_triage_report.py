@@ -221,6 +221,12 @@ def test_one_node_checked_is_no_finding_and_no_nodes_group_no_coverage_of_nodes(
                            nodes={"group": "k8s_nodes", "hosts": ["node1", "node2"]})
     assert report["coverage"]["nodes"] == {"group": "k8s_nodes", "hosts": 2, "checked": 1, "reason": ""}
     assert not [f for f in report["findings"] if f["check"] == "triage.no_node_checked"]
+    # nodes the triage found no scenario of applies to were considered, not missed (dns_pod on a node outside it)
+    hostvars = dict(API_ONLY, node1={"triage_host": {"status": "not checked", "reason": "no scenario applies to this host"},
+                                     "triage_results": {"dns": skipped("no DNS servers given")}})
+    report = triage_report(hostvars, ["localhost", "node1"], nodes={"group": "k8s_nodes", "hosts": ["node1"]})
+    assert report["coverage"]["nodes"]["checked"] == 1
+    assert not [f for f in report["findings"] if f["check"] == "triage.no_node_checked"]
     # a scenario playbook's report, or a triage that asked for no node scenario: the nodes are not accounted for
     report = triage_report(API_ONLY, ["localhost"])
     assert "nodes" not in report["coverage"] and not [f for f in report["findings"] if f["check"].startswith("triage.")]
