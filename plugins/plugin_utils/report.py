@@ -292,11 +292,15 @@ def _no_node_checked(per_host, nodes):
     """``triage.no_node_checked``: the triage checked the Kubernetes API's side but no node, and why."""
     ran = sorted(set(name for info in per_host.values() if info["status"] == "controller"
                      for name, entry in info["scenarios"].items() if entry["status"] == "ran"))
+    # hosts outside the group that were checked (the VIPs' clients of stale_arp)
+    others = sorted(host for host, info in per_host.items() if info["status"] == "reached")
+    what = "the Kubernetes API's side (%s)" % (", ".join(ran) or "none")
     return finding(NO_NODE_CHECKED, "critical", "control-plane", "group %s" % nodes["group"],
-                   "no node was checked: %s; only the Kubernetes API's side ran (%s), so nothing on the nodes "
-                   "(routes, firewall, BGP, DNS from the nodes, ARP, CNI files) is known" % (
-                       nodes["reason"], ", ".join(ran) or "none"),
-                   {"group": nodes["group"], "hosts": nodes["hosts"], "reason": nodes["reason"], "api_ran": ran},
+                   "no node was checked: %s; only %s ran, so nothing on the nodes (routes, firewall, BGP, DNS from "
+                   "the nodes, ARP, CNI files) is known" % (
+                       nodes["reason"], what + (" and the checks of %s" % first_names(others) if others else "")),
+                   {"group": nodes["group"], "hosts": nodes["hosts"], "reason": nodes["reason"], "api_ran": ran,
+                    "other_hosts_checked": others},
                    "Put the cluster's nodes in group %s (or set triage_nodes_group to the group that holds them), "
                    "make them reachable over SSH (in AWX, a Machine credential) and run again; until then this run "
                    "covers the API's side only" % nodes["group"])

@@ -193,7 +193,7 @@ def test_the_api_half_alone_says_no_node_was_checked_and_why(members, why):
     assert report["coverage"]["nodes"] == {"group": "k8s_nodes", "hosts": 0, "checked": 0, "reason": why}
     [item] = [f for f in report["findings"] if f["check"].startswith("triage.")]
     assert item["check"] == "triage.no_node_checked" and item["severity"] == "critical" and item["host"] == "localhost"
-    assert item["summary"].startswith("no node was checked: %s; only the Kubernetes API's side ran (cni, f5)" % why)
+    assert item["summary"].startswith("no node was checked: %s; only the Kubernetes API's side (cni, f5) ran, so" % why)
     assert item["scope"] == "fleet" and report["worst"] == "critical"
     assert report["counts"]["check"]["triage.no_node_checked"] == 1
     assert "NO NODE CHECKED: %s (the Kubernetes API's side only)" % why in triage_summary_lines(report)
@@ -211,6 +211,12 @@ def test_nodes_that_were_not_reached_are_no_node_checked_with_their_statuses():
     assert nodes["reason"] == ("none of the 3 hosts of group k8s_nodes was reached "
                                "(1 no usable Python, 1 not checked, 1 unreachable)")
     assert [f["check"] for f in report["findings"] if f["check"] == "triage.no_node_checked"] == ["triage.no_node_checked"]
+    # a VIPs' client outside the group was checked: said beside the API's side
+    hostvars["admin1"] = {"triage_host": {"status": "reached", "reason": ""}, "triage_results": {"stale_arp": ran()}}
+    report = triage_report(hostvars, ["localhost", "admin1", "node1", "node2", "node3"],
+                           nodes={"group": "k8s_nodes", "hosts": ["node1", "node2", "node3"]})
+    [item] = [f for f in report["findings"] if f["check"] == "triage.no_node_checked"]
+    assert "only the Kubernetes API's side (cni, f5) and the checks of admin1 ran" in item["summary"], item
 
 
 def test_one_node_checked_is_no_finding_and_no_nodes_group_no_coverage_of_nodes():
