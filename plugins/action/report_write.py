@@ -29,6 +29,7 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import 
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str", required=True),
     scenario=dict(type="str"),
+    nodes_group=dict(type="str"),
     output_dir=dict(type="path"),
     template=dict(type="str", default="triage-report.html.j2"),
     set_stats=dict(type="bool", default=False),
@@ -135,6 +136,16 @@ class ActionModule(ActionBase):
         return out
 
     @staticmethod
+    def _nodes(args, task_vars):
+        """The nodes group the report's coverage accounts for: its name and its inventory hosts (None when the
+        inventory has no such group); None without ``nodes_group``."""
+        name = args["nodes_group"]
+        if not name:
+            return None
+        hosts = (task_vars.get("groups") or {}).get(name)
+        return {"group": name, "hosts": None if hosts is None else [str(h) for h in hosts]}
+
+    @staticmethod
     def _validated(args):
         """The history, silence and metrics options checked before anything is gathered."""
         try:
@@ -229,7 +240,8 @@ class ActionModule(ActionBase):
         started = started_at(args["started"], now.timestamp())
         # a record older than the run's start is an earlier run's, kept by a fact cache: not this run's word
         data = report.triage_report(task_vars["hostvars"], args["hosts"], args["scenario"], requested,
-                                    str(limit) if limit else None, since=started, run=playbook_run.identity())
+                                    str(limit) if limit else None, since=started, run=playbook_run.identity(),
+                                    nodes=self._nodes(args, task_vars))
         return requested, data, now, started
 
     @staticmethod
@@ -326,5 +338,7 @@ class ActionModule(ActionBase):
             result["ansible_stats"] = self._stats(args, data, listed, files, error)
         result["write_error"] = error
         result["push_error"] = push_error
+        # the coverage findings that fail the run whatever report_fail_on says (the report role fails on them)
+        result["not_green"] = [str(f.get("summary")) for f in data["findings"] if f.get("check") in report.NOT_GREEN]
         result.update(changed=changed, files=files, ansible_facts={"report_data": data})
         return result

@@ -53,6 +53,12 @@ options:
   limit:
     description: The run's C(--limit) (C(ansible_limit)), named in the reason of a host the triage did not target.
     type: str
+  nodes:
+    description:
+      - The triage's nodes group, C(group) (its name) and C(hosts) (its inventory hosts, null when the inventory has
+        no such group). The coverage's C(nodes) says how many were checked and why none was; a run in which other
+        scenarios ran but none of these hosts was checked gets the critical fleet finding C(triage.no_node_checked).
+    type: dict
 """
 
 EXAMPLES = """
@@ -70,7 +76,8 @@ _value:
       C(counts) and C(scenarios), per scenario C(status), C(reason), C(findings) (how many) and C(worst);
       C(peers_left_out) when its checks left peers out).
     - C(coverage) (how many hosts per status, how many host x scenario pairs per status, and C(gaps), the
-      scenarios that did not run on reached hosts grouped by scenario, status and reason, with their hosts).
+      scenarios that did not run on reached hosts grouped by scenario, status and reason, with their hosts; with
+      O(nodes), C(nodes) - C(group), C(hosts), C(checked) and C(reason), why none was checked).
     - C(details) (per host and scenario, the compact details the scenario published), C(worst).
   type: dict
 """

@@ -21,7 +21,8 @@ description:
   - A report that cannot be written does not fail the task - the artifacts and the fact are still
     published, and RV(write_error) says why (the role C(k8snet.triage.report) fails the run after the summary).
   - Every report says when nothing was checked - C(triage.nothing_checked) when no scenario ran on any
-    host, C(triage.scenario_not_run) for each scenario asked for (O(scenarios)) that ran on none - with why.
+    host, C(triage.scenario_not_run) for each scenario asked for (O(scenarios)) that ran on none, and
+    C(triage.no_node_checked) when no host of O(nodes_group) was checked - with why (RV(not_green)).
   - Compares the report with the previous one (O(history), O(previous)), marks what O(silences) silence, and
     writes the run as OpenMetrics text for Prometheus (O(metrics_dir)).
   - With O(set_stats), publishes the summary as AWX / Automation Controller job artifacts (key
@@ -56,6 +57,15 @@ options:
     description:
       - For the report of one scenario playbook, the scenario whose role facts (C(<scenario>_findings),
         C(<scenario>_fleet_findings)) stand in for C(triage_results) on hosts without them.
+    type: str
+  nodes_group:
+    description:
+      - The inventory group of the nodes the run was to check (the triage's C(triage_nodes_group)). The report's
+        C(coverage.nodes) says how many of its hosts the run reached and, when none was, why (no such group, no host
+        in it, or each host's status); a run in which other steps ran (the Kubernetes API's side) but no node of it
+        was checked gets the critical finding C(triage.no_node_checked), which the report role fails on whatever
+        C(report_fail_on) says.
+      - Left out, the report does not account for nodes (a scenario playbook's report).
     type: str
   output_dir:
     description:
@@ -214,6 +224,17 @@ push_error:
   returned: always
   type: str
   sample: "report_write: the Pushgateway at http://198.18.0.9:9091/metrics/job/k8snet_triage answered HTTP 400: ..."
+not_green:
+  description:
+    - The summaries of the report's findings that make the run not green whatever a fail condition says - it did
+      not check what it was to check - C(triage.nothing_checked), C(triage.scenario_not_run),
+      C(triage.no_node_checked) (see O(nodes_group)) and C(triage.kube_credentials_unusable) (Kubernetes
+      credentials that were found but cannot be used); empty when none. The role C(k8snet.triage.report) fails on
+      them after the report and the artifacts are published.
+  returned: success
+  type: list
+  elements: str
+  sample: ["no node was checked: group k8s_nodes has no host; only the Kubernetes API's side ran (cni, f5, lb_health), ..."]
 ansible_facts:
   description: The gathered report.
   returned: success

@@ -351,7 +351,7 @@ def _host(result, asked):
         # its checks could not even be built (a bad host variable, an unusable inventory): a failure, not "not checked"
         return "failed", str(result.get("msg") or "this host's checks could not be built")
     if result.get("skipped") or not asked:
-        return "not checked", "no scenario applies to this host"
+        return records.NO_SCENARIO_APPLIES
     if isinstance(result.get("scenarios"), dict) and not result.get("failed"):
         return "reached", ""
     msg = str(result.get("msg") or "the node pass did not run")

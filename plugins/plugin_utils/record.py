@@ -19,6 +19,10 @@ from ansible_collections.k8snet.triage.plugins.module_utils.findings import flee
 # not finished: planned, and the run stopped before it recorded anything
 STATUSES = ("ran", "skipped", "failed", "not run", "not finished")
 
+# a host's status and reason (triage_host) when the triage found that none of its scenarios applies there: it was
+# considered, not missed (the report does not count it as a node that could not be checked)
+NO_SCENARIO_APPLIES = ("not checked", "no scenario applies to this host")
+
 
 def result(status, reason="", findings=None, details=None, data=None):
     """One scenario's record on one host: ``{status, reason, findings, details[, data]}``."""

@@ -41,6 +41,11 @@ HOST_FINDINGS = {
 
 NOTHING_CHECKED = "triage.nothing_checked"
 SCENARIO_NOT_RUN = "triage.scenario_not_run"
+NO_NODE_CHECKED = "triage.no_node_checked"
+KUBE_CREDENTIALS_UNUSABLE = "triage.kube_credentials_unusable"
+# the coverage findings that fail a run whatever report_fail_on / report_fail_on_critical say: it did not check what
+# it was asked to (the report role's last tasks fail on them, after the report and the artifacts are written)
+NOT_GREEN = (NOTHING_CHECKED, SCENARIO_NOT_RUN, NO_NODE_CHECKED, KUBE_CREDENTIALS_UNUSABLE)
 PEERS_LEFT_OUT = "triage.peers_left_out"
 
 
@@ -257,20 +262,73 @@ def _scenario_not_run(per_host, name):
                    "out of triage_scenarios" % name)
 
 
-def coverage_findings(per_host, requested=None, scenario=None):
+def node_coverage(per_host, nodes):
+    """The triage's nodes in the coverage: ``{group, hosts, checked, reason}`` from ``nodes`` (``{"group": name,
+    "hosts": its inventory hosts, or None when the inventory has no such group}``); ``checked`` counts the group's
+    hosts that the run reached (their pass ran) or found that none of the scenarios asked for applies to (a
+    scenario that applies nowhere is that scenario's gap, ``triage.scenario_not_run``, not the nodes'), ``reason``
+    says why none was ('' when some was).  None without ``nodes`` (a scenario playbook's report, or a triage
+    that asked for no node scenario)."""
+    if not isinstance(nodes, Mapping) or not nodes.get("group"):
+        return None
+    group, members = str(nodes["group"]), nodes.get("hosts")
+    members = None if members is None else [str(h) for h in members]
+    checked = [h for h in members or [] if h in per_host and (per_host[h]["status"] == "reached" or (
+        per_host[h]["status"], per_host[h]["reason"]) == record.NO_SCENARIO_APPLIES)]
+    if checked:
+        reason = ""
+    elif members is None:
+        reason = "the inventory has no group %s" % group
+    elif not members:
+        reason = "group %s has no host" % group
+    else:
+        statuses = Counter((per_host[h]["status"] if h in per_host else "not in the report") for h in members)
+        reason = "none of the %d host%s of group %s was reached (%s)" % (
+            len(members), "" if len(members) == 1 else "s", group,
+            ", ".join("%d %s" % (n, s) for s, n in sorted(statuses.items())))
+    return {"group": group, "hosts": len(members or []), "checked": len(checked), "reason": reason}
+
+
+def _no_node_checked(per_host, nodes):
+    """``triage.no_node_checked``: the triage checked the Kubernetes API's side but no node, and why."""
+    ran = sorted(set(name for info in per_host.values() if info["status"] == "controller"
+                     for name, entry in info["scenarios"].items() if entry["status"] == "ran"))
+    # hosts outside the group that were checked (the VIPs' clients of stale_arp)
+    others = sorted(host for host, info in per_host.items() if info["status"] == "reached")
+    what = "the Kubernetes API's side (%s)" % (", ".join(ran) or "none")
+    return finding(NO_NODE_CHECKED, "critical", "control-plane", "group %s" % nodes["group"],
+                   "no node was checked: %s; only %s ran, so nothing on the nodes (routes, firewall, BGP, DNS from "
+                   "the nodes, ARP, CNI files) is known" % (
+                       nodes["reason"], what + (" and the checks of %s" % first_names(others) if others else "")),
+                   {"group": nodes["group"], "hosts": nodes["hosts"], "reason": nodes["reason"], "api_ran": ran,
+                    "other_hosts_checked": others},
+                   "Put the cluster's nodes in group %s (or set triage_nodes_group to the group that holds them), "
+                   "make them reachable over SSH (in AWX, a Machine credential) and run again; until then this run "
+                   "covers the API's side only" % nodes["group"])
+
+
+def coverage_findings(per_host, requested=None, scenario=None, nodes=None):
     """The run's own word when it checked nothing: ``triage.nothing_checked`` when no scenario ran on any
     host, else ``triage.scenario_not_run`` for each requested scenario that ran on none, with why (each
-    host's status and each skip's reason).  ``requested``: the scenarios the user asked for by name
+    host's status and each skip's reason), and ``triage.no_node_checked`` when the triage's nodes (``nodes``,
+    ``node_coverage``'s) had none checked.  ``requested``: the scenarios the user asked for by name
     (None: only the first check; a scenario playbook's report asks for its scenario)."""
     requested = _requested(requested, scenario)
     ran = _ran(per_host)
     if not ran:
         return [_nothing_checked(per_host, requested, scenario)]
-    return [_scenario_not_run(per_host, name) for name in sorted(set(requested) - ran)]
+    found = [_scenario_not_run(per_host, name) for name in sorted(set(requested) - ran)]
+    if nodes and not nodes["checked"]:
+        found.append(_no_node_checked(per_host, nodes))
+    return found
 
 
-def _check_arguments(hostvars, hosts, scenario, requested):
+def _check_arguments(hostvars, hosts, scenario, requested, nodes=None):
     """Refuse arguments of triage_report that are not of the shape it reads (AnsibleFilterError names which)."""
+    if nodes is not None and not (isinstance(nodes, Mapping) and isinstance(nodes.get("group"), str)
+                                  and (nodes.get("hosts") is None or isinstance(nodes.get("hosts"), list))):
+        raise AnsibleFilterError("triage_report: nodes must be {group: the nodes group's name, hosts: its hosts, or "
+                                 "null when the inventory has no such group}, not %r" % (nodes,))
     if requested is not None and (not isinstance(requested, list) or not all(isinstance(n, str) for n in requested)):
         raise AnsibleFilterError("triage_report: requested must be the list of scenario names asked for, not %r"
                                  % (requested,))
@@ -391,10 +449,10 @@ def _count_on(entry, item):
     entry["verdict"] = entry["worst"] = worst([item] + before)
 
 
-def _placed_coverage(per_host, requested, scenario):
+def _placed_coverage(per_host, requested, scenario, nodes=None):
     """The coverage findings as fleet findings of the controller (counted on it when it is in the report)."""
     out = []
-    for item in coverage_findings(per_host, requested, scenario):
+    for item in coverage_findings(per_host, requested, scenario, nodes):
         where = "localhost" if "localhost" in per_host else None
         name = item["evidence"].get("scenario")
         concerned = sorted(h for h in per_host if name is None or name in per_host[h]["scenarios"])
@@ -415,8 +473,10 @@ def _counts(flat):
     }
 
 
-def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None, since=None, run=None):
-    _check_arguments(hostvars, hosts, scenario, requested)
+def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None, since=None, run=None, nodes=None):
+    """The report (see the triage_report filter); ``nodes``: the triage's nodes group, ``{"group": name, "hosts":
+    its inventory hosts or None}``, said in the coverage (``coverage.nodes``) and ``triage.no_node_checked``."""
+    _check_arguments(hostvars, hosts, scenario, requested, nodes)
     flat, per_host, details, fleet_seen = [], {}, {}, set()
     addresses = {}
     for host in hosts:
@@ -428,19 +488,23 @@ def triage_report(hostvars, hosts, scenario=None, requested=None, limit=None, si
                 addresses.setdefault(facts[key], host)
     flat = report_fold.fold(flat, set(per_host), addresses)
     _recount(per_host, flat)
-    flat.extend(_placed_coverage(per_host, requested, scenario))
+    node_cover = node_coverage(per_host, nodes)
+    flat.extend(_placed_coverage(per_host, requested, scenario, node_cover))
     flat = sort_findings(flat)
+    coverage = {
+        "hosts": dict(Counter(h["status"] for h in per_host.values())),
+        "scenarios": dict(Counter(s["status"] for h in per_host.values() for s in h["scenarios"].values())),
+        "gaps": _gaps(per_host),
+        # the hosts whose pass needed more than one SSH connection: {host: retries}
+        "ssh_retries": dict((h, e["ssh_retries"]) for h, e in sorted(per_host.items()) if e.get("ssh_retries")),
+    }
+    if node_cover is not None:
+        coverage["nodes"] = node_cover
     return {
         "findings": flat,
         "counts": _counts(flat),
         "hosts": per_host,
-        "coverage": {
-            "hosts": dict(Counter(h["status"] for h in per_host.values())),
-            "scenarios": dict(Counter(s["status"] for h in per_host.values() for s in h["scenarios"].values())),
-            "gaps": _gaps(per_host),
-            # the hosts whose pass needed more than one SSH connection: {host: retries}
-            "ssh_retries": dict((h, e["ssh_retries"]) for h, e in sorted(per_host.items()) if e.get("ssh_retries")),
-        },
+        "coverage": coverage,
         "details": details,
         "worst": worst(flat),
     }

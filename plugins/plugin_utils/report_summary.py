@@ -61,6 +61,9 @@ def _coverage_lines(coverage, hosts):
         lines.append(_count_line("hosts", coverage["hosts"]))
     if coverage.get("scenarios"):
         lines.append(_count_line("scenarios (host x scenario)", coverage["scenarios"]))
+    nodes = coverage.get("nodes") or {}
+    if nodes and not nodes.get("checked"):
+        lines.append("NO NODE CHECKED: %s (the Kubernetes API's side only)" % nodes.get("reason"))
     for host in sorted(hosts):
         info = hosts[host]
         if info.get("status", "reached") not in ("reached", "controller"):

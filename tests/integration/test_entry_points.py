@@ -67,6 +67,11 @@ REFUSED = [
     ("stale_arp.yml", ["stale_arp_owners_group=masters"], "stale_arp_owners_group=masters: no such group"),
     ("stale_arp.yml", ["stale_arp_clients_group=spare"], "stale_arp_clients_group=spare: the group has no host"),
     ("triage.yml", ["triage_nodes_group=spare"], "triage_nodes_group=spare: the group has no host"),
+    # issue 47: one group, never empty or a host pattern (the pass decides by membership of that group)
+    ("triage.yml", ["triage_nodes_group="], "triage_nodes_group is empty: give the one inventory group that holds"),
+    ("triage.yml", ["triage_nodes_group=k8s_nodes:!node1"],
+     "triage_nodes_group=k8s_nodes:!node1 is a host pattern, not a group: give the one inventory group"),
+    ("triage.yml", ["triage_nodes_group=k8s_nodes,control_plane"], "is a host pattern, not a group"),
     ("ingress_path.yml", ["ingress_path_hosts=node1:nodeX"], "ingress_path_hosts=nodeX: no such group"),
     # the report's options: refused in the first play, not after the scan
     ("triage.yml", ["report_history=ten"], "argument 'report_history' is of type str and we were unable to convert"),
@@ -89,7 +94,7 @@ def test_a_wrong_extra_var_is_refused_before_any_node(ansible, inventory, playbo
     assert result.rc != 0, result
     said = " ".join((result.stderr + result.stdout).split())  # the [ERROR] line, unwrapped
     assert says in said, said[-1500:]
-    if "group" in says:
+    if "no such group" in says or "has no host" in says:
         assert "set it to one of the inventory's groups that has hosts: " + GROUPS in said, result
     assert not node_tasks(result), result  # refused on the controller: no node was touched
 

@@ -49,15 +49,16 @@ PLAY = """
 HOSTILE = ["<!--<script>", "</script><b>x</b>", "]]>", "line\u2028sep\u2029para", "</SCRIPT >", "<!-- -->", "&lt;&amp;"]
 
 
-def play_report(tmp_path, text, inventory="localhost,"):
-    """Run the play ``text`` on the controller (every host local); the report it wrote."""
+def play_report(tmp_path, text, inventory="localhost,", green=True):
+    """Run the play ``text`` on the controller (every host local); the report it wrote (``green``: the run passed,
+    else it failed)."""
     play = tmp_path / "play.yml"
     play.write_text(text)
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), PATH="%s:%s" % (BIN, os.environ["PATH"]))
     proc = subprocess.run([str(BIN / "ansible-playbook"), "-i", inventory, "-c", "local",
                            "-e", "ansible_python_interpreter=%s" % sys.executable, str(play)],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert (proc.returncode == 0) == green, proc.stdout[-3000:]
     return json.loads((tmp_path / "triage-report.json").read_text())
 
 
@@ -171,6 +172,20 @@ def test_the_coverage_table_lists_what_did_not_run_and_folds_the_hosts_where_eve
     assert rows == [["h3", "reached", "dns", "skipped", "0", "no DNS servers given"],
                     ["h4", "unreachable", "dns", "not run", "0", "host unreachable"],
                     ["2 hosts", "reached", "every one", "ran", "0", "h1, h2"]], rows
+
+
+def test_the_coverage_says_when_no_node_was_checked(tmp_path):
+    """Issue 47: the API's side alone (the controller's record, no host in the nodes group): the page's coverage
+    line says no node was checked and why, and the run is not green."""
+    play = PLAY.replace("        report_fail_on_critical: false\n",
+                        "        report_fail_on_critical: false\n        report_nodes_group: k8s_nodes\n")
+    assert "report_nodes_group" in play
+    report = play_report(tmp_path, play.format(findings="[]", hops=json.dumps(HOPS), out=tmp_path), green=False)
+    assert report["coverage"]["nodes"]["reason"] == "the inventory has no group k8s_nodes"
+    dom = chromium_dom(tmp_path)
+    line = dom.split('id="coverage"', 1)[1].split("</p>", 1)[0]
+    assert ("nodes of k8s_nodes: 0 of 0 checked - NO NODE CHECKED: the inventory has no group k8s_nodes "
+            "(the Kubernetes API's side only)") in line.replace("&#39;", "'"), line
 
 
 def test_an_observers_card_shows_the_folded_finding_it_counts(tmp_path):

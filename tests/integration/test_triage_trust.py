@@ -339,21 +339,44 @@ def test_awx_kubernetes_credential_alone_runs_the_api_steps(fleet, tmp_path):
     assert requests, "no request carried the K8S_AUTH_API_KEY token"
 
 
-def test_credentials_that_cannot_be_used_are_said_plainly(fleet, ansible, tmp_path):
-    """A kubeconfig that exists but cannot be loaded: every API step says why it did not run (no
-    green 'skipped: no credentials'), and the node-side checks still run."""
-    broken = tmp_path / "kubeconfig"
-    broken.write_text("apiVersion: v1\nkind: Config\nclusters: [}\n")
-    run = ansible.playbook(ROOT / "playbooks" / "triage.yml", extra_vars={
-        "report_output_dir": str(tmp_path), "report_fail_on_critical": False, "triage_kubeconfig": str(broken),
-        "triage_scenarios": ["cni"]})
-    assert run.rc == 0, run
+BROKEN_KUBECONFIGS = {
+    "missing file": ("missing", None, "does not exist"),
+    "wrong context": ("stand-in", "other", "context other"),
+    "garbage": ("garbage", None, "cannot"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_KUBECONFIGS))
+def test_credentials_that_cannot_be_used_are_an_error_and_never_green(fleet, ansible, tmp_path, case):
+    """Issue 47 section 6: a triage_kubeconfig that was given and cannot be used (missing file, wrong context,
+    garbage) is not "skipped": every API scenario failed, the critical triage.kube_credentials_unusable says why,
+    and the run fails even with report_fail_on_critical false; the node-side checks still ran."""
+    kind, context, said = BROKEN_KUBECONFIGS[case]
+    kubeconfig = tmp_path / "kubeconfig"
+    if kind == "garbage":
+        kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [}\n")
+    elif kind == "stand-in":
+        server = start(fleet, "cluster.yaml", label="kube-api-context")
+        kubeconfig = server.kubeconfig(kubeconfig)
+        server.stop()  # no request is needed to know the context is not in it
+    extra = {"report_output_dir": str(tmp_path), "report_fail_on_critical": False, "triage_kubeconfig": str(kubeconfig),
+             "triage_scenarios": ["cni"]}
+    if context:
+        extra["triage_context"] = context
+    run = ansible.playbook(ROOT / "playbooks" / "triage.yml", extra_vars=extra)
+    assert run.rc != 0, run
     report = json.loads((tmp_path / "triage-report.json").read_text())
     api = report["hosts"]["localhost"]["scenarios"]
     for name in ("f5", "lb_health"):
-        assert api[name]["status"] == "skipped", api
+        assert api[name]["status"] == "failed", api
         assert api[name]["reason"].startswith("the Kubernetes credentials cannot be used: "), api[name]
-    assert api["kube"]["status"] == "failed" and api["kube"]["worst"] == "warning", api["kube"]
+    [error] = [f for f in report["findings"] if f["check"] == "triage.kube_credentials_unusable"]
+    assert error["severity"] == "critical" and error["host"] == "localhost", error
+    assert said in error["summary"] and str(kubeconfig) in json.dumps(error), error
+    # the run failed on it (not on report_fail_on_critical, which is false), after the report was written
+    failed = run.result("Fail when nothing was checked, a scenario asked for ran on no host, or no node was checked",
+                        "localhost")
+    assert error["summary"] in failed["msg"], failed
     assert report["hosts"]["node1"]["scenarios"]["cni"]["status"] == "ran"
 
 

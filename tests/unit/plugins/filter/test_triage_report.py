@@ -177,6 +177,76 @@ def test_a_requested_scenario_that_ran_nowhere_is_critical_with_its_reasons():
     assert [f["check"] for f in triage_report({"node1": {}}, ["node1"], "dns")["findings"]] == ["triage.nothing_checked"]
 
 
+API_ONLY = {"localhost": {"triage_host": {"status": "controller", "reason": ""},
+                          "triage_results": {"cni": ran(f("node.network_unavailable", "critical", "node2")),
+                                             "f5": ran(), "lb_health": skipped("no LoadBalancer Service")}}}
+
+
+@pytest.mark.parametrize("members, why", [
+    (None, "the inventory has no group k8s_nodes"),
+    ([], "group k8s_nodes has no host"),
+])
+def test_the_api_half_alone_says_no_node_was_checked_and_why(members, why):
+    """Issue 47: a triage with Kubernetes credentials and no node host checked the API's side only: the coverage
+    says so, and triage.no_node_checked (critical) makes the run not green."""
+    report = triage_report(API_ONLY, ["localhost"], nodes={"group": "k8s_nodes", "hosts": members})
+    assert report["coverage"]["nodes"] == {"group": "k8s_nodes", "hosts": 0, "checked": 0, "reason": why}
+    [item] = [f for f in report["findings"] if f["check"].startswith("triage.")]
+    assert item["check"] == "triage.no_node_checked" and item["severity"] == "critical" and item["host"] == "localhost"
+    assert item["summary"].startswith("no node was checked: %s; only the Kubernetes API's side (cni, f5) ran, so" % why)
+    assert item["scope"] == "fleet" and report["worst"] == "critical"
+    assert report["counts"]["check"]["triage.no_node_checked"] == 1
+    assert "NO NODE CHECKED: %s (the Kubernetes API's side only)" % why in triage_summary_lines(report)
+
+
+def test_nodes_that_were_not_reached_are_no_node_checked_with_their_statuses():
+    hostvars = dict(API_ONLY, node1={"triage_host": {"status": "unreachable", "reason": "Connection timed out"},
+                                     "triage_results": {"cni": PENDING}},
+                    node2={"triage_host": {"status": "no usable Python", "reason": "/usr/bin/python3 missing"},
+                           "triage_results": {"cni": PENDING}})
+    report = triage_report(hostvars, ["localhost", "node1", "node2", "node3"],
+                           nodes={"group": "k8s_nodes", "hosts": ["node1", "node2", "node3"]})
+    nodes = report["coverage"]["nodes"]
+    assert nodes["checked"] == 0 and nodes["hosts"] == 3
+    assert nodes["reason"] == ("none of the 3 hosts of group k8s_nodes was reached "
+                               "(1 no usable Python, 1 not checked, 1 unreachable)")
+    assert [f["check"] for f in report["findings"] if f["check"] == "triage.no_node_checked"] == ["triage.no_node_checked"]
+    # a VIPs' client outside the group was checked: said beside the API's side
+    hostvars["admin1"] = {"triage_host": {"status": "reached", "reason": ""}, "triage_results": {"stale_arp": ran()}}
+    report = triage_report(hostvars, ["localhost", "admin1", "node1", "node2", "node3"],
+                           nodes={"group": "k8s_nodes", "hosts": ["node1", "node2", "node3"]})
+    [item] = [f for f in report["findings"] if f["check"] == "triage.no_node_checked"]
+    assert "only the Kubernetes API's side (cni, f5) and the checks of admin1 ran" in item["summary"], item
+
+
+def test_one_node_checked_is_no_finding_and_no_nodes_group_no_coverage_of_nodes():
+    # node1 was reached; that no scenario applied to it (stale_arp runs on the VIPs' clients) is no gap of nodes
+    hostvars = dict(API_ONLY, node1={"triage_host": {"status": "reached", "reason": ""},
+                                     "triage_results": {"stale_arp": skipped("not a client of the VIPs")}})
+    report = triage_report(hostvars, ["localhost", "node1", "node2"],
+                           nodes={"group": "k8s_nodes", "hosts": ["node1", "node2"]})
+    assert report["coverage"]["nodes"] == {"group": "k8s_nodes", "hosts": 2, "checked": 1, "reason": ""}
+    assert not [f for f in report["findings"] if f["check"] == "triage.no_node_checked"]
+    # nodes the triage found no scenario of applies to were considered, not missed (dns_pod on a node outside it)
+    hostvars = dict(API_ONLY, node1={"triage_host": {"status": "not checked", "reason": "no scenario applies to this host"},
+                                     "triage_results": {"dns": skipped("no DNS servers given")}})
+    report = triage_report(hostvars, ["localhost", "node1"], nodes={"group": "k8s_nodes", "hosts": ["node1"]})
+    assert report["coverage"]["nodes"]["checked"] == 1
+    assert not [f for f in report["findings"] if f["check"] == "triage.no_node_checked"]
+    # a scenario playbook's report, or a triage that asked for no node scenario: the nodes are not accounted for
+    report = triage_report(API_ONLY, ["localhost"])
+    assert "nodes" not in report["coverage"] and not [f for f in report["findings"] if f["check"].startswith("triage.")]
+    # nothing checked at all is triage.nothing_checked alone (it says everything)
+    report = triage_report({}, [], nodes={"group": "k8s_nodes", "hosts": []})
+    assert [f["check"] for f in report["findings"]] == ["triage.nothing_checked"]
+
+
+@pytest.mark.parametrize("nodes", ["k8s_nodes", {"hosts": []}, {"group": "k8s_nodes", "hosts": "node1"}])
+def test_nodes_of_another_shape_are_refused(nodes):
+    with pytest.raises(Exception, match="nodes must be"):
+        triage_report(API_ONLY, ["localhost"], nodes=nodes)
+
+
 def test_a_hosts_own_findings_and_the_peers_it_left_out_are_in_its_record():
     bad = {"check": "triage.bad_host_variable", "severity": "critical", "layer": "control-plane", "subject": "node1",
            "summary": "node1: k8s_pod_cidr='198.19.98.0/33' is invalid", "evidence": {}, "remediation": "fix"}
