@@ -103,6 +103,31 @@ def test_a_silent_api_costs_one_deadline_and_is_one_finding(lab, ansible, stale_
         assert "kube.api_unreachable" in fleet[scenario]["reason"], fleet[scenario]
 
 
+def test_when_f5_is_the_first_api_step_lb_health_is_not_tried(lab, ansible, stale_vip, tmp_path):
+    """No node scenario that reads the API: f5 meets the silent API server first (the triage's scenario step), its
+    record holds the one finding, and lb_health after it is skipped naming it."""
+    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / "cluster.yaml"]))
+    server = Hostile(objects, tmp_path / "hang", lab.controller_ip, "hang").start()
+    url = server.url
+    try:
+        run = ansible.playbook("k8snet.triage.triage", extra_vars={
+            "triage_kubeconfig": str(server.kubeconfig()), "triage_scenarios": ["stale_arp"],
+            "stale_arp_vips": [stale_vip], "report_output_dir": str(tmp_path / "out"), "report_fail_on_critical": False})
+        requests = list(server.requests)
+    finally:
+        server.stop()
+    assert run.rc == 0, run
+    assert len(requests) == 1, requests
+    report = json.loads((tmp_path / "out" / "triage-report.json").read_text())
+    controller = report["hosts"]["localhost"]["scenarios"]
+    assert controller["f5"]["status"] == "failed"
+    [down] = [f for f in report["findings"] if f["check"] == "kube.api_unreachable"]
+    assert down["scenario"] == "f5" and down["subject"] == url and down["evidence"]["deadline"] == CALL_DEADLINE
+    assert controller["lb_health"]["status"] == "skipped" and "kube.api_unreachable" in controller["lb_health"]["reason"]
+    assert not [f for f in report["findings"] if f["check"] == "triage.check_failed"], report["findings"]
+    assert [f["host"] for f in report["findings"] if f["check"] == "arp.stale_entry"] == ["node3"]
+
+
 @pytest.mark.parametrize("refusal", ["401", "403"])
 def test_an_api_that_refuses_everything_is_one_finding(lab, ansible, stale_vip, tmp_path, refusal):
     server = start(lab, "cluster.yaml", "cni.yaml", label="kube-api-refusing-%s" % refusal,
