@@ -54,7 +54,7 @@ class Trickle(object):
     def _accept(self):
         while not self.stopping.is_set():
             try:
-                conn, _ = self.sock.accept()
+                conn = self.sock.accept()[0]
             except socket.timeout:
                 continue
             except OSError:
@@ -70,9 +70,9 @@ class Trickle(object):
             if not part:
                 return None
             data += part
-        head, _, body = data.partition(b"\r\n\r\n")
+        head, body = data.split(b"\r\n\r\n", 1)
         lines = head.decode("latin-1").split("\r\n")
-        headers = dict((k.strip().lower(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:]))
+        headers = dict((p[0].strip().lower(), p[2].strip()) for p in (line.partition(":") for line in lines[1:]))
         length = int(headers.get("content-length") or 0)
         while len(body) < length:
             part = conn.recv(65536)

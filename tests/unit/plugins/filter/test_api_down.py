@@ -40,8 +40,8 @@ def test_the_first_step_that_found_the_api_down_is_one_finding(result, check, se
     assert down["said"] == said % SERVER
     assert down["reason"] == "not tried: %s (%s)" % (said % SERVER, check)
     found = down["finding"]
-    assert (found["check"], found["severity"], found["layer"], found["subject"]) == (check, severity, "control-plane",
-                                                                                      SERVER)
+    shape = (found["check"], found["severity"], found["layer"], found["subject"])
+    assert shape == (check, severity, "control-plane", SERVER)
     assert found["summary"].startswith(said % SERVER + ": the triage's later API steps were skipped")
     assert found["evidence"] == {"server": SERVER, "request": result["action"], "deadline": result.get("deadline"),
                                  "status": result.get("status"), "error": result["msg"]}
