@@ -42,7 +42,7 @@ options:
         one that found no credentials is C(skipped) with that reason; a failed one is C(failed) with
         its message and a C(triage.check_failed) finding.
       - C(down) is not a read but the C(api_down) filter's record of the first read that found the API server
-        silent or refusing (or empty): that read holds its one finding (C(kube.api_unreachable) ...) instead of
+        silent or refusing (or empty); that read holds its one finding (C(kube.api_unreachable) ...) instead of
         C(triage.check_failed), and a read skipped for it is C(skipped) with the reason naming it.
       - C(dns_pod) is not a read but C(ref) (the C(dns_pod) variable), C(result) (the registered
         kube_network_info result of that pod) and C(wanted) (whether the dns scenario was asked for).
