@@ -89,8 +89,9 @@ def test_a_silent_api_costs_one_deadline_and_is_one_finding(lab, ansible, stale_
     print("silent API: the triage took %.1f s, the hung request held %.1f s" % (seconds, requests[0].get("held", -1)))
     assert requests[0]["path"].split("?")[0] == "/api/v1/nodes" \
         and CALL_DEADLINE * 0.9 <= requests[0]["held"] <= CALL_DEADLINE * 1.1  # (its clock starts after the connect)
-    # the whole run: one deadline and the node side, not six deadlines (197 s before)
-    assert seconds < 3 * CALL_DEADLINE, seconds
+    # the whole run: one deadline and the node side (51-76 s measured on a shared 2-core machine), not six
+    # deadlines (at least 180 s: 197 s before)
+    assert seconds < 5 * CALL_DEADLINE, seconds
     down = _check_down(report, lab, stale_vip, "kube.api_unreachable", url)
     assert down["severity"] == "critical"
     assert down["evidence"]["request"] == "list nodes" and down["evidence"]["deadline"] == CALL_DEADLINE
