@@ -41,6 +41,9 @@ options:
         C(logs) (kube_logs, whose C(matches) put the agents' log lines under the fleet findings they explain). A skipped read is left out;
         one that found no credentials is C(skipped) with that reason; a failed one is C(failed) with
         its message and a C(triage.check_failed) finding.
+      - C(down) is not a read but the C(api_down) filter's record of the first read that found the API server
+        silent or refusing (or empty); that read holds its one finding (C(kube.api_unreachable) ...) instead of
+        C(triage.check_failed), and a read skipped for it is C(skipped) with the reason naming it.
       - C(dns_pod) is not a read but C(ref) (the C(dns_pod) variable), C(result) (the registered
         kube_network_info result of that pod) and C(wanted) (whether the dns scenario was asked for).
         When no host checked that pod's view, C(dns) says why - skipped or failed read, or the finding

@@ -131,12 +131,12 @@ def http_error(status, body, action, server):
         return PrivilegeError(
             "the Kubernetes API at %s refused our credentials (401 Unauthorized) to %s%s: "
             "check api_key, or the user and token of the kubeconfig context" % (server, action, detail),
-            status=status, action=action)
+            status=status, action=action, server=server)
     if status == 403:
         return PrivilegeError(
             "RBAC forbids us to %s on %s (403 Forbidden)%s: grant that verb on that resource to the "
             "user or service account (a ClusterRole with get/list on it)" % (action, server, detail),
-            status=status, action=action)
+            status=status, action=action, server=server)
     if status == 404:
         return ReadError(
             "not found: %s on %s (404)%s: check the name and namespace, or that this API version is served"
@@ -145,10 +145,10 @@ def http_error(status, body, action, server):
         return ChangeError(
             "conflict: the Kubernetes API at %s refused to %s (409 Conflict)%s: the object changed since it was "
             "read; nothing was changed, run again to re-read it" % (server, action, detail),
-            status=status, action=action)
+            status=status, action=action, server=server)
     return ReadError(
         "the Kubernetes API at %s failed to %s: HTTP %d%s" % (server, action, status, detail),
-        status=status, action=action)
+        status=status, action=action, server=server)
 
 
 def api_timeout(params):
@@ -215,7 +215,8 @@ class Kube(object):
         if self.budget.expired():
             raise ReadError("the time this module may spend on the Kubernetes API at %s (api_timeout %g s) is spent: "
                             "earlier requests were slow; check the API server's health (kubectl get --raw /readyz) "
-                            "or raise api_timeout" % (self.server, self.api_timeout), cause="deadline")
+                            "or raise api_timeout" % (self.server, self.api_timeout), cause="deadline",
+                            server=self.server, deadline=self.api_timeout)
         return self.budget.within(self.CALL_TIMEOUT if seconds is None else seconds)
 
     def _expired(self, action, deadline, phase):
@@ -228,7 +229,7 @@ class Kube(object):
                 round(deadline.seconds, 1),
                 "the module's api_timeout" if budget else "the deadline of one call",
                 "; api_timeout sets the module's total" if budget else ""),
-            action=action, cause="deadline")
+            action=action, cause="deadline", server=self.server, deadline=round(deadline.seconds, 1))
 
     def _too_large(self, action, size, declared, limit):
         return ReadError(
@@ -275,7 +276,7 @@ class Kube(object):
             raise ReadError(
                 "cannot reach the Kubernetes API at %s to %s: %s; check host / the kubeconfig server and that "
                 "the API server is up (node-side checks do not need it)" % (self.server, action, _short(reason)),
-                action=action, reset=reset)
+                action=action, reset=reset, cause="unreachable", server=self.server)
 
     def call(self, action, path, verb="GET", query=None, body=None, content_type="application/json",
              raw_text=False, idempotent=True, deadline=None, max_bytes=None):

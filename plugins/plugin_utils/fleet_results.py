@@ -19,7 +19,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.module_utils import neighbors_options, params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import check_failed, finding, fleet
-from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_read, pod_host
+from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_down, api_read, pod_host
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
 from ansible_collections.k8snet.triage.plugins.plugin_utils.log_evidence import with_log_evidence
 from ansible_collections.k8snet.triage.plugins.plugin_utils.peers import matrix
@@ -209,29 +209,37 @@ def _placed_on_nodes(found, node_hosts):
             for f in found if isinstance(f, dict)]
 
 
-def _api_entry(name, result, hosts, node_hosts):
-    """The entry of one API read: skipped, failed (with a triage.check_failed finding) or its findings."""
-    status, message = api_read(result)
+def _api_entry(name, result, hosts, node_hosts, down=None):
+    """The entry of one API read: skipped (not tried after ``down``, an earlier read that found the API server
+    down: named), failed (with a triage.check_failed finding; the read that found the API server down, with
+    its one finding instead: kube.api_unreachable ...) or its findings."""
+    status, message = api_read(result, down)
     if status == "skipped":
         return fleet_result("skipped", message, [], [])
     if status == "failed":
         reason = message or "the read returned no findings"
+        found = api_down([result]) if down else {}
+        if found and found["check"] == down["check"] and found["request"] == down["request"]:
+            return fleet_result("failed", reason, [down["finding"]], hosts)
         return fleet_result("failed", reason, [check_failed(name, "the Kubernetes API", reason)], hosts)
     named = _node_names([result])
     return fleet_result("ran", "", _placed_on_nodes(result["findings"], node_hosts), named or hosts)
 
 
-def _usable_reads(results):
-    """The registered results that are reads: dicts, not empty, not skipped."""
-    return [r for r in _reads(results) if isinstance(r, dict) and r and not r.get("skipped")]
+def _usable_reads(results, down=None):
+    """The registered results that are reads: dicts, not empty, not skipped (but for a read not tried because
+    an earlier one found the API server down, ``down``: it is said)."""
+    return [r for r in _reads(results) if isinstance(r, dict) and r and (
+        not r.get("skipped") or (down and "__node_pass_api_down" in str(r.get("false_condition") or "")))]
 
 
-def _api_entries(name, results, hosts, node_hosts):
+def _api_entries(name, results, hosts, node_hosts, down=None):
     """One scenario's entry from its API reads (one registered result, or a list of them); the hosts
     it concerns are the nodes its reads name (node_network_status), else the pass's hosts; a finding
-    about one node of the play concerns that node's host."""
-    results = _usable_reads(results)
-    entries = [_api_entry(name, result, hosts, node_hosts) for result in results]
+    about one node of the play concerns that node's host.  ``down``: api_down's record, when a read found the
+    API server silent or refusing (that read holds its one finding, a later one is skipped naming it)."""
+    results = _usable_reads(results, down)
+    entries = [_api_entry(name, result, hosts, node_hosts, down) for result in results]
     if not entries:
         return None
     ran = [e for e in entries if e["status"] != "skipped"]
@@ -250,11 +258,11 @@ def _log_matches(results):
             for m in result["matches"] if isinstance(m, dict)]
 
 
-def _api_results(api, hosts, node_hosts):
+def _api_results(api, hosts, node_hosts, down=None):
     """``({scenario: entry}, matches)``: the API reads' entries, by scenario name, and the log lines they matched."""
     out, matches = {}, []
     for name, results in sorted(api.items()):
-        entry = _api_entries(name, results, hosts, node_hosts)
+        entry = _api_entries(name, results, hosts, node_hosts, down)
         if entry is not None:
             out[name] = entry
         matches.extend(_log_matches(results))
@@ -289,7 +297,7 @@ def _pod_view_gap(pod, where, facts):
     return why, fix
 
 
-def _dns_pod_entry(spec, hostvars, hosts):
+def _dns_pod_entry(spec, hostvars, hosts, down=None):
     """The fleet's word on dns_pod when no host checked that pod's view (a host that did holds its
     findings): the read was skipped or failed, its node is none of the triage's hosts, or the dns
     check did not run there."""
@@ -300,9 +308,13 @@ def _dns_pod_entry(spec, hostvars, hosts):
     if _pod_view_checked(facts, hosts):
         return None
     result = spec.get("result") if isinstance(spec.get("result"), dict) else {}
-    status, message = api_read(result)
+    status, message = api_read(result, down)
     if status != "ran":
-        return _dns_pod_unread(ref, status, message, hosts)
+        entry = _dns_pod_unread(ref, status, message, hosts)
+        if status == "failed" and down and api_down([result]).get("request") == down["request"]:
+            # this read found the API server down: its one finding
+            entry = fleet_result("failed", entry["reason"], [down["finding"]], hosts)
+        return entry
     pod = result.get("pod") if isinstance(result.get("pod"), dict) else {}
     where = pod_host(pod, hosts, facts)
     why, fix = _pod_view_gap(pod, where, facts)
@@ -354,8 +366,12 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
     # were about half of this filter's time at 100 nodes)
     hostvars = dict((host, host_facts(hostvars, host)) for host in hosts)
     api = dict(api or {})
-    dns_pod = _dns_pod_entry(api.pop("dns_pod", None), hostvars, hosts)
-    out, matches = _api_results(api, hosts, _node_hosts(hostvars, hosts))
+    down = api.pop("down", None) or None
+    if down is not None and not (isinstance(down, dict) and isinstance(down.get("finding"), dict)):
+        raise AnsibleFilterError("node_pass_fleet: api's down must be the result of k8snet.triage.api_down (a dict with "
+                                 "finding), or empty")
+    dns_pod = _dns_pod_entry(api.pop("dns_pod", None), hostvars, hosts, down)
+    out, matches = _api_results(api, hosts, _node_hosts(hostvars, hosts), down)
     if owners:
         out["stale_arp"] = _stale_arp(owners)
     connectivity = _connectivity(hostvars, hosts)

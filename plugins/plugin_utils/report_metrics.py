@@ -16,6 +16,7 @@ import math
 import re
 from collections import Counter
 
+from ansible_collections.k8snet.triage.plugins.module_utils import kube_transport as transport
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES
 
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
@@ -162,7 +163,8 @@ def render(data, finished, duration=None, labels=None, versions=None):
 
 
 # ------------------------------------------------------------------ the Pushgateway
-PUSH_TIMEOUT = 10.0
+PUSH_TIMEOUT = 10.0  # seconds for the whole push: connect, request, answer
+PUSH_ANSWER_BYTES = 64 * 1024
 _PUSH_BASE = re.compile(r"^(https?)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]*)?$")
 
 
@@ -197,21 +199,51 @@ def push_url(base, job, labels=None):
 
 def push(url, text, timeout=PUSH_TIMEOUT, validate_certs=True, opener=None):
     """PUT the metrics to the Pushgateway (replacing the group's previous push); returns the HTTP status.
-    ValueError says why the push failed (its answer, or the connection's error)."""
+    ValueError says why the push failed (its answer, the connection's error, or the deadline).
+
+    ``timeout`` is ONE total deadline, from the connect to the last byte of the answer (kube_transport's: the
+    socket timeouts never beyond what is left, the answer read in chunks against the clock, and SIGALRM for a
+    status line or headers that trickle), not a timeout per socket operation that a trickling server renews."""
     from ansible.module_utils.urls import open_url
     from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 
     opener = opener or open_url
+    deadline = transport.Deadline(timeout)
     try:
-        response = opener(url, data=text.encode("utf-8"), method="PUT", timeout=timeout, validate_certs=validate_certs,
-                          headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}, follow_redirects="none")
-        status = response.getcode()
-        response.read(65536)
-    except HTTPError as exc:
-        body = exc.read(2000).decode("utf-8", "replace").strip() if hasattr(exc, "read") else ""
-        raise ValueError("the Pushgateway at %s answered HTTP %s%s" % (url, exc.code, ": " + body if body else ""))
+        with transport.alarm(deadline):
+            return _push_within(opener, url, text, deadline, validate_certs, HTTPError)
+    except transport.Expired:
+        raise ValueError("the Pushgateway at %s did not answer within %g s (one deadline from the connect to the last "
+                         "byte): it, or a proxy in between, hangs or trickles" % (url, timeout))
+    except transport.TooLarge:
+        raise ValueError("the Pushgateway at %s answered more than %d bytes: refused (not a Pushgateway?)"
+                         % (url, PUSH_ANSWER_BYTES))
     except (URLError, OSError) as exc:
-        raise ValueError("the metrics could not be pushed to %s: %s" % (url, getattr(exc, "reason", exc)))
+        reason = getattr(exc, "reason", exc)
+        if "timed out" in str(reason):
+            raise ValueError("the Pushgateway at %s did not answer within %g s (one deadline from the connect to the "
+                             "last byte): it, or a proxy in between, hangs or trickles" % (url, timeout))
+        raise ValueError("the metrics could not be pushed to %s: %s" % (url, reason))
+
+
+def _push_within(opener, url, text, deadline, validate_certs, http_error):
+    """The push's request and its answer (status, body read whole) within ``deadline``; its status."""
+    try:
+        response = opener(url, data=text.encode("utf-8"), method="PUT", timeout=max(deadline.left(), 0.05),
+                          validate_certs=validate_certs, follow_redirects="none",
+                          headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+    except http_error as exc:
+        try:
+            body = transport.read_body(exc, deadline, PUSH_ANSWER_BYTES) if hasattr(exc, "read") else b""
+        except transport.TooLarge:
+            body = b""
+        body = body[:2000].decode("utf-8", "replace").strip()
+        raise ValueError("the Pushgateway at %s answered HTTP %s%s" % (url, exc.code, ": " + body if body else ""))
+    try:
+        status = response.getcode()
+        transport.read_body(response, deadline, PUSH_ANSWER_BYTES)
+    finally:
+        response.close()
     if not 200 <= status < 300:
         raise ValueError("the Pushgateway at %s answered HTTP %s" % (url, status))
     return status

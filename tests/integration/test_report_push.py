@@ -16,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.lab.faults import arp
+from tests.trickle import Trickle
 
 
 def free_port(address):
@@ -89,6 +90,38 @@ def test_a_failed_push_is_said_and_fails_after_the_reports(lab, ansible, tmp_pat
     write = run.results(action="report_write")[-1]  # the first one checked the options (validate_only)
     assert write["result"]["write_error"] is None and (tmp_path / "out" / "triage-report.html").exists()
     assert "the metrics could not be pushed to %s/metrics/job/k8snet_triage" % closed in write["result"]["push_error"]
+    [failed] = run.results(task="Fail when the metrics could not be pushed to the Pushgateway (the reports are written)")
+    assert failed["status"] == "failed"
+
+
+@pytest.mark.parametrize("mode", ["headers", "body"])
+def test_a_trickling_pushgateway_costs_the_run_one_push_deadline(lab, ansible, tmp_path, mode):
+    """A Pushgateway (here a loopback server) that trickles its answer, one byte every second: each byte within the
+    socket timeout, so only the push's total deadline (10 s, connect to last byte) ends it; the reports are
+    written, the push is said to have failed, and the run fails after them."""
+    server = Trickle(mode, interval=1.0).start()
+    try:
+        run = ansible.playbook("k8snet.triage.triage", extra_vars={
+            "triage_scenarios": ["stale_arp"], "stale_arp_vips": [lab.vip(9)], "report_output_dir": str(tmp_path / "out"),
+            "report_metrics_push_url": server.url, "report_fail_on_critical": False})
+        time.sleep(0.5)  # the server sees the connection closed
+        requests = list(server.requests)
+    finally:
+        server.stop()
+    assert run.rc != 0, run
+    # the server's clock: one push, held for the deadline (the request is read after the connect: a little less)
+    [request] = requests
+    assert request["method"] == "PUT" and request["path"] == "/metrics/job/k8snet_triage", request
+    assert 9.0 <= request["held"] <= 10.0 * 1.1, request
+    # the run's clock: the report_write task that pushed took the deadline and its own work, not minutes
+    records = run.records
+    [at] = [i for i, r in enumerate(records) if r["action"].endswith("report_write") and r["result"].get("push_error")]
+    took = records[at]["time"] - records[at - 1]["time"]
+    print("trickling Pushgateway (%s): report_write took %.1f s, the push held %.1f s" % (mode, took, request["held"]))
+    assert took <= 10.0 * 1.1 + 5.0, took
+    write = records[at]["result"]
+    assert write["write_error"] is None and (tmp_path / "out" / "triage-report.json").exists()
+    assert "did not answer within 10 s (one deadline from the connect to the last byte)" in write["push_error"]
     [failed] = run.results(task="Fail when the metrics could not be pushed to the Pushgateway (the reports are written)")
     assert failed["status"] == "failed"
 

@@ -5,7 +5,7 @@ Served: discovery (``/version``, ``/api``, ``/apis``, ``/api/v1``,
 pods, services, configmaps and endpointslices, cluster-wide and per namespace, with
 ``labelSelector``, ``fieldSelector``, ``limit`` and ``continue``; merge-patch of services.
 Bearer tokens: a missing or unknown token is 401, a token whose policy denies a verb on
-a resource (``"list pods"``, ``"* pods"``) or on one object (``"patch services b/web"``) is 403
+a resource (``"list pods"``, ``"* pods"``; ``"* *"``: everything) or on one object (``"patch services b/web"``) is 403
 with the API server's wording.  A merge patch that carries ``metadata.resourceVersion`` is
 refused with 409 Conflict when the object has changed since (optimistic concurrency, as the API
 server does); ``StandIn.concurrent_writes`` names objects that "another client" rewrites right
@@ -186,7 +186,7 @@ class Handler(BaseHTTPRequestHandler):
             return status(401, "Unauthorized", "Unauthorized")
         denied = policy.get("deny", ())
         obj = "%s/%s" % (namespace, name) if namespace else name
-        if ("%s %s" % (verb, plural) in denied or "* %s" % plural in denied
+        if ("%s %s" % (verb, plural) in denied or "* %s" % plural in denied or "* *" in denied
                 or (name and "%s %s %s" % (verb, plural, obj) in denied)):
             group = KINDS[PLURALS[plural]][1].rpartition("/")[0] if plural in PLURALS else ""
             scope = 'in the namespace "%s"' % namespace if namespace else "at the cluster scope"

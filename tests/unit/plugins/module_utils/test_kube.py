@@ -106,6 +106,8 @@ def test_http_errors_name_the_action():
     err = kube_client.http_error(401, '{"kind":"Status","message":"Unauthorized","code":401}', "list nodes",
                                  "https://api")
     assert isinstance(err, PrivilegeError) and "refused our credentials (401 Unauthorized) to list nodes" in err.message
+    # what the triage reads to find the API server down (filter api_down): the status, the request, the server
+    assert (err.details["status"], err.details["action"], err.details["server"]) == (401, "list nodes", "https://api")
     err = kube_client.http_error(404, "", "get services web/a", "https://api")
     assert isinstance(err, ReadError) and err.details["status"] == 404 and err.message.startswith("not found: get services web/a")
     assert "HTTP 500" in kube_client.http_error(500, "<html>", "list nodes", "https://api").message

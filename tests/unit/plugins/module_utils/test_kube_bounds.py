@@ -168,3 +168,13 @@ def test_a_tls_eof_is_a_broken_connection_not_a_certificate_problem():
     verify = ssl.SSLCertVerificationError(1, "certificate verify failed: unable to get local issuer certificate")
     assert not kube_client._tls_eof(urllib3.exceptions.MaxRetryError(  # pylint: disable=protected-access
         None, "/api/v1/services", urllib3.exceptions.SSLError(verify)))
+
+
+def test_a_silent_api_is_said_with_the_server_the_request_and_the_deadline(hostile):
+    """What the triage reads to find the API server silent (filter api_down): the error's details."""
+    server = hostile("hang")
+    with pytest.raises(ReadError) as info:
+        _client(server, 1.5).nodes()
+    details = info.value.details
+    assert (details["cause"], details["server"], details["action"], details["deadline"]) == (
+        "deadline", server.url, "list nodes", 1.5)

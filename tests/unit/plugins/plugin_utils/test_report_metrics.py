@@ -4,11 +4,15 @@ label values included."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils import report, report_history, report_metrics
+
+from tests.trickle import Trickle
 
 from .report_samples import build, item
 
@@ -129,3 +133,41 @@ def test_a_bad_push_target_is_refused(base, job, message):
     with pytest.raises(ValueError) as caught:
         report_metrics.push_url(base, job)
     assert message in str(caught.value)
+
+
+# ------------------------------------------------------------------ the push's one deadline
+@pytest.fixture
+def trickle():
+    servers = []
+
+    def make(mode, interval=0.3):
+        servers.append(Trickle(mode, interval).start())
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.stop()
+
+
+@pytest.mark.parametrize("mode", ["headers", "body"])
+def test_a_trickling_pushgateway_ends_the_push_at_its_one_deadline(trickle, mode):
+    """Each byte comes within the socket timeout (0.3 s apart): only a total deadline ends the push."""
+    import ansible.module_utils.urls  # noqa: F401  (imported by push: its import time is not the network's)
+    said = "did not answer within 1.5 s (one deadline from the connect to the last byte)"
+    server = trickle(mode)
+    started = time.monotonic()
+    with pytest.raises(ValueError) as info:
+        report_metrics.push(server.url + "/metrics/job/k8snet_triage", "# EOF\n", timeout=1.5)
+    took = time.monotonic() - started
+    assert 1.4 <= took <= 1.5 * 1.1 + 0.2, took
+    assert said in str(info.value) and server.url in str(info.value), info.value
+    time.sleep(0.3)  # the server sees the connection closed
+    [request] = server.requests
+    assert request["method"] == "PUT" and request["bytes"] == len("# EOF\n")
+    assert 1.0 <= request["held"] <= 1.5 * 1.1 + 0.2, request
+
+
+def test_a_pushgateway_that_answers_at_once_is_pushed(trickle):
+    server = trickle("ok")
+    assert report_metrics.push(server.url + "/metrics/job/k8snet_triage", "# EOF\n", timeout=1.5) == 200
+    assert [r["method"] for r in server.requests] == ["PUT"]
