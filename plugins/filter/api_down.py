@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = """
 name: api_down
 short_description: the first API step that found the Kubernetes API server silent or refusing the triage
-version_added: 0.4.0
+version_added: 0.2.0
 description:
   - Reads the registered results of the triage's Kubernetes API steps, in the order they ran, and returns the
     first that shows the API server does not answer (a call passed its deadline, the connection was refused or

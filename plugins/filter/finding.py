@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = """
 name: finding
 short_description: build one finding of the collection's findings contract in a playbook
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Builds one finding (C(check), C(severity), C(layer), C(subject), C(summary), C(evidence), C(remediation)) with
     the constructor every module uses, so that a finding a playbook writes (a check that could not run, a repair

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = """
 name: log_evidence
 short_description: attach matching log lines as evidence to the findings they explain
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Joins findings with the log signature matches of C(k8snet.triage.kube_logs) and C(k8snet.triage.node_logs)
     (their C(matches) result, or the C(logs_matches) fact of role C(k8snet.triage.logs)).

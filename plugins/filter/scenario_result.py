@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = """
 name: scenario_result
 short_description: build one scenario's record, the structure the triage's report reads
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Builds C({status, reason, findings, details}), one entry of a host's C(triage_results), with the
     constructor the node_pass action and the node_pass_fleet filter use, so that the record a playbook writes

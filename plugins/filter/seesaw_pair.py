@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = """
 name: seesaw_pair
 short_description: judge a Seesaw load-balancer pair from its nodes' VRRP and gratuitous ARP captures
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Takes the M(k8snet.triage.packet_capture) result (with O(k8snet.triage.packet_capture#module:protocol=arp_vrrp))
     of every load-balancer node, keyed by host, and returns the findings on the pair, C(seesaw.no_master),

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = """
 name: seesaw_view
 short_description: the Seesaw pair's master, the VIPs it announces and the pair's findings
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - The same judgement as P(k8snet.triage.seesaw_pair#filter), returned as data for the plays that follow it (the
     ingress path through a Seesaw VIP) - C(master) (the one node sending VRRP advertisements, null with none or

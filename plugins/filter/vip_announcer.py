@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = """
 name: vip_announcer
 short_description: name the node that answers ARP for a VIP, and whether it is the one that should
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Takes the client's C(k8snet.triage.arp_check) result with O(k8snet.triage.arp_check#module:probe=true) for
     the VIP, and the nodes' C(arp_check) results asked about the VIP and their own address, whose C(local) gives

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = """
 name: node_scenarios
 short_description: the names of the triage's node-side scenarios
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Returns the names of the scenarios that M(k8snet.triage.node_triage) runs, in the order of the triage's
     report, from the one registry the module, its argument spec and the node_pass action are built from;

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: cilium_agent_drops
 short_description: The packets each named node's Cilium or anetd agent drops, read through the Kubernetes API's exec
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - The runbook's C(cilium monitor --type drop) for the nodes whose agent monitor socket cannot be read over SSH
     (M(k8snet.triage.cilium_agent_status) then reports C(cilium.monitor_unavailable)), because there is no root

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: cilium_agent_restart
 short_description: Restart one named Cilium or anetd agent pod on one named node (opt-in repair)
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - The runbook's "restart anetd" (or cilium), when the agent's datapath holds wrong state (drops of
     C(Stale or unroutable IP), maps out of step with the API), deletes the one agent pod O(pod), so that its

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: kube_credentials_info
 short_description: which Kubernetes credentials the API steps would use, and whether they load - without a request
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Says which credentials the collection's API modules would use on the controller (RV(credential_source),
     one of a kubeconfig, C(host) with a token or a client certificate, the in-cluster service account, E(KUBECONFIG)

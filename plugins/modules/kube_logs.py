@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: kube_logs
 short_description: Read the network agents' pod logs and events through the Kubernetes API and match known signatures
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - For each target of O(targets) (by default the CNI agents C(calico-node) and C(cilium), C(coredns), the MetalLB
     speakers and the F5 BIG-IP controller, by their upstream labels), reads the last O(tail_lines) lines of the

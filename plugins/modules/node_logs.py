@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: node_logs
 short_description: Read kubelet's and the container runtime's recent log on a node and match known network signatures
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Reads the recent log of kubelet and the container runtime on the node, bounded by time and size, and matches
     every line against the collection's signature table (Calico C(Failed to set NetworkUnavailable), Cilium

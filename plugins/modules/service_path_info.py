@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: service_path_info
 short_description: The packet path of one Service from the Kubernetes API - VIP, port, ready backends, announcer
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Reads one Service and returns what an ingress bisection needs, so nothing is typed by hand.
   - The VIP, from C(status.loadBalancer.ingress), then C(spec.loadBalancerIP), then C(spec.externalIPs).

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: sysctl_check
 short_description: the kernel parameters a node's pod network depends on
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Reads, from C(/proc/sys) of the network namespace it runs in, the kernel parameters whose wrong value breaks
     the pod network while every daemon looks healthy, and says which one and how to set it.

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: webhook_deadlock
 short_description: Find admission webhooks that close a cycle with the CNI (NetworkUnavailable that never clears)
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Reads the ValidatingWebhookConfigurations and MutatingWebhookConfigurations, the namespaces, the nodes, the CNI
     agent pods (pods of O(cni_daemonsets) in O(cni_namespaces)) and, for each webhook with C(failurePolicy=Fail),

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: webhook_failure_policy
 short_description: Break a CNI <-> admission webhook cycle by setting failurePolicy Ignore on one named webhook, and restore it
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - The opt-in repair of C(webhook.cni_deadlock) (M(k8snet.triage.webhook_deadlock)). With O(state=relaxed), sets
     C(failurePolicy=Ignore) on the one webhook O(webhook) of the configuration O(configuration), and records its
