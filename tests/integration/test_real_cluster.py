@@ -388,3 +388,25 @@ def test_awx_credential_environment_and_module_defaults(lab, kube_cluster, web, 
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode != 0
     assert "401" in proc.stdout, proc.stdout[-3000:]
+
+
+def test_a_concurrent_writer_gets_the_api_servers_own_409(kube_cluster, web):
+    """lb_health's switch carries the resourceVersion it just read; a writer in between (an operator's kubectl, an
+    ingress operator) makes the real API server refuse the patch with 409 Conflict: the client raises ChangeError
+    naming it, and nothing is changed."""
+    from ansible_collections.k8snet.triage.plugins.module_utils import kube_client  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError  # pylint: disable=import-outside-toplevel
+
+    kube = kube_client.Kube({"kubeconfig": str(kube_cluster.kubeconfig())})
+    read = kube.get("services", "web-local", NS)
+    before = read["spec"]["externalTrafficPolicy"]
+    kube_cluster.kubectl("annotate", "svc", "-n", NS, "web-local", "example.com/touched=by-another-writer", "--overwrite")
+    flipped = "Cluster" if before == "Local" else "Local"
+    with pytest.raises(ChangeError) as refused:
+        kube.merge_patch("services", "web-local", NS, {"spec": {"externalTrafficPolicy": flipped}},
+                         resource_version=read["metadata"]["resourceVersion"])
+    message = str(refused.value)
+    assert "409 Conflict" in message and "changed since" in message, message
+    now = kube_cluster.kubectl_json("get", "svc", "-n", NS, "web-local")
+    assert now["spec"]["externalTrafficPolicy"] == before
+    assert now["metadata"]["annotations"]["example.com/touched"] == "by-another-writer"
