@@ -70,8 +70,9 @@ def test_nodes_registered_and_kube_proxy_programs_each_mode(lab, kube_cluster, w
         "node1": "iptables", "node2": "nftables", "node3": "iptables"}
     for node in lab.nodes:
         mode = kube_cluster.proxy_mode(node)
-        rules = kube_cluster.wait_for("kube-proxy's rules for web-local on %s" % node.name,
-                                      lambda: (lambda r: "web/web-local" in r and r)(kube_proxy_rules(lab, node, mode)))
+        kube_cluster.wait_for("kube-proxy's rules for web-local on %s" % node.name,
+                              lambda: "web/web-local" in kube_proxy_rules(lab, node, mode))
+        rules = kube_proxy_rules(lab, node, mode)
         if mode == "nftables":
             assert "service-" in rules and web["vip"] in rules
         else:
@@ -317,9 +318,11 @@ def test_webhook_deadlock_with_a_real_webhook_and_the_api_servers_own_error(lab,
         kube_cluster.write_pod_status(ns, "policy-guard-0", "node3", pod["ip"], waiting={
             "reason": "ContainerCreating", "message": ""})
         # the API server's own words: every pod and every node status update is refused
-        refused = kube_cluster.wait_for("the API server refusing a pod", lambda: (lambda p: p.returncode and p)(
-            kube_cluster.kubectl("run", "refused", "-n", NS, "--image=lab.invalid/x:1", "--restart=Never",
-                                 "--overrides", json.dumps({"spec": {"nodeName": "node1"}}), check=False)), timeout=30)
+        def create_refused():
+            proc = kube_cluster.kubectl("run", "refused", "-n", NS, "--image=lab.invalid/x:1", "--restart=Never",
+                                        "--overrides", json.dumps({"spec": {"nodeName": "node1"}}), check=False)
+            return proc if proc.returncode else None
+        refused = kube_cluster.wait_for("the API server refusing a pod", create_refused, timeout=30)
         assert 'failed calling webhook "%s"' % HOOK in refused.stderr, refused.stderr
         with pytest.raises(LabError) as status_update:
             kube_cluster.set_node_condition("node3", "NetworkUnavailable", "False", "CalicoIsUp", "Calico is running")

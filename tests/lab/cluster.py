@@ -446,10 +446,8 @@ class Cluster:
     def register_nodes(self):
         now = _now()
         for node in self.lab.nodes:
-            obj = {"apiVersion": "v1", "kind": "Node",
-                   "metadata": {"name": node.name, "labels": {"kubernetes.io/hostname": node.name,
-                                                               "kubernetes.io/os": "linux",
-                                                               "kubernetes.io/arch": "amd64"}},
+            labels = {"kubernetes.io/hostname": node.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+            obj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.name, "labels": labels},
                    "spec": {"podCIDR": node.pod_cidr, "podCIDRs": [node.pod_cidr]}}
             if "control_plane" in node.groups:
                 obj["metadata"]["labels"]["node-role.kubernetes.io/control-plane"] = ""
