@@ -318,6 +318,7 @@ def test_webhook_deadlock_with_a_real_webhook_and_the_api_servers_own_error(lab,
         kube_cluster.write_pod_status(ns, "policy-guard-0", "node3", pod["ip"], waiting={
             "reason": "ContainerCreating", "message": ""})
         # the API server's own words: every pod and every node status update is refused
+
         def create_refused():
             proc = kube_cluster.kubectl("run", "refused", "-n", NS, "--image=lab.invalid/x:1", "--restart=Never",
                                         "--overrides", json.dumps({"spec": {"nodeName": "node1"}}), check=False)
