@@ -191,6 +191,15 @@ def test_broken_variants_and_cis_scaled_to_zero(lab, ansible, kube_cluster, cis)
     the deletion as the kubelet), and each broken ConfigMap gives its finding."""
     create(kube_cluster, fixture_items("broken.yaml"))
     kube_cluster.kubectl("scale", "deployment", "-n", "kube-system", CIS, "--replicas=0")
+    # until its kubelet confirms, the pod the ReplicaSet controller deleted is still listed: Terminating, its status
+    # (Running, Ready) as it was. Judged by its pods (no right to list Deployments), CIS is not running.
+    [pod] = kube_cluster.wait_for("the CIS pod Terminating (deleted by the ReplicaSet controller)", lambda: [
+        p for p in cis_pods(kube_cluster) if p["metadata"].get("deletionTimestamp")], timeout=60)
+    assert pod["status"]["phase"] == "Running" and pod["metadata"]["name"] == cis["bound"][0]
+    result = audit(ansible, kube_cluster.kubeconfig("f5-audit"))
+    found = dict(((f["check"], f["subject"]), f) for f in result["findings"])
+    stopping = found.get(("f5.controller_not_running", "kube-system/k8s-bigip-ctlr"))
+    assert stopping and stopping["evidence"]["pods"] == ["%s: Terminating" % pod["metadata"]["name"]], result["findings"]
     kube_cluster.wait_for("the CIS pod deleted by the ReplicaSet controller (deletion confirmed by the lab)",
                           lambda: play_scheduler_and_kubelet(lab, kube_cluster) == [] and not cis_pods(kube_cluster),
                           timeout=60)
