@@ -151,7 +151,8 @@ def test_role_f5_in_gdc_mode(ansible, kube_cluster, gdc):
     lb_ports = sum(len(s["spec"]["ports"]) for s in services if s["spec"]["type"] == "LoadBalancer")
     cms = kube_cluster.kubectl_json("get", "configmaps", "-A", "-l", "f5type=virtual-server")["items"]
     assert result["clusters"][0] == {"name": "a", "server": kube_cluster.server, "reached": True,
-                                     "load_balancer_ports": lb_ports, "configmaps": len(cms), "partitions": ["kubernetes"]}
+                                     "load_balancer_ports": lb_ports, "configmaps": len(cms),
+                                     "partitions": ["kubernetes"]}
     assert lb_ports == 6 and len(cms) == 7
     # the role keeps the findings and the modes as facts
     facts = run.results(host="localhost", action="set_fact")[-1]["result"]["ansible_facts"]

@@ -56,9 +56,8 @@ def create(kube_cluster, items):
         made[(obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])] = obj
         ingress = ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress")
         if obj["kind"] == "Service" and ingress:
-            kube_cluster.patch_status("/api/v1/namespaces/%s/services/%s" % (obj["metadata"]["namespace"],
-                                                                            obj["metadata"]["name"]),
-                                      {"loadBalancer": {"ingress": ingress}})
+            path = "/api/v1/namespaces/%s/services/%s" % (obj["metadata"]["namespace"], obj["metadata"]["name"])
+            kube_cluster.patch_status(path, {"loadBalancer": {"ingress": ingress}})
     return made
 
 
@@ -199,7 +198,8 @@ def test_broken_variants_and_cis_scaled_to_zero(lab, ansible, kube_cluster, cis)
     result = audit(ansible, kube_cluster.kubeconfig("f5-audit"))
     found = dict(((f["check"], f["subject"]), f) for f in result["findings"])
     stopping = found.get(("f5.controller_not_running", "kube-system/k8s-bigip-ctlr"))
-    assert stopping and stopping["evidence"]["pods"] == ["%s: Terminating" % pod["metadata"]["name"]], result["findings"]
+    assert stopping, result["findings"]
+    assert stopping["evidence"]["pods"] == ["%s: Terminating" % pod["metadata"]["name"]]
     kube_cluster.wait_for("the CIS pod deleted by the ReplicaSet controller (deletion confirmed by the lab)",
                           lambda: play_scheduler_and_kubelet(lab, kube_cluster) == [] and not cis_pods(kube_cluster),
                           timeout=60)
