@@ -109,7 +109,7 @@ def test_f5_examples_are_accepted_verbatim_by_the_api_server(kube_cluster, cis):
     """F5's own example ConfigMaps (v0.1.6, v0.1.7, iApp, AS3) pass the real API server's validation and are
     stored byte for byte: what CIS (and the audit) reads is what F5 published."""
     examples = [k for k in cis["made"] if k[0] == "ConfigMap"]
-    assert sorted(name for _, _, name in examples) == ["as3cm", "example-udp-vs", "example-vs", "example-vs-iapp"]
+    assert sorted(key[2] for key in examples) == ["as3cm", "example-udp-vs", "example-vs", "example-vs-iapp"]
     for kind, namespace, name in examples:
         stored = kube_cluster.kubectl_json("get", "configmap", "-n", namespace, name)
         assert stored["data"] == cis["made"][(kind, namespace, name)]["data"], name
@@ -203,9 +203,12 @@ def test_broken_variants_and_cis_scaled_to_zero(lab, ansible, kube_cluster, cis)
     kube_cluster.wait_for("the CIS pod deleted by the ReplicaSet controller (deletion confirmed by the lab)",
                           lambda: play_scheduler_and_kubelet(lab, kube_cluster) == [] and not cis_pods(kube_cluster),
                           timeout=60)
-    dep = kube_cluster.wait_for("the Deployment's status at 0 replicas", lambda: (
-        lambda d: d if d["status"].get("observedGeneration") == d["metadata"]["generation"]
-        and not d["status"].get("replicas") else None)(deployment(kube_cluster)), timeout=60)
+
+    def scaled_down():
+        dep = deployment(kube_cluster)
+        seen = dep["status"].get("observedGeneration") == dep["metadata"]["generation"]
+        return dep if seen and not dep["status"].get("replicas") else None
+    dep = kube_cluster.wait_for("the Deployment's status at 0 replicas", scaled_down, timeout=60)
     assert dep["spec"]["replicas"] == 0 and not dep["status"].get("readyReplicas")
 
     kc = kube_cluster.kubeconfig()
