@@ -291,11 +291,20 @@ def check_controllers(pods, prefixes, cluster=None, mode=None):
     return found
 
 
+def _terminating(pod):
+    """A pod being deleted (metadata.deletionTimestamp): its status stays Running and Ready until its kubelet has
+    stopped it, but its controller is going away (what kubectl shows as Terminating)."""
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
 def _pod_ready(pod):
-    return (pod.get("status") or {}).get("phase") == "Running" and (condition(pod, "Ready") or {}).get("status") == "True"
+    return (not _terminating(pod) and (pod.get("status") or {}).get("phase") == "Running"
+            and (condition(pod, "Ready") or {}).get("status") == "True")
 
 
 def _pod_state(pod):
+    if _terminating(pod):
+        return "Terminating"
     status = pod.get("status") or {}
     for cs in status.get("containerStatuses") or []:
         waiting = (cs.get("state") or {}).get("waiting")

@@ -58,6 +58,18 @@ def test_controller_not_running():
     assert none[0]["evidence"]["pod_count"] == 0
 
 
+def test_a_terminating_controller_pod_is_not_running():
+    """A pod being deleted keeps phase Running and Ready until its kubelet stops it (a real API server shows it so
+    while a Deployment scales to zero): its controller is going away, not running."""
+    [pod] = [p for p in of_kind(B, "Pod") if p["metadata"]["name"].startswith("k8s-bigip-ctlr")]
+    stopping = dict(pod, metadata=dict(pod["metadata"], deletionTimestamp="2026-01-01T10:00:30Z"))
+    found = f5.check_controllers([stopping], ["k8s-bigip-ctlr"])
+    assert [f["check"] for f in found] == ["f5.controller_not_running"]
+    assert found[0]["evidence"]["pods"] == ["%s: Terminating" % pod["metadata"]["name"]]
+    assert f5.check_cis([], [pod]) == [] and [f["check"] for f in f5.check_cis([], [stopping])] == [
+        "f5.controller_not_running"]
+
+
 @pytest.mark.parametrize("bind, ok", [
     ("10.1.2.3", True), ("10.1.2.3%12", True), ("10.1.2.3%x", False), ("bad%0", False), ("", False),
     ("fd00::1", True), ("10.1.2", False),
