@@ -11,9 +11,11 @@ backend's node and curl from the client.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from tests.integration.test_ingress_path import observed_source
 from tests.lab.faults import path as lab_path
 
 NS = "shop"
@@ -21,6 +23,9 @@ NAME = "web"
 ROLE = "k8snet.triage.ingress_path : "
 RECORD = ROLE + "Record the findings of this host"
 BISECT = ROLE + "Find the first hop where the probes vanished"
+EGRESS_RECORD = "k8snet.triage.egress : Record the findings of this host"
+EGRESS_PROBE = ("k8snet.triage.egress : Send TCP probes from the pod's network namespace (found by the pod's IP, or "
+                "egress_pod_pid)")
 # captures and probes in time windows (as test_service_path.py): no other worker beside it
 pytestmark = pytest.mark.alone
 
@@ -156,3 +161,37 @@ def test_terminating_pod_real_slice_and_path_info(lab, ansible, kube_cluster, sv
     only = checks["service.only_terminating_endpoints"]
     assert only["severity"] == "warning"
     assert only["evidence"]["serving_terminating"] == [{"ip": pod["ip"], "pod": pod["name"], "node": "node3"}]
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["masquerade", "no_masquerade"])
+def test_egress_from_a_real_pod(lab, ansible, kube_cluster, svc, broken):
+    """The egress role from the pod's name: its IP and node are the ones the real API server holds (kubectl reads
+    them); tcpdump on the client shows the source address a connect from the pod's namespace arrives with."""
+    pod = svc["pod"]
+    seen = kube_cluster.kubectl_json("get", "pod", "-n", NS, pod["name"])
+    assert (seen["status"]["podIP"], seen["spec"]["nodeName"]) == (pod["ip"], "node2")
+    where = {"client_ns": svc["client"]["ns"], "pod_ns": pod["ns"], "client": svc["client"]["ip"]}
+    pcaps = lab.workdir / "pcaps"
+    pcaps.mkdir(exist_ok=True)
+    if broken:
+        lab_path.break_masquerade(lab, "node2")
+    try:
+        expected_source = pod["ip"] if broken else lab.node("node2").ip
+        assert observed_source(lab, where) == expected_source
+        run = ansible.playbook("k8snet.triage.egress", inventory=svc["inventory"], extra_vars={
+            "egress_pod": "%s/%s" % (NS, pod["name"]), "egress_kubeconfig": str(kube_cluster.kubeconfig()),
+            "egress_target": svc["client"]["ip"], "egress_target_port": 9, "egress_pcap_dir": str(pcaps),
+            "egress_duration": 20})
+        assert run.rc == 0, run
+    finally:
+        lab_path.masquerade(lab)
+    assert [r["host"] for r in run.results(task=EGRESS_RECORD)] == ["node2"]
+    probe = run.result(EGRESS_PROBE, "node2")
+    assert probe["invocation"]["module_args"]["pod_ip"] == pod["ip"]
+    assert probe["targets"][0]["tcp"]["status"] == ("timeout" if broken else "refused")
+    [finding] = run.result(EGRESS_RECORD, "node2")["ansible_facts"]["egress_findings"]
+    assert finding["check"] == ("egress.no_snat" if broken else "egress.ok"), finding
+    assert finding["evidence"]["pod"] == "%s/%s" % (NS, pod["name"]) and finding["evidence"]["node"] == "node2"
+    assert finding["evidence"]["source_seen"] == expected_source
+    started = run.result("k8snet.triage.egress : Start the capture toward the target", "node2")
+    assert started["results_file"] and not Path(started["results_file"]).exists(), started["results_file"]
