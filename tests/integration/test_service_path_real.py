@@ -152,7 +152,11 @@ def test_terminating_pod_real_slice_and_path_info(lab, ansible, kube_cluster, sv
         assert kube_cluster.wait_for("nodePort of %s/%s answers" % (NS, name),
                                      lambda: curl(lab, svc, node_ip, other["node_port"]) == pod["name"], timeout=30)
         result = path_info(ansible, kube_cluster, "%s/%s" % (NS, name))
+        lab.ns_run("node1", ["ip", "addr", "replace", "%s/32" % other["vip"], "dev", "eth0"])
+        role = ansible.playbook("k8snet.triage.ingress_path", inventory=svc["inventory"], extra_vars={
+            "ingress_path_service": "%s/%s" % (NS, name), "ingress_path_kubeconfig": str(kube_cluster.kubeconfig())})
     finally:
+        lab.ns_run("node1", ["ip", "addr", "del", "%s/32" % other["vip"], "dev", "eth0"], check=False)
         kube_cluster.kubectl("delete", "pod", "-n", NS, pod["name"], "--grace-period=0", "--force", check=False)
     print(json.dumps({"endpoints": result["endpoints"], "findings": result["findings"]}, indent=1))
     assert result["endpoints_count"] == 0 and result["endpoints"] == []
@@ -161,6 +165,11 @@ def test_terminating_pod_real_slice_and_path_info(lab, ansible, kube_cluster, sv
     only = checks["service.only_terminating_endpoints"]
     assert only["severity"] == "warning"
     assert only["evidence"]["serving_terminating"] == [{"ip": pod["ip"], "pod": pod["name"], "node": "node3"}]
+    # the role walks only ready backends: it stops before any capture, and says why (not "every connection fails")
+    assert role.rc != 0
+    messages = " ".join(str(r["result"].get("msg")) for r in role.records if r["status"] == "failed")
+    assert "only 1 serving terminating one(s) (%s)" % pod["name"] in messages, messages
+    assert not role.results(task=ROLE + "Collect the captures")
 
 
 @pytest.mark.parametrize("broken", [False, True], ids=["masquerade", "no_masquerade"])
