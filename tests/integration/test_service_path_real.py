@@ -64,9 +64,16 @@ def slice_endpoints(kube_cluster, name=NAME):
     return [e for s in slices["items"] for e in s.get("endpoints") or []]
 
 
+def all_terminating(endpoints):
+    """The endpoints when there are some and every one is marked terminating, else None."""
+    if endpoints and all((e.get("conditions") or {}).get("terminating") for e in endpoints):
+        return endpoints
+    return None
+
+
 def path_info(ansible, kube_cluster, service):
-    result = ansible.module("localhost", "service_path_info", {"kubeconfig": str(kube_cluster.kubeconfig()),
-                                                                "service": service})["localhost"]
+    args = {"kubeconfig": str(kube_cluster.kubeconfig()), "service": service}
+    result = ansible.module("localhost", "service_path_info", args)["localhost"]
     assert not result["failed"], result
     return result
 
@@ -141,10 +148,8 @@ def test_terminating_pod_real_slice_and_path_info(lab, ansible, kube_cluster, sv
     try:
         current = kube_cluster.kubectl_json("get", "pod", "-n", NS, pod["name"])
         assert current["metadata"].get("deletionTimestamp"), current["metadata"]
-        endpoints = kube_cluster.wait_for(
-            "the controller marks %s terminating" % pod["name"],
-            lambda: (lambda e: e and all((x.get("conditions") or {}).get("terminating") for x in e) and e)(
-                slice_endpoints(kube_cluster, name)))
+        endpoints = kube_cluster.wait_for("the controller marks %s terminating" % pod["name"],
+                                          lambda: all_terminating(slice_endpoints(kube_cluster, name)))
         assert [(e["addresses"], e["conditions"]) for e in endpoints] == [
             ([pod["ip"]], {"ready": False, "serving": True, "terminating": True})]
         # kube-proxy still forwards to it: the nodePort answers from the client
