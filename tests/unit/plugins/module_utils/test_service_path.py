@@ -214,8 +214,8 @@ def test_unknown_mac_and_unread_nodes():
 
 def test_only_serving_terminating_endpoints_are_a_warning_not_no_ready_endpoints():
     """A real cluster's EndpointSlice controller keeps a pod being deleted (its Ready condition still true) with
-    ready false, serving true, terminating true (the fixture's web-5d8f7-uvwxy in slice web-q9m4z); kube-proxy forwards to such endpoints
-    when none is ready: the Service still answers."""
+    ready false, serving true, terminating true (the fixture's web-5d8f7-uvwxy in slice web-q9m4z); kube-proxy
+    forwards to such endpoints when none is ready: the Service still answers."""
     svc = [o for o in CORE if o["kind"] == "Service"][0]
     [slice_] = [o for o in CORE if o["kind"] == "EndpointSlice" and o["metadata"]["name"] == "web-q9m4z"]
     only = copy.deepcopy(slice_)
