@@ -142,6 +142,28 @@ def ready_endpoints(slices, view):
     return sorted(out, key=lambda e: (e["node"] or "", e["ip"]))
 
 
+def serving_terminating_endpoints(slices, view):
+    """The endpoints kube-proxy falls back to when a Service has no ready endpoint: serving and terminating (a pod
+    being deleted whose Ready condition still holds). ``[{ip, pod, node}]`` sorted by node and IP; a missing
+    ``serving`` condition means serving, a missing ``terminating`` not terminating (kube-proxy's own reading)."""
+    out, seen = [], set()
+    for item in slices:
+        if item.get("addressType") not in ("IPv4", "IPv6"):
+            continue
+        for endpoint in item.get("endpoints") or []:
+            conditions = endpoint.get("conditions") or {}
+            if conditions.get("terminating") is not True or conditions.get("serving") is False:
+                continue
+            target = endpoint.get("targetRef") or {}
+            for address in (endpoint.get("addresses") or [])[:1]:
+                ip = _ip_or_none(address)
+                if ip and ip not in seen:
+                    seen.add(ip)
+                    out.append({"ip": ip, "pod": target.get("name") if target.get("kind", "Pod") == "Pod" else None,
+                                "node": endpoint.get("nodeName")})
+    return sorted(out, key=lambda e: (e["node"] or "", e["ip"]))
+
+
 def _event_time(event):
     return (event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp")
             or meta(event, "creationTimestamp") or "")
@@ -224,6 +246,20 @@ def _no_ready_endpoints(view, ref, subject, slices):
         "crash loop), or fix the selector." % view["namespace"])
 
 
+def _only_terminating_endpoints(view, ref, subject, terminating):
+    """``service.only_terminating_endpoints``: no ready endpoint, but serving terminating ones that kube-proxy
+    still forwards new connections to (its fallback since Kubernetes 1.28)."""
+    return finding(
+        "service.only_terminating_endpoints", "warning", "L4", subject,
+        "Service %s has no ready endpoint, only %d serving terminating one(s) (%s): kube-proxy still sends new "
+        "connections to them until their pods are gone, then every connection fails" % (
+            ref, len(terminating), ", ".join(e["pod"] or e["ip"] for e in terminating[:5])),
+        {"serving_terminating": sample(terminating)},
+        "kubectl -n %s get pods -l <the Service's selector>: the Service's pods are being deleted (a rollout, a "
+        "drain, a scale-down) and none replaces them ready; check the Deployment's rollout and the new pods' "
+        "readiness." % view["namespace"])
+
+
 def _nodes_not_in_inventory(endpoints, announcer, hosts, ips, ref):
     """``service.node_not_in_inventory`` for every node on the path (a backend's, the announcer) that is no
     host of the inventory, sorted by node."""
@@ -257,7 +293,10 @@ def _path_findings(view, endpoints, announcer, hosts, ips, slices, l2_statuses):
     ref = "%s/%s" % (view["namespace"], view["name"])
     subject = "%s:%s" % (ref, view["port"]) if view["port"] else ref
     findings = _no_vip(view, ref, subject)
-    if not endpoints:
+    terminating = [] if endpoints else serving_terminating_endpoints(slices, view)
+    if terminating:
+        findings.append(_only_terminating_endpoints(view, ref, subject, terminating))
+    elif not endpoints:
         findings.append(_no_ready_endpoints(view, ref, subject, slices))
     if hosts is not None:
         findings.extend(_nodes_not_in_inventory(endpoints, announcer, hosts, ips, ref))

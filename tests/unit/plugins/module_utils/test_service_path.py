@@ -210,3 +210,26 @@ def test_unknown_mac_and_unread_nodes():
     assert f["check"] == "ingress.announcer_unknown" and f["evidence"]["not_read"] == ["node2"]
     out = service_path.vip_announcer(VIP, {"failed": True, "msg": "CAP_NET_RAW"}, reads)
     assert [f["check"] for f in out["findings"]] == ["ingress.announcer_not_checked"]
+
+
+def test_only_serving_terminating_endpoints_are_a_warning_not_no_ready_endpoints():
+    """A real cluster's EndpointSlice controller keeps a pod being deleted (its Ready condition still true) with
+    ready false, serving true, terminating true (the fixture's web-5d8f7-uvwxy in slice web-q9m4z); kube-proxy
+    forwards to such endpoints when none is ready: the Service still answers."""
+    svc = [o for o in CORE if o["kind"] == "Service"][0]
+    [slice_] = [o for o in CORE if o["kind"] == "EndpointSlice" and o["metadata"]["name"] == "web-q9m4z"]
+    only = copy.deepcopy(slice_)
+    only["endpoints"] = [e for e in only["endpoints"] if (e.get("conditions") or {}).get("terminating")]
+    assert [e["conditions"] for e in only["endpoints"]] == [{"ready": False, "serving": True, "terminating": True}]
+    model = service_path.path_model(svc, [only], [], None, [], INVENTORY)
+    assert model["data"]["endpoints"] == [] and model["data"]["endpoints_count"] == 0
+    assert [f["check"] for f in model["findings"]] == ["service.only_terminating_endpoints",
+                                                       "service.announcer_unknown"]
+    warning = model["findings"][0]
+    assert warning["severity"] == "warning"
+    assert warning["evidence"]["serving_terminating"] == [{"ip": "198.19.2.11", "pod": "web-5d8f7-uvwxy",
+                                                           "node": "node3"}]
+    # terminating and no longer serving (its pod's Ready went false): nothing answers, critical as before
+    only["endpoints"][0]["conditions"]["serving"] = False
+    model = service_path.path_model(svc, [only], [], None, [], INVENTORY)
+    assert [f["check"] for f in model["findings"]] == ["service.no_ready_endpoints", "service.announcer_unknown"]
