@@ -154,9 +154,9 @@ def server_list(server, namespace, selector):
 
 
 def test_kube_logs_reads_the_real_events_of_the_agents_and_nodes(lab, ansible, kube_cluster, fleet):
-    """kube_logs on node3: the BackOff Event of its crash-looping calico-node pod and node3's own Warning Event (namespace
-    default, as a kubelet's recorder puts a Node's) are read through the real API's field selectors; node1's pod event
-    is not on a node asked for. The previous container's log needs node3's kubelet, which the lab has none of: the
+    """kube_logs on node3: the BackOff Event of its crash-looping calico-node pod and node3's own Warning Event
+    (namespace default, as a kubelet's recorder puts a Node's) are read through the real API's field selectors;
+    node1's pod event is not on a node asked for. The previous container's log needs node3's kubelet, which the lab has none of: the
     real API server's own error, named as a read that failed."""
     result = ansible.module("localhost", "kube_logs", {"kubeconfig": str(kube_cluster.kubeconfig()),
                                                        "nodes": ["node3"]})["localhost"]
@@ -241,3 +241,33 @@ def test_triage_api_half_on_the_real_cluster(lab, ansible, kube_cluster, fleet, 
     lb = [f for f in report["findings"] if f["check"] == "lb.nodes_without_endpoints"][0]
     assert lb["evidence"]["nodes_without"] == ["node3"], lb
     assert sorted(lb["evidence"]["nodes_with"]) == ["node1", "node2"], lb
+
+
+def test_kube_logs_reads_an_event_series_at_its_last_observation(lab, ansible, kube_cluster, fleet):
+    """An Event written through events.k8s.io/v1 as client-go's new recorder writes a recurring one (kube-proxy's
+    recorder, the scheduler's, an agent built on it): eventTime is its first observation, series its count and last
+    observation; the core/v1 view the triage reads has no lastTimestamp and no count. First seen two hours ago and
+    seen 40 times, the last 30 s ago: it is read (within since_seconds, 3600), at its last time and count."""
+    ref = pod_ref(kube_cluster, "kube-system", "calico-node-node2")
+    body = {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "calico-node-node2.187a0c0b2c3d4e05", "namespace": "kube-system"},
+            "regarding": ref, "type": "Warning", "reason": "Unhealthy", "action": "Probe",
+            "note": "Readiness probe failed: calico/node is not ready: BIRD is not ready: BGP not established with "
+                    "%s" % lab.node("node1").ip,
+            "reportingController": "kubelet", "reportingInstance": "kubelet-node2",
+            "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(time.time() - 7200)),
+            "series": {"count": 40, "lastObservedTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z",
+                                                                     time.gmtime(time.time() - 30))}}
+    kube_cluster.request("POST", "/apis/events.k8s.io/v1/namespaces/kube-system/events", body)
+    # independent reader: kubectl's core/v1 view of it
+    [core] = [e for e in kube_cluster.kubectl_json("get", "events", "-n", "kube-system", "--field-selector",
+                                                   "involvedObject.name=calico-node-node2")["items"]]
+    assert core["series"]["count"] == 40 and not core.get("count") and not core.get("lastTimestamp"), core
+    assert core["eventTime"] < core["series"]["lastObservedTime"]
+    result = ansible.module("localhost", "kube_logs", {"kubeconfig": str(kube_cluster.kubeconfig()),
+                                                       "nodes": ["node2"]})["localhost"]
+    assert not result["failed"], result
+    rows = [e for e in result["events"] if e["subject"] == "node2/calico-node-node2"]
+    assert [(e["reason"], e["count"], e["time"]) for e in rows] == [
+        ("Unhealthy", 40, core["series"]["lastObservedTime"])], result["events"]
+    assert ("log.calico_bgp_not_established", "node2/calico-node-node2") in checks(result["findings"])
