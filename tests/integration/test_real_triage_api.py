@@ -156,8 +156,8 @@ def server_list(server, namespace, selector):
 def test_kube_logs_reads_the_real_events_of_the_agents_and_nodes(lab, ansible, kube_cluster, fleet):
     """kube_logs on node3: the BackOff Event of its crash-looping calico-node pod and node3's own Warning Event
     (namespace default, as a kubelet's recorder puts a Node's) are read through the real API's field selectors;
-    node1's pod event is not on a node asked for. The previous container's log needs node3's kubelet, which the lab has none of: the
-    real API server's own error, named as a read that failed."""
+    node1's pod event is not on a node asked for. The previous container's log needs node3's kubelet, which the lab
+    has none of: the real API server's own error (500, its dial to the kubelet), named as a read that failed."""
     result = ansible.module("localhost", "kube_logs", {"kubeconfig": str(kube_cluster.kubeconfig()),
                                                        "nodes": ["node3"]})["localhost"]
     assert not result["failed"], result
