@@ -34,6 +34,10 @@ def _stamp(seconds_ago=0):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - seconds_ago))
 
 
+def _micro(seconds_ago):
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(time.time() - seconds_ago))
+
+
 def post_event(kube_cluster, namespace, name, involved, kind, reason, message, component="kubelet", host=None,
                count=1):
     """A core/v1 Event as a kubelet's (or node controller's) event recorder POSTs it: the involved object's
@@ -252,9 +256,7 @@ def test_kube_logs_reads_an_event_series_at_its_last_observation(lab, ansible, k
             "note": "Readiness probe failed: calico/node is not ready: BIRD is not ready: BGP not established with "
                     "%s" % lab.node("node1").ip,
             "reportingController": "kubelet", "reportingInstance": "kubelet-node2",
-            "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(time.time() - 7200)),
-            "series": {"count": 40, "lastObservedTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z",
-                                                                     time.gmtime(time.time() - 30))}}
+            "eventTime": _micro(7200), "series": {"count": 40, "lastObservedTime": _micro(30)}}
     kube_cluster.request("POST", "/apis/events.k8s.io/v1/namespaces/kube-system/events", body)
     # independent reader: kubectl's core/v1 view of it
     [core] = kube_cluster.kubectl_json("get", "events", "-n", "kube-system", "--field-selector",

@@ -50,7 +50,6 @@ def test_event_lines_carry_reason_and_object():
     assert entry["time"] == "2026-01-01T11:59:40Z"
 
 
-
 def test_an_event_series_is_dated_and_counted_by_its_last_observation():
     """The core/v1 view of an events.k8s.io/v1 Event that recurred, as kube-apiserver v1.37 serves it: no
     lastTimestamp, no count; eventTime is its first observation."""
@@ -66,6 +65,7 @@ def test_an_event_series_is_dated_and_counted_by_its_last_observation():
     assert len(entries) == 1 and [(w["count"], w["time"]) for w in warnings] == [(40, "2026-01-01T11:59:30.000000Z")]
     legacy = dict(event, lastTimestamp="2026-01-01T11:58:00Z", count=3)
     assert (kube_logs.event_time(legacy), kube_logs.event_count(legacy)) == ("2026-01-01T11:58:00Z", 3)
+
 
 # cilium/cilium#4254 (2018-05, the agent's log as its reporter pasted it): a crash loop no signature knows.
 CILIUM_4254 = """level=warning msg="+ ip -6 route add table 2005 fe80::ec42:46ff:fe44:c4d1/128 dev cilium_host"
