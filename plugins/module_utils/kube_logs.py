@@ -60,8 +60,16 @@ def log_entries(text, subject, origin):
 
 
 def event_time(event):
-    return (event.get("lastTimestamp") or event.get("eventTime") or (event.get("series") or {}).get("lastObservedTime")
+    """The time an event was last seen. An event written through events.k8s.io/v1 (client-go's new recorder) has no
+    lastTimestamp in its core/v1 view: its eventTime is its first observation, a recurring one's last is its
+    series' lastObservedTime."""
+    return (event.get("lastTimestamp") or (event.get("series") or {}).get("lastObservedTime") or event.get("eventTime")
             or event.get("firstTimestamp") or meta(event, "creationTimestamp"))
+
+
+def event_count(event):
+    """How often an event was seen: its count, or (events.k8s.io/v1, no count in the core/v1 view) its series'."""
+    return event.get("count") or (event.get("series") or {}).get("count") or 1
 
 
 def event_entry(event, subject):
@@ -186,7 +194,7 @@ def _not_started_events(pod, events, about):
     name, node, state = about["name"], about["node"], about["state"]
     events = sorted(events, key=lambda e: event_time(e) or "", reverse=True)
     latest = events[0]
-    rows = [{"time": event_time(e), "reason": e.get("reason"), "count": e.get("count") or 1,
+    rows = [{"time": event_time(e), "reason": e.get("reason"), "count": event_count(e),
              "message": logs.excerpt(e.get("message") or "", 300)} for e in events[:LAST_LINES]]
     return finding(
         "log.pod_not_started", "warning", "control-plane", about["subject"],
@@ -281,7 +289,7 @@ def _event_entries(events, oldest):
         entries.append(event_entry(event, subject))
         if event.get("type") == "Warning":
             warnings.append({"time": event_time(event), "subject": subject, "reason": event.get("reason"),
-                             "count": event.get("count") or 1,
+                             "count": event_count(event),
                              "message": logs.excerpt(event.get("message") or "", 200)})
     return entries, warnings
 

@@ -194,6 +194,8 @@ def parse_field_selector(selector, kind):
             raise ValueError("invalid selector: %r; can't understand %r" % (selector, term))
         if key not in allowed:
             raise ValueError('field label not supported: %s' % key)
+        if kind == "Event" and key == "source":
+            key = "source.component"  # the API server's field "source" is the Event's source.component
         if negate:
             preds.append(lambda obj, k=key, v=value: field_value(obj, k) != v)
         else:

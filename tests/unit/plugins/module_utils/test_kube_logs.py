@@ -50,6 +50,23 @@ def test_event_lines_carry_reason_and_object():
     assert entry["time"] == "2026-01-01T11:59:40Z"
 
 
+def test_an_event_series_is_dated_and_counted_by_its_last_observation():
+    """The core/v1 view of an events.k8s.io/v1 Event that recurred, as kube-apiserver v1.37 serves it: no
+    lastTimestamp, no count; eventTime is its first observation."""
+    event = {"metadata": {"name": "calico-node-x.1", "namespace": "kube-system"}, "type": "Warning",
+             "reason": "Unhealthy", "message": "Readiness probe failed",
+             "involvedObject": {"kind": "Pod", "name": "calico-node-x", "namespace": "kube-system"},
+             "eventTime": "2026-01-01T10:00:00.000000Z", "reportingComponent": "kubelet",
+             "series": {"count": 40, "lastObservedTime": "2026-01-01T11:59:30.000000Z"}}
+    assert kube_logs.event_time(event) == "2026-01-01T11:59:30.000000Z"
+    assert kube_logs.event_count(event) == 40
+    # pylint: disable-next=protected-access
+    entries, warnings = kube_logs._event_entries([(event, "node2/calico-node-x")], 1767265200)  # 11:00:00Z
+    assert len(entries) == 1 and [(w["count"], w["time"]) for w in warnings] == [(40, "2026-01-01T11:59:30.000000Z")]
+    legacy = dict(event, lastTimestamp="2026-01-01T11:58:00Z", count=3)
+    assert (kube_logs.event_time(legacy), kube_logs.event_count(legacy)) == ("2026-01-01T11:58:00Z", 3)
+
+
 # cilium/cilium#4254 (2018-05, the agent's log as its reporter pasted it): a crash loop no signature knows.
 CILIUM_4254 = """level=warning msg="+ ip -6 route add table 2005 fe80::ec42:46ff:fe44:c4d1/128 dev cilium_host"
 level=warning msg="RTNETLINK answers: File exists"
