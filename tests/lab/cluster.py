@@ -511,21 +511,30 @@ class Cluster:
         return self.request("GET", path)
 
     def write_pod_status(self, namespace, name, node, ip, ready=True, waiting=None, restarts=0, containers=None):
+        """The pod's status as its kubelet writes it: Running with ``ip``; with ``waiting`` and no restart, Pending
+        with no address (a container never started: ContainerCreating, ImagePullBackOff); with ``waiting`` after
+        restarts, still Running with its address, the container waiting (CrashLoopBackOff) and its last run
+        terminated, as a kubelet keeps a crash-looping pod."""
         node = self.lab.node(node)
         now = _now()
         if containers is None:
             containers = self.request("GET", f"/api/v1/namespaces/{namespace}/pods/{name}")["spec"]["containers"]
         running = waiting is None
+        started_once = running or restarts > 0
         statuses = []
         for c in containers:
             state = ({"running": {"startedAt": now}} if running else
                      {"waiting": {"reason": waiting["reason"], "message": waiting.get("message", "")}})
-            statuses.append({"name": c["name"], "image": c["image"], "imageID": "", "ready": bool(running and ready),
-                             "restartCount": restarts, "started": running, "state": state})
+            item = {"name": c["name"], "image": c["image"], "imageID": "", "ready": bool(running and ready),
+                    "restartCount": restarts, "started": running, "state": state}
+            if restarts and not running:
+                item["lastState"] = {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": now,
+                                                    "finishedAt": now}}
+            statuses.append(item)
         cond = "True" if running and ready else "False"
         status = {
-            "phase": "Running" if running else "Pending", "hostIP": node.ip, "hostIPs": [{"ip": node.ip}],
-            "podIP": ip if running else None, "podIPs": [{"ip": ip}] if running and ip else None,
+            "phase": "Running" if started_once else "Pending", "hostIP": node.ip, "hostIPs": [{"ip": node.ip}],
+            "podIP": ip if started_once else None, "podIPs": [{"ip": ip}] if started_once and ip else None,
             "startTime": now, "containerStatuses": statuses,
             "conditions": [{"type": t, "status": s, "lastTransitionTime": now} for t, s in (
                 ("PodScheduled", "True"), ("Initialized", "True"), ("ContainersReady", cond), ("Ready", cond))],
