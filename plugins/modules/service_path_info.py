@@ -24,7 +24,7 @@ description:
     inventory name); a backend's or the announcer's node that is no inventory host is named in a
     C(service.node_not_in_inventory) finding.
   - Findings C(service.no_vip) (not for a NodePort Service, whose path goes through C(nodeIP:nodePort)),
-    C(service.no_ready_endpoints) (critical), C(service.only_terminating_endpoints) (warning: no ready endpoint, but
+    C(service.no_ready_endpoints) (critical), C(service.only_terminating_endpoints) (warning - no ready endpoint, but
     serving terminating ones that kube-proxy still forwards new connections to), C(service.node_not_in_inventory),
     C(service.announcer_unknown) (info).
   - Read-only; runs on the controller. It returns its result (no C(ansible_facts)), so register it.

@@ -325,7 +325,7 @@ def test_the_roles_document_the_switches_the_surveys_must_ask():
     assert found == {"stale_arp_flush": "repair", "stale_arp_force": "force", "cilium_maps_cleanup": "repair",
                      "cilium_maps_allow_empty_services": "force", "cilium_maps_allow_empty_live_frontends": "force",
                      "lb_health_remediate": "repair", "lb_health_force_policy_switch": "force",
-                     "lb_health_probe_traffic": "probe"}
+                     "lb_health_probe_traffic": "probe", "cilium_maps_restart_agent": "repair"}
 
 
 @pytest.mark.parametrize("path", SURVEYS, ids=[p.stem for p in SURVEYS])
