@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .server import ExecRun, StandIn
+from .server import WHY, ExecRun, StandIn
 from .store import FixtureError, Store, load_yaml, validate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
-__all__ = ["ExecRun", "FIXTURES", "FixtureError", "StandIn", "Store", "fixture_objects", "load_yaml", "of_kind", "validate"]
+__all__ = ["WHY", "ExecRun", "FIXTURES", "FixtureError", "StandIn", "Store", "fixture_objects", "load_yaml", "of_kind", "validate"]
 
 
 def fixture_objects(*names):

@@ -12,8 +12,9 @@ from tests.lab.faults import kube as kube_faults
 KUBECTL = shutil.which("kubectl")
 
 
-def start(lab, *names, label="kube-api", tokens=None):
-    return kube_faults.start_api(lab, [FIXTURES / n for n in names], name=label, tokens=tokens)
+def start(lab, *names, label="kube-api", tokens=None, why=None):
+    """The stand-in serving the named fixture files; ``why``: a key of tests.kube_api.WHY."""
+    return kube_faults.start_api(lab, [FIXTURES / n for n in names], name=label, tokens=tokens, why=why)
 
 
 def kubectl(kubeconfig, *args):

@@ -474,10 +474,27 @@ class Handler(BaseHTTPRequestHandler):
         self._send(*self._route("DELETE"))
 
 
-class StandIn(object):
-    """The stand-in API server, run in a thread of the test process."""
+# Why a test (or the demo) uses the stand-in and not the lab's real control plane (tests/lab/cluster.py): every use
+# names one of these (StandIn(..., why=...)); tests/unit/test_stand_in_uses.py holds the callers to it.
+WHY = {
+    "misbehaving": "a server that misbehaves on purpose (silence, a trickle, garbage, endless continue tokens, huge "
+                   "bodies, refusing every credential): a real API server cannot be made to",
+    "kubelet-logs": "pod logs: the API server proxies them to the node's kubelet (port 10250), and no kubelet runs "
+                    "in the lab",
+    "kubelet-exec": "exec: the API server upgrades the connection to the node's kubelet, and no kubelet runs in the "
+                    "lab",
+    "parity": "the stand-in held to the real API server's answers over the same objects",
+    "no-build": "the demo on a machine where scripts/build-kubernetes has not run (it says how long the build takes)",
+}
 
-    def __init__(self, objects, workdir, bind, port=0, tokens=None, logs=None):
+
+class StandIn(object):
+    """The stand-in API server, run in a thread of the test process. ``why``: a key of WHY."""
+
+    def __init__(self, objects, workdir, bind, port=0, tokens=None, logs=None, why=None):
+        if why is not None and why not in WHY:
+            raise ValueError("StandIn(why=%r): say why with one of %s" % (why, ", ".join(sorted(WHY))))
+        self.why = why
         self.workdir = Path(workdir)
         # (namespace, pod, container, previous) -> [(RFC 3339 time, line)] (store.load_logs)
         self.logs = dict(logs or {})

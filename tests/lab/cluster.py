@@ -105,6 +105,7 @@ class Cluster:
         if not proxy_modes or bad:
             raise LabError(f"proxy_modes={list(proxy_modes)!r}: use a list of {', '.join(PROXY_MODES)}")
         self.proxy_modes = tuple(proxy_modes)
+        self.audit_log = self.logs / "audit.jsonl"
         self._ctx = None
         self.ca = None  # the cluster's CA, in the process that made it (to sign a webhook's serving certificate)
 
@@ -144,7 +145,9 @@ class Cluster:
             "--enable-admission-plugins", "NodeRestriction", "--allow-privileged=true",
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", p / "sa.pub", "--service-account-signing-key-file", p / "sa.key",
-            "--enable-aggregator-routing=true", "--profiling=false", "--v=1"])
+            "--enable-aggregator-routing=true", "--profiling=false", "--v=1",
+            "--audit-policy-file", self._audit_policy(), "--audit-log-path", self.audit_log,
+            "--audit-log-format", "json", "--audit-log-mode", "blocking", "--audit-log-maxsize", "200"])
         self._wait("the API server's /readyz", lambda: self._ready("/readyz"), t0 + timeout)
         self._spawn("kube-controller-manager", [
             binaries["kube-controller-manager"], "--kubeconfig", self.kubeconfig("kube-controller-manager"),
@@ -166,6 +169,21 @@ class Cluster:
                                       "proxy_modes": {n.name: self.proxy_mode(n) for n in self.lab.nodes},
                                       "seconds_to_ready": round(time.monotonic() - t0, 1)})
         return self
+
+    def _audit_policy(self):
+        """The API server's audit policy: every request of a client (the tests, kubectl, the modules) at level
+        Metadata, once its response is complete; the controllers', kube-proxies' and health probes' none. The log is
+        the tests' record of what a module sent (``tests.lab.cluster_objects.audit_requests``)."""
+        path = self.dir / "audit-policy.json"
+        path.write_text(json.dumps({
+            "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+            "rules": [
+                {"level": "None", "users": ["system:kube-controller-manager", "system:kube-proxy", "system:apiserver"]},
+                {"level": "None", "userGroups": ["system:serviceaccounts:kube-system", "system:nodes"]},
+                {"level": "None", "nonResourceURLs": ["/healthz*", "/readyz*", "/livez*"]},
+                {"level": "Metadata"},
+            ]}, indent=1))
+        return path
 
     def _network(self):
         lab, ns = self.lab, self.ns

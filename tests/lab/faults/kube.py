@@ -101,14 +101,15 @@ def lab_objects(lab, objects):
     return out
 
 
-def start_api(lab, files, name="kube-api", tokens=None):
-    """Start the stand-in API on the controller address; returns the running StandIn."""
+def start_api(lab, files, name="kube-api", tokens=None, why=None):
+    """Start the stand-in API on the controller address; returns the running StandIn (``why``: a key of
+    tests.kube_api.WHY)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from tests.kube_api import StandIn, load_yaml
 
     objects = lab_objects(lab, load_yaml(files))
-    return StandIn(objects, lab.workdir / name, lab.controller_ip, tokens=tokens).start()
+    return StandIn(objects, lab.workdir / name, lab.controller_ip, tokens=tokens, why=why).start()
 
 
 @fault

@@ -1,0 +1,293 @@
+"""The stand-in's fixtures on the real control plane, and what a test read of the stand-in read of the real one.
+
+``RealApi(cluster, *fixture_files)`` creates the objects of ``tests/kube_api/fixtures`` files (addresses moved into
+the lab's slot, as for the stand-in) through the real API server, each as the component that makes it in a cluster
+would, and gives a test what it used of the stand-in: ``kubeconfig()``, ``url``, ``token``, ``requests`` (read from
+the API server's audit log, not from a server of ours).
+
+How each kind is made (``load``):
+
+* Namespace: created (``default`` and ``kube-system`` exist).
+* Node: a node the lab has is the one registered by ``Cluster.up``; the fixture's labels, annotations, taints and
+  conditions are written onto it (conditions as its kubelet or CNI agent would, with fresh times, so that the node
+  lifecycle controller judges them and not their age). A node the lab does not have is created with the fixture's
+  status; no kubelet renews its Lease, so the node lifecycle controller marks it unreachable after its grace
+  period, as it does a node whose kubelet is gone.
+* Pod: created bound to its ``spec.nodeName``, its status the fixture's (written as its kubelet would). Its owner (a
+  DaemonSet or ReplicaSet the fixture names but does not hold) is a real object that places nothing (a DaemonSet
+  whose nodeSelector matches no node, a ReplicaSet of 0), referred to by its real uid, not as its controller, so
+  that no controller adopts, replaces or deletes the pod.
+* Service: created without status, then its load-balancer status written as a load-balancer controller would.
+  A Service with a selector gets its EndpointSlices from the real EndpointSlice controller, from the pods.
+* EndpointSlice: the fixture's slices are for Services whose pods the fixture does not hold (or holds elsewhere);
+  they are created as another controller's (``endpointslice.kubernetes.io/managed-by: k8snet.lab``) so that the
+  EndpointSlice controller leaves them as they are (it keeps its own, possibly empty, slice beside them).
+* Event: POSTed as its recorder would, the involved object's uid the real one.
+* Custom resources: their CRD (``tests/kube_api/crds``) is created first, then the object and its status.
+* Webhook configurations last, so that a failing webhook does not refuse the objects made after it.
+* Deployment: created as it is; the real deployment and ReplicaSet controllers make its pods, which stay Pending
+  (there is no scheduler); a test that needs them running binds them (see test_f5_real_cluster.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+
+import yaml
+
+from tests.kube_api import FIXTURES, load_yaml
+from tests.kube_api.store import CRD_FILES, CRDS, KINDS
+from tests.lab.faults.kube import lab_objects
+
+from .cluster import ApiError, kubeconfig_data
+from .core import LabError
+
+FIXTURE_MANAGER = "k8snet.lab"
+NO_NODE = {"k8snet.lab/no-node": "true"}
+# the kinds made after the others: a webhook configuration takes effect at once
+LAST = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")
+VERB_METHODS = {"get": "GET", "list": "GET", "watch": "GET", "create": "POST", "update": "PUT", "patch": "PATCH",
+                "delete": "DELETE", "deletecollection": "DELETE"}
+
+
+def collection_path(kind, namespace=None):
+    plural, group_version, namespaced = KINDS[kind][:3]
+    base = "/api/v1" if group_version == "v1" else "/apis/" + group_version
+    if namespaced:
+        return "%s/namespaces/%s/%s" % (base, namespace or "default", plural)
+    return "%s/%s" % (base, plural)
+
+
+def object_path(obj):
+    meta = obj["metadata"]
+    return "%s/%s" % (collection_path(obj["kind"], meta.get("namespace")), meta["name"])
+
+
+def _sent(obj):
+    """The object as a client sends it: no status, no server-set metadata."""
+    out = {k: v for k, v in obj.items() if k != "status"}
+    out["metadata"] = {k: v for k, v in obj["metadata"].items()
+                       if k not in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
+                                    "selfLink", "deletionTimestamp")}
+    return out
+
+
+def _fresh(conditions, now):
+    out = []
+    for cond in conditions or []:
+        cond = dict(cond)
+        for stamp in ("lastHeartbeatTime", "lastTransitionTime", "lastProbeTime"):
+            if stamp in cond:
+                cond[stamp] = now
+        out.append(cond)
+    return out
+
+
+class Loader:
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.uids = {}  # (kind, namespace, name) -> uid of the real object
+
+    def load(self, objects):
+        objects = lab_objects(self.cluster.lab, objects)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        for kind in sorted({o["kind"] for o in objects} & set(CRD_FILES)):
+            self._crd(kind)
+        ordered = sorted(objects, key=lambda o: (o["kind"] in LAST, o["kind"] == "Event",
+                                                 o["kind"] not in ("Namespace", "Node")))
+        for obj in ordered:
+            namespace = obj["metadata"].get("namespace")
+            if namespace:
+                self.cluster.ensure_namespace(namespace)
+            made = getattr(self, "_" + obj["kind"].lower(), self._plain)(obj, now)
+            if made:
+                self.uids[(obj["kind"], namespace, obj["metadata"]["name"])] = made["metadata"]["uid"]
+        return self
+
+    # ---------------------------------------------------------------- kinds
+    def _plain(self, obj, now):
+        made = self.cluster.create(_sent(obj), collection_path(obj["kind"], obj["metadata"].get("namespace")))
+        if obj.get("status") and KINDS[obj["kind"]][3] is None:  # a custom resource's status subresource
+            made = self.cluster.request("PUT", object_path(obj) + "/status",
+                                        dict(made, status=obj["status"]))
+        return made
+
+    def _namespace(self, obj, now):
+        self.cluster.ensure_namespace(obj["metadata"]["name"])
+        return self.cluster.request("GET", object_path(obj))
+
+    def _node(self, obj, now):
+        name = obj["metadata"]["name"]
+        try:
+            current = self.cluster.request("GET", object_path(obj))
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            self.cluster.create(_sent(obj), collection_path("Node"))
+            status = dict(obj.get("status") or {})
+            status["conditions"] = _fresh(status.get("conditions"), now)
+            return self.cluster.patch_status(object_path(obj), status)
+        meta = obj["metadata"]
+        patch = {"metadata": {"labels": meta.get("labels") or {}, "annotations": meta.get("annotations") or {}}}
+        if (obj.get("spec") or {}).get("taints"):
+            patch["spec"] = {"taints": obj["spec"]["taints"]}
+        self.cluster.request("PATCH", "/api/v1/nodes/" + name, patch, content_type="application/merge-patch+json")
+        wanted = {c["type"]: c for c in _fresh((obj.get("status") or {}).get("conditions"), now)}
+        conditions = [wanted.pop(c["type"], c) for c in current["status"].get("conditions", [])]
+        conditions += list(wanted.values())
+        return self.cluster.patch_status(object_path(obj), {"conditions": conditions})
+
+    def _pod(self, obj, now):
+        sent = _sent(obj)
+        meta = sent["metadata"]
+        refs = []
+        for ref in meta.get("ownerReferences") or []:
+            owner = self._owner(ref["kind"], meta["namespace"], ref["name"])
+            refs.append({"apiVersion": ref["apiVersion"], "kind": ref["kind"], "name": ref["name"],
+                         "uid": owner["metadata"]["uid"], "controller": False})
+        if refs:
+            meta["ownerReferences"] = refs
+        made = self.cluster.create(sent, collection_path("Pod", meta["namespace"]))
+        if obj.get("status"):
+            made = self.cluster.patch_status(object_path(obj), obj["status"])
+        return made
+
+    def _owner(self, kind, namespace, name):
+        key = (kind, namespace, name)
+        path = "/apis/apps/v1/namespaces/%s/%ss/%s" % (namespace, kind.lower(), name)
+        if key not in self.uids:
+            if kind == "DaemonSet":
+                return self.cluster._daemonset(namespace, name)
+            if kind != "ReplicaSet":
+                raise LabError("a fixture pod's owner %s %s/%s: the loader makes only DaemonSet and ReplicaSet owners"
+                               % (kind, namespace, name))
+            selector = {"k8snet.lab/replicaset": name}
+            self.cluster.create({
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": namespace},
+                "spec": {"replicas": 0, "selector": {"matchLabels": selector},
+                         "template": {"metadata": {"labels": selector},
+                                      "spec": {"nodeSelector": NO_NODE,
+                                               "containers": [{"name": "app", "image": "lab.invalid/app:1"}]}}}},
+                "/apis/apps/v1/namespaces/%s/replicasets" % namespace)
+        return self.cluster.request("GET", path)
+
+    def _service(self, obj, now):
+        made = self.cluster.create(_sent(obj), collection_path("Service", obj["metadata"]["namespace"]))
+        ingress = (((obj.get("status") or {}).get("loadBalancer")) or {}).get("ingress")
+        if ingress:
+            made = self.cluster.patch_status(object_path(obj), {"loadBalancer": {"ingress": ingress}})
+        return made
+
+    def _endpointslice(self, obj, now):
+        sent = _sent(obj)
+        labels = dict(sent["metadata"].get("labels") or {})
+        labels["endpointslice.kubernetes.io/managed-by"] = FIXTURE_MANAGER
+        sent["metadata"]["labels"] = labels
+        return self.cluster.create(sent, collection_path("EndpointSlice", sent["metadata"]["namespace"]))
+
+    def _event(self, obj, now):
+        sent = _sent(obj)
+        involved = dict(sent.get("involvedObject") or {})
+        uid = self.uids.get((involved.get("kind"), involved.get("namespace"), involved.get("name")))
+        if uid:
+            involved["uid"] = uid
+        sent["involvedObject"] = involved
+        return self.cluster.create(sent, collection_path("Event", sent["metadata"]["namespace"]))
+
+    def _crd(self, kind):
+        crd = yaml.safe_load((CRDS / CRD_FILES[kind]).read_text())
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        try:
+            self.cluster.create(crd, path)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+        self.cluster.wait_for("CRD %s established" % crd["metadata"]["name"], lambda: any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in (self.cluster.request("GET", "%s/%s" % (path, crd["metadata"]["name"])).get("status") or {})
+            .get("conditions", [])), timeout=30)
+
+
+def audit_requests(cluster, user=None, settle=0.2):
+    """The requests the API server's audit log holds (``Cluster._audit_policy``), oldest first, each as the stand-in
+    kept them: {method, path, parts, query, user, code}; only ``user``'s when given. Waits until the log stopped
+    growing for ``settle`` seconds (the server writes an entry once the response is complete)."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    size = -1
+    while True:
+        now = cluster.audit_log.stat().st_size if cluster.audit_log.exists() else 0
+        if now == size:
+            break
+        size = now
+        time.sleep(settle)
+    out = []
+    for line in cluster.audit_log.read_text().splitlines() if cluster.audit_log.exists() else ():
+        event = json.loads(line)
+        who = (event.get("user") or {}).get("username")
+        if user is not None and who != user:
+            continue
+        url = urlsplit(event.get("requestURI", ""))
+        out.append({"method": VERB_METHODS.get(event.get("verb"), (event.get("verb") or "").upper()),
+                    "path": url.path, "parts": [unquote(p) for p in url.path.split("/") if p],
+                    "query": {k: v[-1] for k, v in parse_qs(url.query).items()}, "user": who,
+                    "code": (event.get("responseStatus") or {}).get("code"), "verb": event.get("verb")})
+    return out
+
+
+class RealApi:
+    """What tests used of the stand-in, on the real control plane: the fixture files' objects loaded, a kubeconfig
+    whose credential is the token of ServiceAccount ``k8snet-lab/<user>`` (bound to ``cluster-admin`` unless
+    ``role`` names a ClusterRole), and the requests that credential sent."""
+
+    def __init__(self, cluster, *fixture_files, user="triage", role="cluster-admin"):
+        self.cluster = cluster
+        self.workdir = cluster.dir / ("api-" + user)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.username = "system:serviceaccount:k8snet-lab:" + user
+        self.loader = Loader(cluster)
+        if fixture_files:
+            self.load(*fixture_files)
+        cluster.ensure_namespace("k8snet-lab")
+        try:
+            cluster.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                            "metadata": {"name": user, "namespace": "k8snet-lab"}},
+                           "/api/v1/namespaces/k8snet-lab/serviceaccounts")
+            cluster.create({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                            "metadata": {"name": "k8snet-lab-" + user},
+                            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                            "subjects": [{"kind": "ServiceAccount", "name": user, "namespace": "k8snet-lab"}]},
+                           "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings")
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+        self.token = cluster.token("k8snet-lab", user, seconds=6 * 3600)
+
+    def load(self, *fixture_files):
+        """Load more fixture files (names under tests/kube_api/fixtures, or paths)."""
+        self.loader.load(load_yaml([Path(f) if Path(f).is_absolute() else FIXTURES / f for f in fixture_files]))
+        return self
+
+    @property
+    def url(self):
+        return self.cluster.server
+
+    @property
+    def requests(self):
+        return audit_requests(self.cluster, self.username)
+
+    def kubeconfig(self, path=None, token=None, context="lab", ca=True):
+        """Write a kubeconfig for the real API server (the token defaults to this user's)."""
+        data = kubeconfig_data(self.cluster.server, self.cluster.ca_file.read_bytes(), context,
+                               token=token or self.token)
+        data["contexts"][0]["name"] = data["current-context"] = context
+        data["contexts"][0]["context"]["user"] = context
+        if not ca:
+            del data["clusters"][0]["cluster"]["certificate-authority-data"]
+        path = Path(path or self.workdir / "kubeconfig")
+        path.write_text(yaml.safe_dump(copy.deepcopy(data)))
+        path.chmod(0o600)
+        return path
