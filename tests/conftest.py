@@ -57,3 +57,34 @@ def pytest_sessionfinish(session, exitstatus):
     if skipped:
         reporter.write_line("K8SNET_NO_SKIP=1: %d test(s) were skipped; every test must run in CI" % len(skipped), red=True)
         session.exitstatus = 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Where the time went, by test directory (unit, integration, packaging, ...): the tests' own durations summed
+    (set-up, call and tear-down; with two workers the sum is about twice the wall time), and how many tests of the
+    integration directory ran on the lab's real control plane (they use the ``kube_cluster`` fixture)."""
+    seconds, tests, real = {}, {}, set()
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            nodeid = getattr(report, "nodeid", "")
+            if not nodeid.startswith("tests/") or not hasattr(report, "duration"):
+                continue
+            area = nodeid.split("/")[1].split("::")[0]
+            area = area if "." not in area else "tests"
+            seconds[area] = seconds.get(area, 0.0) + report.duration
+            if report.when == "call":
+                tests[area] = tests.get(area, 0) + 1
+            if report.when == "call" and ("api", "real") in getattr(report, "user_properties", ()):
+                real.add(nodeid)
+    if not seconds:
+        return
+    terminalreporter.write_sep("=", "time by test directory")
+    for area in sorted(seconds, key=seconds.get, reverse=True):
+        terminalreporter.write_line("%-14s %5d tests %8.0f s" % (area, tests.get(area, 0), seconds[area]))
+    terminalreporter.write_line("on the lab's real control plane: %d tests" % len(real))
+
+
+def pytest_runtest_setup(item):
+    """Mark the tests that use the real control plane (see pytest_terminal_summary)."""
+    if "kube_cluster" in getattr(item, "fixturenames", ()):
+        item.user_properties.append(("api", "real"))
