@@ -30,7 +30,8 @@ def inventory(lab, tmp_path_factory):
 
 def run(ansible, playbook, *pairs, inventory=None, verbose=False):
     """ansible-playbook with each ``-e`` argument as a user types it (``verbose``: -vvv)."""
-    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory or ansible.lab.inventory_path), str(ROOT / "playbooks" / playbook)]
+    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory or ansible.lab.inventory_path),
+            str(ROOT / "playbooks" / playbook)]
     argv += ["-vvv"] if verbose else []
     for pair in pairs:
         argv += ["-e", pair]
@@ -54,11 +55,15 @@ REFUSED = [
     ("triage.yml", ["triage_api_scenarios=f6"], "triage_api_scenarios names f6: give some of f5, lb_health"),
     ("triage.yml", ["stale_arp_vips=[198.18.96.200"], "stale_arp_vips looks like a JSON list but is not valid JSON"),
     # an address no VIP can be (issue 47): refused naming the item and what it is
-    ("triage.yml", ["stale_arp_vips=127.0.0.1"], "stale_arp_vips[0]='127.0.0.1' is invalid: 127.0.0.1 is a loopback address"),
-    ("triage.yml", ["stale_arp_vips=198.18.96.200,::1"], "stale_arp_vips[1]='::1' is invalid: ::1 is a loopback address"),
-    ("triage.yml", ["stale_arp_vips=0.0.0.0"], "stale_arp_vips[0]='0.0.0.0' is invalid: 0.0.0.0 is the unspecified address"),
+    ("triage.yml", ["stale_arp_vips=127.0.0.1"],
+     "stale_arp_vips[0]='127.0.0.1' is invalid: 127.0.0.1 is a loopback address"),
+    ("triage.yml", ["stale_arp_vips=198.18.96.200,::1"],
+     "stale_arp_vips[1]='::1' is invalid: ::1 is a loopback address"),
+    ("triage.yml", ["stale_arp_vips=0.0.0.0"],
+     "stale_arp_vips[0]='0.0.0.0' is invalid: 0.0.0.0 is the unspecified address"),
     ("stale_arp.yml", ["stale_arp_vips=::1"], "stale_arp_vips[0]='::1' is invalid: ::1 is a loopback address"),
-    ("stale_arp.yml", ["stale_arp_vips=224.0.0.18"], "224.0.0.18 is a multicast address, not one host's, which no VIP can be"),
+    ("stale_arp.yml", ["stale_arp_vips=224.0.0.18"],
+     "224.0.0.18 is a multicast address, not one host's, which no VIP can be"),
     ("stale_arp.yml", ["stale_arp_vips=169.254.1.1"], "169.254.1.1 is a link-local address"),
     ("triage.yml", ["stale_arp_vips=198.18.96.200", "stale_arp_clients_group=admins"],
      "stale_arp_clients_group=admins: no such group in the inventory"),
