@@ -3,8 +3,10 @@ absent - runs the triage's API half and says plainly that no node was checked; w
 refused, saying what to add; a Kubernetes credential that was given but cannot be used is an error, not a skip.
 
 Driven as AWX drives it: ansible-runner, only the credential's K8S_AUTH_* in the environment, an inventory with
-empty groups, and the job's artifacts (the playbook_on_stats event) and report files read back. What the API half
-found is checked against the API stand-in's own log of requests and against kubectl's view of the same objects.
+empty groups, and the job's artifacts (the playbook_on_stats event) and report files read back. The API is the real
+control plane (tests/lab/cluster.py) with the stand-in's cluster.yaml and cni.yaml loaded into it
+(tests/lab/cluster_objects.py); the credential is a real ServiceAccount token. What the API half found is checked
+against the API server's audit log (the credential's requests) and kubectl's view of the same objects.
 """
 
 from __future__ import annotations
@@ -15,22 +17,18 @@ import ansible_runner
 import pytest
 
 from tests.integration.conftest import ROOT
-from tests.kube_api.helpers import kubectl, start
-
-TOKEN = "awx-token"
+from tests.lab.cluster_objects import RealApi
 
 
 @pytest.fixture(scope="module")
-def api(lab):
-    server = start(lab, "cluster.yaml", "cni.yaml", label="kube-api-awx-api-only",
-                   tokens={"k8snet-lab-token": {"user": "lab-admin"}, TOKEN: {"user": "awx"}})
-    yield server
-    server.stop()
+def api(kube_cluster):
+    """The cluster's objects, and the ServiceAccount k8snet-lab/awx whose token is the job's credential."""
+    return RealApi(kube_cluster, "cluster.yaml", "cni.yaml", user="awx")
 
 
-def credential(server):
+def credential(api):
     """What AWX's "Kubernetes or OpenShift API Bearer Token" credential injects, and nothing else."""
-    return {"K8S_AUTH_HOST": server.url, "K8S_AUTH_API_KEY": TOKEN, "K8S_AUTH_SSL_CA_CERT": str(server.certs["ca"]),
+    return {"K8S_AUTH_HOST": api.url, "K8S_AUTH_API_KEY": api.token, "K8S_AUTH_SSL_CA_CERT": str(api.cluster.ca_file),
             "K8S_AUTH_VERIFY_SSL": "true"}
 
 
@@ -57,10 +55,11 @@ def empty_groups(*names):
     return {"all": {"children": dict((name, {"hosts": {}}) for name in names)}}
 
 
-def network_unavailable(server):
+def network_unavailable(api):
     """The nodes whose NetworkUnavailable condition is True, as kubectl sees them (not through our code)."""
-    return sorted(n["metadata"]["name"] for n in kubectl(server.kubeconfig(), "get", "nodes")["items"]
-                  if any(c["type"] == "NetworkUnavailable" and c["status"] == "True" for c in n["status"]["conditions"]))
+    return sorted(n["metadata"]["name"] for n in api.cluster.kubectl_json("get", "nodes")["items"]
+                  if any(c["type"] == "NetworkUnavailable" and c["status"] == "True"
+                         for c in n["status"]["conditions"]))
 
 
 @pytest.mark.parametrize("inventory, why", [
@@ -70,27 +69,32 @@ def network_unavailable(server):
 def test_credential_and_no_node_runs_the_api_half_and_is_not_green(api, tmp_path, inventory, why):
     before = len(api.requests)
     result, stdout, published, out = job(tmp_path, inventory, {"report_fail_on_critical": "false"}, credential(api))
-    requests = [r for r in api.requests[before:] if r.get("token") == TOKEN]
+    requests = api.requests[before:]  # the credential's ServiceAccount's, from the API server's audit log
 
     # the API half ran with the credential's token alone: nodes, the CNI pods, webhooks, f5's and lb_health's reads
+    assert requests and {r["user"] for r in requests} == {api.username}, requests
+    assert not [r for r in requests if r["code"] in (401, 403)], requests  # nothing refused
     paths = set(r["path"] for r in requests)
     assert "/api/v1/nodes" in paths, sorted(paths)
     assert any(p.endswith("/pods") for p in paths), sorted(paths)
-    assert any("validatingwebhookconfigurations" in p or "mutatingwebhookconfigurations" in p for p in paths), sorted(paths)
+    assert any(p.endswith(("/validatingwebhookconfigurations", "/mutatingwebhookconfigurations")) for p in paths), \
+        sorted(paths)
     assert any(p.endswith("/configmaps") for p in paths), sorted(paths)  # f5
     assert any(p.endswith("/services") for p in paths), sorted(paths)  # lb_health and the Service reads
 
     # ... and its findings are the cluster's: NetworkUnavailable on exactly the nodes kubectl shows with it
     report = json.loads((out / "triage-report.json").read_text())
     theirs = network_unavailable(api)
-    found = sorted(set(f["subject"].split("/")[0] for f in report["findings"] if f["check"] == "node.network_unavailable"))
+    found = sorted(set(f["subject"].split("/")[0] for f in report["findings"]
+                       if f["check"] == "node.network_unavailable"))
     assert theirs and found == theirs, (found, theirs)
     controller = report["hosts"]["localhost"]["scenarios"]
     assert controller["f5"]["status"] == "ran" and controller["lb_health"]["status"] == "ran", controller
     assert controller["cni"]["status"] == "ran" and controller["kube"]["status"] == "ran", controller
 
     # the coverage says plainly that no node was checked, and why
-    assert report["coverage"]["nodes"] == {"group": "k8s_nodes", "hosts": 0, "checked": 0, "reason": why}, report["coverage"]
+    assert report["coverage"]["nodes"] == {"group": "k8s_nodes", "hosts": 0, "checked": 0, "reason": why}, \
+        report["coverage"]
     [gap] = [f for f in report["findings"] if f["check"] == "triage.no_node_checked"]
     assert gap["severity"] == "critical" and gap["summary"].startswith("no node was checked: " + why), gap
     assert "NO NODE CHECKED: " + why in stdout

@@ -1,7 +1,8 @@
 """Extra vars as users type them (``-e key=value`` on the command line: strings, exactly as argv) over
 triage.yml and every scenario playbook: a wrong value is a clear error that names the variable and the
 fix before any node is touched, and a string where a list is expected, or a capitalised enum, gives the
-right result. The report JSON and the records of the run are the evidence."""
+right result. The report JSON and the records of the run are the evidence; the API the dns scenario reads is the
+real control plane (tests/lab/cluster.py) with CoreDNS as its cluster DNS, and its audit log shows what was read."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import json
 import pytest
 
 from tests.integration.conftest import BIN, ROOT
-from tests.kube_api.helpers import start
+from tests.lab.cluster_objects import RealApi
 from tests.lab.faults import arp
 
 TRIAGE = str(ROOT / "playbooks" / "triage.yml")
@@ -29,7 +30,8 @@ def inventory(lab, tmp_path_factory):
 
 def run(ansible, playbook, *pairs, inventory=None, verbose=False):
     """ansible-playbook with each ``-e`` argument as a user types it (``verbose``: -vvv)."""
-    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory or ansible.lab.inventory_path), str(ROOT / "playbooks" / playbook)]
+    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory or ansible.lab.inventory_path),
+            str(ROOT / "playbooks" / playbook)]
     argv += ["-vvv"] if verbose else []
     for pair in pairs:
         argv += ["-e", pair]
@@ -53,11 +55,15 @@ REFUSED = [
     ("triage.yml", ["triage_api_scenarios=f6"], "triage_api_scenarios names f6: give some of f5, lb_health"),
     ("triage.yml", ["stale_arp_vips=[198.18.96.200"], "stale_arp_vips looks like a JSON list but is not valid JSON"),
     # an address no VIP can be (issue 47): refused naming the item and what it is
-    ("triage.yml", ["stale_arp_vips=127.0.0.1"], "stale_arp_vips[0]='127.0.0.1' is invalid: 127.0.0.1 is a loopback address"),
-    ("triage.yml", ["stale_arp_vips=198.18.96.200,::1"], "stale_arp_vips[1]='::1' is invalid: ::1 is a loopback address"),
-    ("triage.yml", ["stale_arp_vips=0.0.0.0"], "stale_arp_vips[0]='0.0.0.0' is invalid: 0.0.0.0 is the unspecified address"),
+    ("triage.yml", ["stale_arp_vips=127.0.0.1"],
+     "stale_arp_vips[0]='127.0.0.1' is invalid: 127.0.0.1 is a loopback address"),
+    ("triage.yml", ["stale_arp_vips=198.18.96.200,::1"],
+     "stale_arp_vips[1]='::1' is invalid: ::1 is a loopback address"),
+    ("triage.yml", ["stale_arp_vips=0.0.0.0"],
+     "stale_arp_vips[0]='0.0.0.0' is invalid: 0.0.0.0 is the unspecified address"),
     ("stale_arp.yml", ["stale_arp_vips=::1"], "stale_arp_vips[0]='::1' is invalid: ::1 is a loopback address"),
-    ("stale_arp.yml", ["stale_arp_vips=224.0.0.18"], "224.0.0.18 is a multicast address, not one host's, which no VIP can be"),
+    ("stale_arp.yml", ["stale_arp_vips=224.0.0.18"],
+     "224.0.0.18 is a multicast address, not one host's, which no VIP can be"),
     ("stale_arp.yml", ["stale_arp_vips=169.254.1.1"], "169.254.1.1 is a link-local address"),
     ("triage.yml", ["stale_arp_vips=198.18.96.200", "stale_arp_clients_group=admins"],
      "stale_arp_clients_group=admins: no such group in the inventory"),
@@ -100,10 +106,11 @@ def test_a_wrong_extra_var_is_refused_before_any_node(ansible, inventory, playbo
 
 
 @pytest.fixture(scope="module")
-def api(lab):
-    server = start(lab, "network.yaml", label="kube-api-entry")
-    yield server
-    server.stop()
+def api(kube_cluster):
+    """The real API server with CoreDNS as the cluster DNS (the kube-dns Service and its pod), read with a
+    ServiceAccount's token."""
+    kube_cluster.start_coredns()
+    return RealApi(kube_cluster)
 
 
 @pytest.fixture(scope="module")
@@ -120,11 +127,16 @@ def test_strings_where_lists_are_expected_and_a_capitalised_cni(ansible, api, vi
     """-e triage_scenarios=cni,dns,stale_arp,calico with a kubeconfig: dns reads its servers from the API (never
     "no Kubernetes credentials"), stale_arp_vips as one string checks the VIP, triage_cni=Calico is calico,
     and triage_api_scenarios=[] (the string "[]") runs no API scenario."""
+    before = len(api.requests)
     result = run(ansible, "triage.yml", "triage_scenarios=cni,dns,stale_arp,calico", "triage_cni=Calico",
                  "stale_arp_vips=" + vip, "triage_api_scenarios=[]", "triage_kubeconfig=" + str(api.kubeconfig()),
                  "report_output_dir=" + str(tmp_path), "report_fail_on_critical=false")
     assert result.rc == 0, result
     report = json.loads((tmp_path / "triage-report.json").read_text())
+    # the kube-dns Service and its pods were read from the API server, with the kubeconfig's token
+    sent = {(r["path"], r["query"].get("labelSelector"), r["code"]) for r in api.requests[before:]}
+    assert {("/api/v1/namespaces/kube-system/services/kube-dns", None, 200),
+            ("/api/v1/namespaces/kube-system/pods", "k8s-app=kube-dns", 200)} <= sent, sorted(sent, key=str)
     for node in ("node1", "node2", "node3"):
         scenarios = report["hosts"][node]["scenarios"]
         assert scenarios["cni"]["status"] == "ran", scenarios

@@ -2,10 +2,12 @@
 
 While a lab is up, the root namespace holds an unreachable route for each range of its slot (198.18.(32s).0/19:
 node network and service range; 198.19.(32s).0/19: pod CIDRs), below the controller's link route to the node
-network; ``down`` removes them.  The API stand-in's stock fixtures are written in slot 0's addresses: in any slot
-they take the running lab's (a Node the lab does not have included), so lb_health probes only the lab.
+network; ``down`` removes them.  The stock fixtures (tests/kube_api/fixtures) are written in slot 0's addresses:
+loaded into the real control plane (tests/lab/cluster_objects.py) in any slot they take the running lab's (a Node the
+lab does not have included), so lb_health probes only the lab.
 
-Independent readers: ``ip -j route`` and ``ip route get`` in the root namespace, a plain UDP socket, kubectl."""
+Independent readers: ``ip -j route`` and ``ip route get`` in the root namespace, a plain UDP socket, kubectl built
+from the cluster's release."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import subprocess
 
 import pytest
 
-from tests.kube_api.helpers import kubectl, start
+from tests.lab.cluster_objects import RealApi
 
 
 def route_get(address):
@@ -60,26 +62,25 @@ def test_the_slot_ranges_are_held_and_the_lab_still_routes(lab):
     assert default_device() != lab.ctl_link
 
 
-def test_fixtures_take_the_running_labs_addresses_and_lb_health_probes_only_the_lab(lab, ansible):
+def test_fixtures_take_the_running_labs_addresses_and_lb_health_probes_only_the_lab(lab, ansible, kube_cluster):
     """node4 of the stock fixtures is no lab node: its InternalIP (slot 0's .14) becomes this slot's."""
-    server = start(lab, "cluster.yaml", "router.yaml", "node4.yaml", label="kube-api-containment")
-    try:
-        nodes = kubectl(server.kubeconfig(), "get", "nodes")["items"]
-        addresses = {n["metadata"]["name"]: [a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP"]
-                     for n in nodes}
-        assert addresses["node4"] == [str(lab.network[14])]
-        for name in ("node1", "node2", "node3"):
-            assert addresses[name] == [lab.node(name).ip]
-        svc = kubectl(server.kubeconfig(), "get", "svc", "-n", "openshift-ingress", "router-default")
-        assert ipaddress.ip_address(svc["spec"]["clusterIP"]) in lab.service_network
-        result = ansible.module("localhost", "lb_health", {"kubeconfig": str(server.kubeconfig()),
-                                                           "probe_timeout": 0.5})["localhost"]
-        probed = result["services"][0]["probes"]
-        assert sorted(probed) == ["node1", "node2", "node3", "node4"], result
-        urls = [f["evidence"]["url"] for f in result["findings"] if f["check"] == "lb.health_probe_mismatch"]
-        assert urls and all(ipaddress.ip_address(u.split("//")[1].rsplit(":", 1)[0]) in lab.network for u in urls), urls
-    finally:
-        server.stop()
+    api = RealApi(kube_cluster, "cluster.yaml", "router.yaml", "node4.yaml")
+    nodes = kube_cluster.kubectl_json("get", "nodes")["items"]
+    addresses = {n["metadata"]["name"]: [a["address"] for a in n["status"]["addresses"] if a["type"] == "InternalIP"]
+                 for n in nodes}
+    assert addresses["node4"] == [str(lab.network[14])]
+    for name in ("node1", "node2", "node3"):
+        assert addresses[name] == [lab.node(name).ip]
+    svc = kube_cluster.kubectl_json("get", "svc", "-n", "openshift-ingress", "router-default")
+    assert ipaddress.ip_address(svc["spec"]["clusterIP"]) in lab.service_network
+    assert all(ipaddress.ip_address(i["ip"]) in lab.network for i in svc["status"]["loadBalancer"]["ingress"]), svc
+    result = ansible.module("localhost", "lb_health", {"kubeconfig": str(api.kubeconfig()),
+                                                       "probe_timeout": 0.5})["localhost"]
+    [router] = [s for s in result["services"] if s["service"] == "openshift-ingress/router-default"]
+    probed = router["probes"]
+    assert sorted(probed) == ["node1", "node2", "node3", "node4"], result
+    urls = [f["evidence"]["url"] for f in result["findings"] if f["check"] == "lb.health_probe_mismatch"]
+    assert urls and all(ipaddress.ip_address(u.split("//")[1].rsplit(":", 1)[0]) in lab.network for u in urls), urls
 
 
 def test_down_removes_the_routes(lab):
