@@ -156,8 +156,9 @@ def test_a_pod_replaced_under_the_same_name_is_not_deleted(api, kube_cluster):
     """Between the read and the delete the name came to hold another pod (its DaemonSet's, after a kubelet's force
     delete): the uid precondition makes the real API server refuse (409), nothing is deleted. The module's code runs
     in this process (as test_real_cluster.py's concurrent writer), the replacement made right after its read."""
-    from ansible_collections.k8snet.triage.plugins.module_utils import cilium_restart, kube_client  # noqa: E501 pylint: disable=import-outside-toplevel
-    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError  # pylint: disable=import-outside-toplevel
+    # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils import cilium_restart, kube_client
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError
 
     ns = api.ns
     first = kube_cluster.kubectl_json("get", "pod", "-n", ns, AGENT)["metadata"]["uid"]

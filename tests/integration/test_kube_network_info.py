@@ -252,7 +252,8 @@ def test_cilium_maps_live_frontends_from_the_api(lab, ansible, api, kube_cluster
                               "node3")["service_frontends"]
         assert set(gathered) == expected_frontends(kube_cluster)
         assert "%s:80/TCP" % live_vip in gathered
-        usage = {"findings": run.result("Keep the findings of this host", "node3")["ansible_facts"]["cilium_maps_findings"]}
+        facts = run.result("Keep the findings of this host", "node3")["ansible_facts"]
+        usage = {"findings": facts["cilium_maps_findings"]}
         stale = [f for f in usage["findings"] if f["check"] == "bpf.stale_frontends"]
         # bpftool (independent) shows the three VIPs; the two Kubernetes lacks are the stale ones
         vips = {".".join(str(b) for b in k[:4]) for k in lb.bpftool_entries(lab, "node3", lb_node3["services"])}
@@ -288,7 +289,8 @@ def test_stale_cleanup_keeps_every_live_form(lab, ansible, api, kube_cluster, cl
     def fixture(text):
         return kube_faults.lab_address(lab, text)  # the fixtures' addresses in this lab
     live_forms = ["0.0.0.0:30070/TCP", n1 + ":30070/TCP", n2 + ":30070/TCP", external + ":30070/TCP",
-                  n3 + ":30070/TCP", fixture("198.18.16.70:80/TCP"), fixture("198.18.0.230:80/TCP"),  # shop: NodePort, externalIP
+                  n3 + ":30070/TCP", fixture("198.18.16.70:80/TCP"),
+                  fixture("198.18.0.230:80/TCP"),  # shop: NodePort, externalIP
                   fixture("198.18.0.231:443/UDP"), "0.0.0.0:31444/UDP",  # store: LB ingress, surrogate
                   fixture("198.18.0.232:8080/TCP"), "0.0.0.0:32080/TCP",  # gateway: spec.loadBalancerIP
                   "0.0.0.0:9443/TCP", n2 + ":9443/TCP", external + ":9443/TCP"]  # hostPort of a pod on node2
@@ -319,7 +321,8 @@ def test_post_check_fails_the_node_when_the_cleanup_took_a_live_frontend(lab, an
     """A Service created while the cleanup runs: its frontend was stale for the first API read and is
     deleted; the post-check reads the API again, fails node2, and the ramp stops before node3."""
     late = lab.service_ip(74) + ":80/TCP"
-    forms = [kube_faults.lab_address(lab, f) for f in ("198.18.16.1:443/TCP", "198.18.16.10:53/UDP", "198.18.16.70:80/TCP",
+    forms = [kube_faults.lab_address(lab, f) for f in ("198.18.16.1:443/TCP", "198.18.16.10:53/UDP",
+                                                       "198.18.16.70:80/TCP",
                                                        "198.18.16.71:443/TCP")] + [late]
     made = {node: lb.lb_frontends(lab, node, forms) for node in ("node2", "node3")}
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "late", "namespace": "web"},
@@ -368,7 +371,8 @@ def mesh(lab):
     info = bgp.bgp_mesh(lab)
     try:
         for peer in lab.nodes[1:3]:
-            bgp.wait_for(lab, lab.nodes[0], bgp.protocol_name(peer.ip), lambda state, info: info.startswith("Established"))
+            bgp.wait_for(lab, lab.nodes[0], bgp.protocol_name(peer.ip),
+                         lambda state, info: info.startswith("Established"))
         yield info
     finally:
         bgp.bgp_down(lab)
