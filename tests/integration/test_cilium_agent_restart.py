@@ -68,9 +68,8 @@ def pods(kube_cluster, namespace):
 def kubelet_confirms_deletion(kube_cluster, namespace, name):
     """The node's kubelet, once the containers stopped: the final DELETE (grace period 0); waits until it is gone."""
     uid = kube_cluster.request("GET", pod_path(namespace, name))["metadata"]["uid"]
-    kube_cluster.request("DELETE", pod_path(namespace, name), {"apiVersion": "v1", "kind": "DeleteOptions",
-                                                              "gracePeriodSeconds": 0,
-                                                              "preconditions": {"uid": uid}})
+    confirm = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
+    kube_cluster.request("DELETE", pod_path(namespace, name), confirm)
 
     def gone():
         try:

@@ -92,8 +92,8 @@ def test_cleanup_host_var_on_a_second_node_is_refused_and_the_maps_stay(fleet, a
     fleet.node_run("node2", ["find", "/sys/fs/bpf/tc/globals", "-name", "cilium_lb4_*", "-delete"], check=False)
 
 
-def test_empty_node_group_and_remediate_extra_var_leave_the_service_alone(fleet, ansible, api, kube_cluster,
-                                                                         tmp_path):
+def test_empty_node_group_and_remediate_extra_var_leave_the_service_alone(
+        fleet, ansible, api, kube_cluster, tmp_path):
     kc = api.kubeconfig()
     assert router_policy(kube_cluster) == "Local"
     before = len(api.requests)
