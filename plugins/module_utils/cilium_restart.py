@@ -44,6 +44,13 @@ def _read_pod(kube, namespace, name):
         raise InputError("there is no pod %s/%s (already restarted? its DaemonSet's new pod has another name): give "
                          "the agent pod's name from kubectl -n %s get pods -o wide" % (namespace, name, namespace),
                          option="pod")
+    deleted = meta(pod, "deletionTimestamp")
+    if deleted:
+        # the API server keeps a gracefully deleted pod until its kubelet confirms the containers stopped; deleting
+        # it again would report a second restart of the same pod
+        raise ChangeError("pod %s/%s is already being deleted (deletionTimestamp %s: restarted, its containers "
+                          "stopping); its DaemonSet starts a new agent pod once it is gone. Nothing was changed"
+                          % (namespace, name, deleted), changed=False, deletion=deleted)
     return pod
 
 

@@ -1,6 +1,13 @@
-"""The cni role: node conditions and CNI pods from the stand-in API (controller), and the CNI
-files on each node over SSH.  Each node gets its own /etc/cni/net.d and /opt/cni/bin (overlays
-in the node's mount namespace); the host's filesystem is not touched."""
+"""The cni role: node conditions and CNI pods from the real control plane (controller), and the CNI files on each node
+over SSH.  Each node gets its own /etc/cni/net.d and /opt/cni/bin (overlays in the node's mount namespace); the host's
+filesystem is not touched.
+
+The API side is the lab's real API server (tests/lab/cluster.py) with the stand-in's fixtures loaded through it
+(tests/lab/cluster_objects.py): the nodes' conditions written as their kubelet / CNI agent would (fresh times), the
+calico-node pods bound and their status written as their kubelet's, node4 (a node the lab does not have) created with
+the fixture's status. The real node lifecycle controller taints node2 (NetworkUnavailable) and node3 (not Ready) and,
+once its grace period is over, marks node4 (no kubelet renews its Lease) unreachable; none of that changes the cni
+findings asserted here. Independent reader: kubectl from the same release."""
 
 from __future__ import annotations
 
@@ -9,7 +16,8 @@ import os
 
 import pytest
 
-from tests.kube_api.helpers import checks, kubectl, start
+from tests.kube_api.helpers import checks
+from tests.lab.cluster_objects import RealApi
 from tests.lab.faults import kube as kube_faults
 from tests.unit.plugins.module_utils.test_cni_files import CALICO
 
@@ -17,10 +25,8 @@ HOST_PATHS_BEFORE = {p: os.path.exists(p) for p in ("/etc/cni", "/opt/cni")}
 
 
 @pytest.fixture(scope="module")
-def api(lab):
-    server = start(lab, "cluster.yaml", "cni.yaml", "node4.yaml", label="kube-api-cni")
-    yield server
-    server.stop()
+def api(kube_cluster):
+    return RealApi(kube_cluster, "cluster.yaml", "cni.yaml", "node4.yaml")
 
 
 @pytest.fixture()
@@ -33,14 +39,14 @@ def node_files(lab):
     assert {p: os.path.exists(p) for p in HOST_PATHS_BEFORE} == HOST_PATHS_BEFORE
 
 
-def test_api_and_node_findings(lab, ansible, api, node_files):
+def test_api_and_node_findings(lab, ansible, api, kube_cluster, node_files):
     # independent readers: the files as an SSH session on each node sees them, the nodes as kubectl sees them
     assert lab.ssh("node1", "ls /etc/cni/net.d /opt/cni/bin").stdout.split() == [
         "/etc/cni/net.d:", "10-calico.conflist", "/opt/cni/bin:", "bandwidth", "calico", "calico-ipam", "portmap"]
     assert lab.ssh("node2", "test -e /etc/cni/net.d", check=False).returncode == 1
     assert not lab.ssh("node3", "ls /opt/cni/bin").stdout.count("portmap")
     nu = {n["metadata"]["name"]: [c["status"] for c in n["status"]["conditions"] if c["type"] == "NetworkUnavailable"]
-          for n in kubectl(api.kubeconfig(), "get", "nodes")["items"]}
+          for n in kube_cluster.kubectl_json("get", "nodes")["items"]}
     assert nu == {"node1": ["False"], "node2": ["True"], "node3": [], "node4": []}
 
     run = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": str(api.kubeconfig())})
@@ -85,19 +91,17 @@ def test_bad_input(ansible, api):
     assert result["msg"] == "conf_dir='etc/cni/net.d' is invalid: give an absolute path (starting with /)"
 
 
-def test_anetd_that_installs_no_cni_conf_is_named(lab, ansible):
+def test_anetd_that_installs_no_cni_conf_is_named(lab, ansible, api, kube_cluster):
     """GDC's runbook: anetd Running, the CNI config missing on the node, because its cilium-config sets
-    custom-cni-conf true.  Independent reader: kubectl reads the ConfigMap and the pod."""
-    server = start(lab, "cluster.yaml", "anetd.yaml", label="kube-api-anetd")
-    try:
-        kubeconfig = str(server.kubeconfig())
-        config = kubectl(kubeconfig, "get", "configmap", "-n", "kube-system", "cilium-config")
-        assert config["data"]["custom-cni-conf"] == "true"
-        pod = kubectl(kubeconfig, "get", "pod", "-n", "kube-system", "anetd-5kx8w")
-        assert (pod["status"]["phase"], pod["spec"]["nodeName"]) == ("Running", "node1")
-        run = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": kubeconfig}, limit="node1")
-    finally:
-        server.stop()
+    custom-cni-conf true.  Independent reader: kubectl reads the ConfigMap and the pod. (anetd.yaml is added to the
+    module's cluster, beside calico-node: the last test of the module.)"""
+    api.load("anetd.yaml")
+    kubeconfig = str(api.kubeconfig())
+    config = kube_cluster.kubectl_json("get", "configmap", "-n", "kube-system", "cilium-config")
+    assert config["data"]["custom-cni-conf"] == "true"
+    pod = kube_cluster.kubectl_json("get", "pod", "-n", "kube-system", "anetd-5kx8w")
+    assert (pod["status"]["phase"], pod["spec"]["nodeName"]) == ("Running", "node1")
+    run = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": kubeconfig}, limit="node1")
     assert run.rc == 0, run
     [api] = run.results(action="node_network_status")
     found = dict(((f["check"], f["subject"]), f) for f in api["result"]["findings"])

@@ -183,34 +183,33 @@ def test_one_task_and_one_module_invocation_per_node(lab, both_runs):
         assert 3.0 <= timing["seconds"] < 6.0 and timing["cpu_seconds"] > 0, (recs[0]["host"], timing)
 
 
-def test_api_half_of_cni_runs_once_and_is_published_once(lab, ansible, tmp_path):
+def test_api_half_of_cni_runs_once_and_is_published_once(lab, ansible, kube_cluster, tmp_path):
     """With a kubeconfig, node_network_status (the cni scenario's API half) and kube_network_info
     run once on the controller; their findings are fleet results, not copied onto every node, and
-    equal the cni role's on the same stand-in API."""
-    from tests.kube_api.helpers import kubectl, start
+    equal the cni role's on the same API: the real control plane (tests/lab/cluster.py) with the
+    fixtures loaded through it (tests/lab/cluster_objects.py)."""
+    from tests.lab.cluster_objects import RealApi
 
-    server = start(lab, "cluster.yaml", "cni.yaml", "node4.yaml", label="kube-api-onepass")
-    try:
-        kubeconfig = str(server.kubeconfig())
-        play = tmp_path / "node_pass.yml"
-        play.write_text(
-            "- name: One pass per node\n"
-            "  hosts: k8s_nodes\n"
-            "  gather_facts: false\n"
-            "  module_defaults:\n"
-            "    group/k8snet.triage.kube:\n"
-            "      kubeconfig: '{{ triage_kubeconfig }}'\n"
-            "  tasks:\n"
-            "    - name: Node pass\n"
-            "      ansible.builtin.include_role:\n"
-            "        name: k8snet.triage.node_pass\n")
-        one = ansible.playbook(play, extra_vars={"triage_kubeconfig": kubeconfig, "triage_scenarios": ["cni"]})
-        assert one.rc == 0, one
-        role = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": kubeconfig})
-        assert role.rc == 0, role
-        api_nodes = sorted(n["metadata"]["name"] for n in kubectl(kubeconfig, "get", "nodes")["items"])
-    finally:
-        server.stop()
+    api = RealApi(kube_cluster, "cluster.yaml", "cni.yaml", "node4.yaml")
+    kubeconfig = str(api.kubeconfig())
+    play = tmp_path / "node_pass.yml"
+    play.write_text(
+        "- name: One pass per node\n"
+        "  hosts: k8s_nodes\n"
+        "  gather_facts: false\n"
+        "  module_defaults:\n"
+        "    group/k8snet.triage.kube:\n"
+        "      kubeconfig: '{{ triage_kubeconfig }}'\n"
+        "  tasks:\n"
+        "    - name: Node pass\n"
+        "      ansible.builtin.include_role:\n"
+        "        name: k8snet.triage.node_pass\n")
+    one = ansible.playbook(play, extra_vars={"triage_kubeconfig": kubeconfig, "triage_scenarios": ["cni"]})
+    assert one.rc == 0, one
+    role = ansible.playbook("k8snet.triage.cni", extra_vars={"cni_kubeconfig": kubeconfig})
+    assert role.rc == 0, role
+    api_nodes = sorted(n["metadata"]["name"] for n in kube_cluster.kubectl_json("get", "nodes")["items"])
+    assert api_nodes == ["node1", "node2", "node3", "node4"]
     api_runs = one.results(action="node_network_status")
     assert len(api_runs) == 1 and api_runs[0]["status"] == "ok"
     publish = one.results(task="Publish the fleet results once")
@@ -219,7 +218,7 @@ def test_api_half_of_cni_runs_once_and_is_published_once(lab, ansible, tmp_path)
     expected_api = (role.results(action="node_network_status")[0]["result"]["findings"]
                     + role.results(action="webhook_deadlock")[0]["result"]["findings"])
     assert fleet["cni"]["status"] == "ran" and _key(fleet["cni"]["findings"]) == _key(expected_api)
-    # the stand-in's nodes, as kubectl lists them, are the hosts the API findings concern
+    # the API's nodes, as kubectl lists them, are the hosts the API findings concern
     assert fleet["cni"]["hosts"] == api_nodes
     assert fleet["kube"]["status"] == "ran"
     # the role is the same pass narrowed to cni: its record of each node holds the node's own files' findings

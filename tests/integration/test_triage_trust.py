@@ -1,7 +1,11 @@
 """triage.yml can be trusted: it refuses every repair option wherever it is set (state read back with
 bpftool and kubectl), it reports every host and scenario (reached, unreachable, no usable Python, a
 host lost mid-run; ran / skipped with the reason), one dead host hides no other host's fault, a fleet
-without BIRD gets no critical bgp finding, and the exit code follows the findings."""
+without BIRD gets no critical bgp finding, and the exit code follows the findings.
+
+The Kubernetes API is the real control plane (tests/lab/cluster.py) started on the six-node fleet, with the stand-in's
+fixtures (cluster.yaml, router.yaml, cni.yaml) loaded through it once (tests/lab/cluster_objects.py); a request is
+the triage's when the API server's audit log says its user sent it. Nothing here stays on the stand-in."""
 
 from __future__ import annotations
 
@@ -14,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import BIN, ROOT, Ansible, Run
-from tests.kube_api.helpers import kubectl, start
 from tests.lab import Lab
+from tests.lab.cluster_objects import RealApi
 from tests.lab.faults import arp, bpf, routes
 from tests.lab.faults import kube as kube_faults
 from tests.lab.faults.nodes import sshd_dead as kill_sshd
@@ -36,6 +40,23 @@ def fleet():
 @pytest.fixture(scope="module")
 def ansible(fleet):
     return Ansible(fleet)
+
+
+@pytest.fixture(scope="module")
+def lab(fleet):
+    """The module's lab is the fleet: kube_cluster (tests/integration/conftest.py) starts the control plane on it."""
+    return fleet
+
+
+@pytest.fixture(scope="module")
+def api(kube_cluster):
+    return RealApi(kube_cluster, "cluster.yaml", "router.yaml", "cni.yaml")
+
+
+def router_policy(kube_cluster):
+    """externalTrafficPolicy of openshift-ingress/router-default, as kubectl reads it."""
+    svc = kube_cluster.kubectl_json("get", "svc", "-n", "openshift-ingress", "router-default")
+    return svc["spec"]["externalTrafficPolicy"]
 
 
 def inventory(lab, tmp_path, edit):
@@ -71,30 +92,28 @@ def test_cleanup_host_var_on_a_second_node_is_refused_and_the_maps_stay(fleet, a
     fleet.node_run("node2", ["find", "/sys/fs/bpf/tc/globals", "-name", "cilium_lb4_*", "-delete"], check=False)
 
 
-def test_empty_node_group_and_remediate_extra_var_leave_the_service_alone(fleet, ansible, tmp_path):
-    server = start(fleet, "cluster.yaml", "router.yaml", label="kube-api-trust")
-    try:
-        kc = server.kubeconfig()
-        assert kubectl(kc, "get", "svc", "-n", "openshift-ingress", "router-default")["spec"]["externalTrafficPolicy"] == "Local"
+def test_empty_node_group_and_remediate_extra_var_leave_the_service_alone(
+        fleet, ansible, api, kube_cluster, tmp_path):
+    kc = api.kubeconfig()
+    assert router_policy(kube_cluster) == "Local"
+    before = len(api.requests)
 
-        def empty(data):
-            data["all"]["children"]["k8s_nodes"]["hosts"] = {}
-            for group in ("control_plane", "admin_control_plane"):
-                data["all"]["children"][group]["hosts"] = {}
+    def empty(data):
+        data["all"]["children"]["k8s_nodes"]["hosts"] = {}
+        for group in ("control_plane", "admin_control_plane"):
+            data["all"]["children"][group]["hosts"] = {}
 
-        inv = inventory(fleet, tmp_path, empty)
-        run = ansible.playbook(ROOT / "playbooks" / "triage.yml", inventory=inv,
-                               extra_vars={"lb_health_remediate": "cluster", "triage_kubeconfig": str(kc),
-                                           "report_output_dir": str(tmp_path)})
-        assert run.rc != 0, run
-        assert "localhost: lb_health_remediate=cluster" in run.stdout, run
-        assert not run.results(task="Switch externalTrafficPolicy of the failing Services"), run
-        # the API's own objects, read with kubectl and from the stand-in's store
-        assert kubectl(kc, "get", "svc", "-n", "openshift-ingress", "router-default")["spec"]["externalTrafficPolicy"] == "Local"
-        assert server.store.get("services", "openshift-ingress", "router-default")["spec"]["externalTrafficPolicy"] == "Local"
-        assert not (tmp_path / "triage-report.json").exists()
-    finally:
-        server.stop()
+    inv = inventory(fleet, tmp_path, empty)
+    run = ansible.playbook(ROOT / "playbooks" / "triage.yml", inventory=inv,
+                           extra_vars={"lb_health_remediate": "cluster", "triage_kubeconfig": str(kc),
+                                       "report_output_dir": str(tmp_path)})
+    assert run.rc != 0, run
+    assert "localhost: lb_health_remediate=cluster" in run.stdout, run
+    assert not run.results(task="Switch externalTrafficPolicy of the failing Services"), run
+    # the API's own object, read with kubectl; and the API server's audit log: the triage sent no write at all
+    assert router_policy(kube_cluster) == "Local"
+    assert not [r for r in api.requests[before:] if r["method"] not in ("GET",)]
+    assert not (tmp_path / "triage-report.json").exists()
 
 
 # ------------------------------------------------------------------ coverage, a dead node, no BIRD
@@ -260,7 +279,7 @@ def test_cni_auto_decides_per_node_and_an_explicit_calico_keeps_bird_down_critic
 
 
 # ------------------------------------------------------------------ one findings channel
-def test_kube_and_cross_node_findings_reach_the_report_once(fleet, ansible, tmp_path):
+def test_kube_and_cross_node_findings_reach_the_report_once(fleet, ansible, api, kube_cluster, tmp_path):
     """The API has no kube-dns Service and node6 drops every probe: kube.dns_service_missing (read once
     on the controller), the connectivity matrix's isolated node and the cni role's API findings each
     reach the report exactly once, whatever number of hosts published them."""
@@ -271,14 +290,14 @@ def test_kube_and_cross_node_findings_reach_the_report_once(fleet, ansible, tmp_
              for proto in ("icmp", "tcp")]
     for rule in drops:
         fleet.ns_run("node6", ["iptables", "-w", "-I", *rule])
-    server = start(fleet, "cluster.yaml", "router.yaml", label="kube-api-channel")
+    assert not kube_cluster.kubectl_json("get", "svc", "-A", "-l", "k8s-app=kube-dns")["items"]
     try:
         run = ansible.playbook(ROOT / "playbooks" / "triage.yml", extra_vars={
-            "report_output_dir": str(tmp_path), "report_fail_on_critical": False, "triage_kubeconfig": str(server.kubeconfig()),
+            "report_output_dir": str(tmp_path), "report_fail_on_critical": False,
+            "triage_kubeconfig": str(api.kubeconfig()),
             "triage_scenarios": ["cni", "connectivity", "dns"], "triage_api_scenarios": [],
             "report_scenarios": []})  # dns runs nowhere (no DNS Service): not required here
     finally:
-        server.stop()
         for rule in drops:
             fleet.ns_run("node6", ["iptables", "-w", "-D", *rule], check=False)
     assert run.rc == 0, run
@@ -303,51 +322,48 @@ def test_kube_and_cross_node_findings_reach_the_report_once(fleet, ansible, tmp_
     assert sum(report["counts"]["severity"].values()) == len(findings)
 
 
-def test_awx_kubernetes_credential_alone_runs_the_api_steps(fleet, tmp_path):
+def test_awx_kubernetes_credential_alone_runs_the_api_steps(fleet, api, kube_cluster, tmp_path):
     """AWX's bearer-token credential injects only K8S_AUTH_HOST / K8S_AUTH_API_KEY (and friends), no
     kubeconfig variable: triage.yml, run through ansible-runner as AWX runs it, still runs every API step
     (the cni role's API half, f5, lb_health) and reports their findings, instead of a green 'skipped'."""
     import ansible_runner
-    server = start(fleet, "cluster.yaml", "cni.yaml", label="kube-api-awx",
-                   tokens={"k8snet-lab-token": {"user": "lab-admin"}, "awx-token": {"user": "awx"}})
+    awx = RealApi(kube_cluster, user="awx")  # AWX's credential: a ServiceAccount token of its own
     private = tmp_path / "runner"
     (private / "inventory").mkdir(parents=True)
     (private / "inventory" / "hosts.json").write_text(Path(fleet.inventory_path).read_text())
     out = tmp_path / "report"
     out.mkdir()
-    try:
-        result = ansible_runner.run(
-            private_data_dir=str(private), playbook=str(ROOT / "playbooks" / "triage.yml"), quiet=True,
-            limit="localhost:node1:node2:node3",  # the nodes other tests of this module leave up
-            extravars={"report_output_dir": str(out), "report_fail_on_critical": False, "triage_scenarios": ["cni"]},
-            envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "KUBECONFIG": "/nonexistent/kubeconfig",
-                     "K8S_AUTH_HOST": server.url, "K8S_AUTH_API_KEY": "awx-token",
-                     "K8S_AUTH_SSL_CA_CERT": str(server.certs["ca"]), "K8S_AUTH_VERIFY_SSL": "true"})
-        requests = [r for r in server.requests if r.get("token") == "awx-token"]
-        nodes = kubectl(server.kubeconfig(), "get", "nodes")["items"]
-    finally:
-        server.stop()
+    result = ansible_runner.run(
+        private_data_dir=str(private), playbook=str(ROOT / "playbooks" / "triage.yml"), quiet=True,
+        limit="localhost:node1:node2:node3",  # the nodes other tests of this module leave up
+        extravars={"report_output_dir": str(out), "report_fail_on_critical": False, "triage_scenarios": ["cni"]},
+        envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "KUBECONFIG": "/nonexistent/kubeconfig",
+                 "K8S_AUTH_HOST": awx.url, "K8S_AUTH_API_KEY": awx.token,
+                 "K8S_AUTH_SSL_CA_CERT": str(kube_cluster.ca_file), "K8S_AUTH_VERIFY_SSL": "true"})
+    requests = awx.requests  # the audit log's entries of AWX's ServiceAccount
+    nodes = kube_cluster.kubectl_json("get", "nodes")["items"]
     assert result.status == "successful", result.stdout.read()[-3000:]
     report = json.loads((out / "triage-report.json").read_text())
-    api = report["hosts"]["localhost"]["scenarios"]
-    assert api["f5"]["status"] == "ran" and api["lb_health"]["status"] == "ran", api
-    # the cni role's API half ran with the environment's credentials: NetworkUnavailable from the stand-in
+    scenarios = report["hosts"]["localhost"]["scenarios"]
+    assert scenarios["f5"]["status"] == "ran" and scenarios["lb_health"]["status"] == "ran", scenarios
+    # the cni role's API half ran with the environment's credentials: NetworkUnavailable as kubectl reads it
     theirs = [n["metadata"]["name"] for n in nodes
               if any(c["type"] == "NetworkUnavailable" and c["status"] == "True" for c in n["status"]["conditions"])]
     found = sorted(set(f["subject"].split("/")[0] for f in report["findings"] if f["check"] == "node.network_unavailable"))
     assert theirs and found == sorted(theirs), (found, theirs)
-    assert requests, "no request carried the K8S_AUTH_API_KEY token"
+    assert requests and {r["user"] for r in requests} == {awx.username}, "no request carried the K8S_AUTH_API_KEY token"
+    assert {r["code"] for r in requests} <= {200, 404}, sorted({(r["path"], r["code"]) for r in requests})
 
 
 BROKEN_KUBECONFIGS = {
     "missing file": ("missing", None, "does not exist"),
-    "wrong context": ("stand-in", "other", "context other"),
+    "wrong context": ("real", "other", "context other"),
     "garbage": ("garbage", None, "cannot"),
 }
 
 
 @pytest.mark.parametrize("case", sorted(BROKEN_KUBECONFIGS))
-def test_credentials_that_cannot_be_used_are_an_error_and_never_green(fleet, ansible, tmp_path, case):
+def test_credentials_that_cannot_be_used_are_an_error_and_never_green(fleet, ansible, api, tmp_path, case):
     """Issue 47 section 6: a triage_kubeconfig that was given and cannot be used (missing file, wrong context,
     garbage) is not "skipped": every API scenario failed, the critical triage.kube_credentials_unusable says why,
     and the run fails even with report_fail_on_critical false; the node-side checks still ran."""
@@ -355,10 +371,8 @@ def test_credentials_that_cannot_be_used_are_an_error_and_never_green(fleet, ans
     kubeconfig = tmp_path / "kubeconfig"
     if kind == "garbage":
         kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [}\n")
-    elif kind == "stand-in":
-        server = start(fleet, "cluster.yaml", label="kube-api-context")
-        kubeconfig = server.kubeconfig(kubeconfig)
-        server.stop()  # no request is needed to know the context is not in it
+    elif kind == "real":
+        kubeconfig = api.kubeconfig(kubeconfig)  # the real API server's, whose only context is "lab"
     extra = {"report_output_dir": str(tmp_path), "report_fail_on_critical": False, "triage_kubeconfig": str(kubeconfig),
              "triage_scenarios": ["cni"]}
     if context:
@@ -366,10 +380,10 @@ def test_credentials_that_cannot_be_used_are_an_error_and_never_green(fleet, ans
     run = ansible.playbook(ROOT / "playbooks" / "triage.yml", extra_vars=extra)
     assert run.rc != 0, run
     report = json.loads((tmp_path / "triage-report.json").read_text())
-    api = report["hosts"]["localhost"]["scenarios"]
+    scenarios = report["hosts"]["localhost"]["scenarios"]
     for name in ("f5", "lb_health"):
-        assert api[name]["status"] == "failed", api
-        assert api[name]["reason"].startswith("the Kubernetes credentials cannot be used: "), api[name]
+        assert scenarios[name]["status"] == "failed", scenarios
+        assert scenarios[name]["reason"].startswith("the Kubernetes credentials cannot be used: "), scenarios[name]
     [error] = [f for f in report["findings"] if f["check"] == "triage.kube_credentials_unusable"]
     assert error["severity"] == "critical" and error["host"] == "localhost", error
     assert said in error["summary"] and str(kubeconfig) in json.dumps(error), error
@@ -380,19 +394,17 @@ def test_credentials_that_cannot_be_used_are_an_error_and_never_green(fleet, ans
     assert report["hosts"]["node1"]["scenarios"]["cni"]["status"] == "ran"
 
 
-def test_triage_kubeconfig_reaches_the_api_roles(fleet, ansible, tmp_path):
+def test_triage_kubeconfig_reaches_the_api_roles(fleet, ansible, api, tmp_path):
     """triage_kubeconfig alone (no K8S_AUTH_*, no ~/.kube/config): the f5 and lb_health roles, whose
-    own kubeconfig variables are empty, run against that cluster (the requests reach the stand-in)."""
-    server = start(fleet, "cluster.yaml", "cni.yaml", label="kube-api-kubeconfig")
-    try:
-        run = ansible.playbook(ROOT / "playbooks" / "triage.yml", limit="localhost:node1:node2:node3", extra_vars={
-            "report_output_dir": str(tmp_path), "report_fail_on_critical": False,
-            "triage_kubeconfig": str(server.kubeconfig()), "triage_scenarios": ["cni"]})
-        requests = list(server.requests)
-    finally:
-        server.stop()
+    own kubeconfig variables are empty, run against that cluster (the requests reach the real API server: its audit
+    log holds them, sent as the kubeconfig's ServiceAccount)."""
+    before = len(api.requests)
+    run = ansible.playbook(ROOT / "playbooks" / "triage.yml", limit="localhost:node1:node2:node3", extra_vars={
+        "report_output_dir": str(tmp_path), "report_fail_on_critical": False,
+        "triage_kubeconfig": str(api.kubeconfig()), "triage_scenarios": ["cni"]})
+    requests = api.requests[before:]
     assert run.rc == 0, run
-    api = json.loads((tmp_path / "triage-report.json").read_text())["hosts"]["localhost"]["scenarios"]
-    assert api["f5"]["status"] == "ran" and api["lb_health"]["status"] == "ran", api
-    assert api["cni"]["status"] == "ran", api
-    assert requests
+    scenarios = json.loads((tmp_path / "triage-report.json").read_text())["hosts"]["localhost"]["scenarios"]
+    assert scenarios["f5"]["status"] == "ran" and scenarios["lb_health"]["status"] == "ran", scenarios
+    assert scenarios["cni"]["status"] == "ran", scenarios
+    assert requests and {r["user"] for r in requests} == {api.username}

@@ -18,6 +18,7 @@ How each kind is made (``load``):
   whose nodeSelector matches no node, a ReplicaSet of 0), referred to by its real uid, not as its controller, so
   that no controller adopts, replaces or deletes the pod.
 * Service: created without status, then its load-balancer status written as a load-balancer controller would.
+  ``default/kubernetes`` is the API server's own (made as it starts, at .1 of the service range): left as it is.
   A Service with a selector gets its EndpointSlices from the real EndpointSlice controller, from the pods.
 * EndpointSlice: the fixture's slices are for Services whose pods the fixture does not hold (or holds elsewhere);
   they are created as another controller's (``endpointslice.kubernetes.io/managed-by: k8snet.lab``) so that the
@@ -175,6 +176,8 @@ class Loader:
         return self.cluster.request("GET", path)
 
     def _service(self, obj, now):
+        if (obj["metadata"]["namespace"], obj["metadata"]["name"]) == ("default", "kubernetes"):
+            return self.cluster.request("GET", object_path(obj))  # the API server's own, made as it started
         made = self.cluster.create(_sent(obj), collection_path("Service", obj["metadata"]["namespace"]))
         ingress = (((obj.get("status") or {}).get("loadBalancer")) or {}).get("ingress")
         if ingress:
