@@ -271,6 +271,12 @@ class RealApi:
         self.loader.load(load_yaml([Path(f) if Path(f).is_absolute() else FIXTURES / f for f in fixture_files]))
         return self
 
+    def load_objects(self, objects):
+        """Load objects shaped as fixtures (e.g. a fixture file's objects a test changed: a pod's address, a slice's
+        endpoints), made as ``load`` makes them. Addresses already in the lab's slot stay as they are."""
+        self.loader.load(list(objects))
+        return self
+
     @property
     def url(self):
         return self.cluster.server
