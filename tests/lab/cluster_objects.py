@@ -12,8 +12,11 @@ How each kind is made (``load``):
   conditions are written onto it (conditions as its kubelet or CNI agent would, with fresh times, so that the node
   lifecycle controller judges them and not their age). A node the lab does not have is created with the fixture's
   status; no kubelet renews its Lease, so the node lifecycle controller marks it unreachable after its grace
-  period, as it does a node whose kubelet is gone.
-* Pod: created bound to its ``spec.nodeName``, its status the fixture's (written as its kubelet would). Its owner (a
+  period, as it does a node whose kubelet is gone (its fixture pods tolerate that: see Pod).
+* Pod: created bound to its ``spec.nodeName``, its status the fixture's (written as its kubelet would). A node the
+  cluster does not have (neither the lab's nor the fixture's) is made first, as a node whose kubelet is gone (the pod
+  garbage collector deletes a pod bound to no Node within a minute). A pod on a node the lab does not have tolerates
+  its unreachable and not-ready taints (the taint eviction controller would delete it after 5 minutes). Its owner (a
   DaemonSet or ReplicaSet the fixture names but does not hold) is a real object that places nothing (a DaemonSet
   whose nodeSelector matches no node, a ReplicaSet of 0), referred to by its real uid, not as its controller, so
   that no controller adopts, replaces or deletes the pod.
@@ -90,6 +93,7 @@ class Loader:
     def __init__(self, cluster):
         self.cluster = cluster
         self.uids = {}  # (kind, namespace, name) -> uid of the real object
+        self.placeholders = set()  # the nodes made for pods bound to a node the cluster did not have
 
     def load(self, objects):
         objects = lab_objects(self.cluster.lab, objects)
@@ -127,6 +131,7 @@ class Loader:
             if exc.status != 404:
                 raise
             self.cluster.create(_sent(obj), collection_path("Node"))
+            self.placeholders.add(name)
             status = dict(obj.get("status") or {})
             status["conditions"] = _fresh(status.get("conditions"), now)
             return self.cluster.patch_status(object_path(obj), status)
@@ -143,6 +148,11 @@ class Loader:
     def _pod(self, obj, now):
         sent = _sent(obj)
         meta = sent["metadata"]
+        node = (sent.get("spec") or {}).get("nodeName")
+        if node and self._placeholder_node(node, now):
+            sent["spec"]["tolerations"] = list(sent["spec"].get("tolerations") or []) + [
+                {"key": key, "operator": "Exists", "effect": "NoExecute"}
+                for key in ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")]
         refs = []
         for ref in meta.get("ownerReferences") or []:
             owner = self._owner(ref["kind"], meta["namespace"], ref["name"])
@@ -154,6 +164,26 @@ class Loader:
         if obj.get("status"):
             made = self.cluster.patch_status(object_path(obj), obj["status"])
         return made
+
+    def _placeholder_node(self, name, now):
+        """Make Node ``name`` if the cluster has none (returns whether it is such a node, made now or before)."""
+        if ("Node", None, name) in self.uids:
+            return name in self.placeholders
+        try:
+            self.cluster.request("GET", "/api/v1/nodes/" + name)
+            return False
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        made = self.cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}},
+            collection_path("Node"))
+        self.cluster.patch_status("/api/v1/nodes/" + name, {"conditions": _fresh([{
+            "type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": now, "lastTransitionTime": now}], now)})
+        self.uids[("Node", None, name)] = made["metadata"]["uid"]
+        self.placeholders.add(name)
+        return True
 
     def _owner(self, kind, namespace, name):
         key = (kind, namespace, name)
