@@ -238,7 +238,7 @@ class Loader:
         self.cluster.wait_for("CRD %s established" % crd["metadata"]["name"], lambda: any(
             c["type"] == "Established" and c["status"] == "True"
             for c in (self.cluster.request("GET", "%s/%s" % (path, crd["metadata"]["name"])).get("status") or {})
-            .get("conditions", [])), timeout=30)
+            .get("conditions") or []), timeout=30)
 
 
 def audit_requests(cluster, user=None, settle=0.2):
