@@ -336,35 +336,6 @@ def test_a_wrong_service_fails_clearly_before_any_capture(lab, ansible, lb, api,
         assert api.requests and not [r for r in api.requests if ".." in r["path"]]
 
 
-def test_a_client_behind_a_router_proves_nothing_by_arp(lab, ansible, lb, api):
-    """The client reaches the VIP through a gateway (here node1, routing for it): ARP from it for the VIP would
-    ask on a segment the VIP is not on.  That was ingress.vip_unannounced, a false critical; now the client's
-    route is said, the holders are named from the nodes' side, and the packet walk still runs."""
-    route = ["ip", "-n", lb["client_ns"], "route", "replace", "%s/32" % lb["vip"], "via", lab.node(lb["lb"]).ip,
-             "dev", "eth0"]
-    lab.run(route)
-    try:
-        got = json.loads(lab.run(["ip", "-n", lb["client_ns"], "-j", "route", "get", lb["vip"]]).stdout)
-        assert got[0]["gateway"] == lab.node(lb["lb"]).ip  # the kernel's own word: off the VIP's segment
-        assert curl(lab, lb) == "200"
-        run = run_role(ansible, lb, api)
-    finally:
-        lab.run(["ip", "-n", lb["client_ns"], "route", "del", "%s/32" % lb["vip"]], check=False)
-    probe = run.result(ROLE + "Ask from the client which MACs answer ARP for the VIP (RFC 5227 probes, no cache "
-                              "touched)", "client")
-    via = probe["off_subnet"][lb["vip"]]
-    assert (via["gateway"], via["interface"]) == (lab.node(lb["lb"]).ip, "eth0")
-    # the gateway's neighbour entry as the client's kernel holds it (ip -j neigh, read after the run: it was used)
-    [gw] = json.loads(lab.run(["ip", "-n", lb["client_ns"], "-j", "neigh", "show", lab.node(lb["lb"]).ip]).stdout)
-    assert via["gateway_resolved"] is True and gw["lladdr"] in via["gateway_neighbor"]
-    assert lb["vip"] not in probe["probes"]
-    findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
-    checks = sorted(f["check"] for f in findings)
-    assert "ingress.vip_unannounced" not in checks, findings
-    [off] = [f for f in findings if f["check"] == "ingress.client_off_subnet"]
-    assert off["severity"] == "info" and "the nodes holding it: %s" % lb["lb"] in off["summary"]
-
-
 # ------------------------------------------------------------------ every backend
 @pytest.fixture(scope="module")
 def balanced(lab, lb, api, kube_cluster):
@@ -424,3 +395,32 @@ def test_broken_route_on_one_worker_is_that_backend_not_nat(lab, ansible, lb, ba
     verdicts = dict((r["ip"], r["verdict"]) for r in finding["evidence"]["backends"])
     assert verdicts == {lb["pod_ip"]: "ok", b2["ip"]: "vanished"}
     assert finding["evidence"]["announcer"] == lb["lb"]
+
+
+def test_a_client_behind_a_router_proves_nothing_by_arp(lab, ansible, lb, api):
+    """The client reaches the VIP through a gateway (here node1, routing for it): ARP from it for the VIP would
+    ask on a segment the VIP is not on.  That was ingress.vip_unannounced, a false critical; now the client's
+    route is said, the holders are named from the nodes' side, and the packet walk still runs."""
+    route = ["ip", "-n", lb["client_ns"], "route", "replace", "%s/32" % lb["vip"], "via", lab.node(lb["lb"]).ip,
+             "dev", "eth0"]
+    lab.run(route)
+    try:
+        got = json.loads(lab.run(["ip", "-n", lb["client_ns"], "-j", "route", "get", lb["vip"]]).stdout)
+        assert got[0]["gateway"] == lab.node(lb["lb"]).ip  # the kernel's own word: off the VIP's segment
+        assert curl(lab, lb) == "200"
+        run = run_role(ansible, lb, api)
+    finally:
+        lab.run(["ip", "-n", lb["client_ns"], "route", "del", "%s/32" % lb["vip"]], check=False)
+    probe = run.result(ROLE + "Ask from the client which MACs answer ARP for the VIP (RFC 5227 probes, no cache "
+                              "touched)", "client")
+    via = probe["off_subnet"][lb["vip"]]
+    assert (via["gateway"], via["interface"]) == (lab.node(lb["lb"]).ip, "eth0")
+    # the gateway's neighbour entry as the client's kernel holds it (ip -j neigh, read after the run: it was used)
+    [gw] = json.loads(lab.run(["ip", "-n", lb["client_ns"], "-j", "neigh", "show", lab.node(lb["lb"]).ip]).stdout)
+    assert via["gateway_resolved"] is True and gw["lladdr"] in via["gateway_neighbor"]
+    assert lb["vip"] not in probe["probes"]
+    findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    checks = sorted(f["check"] for f in findings)
+    assert "ingress.vip_unannounced" not in checks, findings
+    [off] = [f for f in findings if f["check"] == "ingress.client_off_subnet"]
+    assert off["severity"] == "info" and "the nodes holding it: %s" % lb["lb"] in off["summary"]
