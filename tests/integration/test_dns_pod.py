@@ -6,7 +6,11 @@ NodeLocal DNS is a dnsmasq on node2 listening on an address of the lab's service
 only use 198.18.0.0/15; a real NodeLocal DNS listens on 169.254.20.10), logging every query, so the
 queries one lookup costs are counted from dnsmasq's own log, and glibc itself (``getent`` inside the
 pod) shows the names it asks and their order.  Every other expectation is checked with dnspython
-run inside the pod's or the node's namespace, and with the kernel's iptables counters."""
+run inside the pod's or the node's namespace, and with the kernel's iptables counters.
+
+Role dns's dns_pod reads the pod (its IP and node) from the real API server of the lab's control plane
+(tests/lab/cluster.py): the fixtures' pods (tests/kube_api/fixtures/dns_pod.yaml) are created there bound to their
+nodes, their status written as their kubelet would (tests/lab/cluster_objects.py); kubectl reads them back."""
 
 from __future__ import annotations
 
@@ -15,9 +19,9 @@ import json
 
 import pytest
 
-from tests.kube_api import FIXTURES, StandIn, load_yaml
+from tests.kube_api import FIXTURES, load_yaml
+from tests.lab.cluster_objects import RealApi
 from tests.lab.faults import dns as lab_dns
-from tests.lab.faults import kube as kube_faults
 from tests.lab.faults import pods as lab_pods
 
 SEARCH = "search default.svc.cluster.local svc.cluster.local cluster.local\noptions ndots:5 timeout:1 attempts:1\n"
@@ -242,20 +246,35 @@ def test_a_host_network_pods_ip_is_the_nodes_view_not_a_dead_nameserver(lab, ans
 
 
 # ----------------------------------------------------------------------------- the role, dns_pod
-def stand_in(lab, pod_ip, name):
-    """The API stand-in with the fixtures' pod dns-client-5f7d9c8b6-k2x9p running on node2 at ``pod_ip``."""
-    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "dns_pod.yaml")]))
+POD = "dns-client-5f7d9c8b6-k2x9p"
+
+
+def dns_pod_objects(lab, pod_ip):
+    """dns_pod.yaml's pods, dns-client-5f7d9c8b6-k2x9p running on node2 at ``pod_ip``."""
+    objects = [o for o in load_yaml([FIXTURES / "dns_pod.yaml"]) if o["kind"] == "Pod"]
     for obj in objects:
-        if obj["kind"] == "Pod" and obj["metadata"]["name"] == "dns-client-5f7d9c8b6-k2x9p":
-            obj["status"].update(podIP=pod_ip, podIPs=[{"ip": pod_ip}], hostIP=lab.node(NODE).ip)
-    return StandIn(objects, lab.workdir / name, lab.controller_ip).start()
+        if obj["metadata"]["name"] == POD:
+            obj["status"].update(podIP=pod_ip, podIPs=[{"ip": pod_ip}], hostIP=lab.node(NODE).ip,
+                                 hostIPs=[{"ip": lab.node(NODE).ip}])
+    return objects
+
+
+def move_pod(kube_cluster, api, lab, pod_ip):
+    """The pod again, now at ``pod_ip``: a pod's address is its kubelet's to give once, so the pod is deleted (no
+    kubelet confirms: at once, forced) and made again, as a pod of the same name replaced by its controller."""
+    kube_cluster.kubectl("delete", "pod", "-n", "default", POD, "--grace-period=0", "--force", "--wait=false")
+    kube_cluster.wait_for("pod %s gone" % POD, lambda: kube_cluster.kubectl(
+        "get", "pod", "-n", "default", POD, check=False).returncode != 0, timeout=60)
+    api.load_objects([o for o in dns_pod_objects(lab, pod_ip) if o["metadata"]["name"] == POD])
 
 
 @pytest.fixture(scope="module")
-def api(lab, world):
-    server = stand_in(lab, world["good"]["ip"], "kube-api-dns-pod")
-    yield server
-    server.stop()
+def api(lab, world, kube_cluster):
+    """The real API server holding cluster.yaml's nodes and dns_pod.yaml's pods (the one on node2 at the good pod's
+    address)."""
+    real = RealApi(kube_cluster, "cluster.yaml")
+    real.load_objects(dns_pod_objects(lab, world["good"]["ip"]))
+    return real
 
 
 def role_vars(world, api, pod, **extra):
@@ -271,9 +290,8 @@ def dns_data(run, node):
     return run.result("Keep the findings of this host", node)["ansible_facts"]["dns_result"]
 
 
-def test_role_dns_pod_checks_on_the_pods_node_only(ansible, world, api):
-    from tests.kube_api.helpers import kubectl
-    seen = kubectl(api.kubeconfig(), "get", "pod", "-n", "default", "dns-client-5f7d9c8b6-k2x9p")
+def test_role_dns_pod_checks_on_the_pods_node_only(ansible, world, api, kube_cluster):
+    seen = kube_cluster.kubectl_json("get", "pod", "-n", "default", POD)
     assert seen["status"]["podIP"] == world["good"]["ip"] and seen["spec"]["nodeName"] == NODE
     run = ansible.playbook("k8snet.triage.dns", extra_vars=role_vars(world, api, "dns-client-5f7d9c8b6-k2x9p"))
     assert run.rc == 0, run
@@ -295,7 +313,13 @@ def test_role_dns_pod_checks_on_the_pods_node_only(ansible, world, api):
     ("dns-client-5f7d9c8b6-pend1", "pod default/dns-client-5f7d9c8b6-pend1 is not running (phase Pending"),
     ("dns-client-5f7d9c8b6-far9z", "runs on node node9, which is none of this play's hosts"),
 ])
-def test_role_dns_pod_errors(ansible, world, api, pod, words):
+def test_role_dns_pod_errors(ansible, world, api, kube_cluster, pod, words):
+    seen = kube_cluster.kubectl("get", "pod", "-n", "default", pod, "-o", "json", check=False)
+    if pod == "nope-0":
+        assert seen.returncode != 0 and "NotFound" in seen.stderr, seen.stderr
+    else:  # the API server holds it, Pending (never scheduled) or bound to a node no host of the play is
+        got = json.loads(seen.stdout)
+        assert (got["status"]["phase"], got["spec"].get("nodeName")) in (("Pending", None), ("Running", "node9"))
     run = ansible.playbook("k8snet.triage.dns", extra_vars=role_vars(world, api, pod))
     assert run.rc != 0
     messages = " ".join(str(r["result"].get("msg")) for r in run.records if r["status"] == "failed")
@@ -320,17 +344,19 @@ def test_role_dns_pod_maps_k8s_node_name(lab, ansible, world, api, tmp_path):
     assert with_pod == ["node3"]
 
 
-def test_triage_adds_the_pods_view_on_its_node_in_the_one_pass(lab, ansible, world, tmp_path):
+def test_triage_adds_the_pods_view_on_its_node_in_the_one_pass(lab, ansible, world, api, kube_cluster, tmp_path):
     """triage.yml with dns_pod: the pod is read once from the API, its view runs in node2's one pass
     (the dead cache named first in its own resolv.conf is found), no other node asks for it, and a pod
     whose node is none of the hosts is said in the report instead of being left out."""
     assert independent(lab, world["dead"]["ns"], world["local"]["dead_cache"], CLUSTER) == "timeout"
-    # the stand-in's pod is the one whose resolv.conf names the dead cache first
-    api = stand_in(lab, world["dead"]["ip"], "kube-api-dns-pod-triage")
+    # the API's pod is now the one whose resolv.conf names the dead cache first
+    move_pod(kube_cluster, api, lab, world["dead"]["ip"])
+    seen = kube_cluster.kubectl_json("get", "pod", "-n", "default", POD)
+    assert (seen["status"]["podIP"], seen["spec"]["nodeName"]) == (world["dead"]["ip"], NODE)
     try:
         _triage_with_dns_pod(ansible, world, api, tmp_path)
     finally:
-        api.stop()
+        move_pod(kube_cluster, api, lab, world["good"]["ip"])
 
 
 def _triage_with_dns_pod(ansible, world, api, tmp_path):

@@ -1,13 +1,15 @@
-"""egress from a pod name: role egress with egress_pod reads the pod's IP and node from the stand-in API, finds
-its network namespace on the node by its IP (no PID), probes from it and names the pod, the node and the source
-address seen outside.  packet_capture and reachability run inside a pod's namespace by pod_ip.
+"""egress from a pod name: role egress with egress_pod reads the pod's IP and node from the real API server of the
+lab's control plane (tests/lab/cluster.py), finds its network namespace on the node by its IP (no PID), probes from
+it and names the pod, the node and the source address seen outside.  packet_capture and reachability run inside a
+pod's namespace by pod_ip.
 
-Checked independently: kubectl reads the stand-in's Pod, tcpdump on the client shows the source address a
-connect from the pod's namespace arrives with, ss/tcpdump see the probes."""
+The pod web-5d8f7-abcde is the lab's web pod on the worker, its Pod bound to the worker and its status written as
+its kubelet would (Cluster.run_pod); dns_pod.yaml's pods (one on node9, a node no host of the play is) are loaded
+with tests/lab/cluster_objects.py. Checked independently: kubectl reads the Pods, tcpdump on the client shows the
+source address a connect from the pod's namespace arrives with, ss/tcpdump see the probes."""
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 from pathlib import Path
@@ -16,9 +18,7 @@ import pytest
 
 from tests.integration.conftest import ROOT
 from tests.integration.test_ingress_path import observed_source
-from tests.kube_api import FIXTURES, StandIn, load_yaml
-from tests.kube_api.helpers import kubectl
-from tests.lab.faults import kube as kube_faults
+from tests.lab.cluster_objects import RealApi
 from tests.lab.faults import path as lab_path
 
 POD = "web-5d8f7-abcde"
@@ -34,16 +34,12 @@ def lb(lab):
 
 
 @pytest.fixture(scope="module")
-def api(lab, lb):
-    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "dns_pod.yaml")]))
-    [template] = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == "dns-client-5f7d9c8b6-k2x9p"]
-    web = copy.deepcopy(template)
-    web["metadata"].update(name=POD, labels={"app": "web"})
-    web["spec"]["nodeName"] = lb["worker"]
-    web["status"].update(podIP=lb["pod_ip"], podIPs=[{"ip": lb["pod_ip"]}], hostIP=lab.node(lb["worker"]).ip)
-    server = StandIn(objects + [web], lab.workdir / "kube-api-egress-pod", lab.controller_ip).start()
-    yield server
-    server.stop()
+def api(lab, lb, kube_cluster):
+    real = RealApi(kube_cluster, "cluster.yaml", "dns_pod.yaml")
+    kube_cluster.run_pod("default", POD, lb["worker"], lb["pod_ip"], labels={"app": "web"},
+                         containers=[{"name": "web", "image": "lab.invalid/web:1",
+                                      "ports": [{"containerPort": lb["pod_port"], "name": "http"}]}])
+    return real
 
 
 def egress_vars(lab, lb, api, pod=POD, **extra):
@@ -54,9 +50,9 @@ def egress_vars(lab, lb, api, pod=POD, **extra):
 
 
 @pytest.mark.parametrize("broken", [False, True], ids=["masquerade", "no_masquerade"])
-def test_egress_from_a_pod_name(lab, ansible, lb, api, broken):
+def test_egress_from_a_pod_name(lab, ansible, lb, api, kube_cluster, broken):
     (lab.workdir / "pcaps").mkdir(exist_ok=True)
-    seen = kubectl(api.kubeconfig(), "get", "pod", "-n", "default", POD)
+    seen = kube_cluster.kubectl_json("get", "pod", "-n", "default", POD)
     assert (seen["status"]["podIP"], seen["spec"]["nodeName"]) == (lb["pod_ip"], lb["worker"])
     if broken:
         lab_path.break_masquerade(lab, lb["worker"])
@@ -87,11 +83,11 @@ def test_egress_from_a_pod_name(lab, ansible, lb, api, broken):
     assert list((lab.workdir / "pcaps").iterdir()) == []
 
 
-def test_egress_pod_on_a_node_outside_the_play(lab, ansible, lb, api):
+def test_egress_pod_on_a_node_outside_the_play(lab, ansible, lb, api, kube_cluster):
     """The pod runs on node9, no host of the play (as in a slice of an AWX sliced job): a clear failure
     naming the missing host, or with egress_missing_hosts=skip a skip reason, never a finding."""
     far = "dns-client-5f7d9c8b6-far9z"
-    assert kubectl(api.kubeconfig(), "get", "pod", "-n", "default", far)["spec"]["nodeName"] == "node9"
+    assert kube_cluster.kubectl_json("get", "pod", "-n", "default", far)["spec"]["nodeName"] == "node9"
     run = ansible.playbook("k8snet.triage.egress", extra_vars=egress_vars(lab, lb, api, far))
     assert run.rc != 0
     messages = " ".join(str(r["result"].get("msg")) for r in run.records if r["status"] == "failed")

@@ -1,59 +1,73 @@
-"""ingress_path through nodeIP:nodePort: a NodePort Service (no VIP) read from the stand-in, every node of the play
-probed at its own IP on the nodePort and captured there, each node walked on its own; and the role refusing to
-bisect when the play lacks a host the path needs (--limit, as a slice of an AWX sliced job would).
+"""ingress_path through nodeIP:nodePort: a NodePort Service (no VIP) of the lab's real control plane
+(tests/lab/cluster.py), every node of the play probed at its own IP on the nodePort and captured there, each node
+walked on its own; and the role refusing to bisect when the play lacks a host the path needs (--limit, as a slice of
+an AWX sliced job would).
 
-Independently: kubectl shows the Service as the stand-in serves it, curl from the client shows which nodes answer
-on the nodePort, iptables-save shows the NodePort rule gone on the broken node."""
+The nodePort is kube-proxy's own: Service default/web-np (type NodePort, nodePort 30080) selects the lab's web pod
+(tests/lab/faults/path.py, behind node2), its Pod bound there and its status written as its kubelet would
+(Cluster.run_pod); the EndpointSlice is the real controller's, and kube-proxy on every node (iptables mode on node1
+and node3, nftables on node2) DNATs the node's port 30080 to the pod. default/web is the LoadBalancer Service of the
+same pod (its nodePort the API server's choice), with MetalLB's ServiceL2Status (its upstream CRD) naming node1.
+
+Independently: kubectl shows the Services and slices as the API server holds them, curl from the client shows which
+nodes answer on the nodePort, iptables-save shows kube-proxy's NodePort rule gone on the broken node."""
 
 from __future__ import annotations
 
-import copy
+import shlex
 
 import pytest
 
-from tests.kube_api import FIXTURES, StandIn, load_yaml
-from tests.kube_api.helpers import kubectl
-from tests.integration.test_service_path import RECORD, ROLE, lab_service_objects
-from tests.lab.faults import kube as kube_faults
+from tests.integration.test_service_path import RECORD, ROLE
+from tests.lab.cluster_objects import RealApi
 from tests.lab.faults import path as lab_path
+
+POD = "web-5d8f7-abcde"
 
 
 @pytest.fixture(scope="module")
 def lb(lab):
     info = lab_path.loadbalancer(lab)
     info["inventory"] = lab_path.path_inventory(lab)["inventory"]
-    info["nodeport"] = lab_path.nodeport(lab)
     yield info
-    lab_path.no_nodeport(lab)
     lab_path.path_repair(lab)
 
 
+def service(name, kind, node_port=None):
+    port = {"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}
+    if node_port:
+        port["nodePort"] = node_port
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"type": kind, "selector": {"app": "web"}, "ports": [port]}}
+
+
 @pytest.fixture(scope="module")
-def api(lab, lb):
-    """Service default/web-np: the web Service as type NodePort (nodePort 30080, no VIP), its one backend the web pod;
-    and default/web, the LoadBalancer Service of test_service_path (its VIP, nodePort 30080)."""
-    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "service_path.yaml")]))
-    [svc] = [copy.deepcopy(o) for o in objects if o["kind"] == "Service" and o["metadata"]["name"] == "web"]
-    svc["metadata"] = {"name": "web-np", "namespace": "default"}
-    svc["spec"]["type"] = "NodePort"
-    svc["spec"]["clusterIP"] = svc["spec"]["clusterIPs"][0] = lab.service_ip(81)
-    svc["spec"]["ports"] = [dict(svc["spec"]["ports"][0], port=lb["vip_port"], nodePort=lab_path.NODE_PORT)]
-    svc["status"] = {"loadBalancer": {}}
-    [eps] = [copy.deepcopy(o) for o in objects if o["kind"] == "EndpointSlice" and o["metadata"]["name"] == "web-x7k2p"]
-    eps["metadata"]["name"] = "web-np-4xk2p"
-    eps["metadata"]["labels"]["kubernetes.io/service-name"] = "web-np"
-    endpoint = eps["endpoints"][0]
-    endpoint["addresses"], endpoint["nodeName"] = [lb["pod_ip"]], lb["worker"]
-    eps["endpoints"], eps["ports"] = [endpoint], [dict(eps["ports"][0], port=lb["pod_port"])]
-    server = StandIn(lab_service_objects(lab, lb) + [svc, eps], lab.workdir / "kube-api-nodeport",
-                     lab.controller_ip).start()
-    yield server
-    server.stop()
+def api(lab, lb, kube_cluster):
+    """default/web-np (NodePort 30080) and default/web (LoadBalancer, the VIP in its status as a load-balancer
+    controller writes it; MetalLB's ServiceL2Status names node1), both selecting the web pod behind node2."""
+    real = RealApi(kube_cluster, "metallb.yaml")
+    kube_cluster.run_pod("default", POD, lb["worker"], lb["pod_ip"], labels={"app": "web"},
+                         containers=[{"name": "web", "image": "lab.invalid/web:1",
+                                      "ports": [{"containerPort": lb["pod_port"], "name": "http"}]}])
+    kube_cluster.apply([service("web-np", "NodePort", lab_path.NODE_PORT), service("web", "LoadBalancer")])
+    kube_cluster.patch_status("/api/v1/namespaces/default/services/web",
+                              {"loadBalancer": {"ingress": [{"ip": lb["vip"], "ipMode": "VIP"}]}})
+    # kube-proxy on every node has synced the Service: each node's port answers from the client (the client's first
+    # requests may also wait for its ARP)
+    kube_cluster.wait_for("every node's nodePort %d answering" % lab_path.NODE_PORT, lambda: [
+        curl_node(lab, lb, n.name) for n in lab.nodes] == ["200"] * len(lab.nodes), timeout=90, interval=1)
+    return real
 
 
-def curl_node(lab, lb, node):
+def nodeport_rules(lab, node, port=lab_path.NODE_PORT):
+    """kube-proxy's rules (iptables mode) that catch the node's port ``port``, as iptables-save prints them."""
+    return [r for r in lab.ns_run(node, ["iptables-save", "-t", "nat"]).stdout.splitlines()
+            if r.startswith("-A KUBE-NODEPORTS ") and "--dport %d " % port in r + " "]
+
+
+def curl_node(lab, lb, node, port=lab_path.NODE_PORT):
     return lab.run(["ip", "netns", "exec", lb["client_ns"], "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
-                    "--connect-timeout", "1", "-m", "2", f"http://{lab.node(node).ip}:{lab_path.NODE_PORT}/"],
+                    "--connect-timeout", "1", "-m", "2", f"http://{lab.node(node).ip}:{port}/"],
                    check=False).stdout
 
 
@@ -71,9 +85,12 @@ def findings_by_entry(run):
     return dict((f["evidence"]["entry_node"], f) for f in findings), findings
 
 
-def test_nodeport_service_every_node_probed_and_captured(lab, ansible, lb, api):
-    svc = kubectl(api.kubeconfig(), "get", "svc", "-n", "default", "web-np")
+def test_nodeport_service_every_node_probed_and_captured(lab, ansible, lb, api, kube_cluster):
+    svc = kube_cluster.kubectl_json("get", "svc", "-n", "default", "web-np")
     assert svc["spec"]["type"] == "NodePort" and svc["spec"]["ports"][0]["nodePort"] == lab_path.NODE_PORT
+    [slice_] = kube_cluster.kubectl_json("get", "endpointslices", "-n", "default", "-l",
+                                         "kubernetes.io/service-name=web-np")["items"]
+    assert [(e["addresses"], e["nodeName"]) for e in slice_["endpoints"]] == [([lb["pod_ip"]], lb["worker"])]
     assert [curl_node(lab, lb, n.name) for n in lab.nodes] == ["200"] * len(lab.nodes)
     run = run_role(ansible, lb, api)
     assert run.rc == 0, run
@@ -98,14 +115,23 @@ def test_nodeport_service_every_node_probed_and_captured(lab, ansible, lb, api):
     assert api_read["service"]["node_port"] == lab_path.NODE_PORT and api_read["findings"] == [], api_read["findings"]
 
 
-def test_one_node_without_its_nodeport_rule_is_that_node_nat(lab, ansible, lb, api):
-    lab_path.break_nodeport(lab, "node3")
+def test_one_node_without_its_nodeport_rule_is_that_node_nat(lab, ansible, lb, api, kube_cluster):
+    """kube-proxy on node3 crashed and its NodePort rule went with an iptables flush of that chain's rule (kube-proxy
+    would write it again at its next sync: it stays stopped until the run is done)."""
+    assert kube_cluster.proxy_mode("node3") == "iptables"
+    rules = nodeport_rules(lab, "node3")
+    assert rules
+    kube_cluster.stop_proxy("node3")
     try:
-        assert "k8t-path-np" not in lab.ns_run("node3", ["iptables-save", "-t", "nat"]).stdout.replace("k8t-path-np-masq", "")
+        for rule in rules:
+            lab.ns_run("node3", ["iptables", "-w", "-t", "nat", "-D", *shlex.split(rule)[1:]])
+        assert nodeport_rules(lab, "node3") == []
         assert [curl_node(lab, lb, n) for n in ("node1", "node2", "node3")] == ["200", "200", "000"]
         run = run_role(ansible, lb, api)
     finally:
-        lab_path.nodeport(lab)
+        kube_cluster.start_proxy("node3")
+        kube_cluster.wait_for("node3's nodePort answering again", lambda: curl_node(lab, lb, "node3") == "200",
+                              timeout=90, interval=1)
     assert run.rc == 0, run
     by_entry, findings = findings_by_entry(run)
     assert {n: f["check"] for n, f in by_entry.items()} == {"node1": "ingress.ok", "node2": "ingress.ok",
@@ -113,11 +139,13 @@ def test_one_node_without_its_nodeport_rule_is_that_node_nat(lab, ansible, lb, a
     assert by_entry["node3"]["summary"].startswith("via node node3: ")
 
 
-def test_manual_lb_a_vip_outside_the_cluster_goes_through_the_given_nodes(lab, ansible, lb, api):
+def test_manual_lb_a_vip_outside_the_cluster_goes_through_the_given_nodes(lab, ansible, lb, api, kube_cluster):
     """ManualLB: the LoadBalancer Service's VIP is on a load balancer outside the cluster that forwards to
     nodeIP:nodePort; ingress_path_entry=nodeport probes the given entry nodes (a survey's comma-separated text)."""
-    svc = kubectl(api.kubeconfig(), "get", "svc", "-n", "default", "web")
-    assert svc["spec"]["type"] == "LoadBalancer" and svc["spec"]["ports"][0]["nodePort"] == lab_path.NODE_PORT
+    svc = kube_cluster.kubectl_json("get", "svc", "-n", "default", "web")
+    node_port = svc["spec"]["ports"][0]["nodePort"]
+    assert svc["spec"]["type"] == "LoadBalancer" and 30000 <= node_port <= 32767 and node_port != lab_path.NODE_PORT
+    assert [curl_node(lab, lb, n, node_port) for n in ("node1", "node2")] == ["200", "200"]
     run = ansible.playbook("k8snet.triage.ingress_path", inventory=lb["inventory"], extra_vars={
         "ingress_path_service": "default/web", "ingress_path_kubeconfig": str(api.kubeconfig()),
         "ingress_path_entry": "nodeport", "ingress_path_entry_nodes": "node1, node2"})
@@ -125,7 +153,8 @@ def test_manual_lb_a_vip_outside_the_cluster_goes_through_the_given_nodes(lab, a
     by_entry, findings = findings_by_entry(run)
     assert {n: f["check"] for n, f in by_entry.items()} == {"node1": "ingress.ok", "node2": "ingress.ok"}, findings
     probe = run.result(ROLE + "Send TCP probes from the client to the VIP", "client")
-    assert sorted(set(t["address"] for t in probe["targets"])) == sorted([lab.node("node1").ip, lab.node("node2").ip])
+    assert sorted(set((t["address"], t["tcp"]["port"]) for t in probe["targets"])) == sorted(
+        [(lab.node("node1").ip, node_port), (lab.node("node2").ip, node_port)])
     # node3 is no entry node and holds no backend: it captured nothing
     assert not [r for r in run.results(task=ROLE + "Collect the captures", host="node3") if "flows" in r["result"]]
 

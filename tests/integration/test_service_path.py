@@ -1,11 +1,16 @@
-"""ingress_path from a Service: the role gets only ingress_path_service, the stand-in API's kubeconfig and
-the client (group ingress_clients); the VIP, port, backend, worker and LB node come from the API and from who
-answers ARP for the VIP.
+"""ingress_path from a Service: the role gets only ingress_path_service, a kubeconfig of the lab's real API server
+(tests/lab/cluster.py) and the client (group ingress_clients); the VIP, port, backend, worker and LB node come from
+the API and from who answers ARP for the VIP.
 
-The lab path of test_ingress_path (VIP on node1, DNAT to the web pod behind node2) is described to the
-stand-in API as Service default/web with its EndpointSlice, the lab's Nodes, and MetalLB's ServiceL2Status
-naming node1.  Every expectation is checked independently: kubectl reads the stand-in's objects, `ip -j addr`
-shows who holds the VIP, arping from the client shows which MACs answer, curl shows whether the Service works."""
+The lab path of test_ingress_path (VIP on node1, DNAT to the web pod behind node2) is described to the real API
+server (tests/lab/cluster_objects.py) as Service default/web with an EndpointSlice of another controller's (the
+EndpointSlice controller keeps its own, empty, beside it: no pod of the cluster is selected), the lab's Nodes,
+MetalLB's ServiceL2Status (with its upstream CRD) naming node1 and the speaker's event. The path's NAT is the lab's
+own (tests/lab/faults/path.py: these tests break it by hand, rule by rule), so the Service is labelled as another
+service proxy's (``service.kubernetes.io/service-proxy-name``) and the lab's kube-proxies leave it alone; the walk of
+kube-proxy's own DNAT is test_service_path_real.py's. Every expectation is checked independently: kubectl reads the
+API server's objects, `ip -j addr` shows who holds the VIP, arping from the client shows which MACs answer, curl
+shows whether the Service works."""
 
 from __future__ import annotations
 
@@ -13,16 +18,20 @@ import copy
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
-from tests.kube_api import FIXTURES, StandIn, load_yaml
-from tests.kube_api.helpers import kubectl
+from tests.kube_api import FIXTURES, load_yaml
+from tests.lab.cluster_objects import RealApi
 from tests.lab.faults import kube as kube_faults
 from tests.lab.faults import path as lab_path
 
 ROLE = "k8snet.triage.ingress_path : "
 RECORD = ROLE + "Record the findings of this host"
+# kube-proxy leaves a Service with this label to the proxy it names: here the lab's hand-made NAT
+PROXY_LABEL = {"service.kubernetes.io/service-proxy-name": "k8snet-lab-path"}
+L2_CRD = "servicel2statuses.metallb.io"
 # captures and probes in time windows: once failed (a task of the role, rc 2) with another worker's lab beside it,
 # never alone; it runs with no other worker beside it
 pytestmark = pytest.mark.alone
@@ -44,6 +53,7 @@ def lab_service_objects(lab, lb):
     for obj in objects:
         obj = copy.deepcopy(obj)
         if obj["kind"] == "Service" and obj["metadata"]["name"] == "web":
+            obj["metadata"]["labels"] = dict(obj["metadata"].get("labels") or {}, **PROXY_LABEL)
             obj["status"]["loadBalancer"]["ingress"] = [{"ip": lb["vip"], "ipMode": "VIP"}]
             obj["spec"]["ports"][0]["port"] = lb["vip_port"]
         if obj["kind"] == "EndpointSlice":
@@ -60,10 +70,16 @@ def lab_service_objects(lab, lb):
 
 
 @pytest.fixture(scope="module")
-def api(lab, lb):
-    server = StandIn(lab_service_objects(lab, lb), lab.workdir / "kube-api-svcpath", lab.controller_ip).start()
-    yield server
-    server.stop()
+def api(lab, lb, kube_cluster):
+    return RealApi(kube_cluster).load_objects(lab_service_objects(lab, lb))
+
+
+def slice_endpoints(kube_cluster, name="web"):
+    """Every endpoint of the Service's EndpointSlices as kubectl reads them, and the slices' managers."""
+    slices = kube_cluster.kubectl_json("get", "endpointslices", "-n", "default", "-l",
+                                       "kubernetes.io/service-name=" + name)["items"]
+    managers = sorted(s["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"] for s in slices)
+    return [e for s in slices for e in s.get("endpoints") or []], managers
 
 
 def arping_macs(lab, lb):
@@ -91,13 +107,14 @@ def run_role(ansible, lb, api):
     return run
 
 
-def test_the_stand_in_serves_the_path_as_kubectl_sees_it(lab, lb, api):
-    kc = api.kubeconfig()
-    svc = kubectl(kc, "get", "svc", "-n", "default", "web")
+def test_the_api_server_holds_the_path_as_kubectl_sees_it(lab, lb, api, kube_cluster):
+    svc = kube_cluster.kubectl_json("get", "svc", "-n", "default", "web")
     assert svc["status"]["loadBalancer"]["ingress"][0]["ip"] == lb["vip"]
-    [eps] = kubectl(kc, "get", "endpointslices", "-n", "default", "-l", "kubernetes.io/service-name=web")["items"]
-    assert [(e["addresses"], e["nodeName"]) for e in eps["endpoints"]] == [([lb["pod_ip"]], lb["worker"])]
-    [status] = kubectl(kc, "get", "servicel2statuses.metallb.io", "-A")["items"]
+    endpoints, managers = slice_endpoints(kube_cluster)
+    assert [(e["addresses"], e["nodeName"]) for e in endpoints] == [([lb["pod_ip"]], lb["worker"])]
+    # the EndpointSlice controller's own slice is there too, empty (the Service selects no pod of the cluster)
+    assert managers == ["endpointslice-controller.k8s.io", "k8snet.lab"]
+    [status] = kube_cluster.kubectl_json("get", L2_CRD, "-A")["items"]
     assert status["status"]["node"] == lb["lb"]
 
 
@@ -109,7 +126,8 @@ def test_healthy_path_names_the_announcer(lab, ansible, lb, api):
                           "client")
     assert api_read["service"]["vip"] == lb["vip"] and api_read["announcer"]["hosts"] == [lb["lb"]]
     assert [(e["ip"], e["host"], e["port"]) for e in api_read["endpoints"]] == [(lb["pod_ip"], lb["worker"], lb["pod_port"])]
-    # the API was read with the stand-in's kubeconfig, once: the Service, its slices, nodes, ServiceL2Status
+    # the API was read with the kubeconfig given (the API server's audit log): the Service, its slices, nodes,
+    # ServiceL2Status
     paths = [r["path"] for r in api.requests]
     assert "/api/v1/namespaces/default/services/web" in paths and "/apis/metallb.io/v1beta1/servicel2statuses" in paths
     facts = run.result(RECORD, "client")["ansible_facts"]
@@ -150,18 +168,26 @@ def test_a_client_whose_gateway_does_not_resolve_is_told_so(lab, ansible, lb, ap
     reader; the role names the unresolved gateway, and no vip_unannounced."""
     gateway = str(lab.network[250])  # on the lab segment, held by no namespace (the VIPs are .200 and up, few)
     lab.run(["ip", "-n", lb["client_ns"], "route", "replace", "%s/32" % lb["vip"], "via", gateway, "dev", "eth0"])
+    # the client keeps trying, as a client does: a FAILED entry nothing uses is garbage-collected by the kernel, and
+    # the role (a minute later on a loaded machine) would find no entry, not a failed one
+    pinger = subprocess.Popen(["ip", "netns", "exec", lb["client_ns"], "ping", "-q", "-i", "0.5", lb["vip"]],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert curl(lab, lb) != "200"  # the client tried (its gateway's resolution failed)
         [gw] = json.loads(lab.run(["ip", "-n", lb["client_ns"], "-j", "neigh", "show", gateway]).stdout)
         assert "FAILED" in gw["state"] or "INCOMPLETE" in gw["state"], gw
         run = run_role(ansible, lb, api)
     finally:
+        pinger.kill()
+        pinger.wait(timeout=30)
         lab.run(["ip", "-n", lb["client_ns"], "route", "del", "%s/32" % lb["vip"]], check=False)
         lab.run(["ip", "-n", lb["client_ns"], "neigh", "flush", "to", gateway], check=False)
     findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
     checks = [f["check"] for f in findings]
     assert "ingress.vip_unannounced" not in checks, findings
-    [unresolved] = [f for f in findings if f["check"] == "ingress.client_gateway_unresolved"]
+    unresolved = [f for f in findings if f["check"] == "ingress.client_gateway_unresolved"]
+    assert len(unresolved) == 1, findings
+    [unresolved] = unresolved
     assert unresolved["severity"] == "critical" and gateway in unresolved["summary"]
     assert unresolved["evidence"]["client_route"]["gateway_resolved"] is False
 
@@ -253,20 +279,26 @@ def test_two_nodes_answering_is_an_announcer_mismatch(lab, ansible, lb, api):
     assert all("announcer" in f["evidence"] for f in findings if f["check"].startswith("ingress."))
 
 
-def test_module_falls_back_to_events_without_the_crd_and_takes_k8s_auth_env(lab, ansible, lb, api):
+def crd_gone(kube_cluster):
+    return kube_cluster.kubectl("get", "crd", L2_CRD, check=False).returncode != 0
+
+
+def test_module_falls_back_to_events_without_the_crd_and_takes_k8s_auth_env(lab, ansible, lb, api, kube_cluster):
     """A cluster without MetalLB's CRD: the speaker's nodeAssigned event names the announcer.  The credentials
     come from K8S_AUTH_KUBECONFIG (what AWX's Kubernetes credential sets), not from an option."""
-    api.crds_absent.add("metallb.io/v1beta1")
+    kube_cluster.kubectl("delete", "crd", L2_CRD, "--wait=false")
     os.environ["K8S_AUTH_KUBECONFIG"] = str(api.kubeconfig())
     try:
-        kc = api.kubeconfig()
-        proc = lab.run(["kubectl", "--kubeconfig", str(kc), "get", "servicel2statuses.metallb.io", "-A"], check=False)
-        assert proc.returncode != 0  # kubectl: the server doesn't have a resource type
-        [event] = kubectl(kc, "get", "events", "-n", "default", "--field-selector", "reason=nodeAssigned")["items"]
+        kube_cluster.wait_for("CRD %s deleted" % L2_CRD, lambda: crd_gone(kube_cluster), timeout=120)
+        proc = kube_cluster.kubectl("get", L2_CRD, "-A", check=False)
+        assert proc.returncode != 0, proc.stdout  # kubectl: the server doesn't have a resource type
+        [event] = kube_cluster.kubectl_json("get", "events", "-n", "default", "--field-selector",
+                                            "reason=nodeAssigned")["items"]
         res = ansible.module("localhost", "service_path_info", {"service": "default/web", "port": "http"})["localhost"]
     finally:
-        api.crds_absent.discard("metallb.io/v1beta1")
         del os.environ["K8S_AUTH_KUBECONFIG"]
+        kube_cluster.wait_for("CRD %s deleted" % L2_CRD, lambda: crd_gone(kube_cluster), timeout=120)
+        api.load_objects([o for o in lab_service_objects(lab, lb) if o["kind"] == "ServiceL2Status"])
     assert not res["failed"], res
     assert res["announcer"]["source"] == "events" and res["announcer"]["nodes"] == ["node1"]
     assert 'node "node1"' in event["message"]
@@ -276,16 +308,15 @@ def test_module_falls_back_to_events_without_the_crd_and_takes_k8s_auth_env(lab,
     assert res["findings"] == []
 
 
-def test_a_backend_node_outside_the_inventory_is_named(lab, ansible, lb, api):
+def test_a_backend_node_outside_the_inventory_is_named(lab, ansible, lb, api, kube_cluster):
     """The backend's node is no inventory host: named in a service.node_not_in_inventory finding, not skipped."""
-    kc = api.kubeconfig()
     inventory = {"client": {}, "node1": {}, "node3": {}}
-    res = ansible.module("localhost", "service_path_info", {"service": "default/web", "kubeconfig": str(kc),
-                                                            "inventory": inventory})["localhost"]
+    args = {"service": "default/web", "kubeconfig": str(api.kubeconfig()), "inventory": inventory}
+    res = ansible.module("localhost", "service_path_info", args)["localhost"]
     [finding] = res["findings"]
     assert (finding["check"], finding["subject"]) == ("service.node_not_in_inventory", lb["worker"])
-    [eps] = kubectl(kc, "get", "endpointslices", "-n", "default", "-l", "kubernetes.io/service-name=web")["items"]
-    assert eps["endpoints"][0]["nodeName"] == lb["worker"]
+    [endpoint] = slice_endpoints(kube_cluster)[0]
+    assert endpoint["nodeName"] == lb["worker"]
 
 
 @pytest.mark.parametrize("service, message", [
@@ -300,28 +331,27 @@ def test_a_wrong_service_fails_clearly_before_any_capture(lab, ansible, lb, api,
                         "client")
     assert message in failed["msg"], failed["msg"]
     assert not run.results(task=ROLE + "Start the capture on this hop")
-    # the stand-in saw no request for a name that is not a Kubernetes name
+    # the API server saw no request for a name that is not a Kubernetes name (its audit log)
     if ".." in service:
-        assert not [r for r in api.requests if ".." in r["path"]]
+        assert api.requests and not [r for r in api.requests if ".." in r["path"]]
 
 
 # ------------------------------------------------------------------ every backend
 @pytest.fixture(scope="module")
-def balanced(lab, lb):
-    """Two backends (web on node2, web2 on node3) balanced round-robin by native nft on the LB node, and a
-    stand-in whose EndpointSlice lists both."""
+def balanced(lab, lb, api, kube_cluster):
+    """Two backends (web on node2, web2 on node3) balanced round-robin by native nft on the LB node, and the
+    Service's EndpointSlice listing both (as the controller that keeps it writes it)."""
     setup = lab_path.two_backends(lab)
-    objects = lab_service_objects(lab, lb)
-    for obj in objects:
-        if obj["kind"] == "EndpointSlice":
-            second = copy.deepcopy(obj["endpoints"][0])
-            b2 = setup["backends"][1]
-            second["addresses"], second["nodeName"] = [b2["ip"]], b2["node"]
-            second["targetRef"] = dict(second["targetRef"], name="web-5d8f7-fghij")
-            obj["endpoints"].append(second)
-    server = StandIn(objects, lab.workdir / "kube-api-svcpath2", lab.controller_ip).start()
-    yield dict(setup, api=server)
-    server.stop()
+    [eps] = [o for o in lab_service_objects(lab, lb) if o["kind"] == "EndpointSlice"]
+    path = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/" + eps["metadata"]["name"]
+    second = copy.deepcopy(eps["endpoints"][0])
+    b2 = setup["backends"][1]
+    second["addresses"], second["nodeName"] = [b2["ip"]], b2["node"]
+    second["targetRef"] = dict(second["targetRef"], name="web-5d8f7-fghij")
+    kube_cluster.request("PATCH", path, {"endpoints": eps["endpoints"] + [second]},
+                         content_type="application/merge-patch+json")
+    yield dict(setup, api=api)
+    kube_cluster.request("PATCH", path, {"endpoints": eps["endpoints"]}, content_type="application/merge-patch+json")
     lab_path.one_backend(lab)
     lab_path.path_repair(lab)
 
@@ -330,7 +360,9 @@ def http_log_hits(lab, name):
     return (lab.workdir / f"http-{name}.log").read_text().count('"GET /')
 
 
-def test_every_backend_is_captured_and_each_probe_attributed(lab, ansible, lb, balanced):
+def test_every_backend_is_captured_and_each_probe_attributed(lab, ansible, lb, balanced, kube_cluster):
+    endpoints = slice_endpoints(kube_cluster)[0]
+    assert sorted(e["addresses"][0] for e in endpoints) == sorted(b["ip"] for b in balanced["backends"])
     # independently: the nft DNAT balances (each pod's own HTTP server logs one of two GETs)
     before = {n: http_log_hits(lab, n) for n in ("web", "web2")}
     assert [curl(lab, lb), curl(lab, lb)] == ["200", "200"]

@@ -12,8 +12,11 @@ How each kind is made (``load``):
   conditions are written onto it (conditions as its kubelet or CNI agent would, with fresh times, so that the node
   lifecycle controller judges them and not their age). A node the lab does not have is created with the fixture's
   status; no kubelet renews its Lease, so the node lifecycle controller marks it unreachable after its grace
-  period, as it does a node whose kubelet is gone.
-* Pod: created bound to its ``spec.nodeName``, its status the fixture's (written as its kubelet would). Its owner (a
+  period, as it does a node whose kubelet is gone (its fixture pods tolerate that: see Pod).
+* Pod: created bound to its ``spec.nodeName``, its status the fixture's (written as its kubelet would). A node the
+  cluster does not have (neither the lab's nor the fixture's) is made first, as a node whose kubelet is gone (the pod
+  garbage collector deletes a pod bound to no Node within a minute). A pod on a node the lab does not have tolerates
+  its unreachable and not-ready taints (the taint eviction controller would delete it after 5 minutes). Its owner (a
   DaemonSet or ReplicaSet the fixture names but does not hold) is a real object that places nothing (a DaemonSet
   whose nodeSelector matches no node, a ReplicaSet of 0), referred to by its real uid, not as its controller, so
   that no controller adopts, replaces or deletes the pod.
@@ -91,6 +94,7 @@ class Loader:
     def __init__(self, cluster):
         self.cluster = cluster
         self.uids = {}  # (kind, namespace, name) -> uid of the real object
+        self.placeholders = set()  # the nodes made for pods bound to a node the cluster did not have
 
     def load(self, objects):
         objects = lab_objects(self.cluster.lab, objects)
@@ -128,6 +132,7 @@ class Loader:
             if exc.status != 404:
                 raise
             self.cluster.create(_sent(obj), collection_path("Node"))
+            self.placeholders.add(name)
             status = dict(obj.get("status") or {})
             status["conditions"] = _fresh(status.get("conditions"), now)
             return self.cluster.patch_status(object_path(obj), status)
@@ -144,6 +149,11 @@ class Loader:
     def _pod(self, obj, now):
         sent = _sent(obj)
         meta = sent["metadata"]
+        node = (sent.get("spec") or {}).get("nodeName")
+        if node and self._placeholder_node(node, now):
+            sent["spec"]["tolerations"] = list(sent["spec"].get("tolerations") or []) + [
+                {"key": key, "operator": "Exists", "effect": "NoExecute"}
+                for key in ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")]
         refs = []
         for ref in meta.get("ownerReferences") or []:
             owner = self._owner(ref["kind"], meta["namespace"], ref["name"])
@@ -155,6 +165,26 @@ class Loader:
         if obj.get("status"):
             made = self.cluster.patch_status(object_path(obj), obj["status"])
         return made
+
+    def _placeholder_node(self, name, now):
+        """Make Node ``name`` if the cluster has none (returns whether it is such a node, made now or before)."""
+        if ("Node", None, name) in self.uids:
+            return name in self.placeholders
+        try:
+            self.cluster.request("GET", "/api/v1/nodes/" + name)
+            return False
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+        made = self.cluster.create({"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}},
+            collection_path("Node"))
+        self.cluster.patch_status("/api/v1/nodes/" + name, {"conditions": _fresh([{
+            "type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": now, "lastTransitionTime": now}], now)})
+        self.uids[("Node", None, name)] = made["metadata"]["uid"]
+        self.placeholders.add(name)
+        return True
 
     def _owner(self, kind, namespace, name):
         key = (kind, namespace, name)
@@ -211,7 +241,7 @@ class Loader:
         self.cluster.wait_for("CRD %s established" % crd["metadata"]["name"], lambda: any(
             c["type"] == "Established" and c["status"] == "True"
             for c in (self.cluster.request("GET", "%s/%s" % (path, crd["metadata"]["name"])).get("status") or {})
-            .get("conditions", [])), timeout=30)
+            .get("conditions") or []), timeout=30)
 
 
 def audit_requests(cluster, user=None, settle=0.2):
@@ -272,6 +302,12 @@ class RealApi:
     def load(self, *fixture_files):
         """Load more fixture files (names under tests/kube_api/fixtures, or paths)."""
         self.loader.load(load_yaml([Path(f) if Path(f).is_absolute() else FIXTURES / f for f in fixture_files]))
+        return self
+
+    def load_objects(self, objects):
+        """Load objects shaped as fixtures (e.g. a fixture file's objects a test changed: a pod's address, a slice's
+        endpoints), made as ``load`` makes them. Addresses already in the lab's slot stay as they are."""
+        self.loader.load(list(objects))
         return self
 
     @property
