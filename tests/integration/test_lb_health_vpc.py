@@ -71,7 +71,8 @@ def api(lab, kube_cluster, vpc_lab):
         if not kube_cluster._proxy_healthy(node):  # pylint: disable=protected-access
             kube_cluster.start_proxy(node)
     kube_cluster.kubectl("patch", "svc", "-n", "openshift-ingress", "router-default", "--type", "merge", "-p",
-                         json.dumps({"spec": {"externalTrafficPolicy": "Local", "healthCheckNodePort": vpc.HEALTH_PORT}}))
+                         json.dumps({"spec": {"externalTrafficPolicy": "Local",
+                                              "healthCheckNodePort": vpc.HEALTH_PORT}}))
     local_ready(lab, kube_cluster)
 
 
@@ -132,7 +133,8 @@ def test_dry_run_refuses_without_the_explicit_switch_and_shows_it_with(lab, ansi
                          check=True, diff=True)["localhost"]
     assert dry["changed"] is True and dry["patched"] == [SVC] and dry["verification"] == []
     after = dry["diff"]["after"]
-    assert after.startswith("externalTrafficPolicy: Cluster\n") and "# why: asked explicitly (force_policy_switch)" in after
+    assert after.startswith("externalTrafficPolicy: Cluster\n")
+    assert "# why: asked explicitly (force_policy_switch)" in after
     assert "# trade-off: externalTrafficPolicy: Cluster makes every node pass" in after
     assert "# warning: the ingress operator owns openshift-ingress/router-default (IngressController " \
            "openshift-ingress-operator/default)" in after
@@ -246,7 +248,8 @@ def test_the_survey_asks_for_the_runbooks_switch_and_the_traffic_probe(lab, ansi
     # the same answers with the switch left at its default ("false"): refused, as before
     refused = ansible.playbook("k8snet.triage.lb_health", extra_vars=dict(extra, lb_health_force_policy_switch="false"))
     result = refused.result("Switch externalTrafficPolicy of the named Services", "localhost")
-    assert result["patched"] == [] and result["not_attempted"][0]["reason"].startswith("expected with externalTrafficPolicy Local")
+    assert result["patched"] == []
+    assert result["not_attempted"][0]["reason"].startswith("expected with externalTrafficPolicy Local")
 
 
 def test_a_switch_put_back_later_is_said_as_reverted(lab, ansible, kube_cluster, api, tmp_path):
@@ -266,14 +269,16 @@ def test_a_switch_put_back_later_is_said_as_reverted(lab, ansible, kube_cluster,
     assert not (out / "triage-report.json").exists()  # the triage's reports are left alone
     # the "OpenShift update": the operator puts the policy back, kube-proxy drops node3's nodePort again
     kube_cluster.kubectl("patch", "svc", "-n", "openshift-ingress", "router-default", "--type", "merge", "-p",
-                         json.dumps({"spec": {"externalTrafficPolicy": "Local", "healthCheckNodePort": vpc.HEALTH_PORT}}))
+                         json.dumps({"spec": {"externalTrafficPolicy": "Local",
+                                              "healthCheckNodePort": vpc.HEALTH_PORT}}))
     assert kube_cluster.kubectl_json("get", "svc", "-n", "openshift-ingress", "router-default")["spec"][
         "externalTrafficPolicy"] == "Local"
     local_ready(lab, kube_cluster)
     triage = ansible.playbook("k8snet.triage.triage", {
         "triage_scenarios": ["sysctl"], "triage_api_scenarios": ["lb_health"], "lb_health_services": [SVC],
         "triage_kubeconfig": str(api.kubeconfig()), "report_output_dir": str(out), "report_fail_on_critical": False})
-    assert triage.rc == 0, [(r["host"], r["task"], r["result"].get("msg")) for r in triage.records if r["status"] == "failed"]
+    assert triage.rc == 0, [(r["host"], r["task"], r["result"].get("msg")) for r in triage.records
+                            if r["status"] == "failed"]
     report = json.loads((out / "triage-report.json").read_text())
     lb = [f for f in report["findings"] if f["check"].startswith("lb.") and f["subject"] == SVC]
     assert [f["check"] for f in lb] == ["lb.policy_reverted"], lb

@@ -22,6 +22,7 @@ How each kind is made (``load``):
   does not hold is made as a placeholder that places nothing). A reference to an owner that exists nowhere is left
   out: the garbage collector would delete the object at once (a fixture's uids are not the real ones).
 * Service: created without status, then its load-balancer status written as a load-balancer controller would.
+  ``default/kubernetes`` is the API server's own: the fixture's is not loaded.
   A Service with a selector gets its EndpointSlices from the real EndpointSlice controller, from the pods.
 * EndpointSlice: the fixture's slices are for Services whose pods the fixture does not hold (or holds elsewhere);
   they are created as another controller's (``endpointslice.kubernetes.io/managed-by: k8snet.lab``) so that the
@@ -113,7 +114,8 @@ class Loader:
 
     # ---------------------------------------------------------------- kinds
     def _plain(self, obj, now):
-        made = self.cluster.create(self._owned(_sent(obj)), collection_path(obj["kind"], obj["metadata"].get("namespace")))
+        made = self.cluster.create(self._owned(_sent(obj)),
+                                   collection_path(obj["kind"], obj["metadata"].get("namespace")))
         if obj.get("status") and KINDS[obj["kind"]][3] is None:  # a custom resource's status subresource
             made = self.cluster.request("PUT", object_path(obj) + "/status",
                                         dict(made, status=obj["status"]))
@@ -205,6 +207,8 @@ class Loader:
         return self.cluster.request("GET", path)
 
     def _service(self, obj, now):
+        if (obj["metadata"].get("namespace"), obj["metadata"]["name"]) == ("default", "kubernetes"):
+            return self.cluster.request("GET", object_path(obj))  # the API server's own (its first service IP)
         made = self.cluster.create(self._owned(_sent(obj)), collection_path("Service", obj["metadata"]["namespace"]))
         ingress = (((obj.get("status") or {}).get("loadBalancer")) or {}).get("ingress")
         if ingress:
