@@ -22,7 +22,8 @@ How each kind is made (``load``):
   does not hold is made as a placeholder that places nothing). A reference to an owner that exists nowhere is left
   out: the garbage collector would delete the object at once (a fixture's uids are not the real ones).
 * Service: created without status, then its load-balancer status written as a load-balancer controller would.
-  ``default/kubernetes`` is the API server's own: the fixture's is not loaded.
+  ``default/kubernetes`` is the API server's own: the fixture's is not loaded. The lab's cluster is IPv4 only: a
+  PreferDualStack Service keeps its IPv4 family and address alone, as such a cluster stores it (it refuses IPv6 ones).
   A Service with a selector gets its EndpointSlices from the real EndpointSlice controller, from the pods.
 * EndpointSlice: the fixture's slices are for Services whose pods the fixture does not hold (or holds elsewhere);
   they are created as another controller's (``endpointslice.kubernetes.io/managed-by: k8snet.lab``) so that the
@@ -209,7 +210,12 @@ class Loader:
     def _service(self, obj, now):
         if (obj["metadata"].get("namespace"), obj["metadata"]["name"]) == ("default", "kubernetes"):
             return self.cluster.request("GET", object_path(obj))  # the API server's own (its first service IP)
-        made = self.cluster.create(self._owned(_sent(obj)), collection_path("Service", obj["metadata"]["namespace"]))
+        sent = self._owned(_sent(obj))
+        spec = sent.get("spec") or {}
+        if spec.get("ipFamilyPolicy") == "PreferDualStack":  # the lab's cluster is IPv4 only
+            spec["ipFamilies"] = [f for f in spec.get("ipFamilies") or [] if f != "IPv6"] or None
+            spec["clusterIPs"] = [ip for ip in spec.get("clusterIPs") or [] if ":" not in ip] or None
+        made = self.cluster.create(sent, collection_path("Service", obj["metadata"]["namespace"]))
         ingress = (((obj.get("status") or {}).get("loadBalancer")) or {}).get("ingress")
         if ingress:
             made = self.cluster.patch_status(object_path(obj), {"loadBalancer": {"ingress": ingress}})
