@@ -186,8 +186,8 @@ def test_switch_then_post_check_waits_for_every_node(lab, ansible, kube_cluster,
     assert [curl_nodeport(lab, n) for n in ("node1", "node2", "node3")] == ["200", "200", "200"]
     again = ansible.module("localhost", "lb_health", args)["localhost"]
     assert again["changed"] is False and again["patched"] == [] and again["verification"] == []
-    print("\npost-check: %d attempts, %ss; %s" % (check["attempts"], check["seconds"],
-                                                 found["lb.policy_switched"]["summary"]))
+    summary = found["lb.policy_switched"]["summary"]
+    print("\npost-check: %d attempts, %ss; %s" % (check["attempts"], check["seconds"], summary))
 
 
 def test_role_fails_when_the_post_check_gives_up(lab, ansible, kube_cluster, api):
