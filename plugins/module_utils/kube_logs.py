@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import calendar
 import functools
+import re
 import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils import logs
@@ -377,16 +378,41 @@ def _unexplained_pods(read, events, explained, want_events):
     return found
 
 
+# the API server's error when its proxy to a node's kubelet fails: a 5xx naming the kubelet's log endpoint
+SERVER_ERROR = re.compile(r"HTTP 5\d\d")
+KUBELET_LOG_URL = re.compile(r":(\d+)/containerLogs/")
+
+
+def _kubelets_unreachable(rows):
+    """{node: kubelet port} of the pods whose log read failed because the API server could not reach the kubelet."""
+    out = {}
+    for row in rows:
+        for container in row["containers"]:
+            for error in container["errors"]:
+                match = KUBELET_LOG_URL.search(error)
+                if match and SERVER_ERROR.search(error) and row.get("node"):
+                    out[row["node"]] = int(match.group(1))
+    return out
+
+
 def _summary_findings(read, groups, targets, want_events, entries):
     """``log.not_readable`` (container logs that could not be read) and ``log.no_signature`` (nothing matched)."""
     found = []
     errors = read["errors"]
     if errors:
-        found.append(finding(
-            "log.not_readable", "warning", "control-plane", "cluster",
-            "%d container log%s could not be read through the API" % (len(errors), "" if len(errors) == 1 else "s"),
-            {"errors": sample(errors)},
-            "the errors name the cause: RBAC needs get on pods/log; a container that never started has no log"))
+        kubelets = _kubelets_unreachable(read["pods"])
+        summary = "%d container log%s could not be read through the API" % (len(errors), "" if len(errors) == 1 else "s")
+        evidence = {"errors": sample(errors)}
+        advice = "the errors name the cause: RBAC needs get on pods/log; a container that never started has no log"
+        if kubelets:
+            ports = sorted(set(kubelets.values()))
+            summary += "; the API server could not reach the kubelet of %s" % ", ".join(sorted(kubelets))
+            evidence["kubelets_unreachable"] = [{"node": n, "port": kubelets[n]} for n in sorted(kubelets)]
+            advice = ("the API server reads a pod's log from its node's kubelet: on %s check that the kubelet runs "
+                      "and that port %s on the node's address is reachable from the control plane (a firewall, "
+                      "a security group, the node's address or name as the API server resolves it); then %s" % (
+                          ", ".join(sorted(kubelets)), "/".join(str(port) for port in ports), advice))
+        found.append(finding("log.not_readable", "warning", "control-plane", "cluster", summary, evidence, advice))
     if not groups:
         found.append(_no_signature(read, targets, want_events, entries))
     return found
