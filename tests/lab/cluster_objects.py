@@ -18,6 +18,8 @@ How each kind is made (``load``):
   whose nodeSelector matches no node, a ReplicaSet of 0), referred to by its real uid, not as its controller, so
   that no controller adopts, replaces or deletes the pod.
 * Service: created without status, then its load-balancer status written as a load-balancer controller would.
+  A clusterIP or nodePort the real API server refuses (outside its range, or one fixture Service's already
+  allocated to another) is left for it to allocate.
   A Service with a selector gets its EndpointSlices from the real EndpointSlice controller, from the pods.
 * EndpointSlice: the fixture's slices are for Services whose pods the fixture does not hold (or holds elsewhere);
   they are created as another controller's (``endpointslice.kubernetes.io/managed-by: k8snet.lab``) so that the
@@ -72,6 +74,17 @@ def _sent(obj):
     out["metadata"] = {k: v for k, v in obj["metadata"].items()
                        if k not in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
                                     "selfLink", "deletionTimestamp")}
+    return out
+
+
+def _unallocated(service):
+    """A Service without the addresses and ports the API server allocates."""
+    out = copy.deepcopy(service)
+    spec = out.get("spec") or {}
+    for key in ("clusterIP", "clusterIPs", "healthCheckNodePort"):
+        spec.pop(key, None)
+    for port in spec.get("ports") or []:
+        port.pop("nodePort", None)
     return out
 
 
@@ -175,7 +188,16 @@ class Loader:
         return self.cluster.request("GET", path)
 
     def _service(self, obj, now):
-        made = self.cluster.create(_sent(obj), collection_path("Service", obj["metadata"]["namespace"]))
+        path = collection_path("Service", obj["metadata"]["namespace"])
+        try:
+            made = self.cluster.create(_sent(obj), path)
+        except ApiError as exc:
+            # a fixed clusterIP or nodePort the real API server refuses (out of its range, or already allocated
+            # by another fixture Service: the stand-in allocated nothing): created as a client that names none,
+            # the API server allocating them
+            if exc.status != 422:
+                raise
+            made = self.cluster.create(_unallocated(_sent(obj)), path)
         ingress = (((obj.get("status") or {}).get("loadBalancer")) or {}).get("ingress")
         if ingress:
             made = self.cluster.patch_status(object_path(obj), {"loadBalancer": {"ingress": ingress}})
