@@ -249,6 +249,8 @@ def audit_requests(cluster, user=None, settle=0.2):
     out = []
     for line in cluster.audit_log.read_text().splitlines() if cluster.audit_log.exists() else ():
         event = json.loads(line)
+        if event.get("stage") == "ResponseStarted":
+            continue  # a long-running request (a pod log, a watch) is logged when it starts and when it ends
         who = (event.get("user") or {}).get("username")
         if user is not None and who != user:
             continue

@@ -221,3 +221,26 @@ def test_a_forbidden_log_read_names_no_kubelet():
                               now=1767268800)
     [unreadable] = [f for f in out["findings"] if f["check"] == "log.not_readable"]
     assert "kubelets_unreachable" not in unreadable["evidence"] and "kubelet" not in unreadable["summary"]
+
+
+def test_after_the_kubelet_did_not_answer_the_nodes_other_pods_are_not_asked():
+    class AllDown(FakeKube):
+        def pod_log(self, namespace, name, container, previous=False, **bounds):
+            from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+
+            self.asked.append((name, previous, bounds["tail_lines"]))
+            raise ReadError('HTTP 500 (Get "https://node1:10250/containerLogs/%s/%s/%s": dial tcp: i/o timeout); '
+                            "retried 4 times" % (namespace, name, container))
+
+    fake = AllDown()
+    targets = [{"name": "calico-node", "namespace": "kube-system", "label_selector": "k8s-app=calico-node"},
+               {"name": "coredns", "namespace": "kube-system", "label_selector": "k8s-app=kube-dns"}]
+    out = kube_logs.api_check({"targets": targets, "max_pods": 3, "tail_lines": 50}, lambda params: fake,
+                              now=1767268800)
+    nodes = dict((p["name"], p["node"]) for p in out["data"]["pods"])
+    asked_nodes = [nodes[name] for name, _previous, _tail in fake.asked]
+    assert len(asked_nodes) == len(set(asked_nodes))  # one read per node whose kubelet did not answer
+    assert asked_nodes.count("node1") == 1 and [n for n in nodes.values() if n == "node1"] != ["node1"]
+    [unreadable] = [f for f in out["findings"] if f["check"] == "log.not_readable"]
+    assert any("not asked: the API server could not reach the kubelet of node1" in e
+               for e in unreadable["evidence"]["errors"]), unreadable["evidence"]["errors"]
