@@ -69,7 +69,7 @@ def ingress_demo(lab, cluster=None):
 
         api = RealApi(cluster)
         api.loader.load(objects)
-        kubeconfig, stop, source = api.kubeconfig(), (lambda: None), "the real API server's"
+        kubeconfig, stop, source = api.kubeconfig(), None, "the real API server's"
     else:
         from tests.kube_api import StandIn  # pylint: disable=import-outside-toplevel
 
@@ -209,7 +209,8 @@ def main():
             print("  (%.0f s: the API read, ARP for the VIP, captures on every hop at once, the bisection)"
                   % (time.time() - started))
         finally:
-            api["stop"]()
+            if api["stop"]:
+                api["stop"]()
     finally:
         if traffic is not None:
             firewall.traffic_stop(traffic, now=True)
