@@ -3,7 +3,8 @@ in check mode, then for real, then the triage again showing the repaired faults 
 
 Run through scripts/demo (which installs what is needed first). Everything it makes is
 removed at the end, also on error. ``scripts/demo --ingress`` adds the one-line ingress_path from a
-Service name (the stand-in API, a client outside the cluster, a broken pod route), about 25 s more.
+Service name (the lab's real control plane when built, else the stand-in API; a client outside the cluster, a broken
+pod route), about 25 s more.
 """
 
 from __future__ import annotations
@@ -53,20 +54,31 @@ def playbook(lab, name, extra, check=False, show=("Summary", "Show the findings"
     return proc.returncode
 
 
-def ingress_demo(lab):
-    """The VIP on node1, DNAT to the web pod on node2, a client outside the cluster, the stand-in API serving
-    Service default/web (its VIP, EndpointSlice, Nodes, MetalLB's status); node2 loses the pod's /32 route."""
+def ingress_demo(lab, cluster=None):
+    """The VIP on node1, DNAT to the web pod on node2, a client outside the cluster, and Service default/web (its
+    VIP, EndpointSlice, Nodes, MetalLB's status) on the lab's real control plane (``cluster``, from api_demo), or on
+    the stand-in API when the lab's Kubernetes is not built; node2 loses the pod's /32 route."""
     from tests.integration.test_service_path import lab_service_objects  # pylint: disable=import-outside-toplevel
-    from tests.kube_api import StandIn  # pylint: disable=import-outside-toplevel
     from tests.lab.faults import path as lab_path  # pylint: disable=import-outside-toplevel
 
     lb = lab_path.loadbalancer(lab, worker="node3")  # node2's pod CIDR is partly blackholed on node1 (above)
     inventory = lab_path.path_inventory(lab)["inventory"]
-    server = StandIn(lab_service_objects(lab, lb), lab.workdir / "kube-api-demo", lab.controller_ip).start()
+    objects = lab_service_objects(lab, lb)
+    if cluster is not None:
+        from tests.lab.cluster_objects import RealApi  # pylint: disable=import-outside-toplevel
+
+        api = RealApi(cluster)
+        api.loader.load(objects)
+        kubeconfig, stop, source = api.kubeconfig(), None, "the real API server's"
+    else:
+        from tests.kube_api import StandIn  # pylint: disable=import-outside-toplevel
+
+        server = StandIn(objects, lab.workdir / "kube-api-demo", lab.controller_ip, why="no-build").start()
+        kubeconfig, stop, source = server.kubeconfig(), server.stop, "the stand-in API's (Kubernetes not built)"
     lab_path.break_pod_route(lab)
     print("  the VIP %s on node1 DNATs to pod web (%s) on node3; node3 has lost the pod's /32 route" % (
         lb["vip"], lb["pod_ip"]))
-    return {"server": server, "inventory": inventory}
+    return {"kubeconfig": kubeconfig, "stop": stop, "source": source, "inventory": inventory}
 
 
 def api_demo(lab):
@@ -80,7 +92,7 @@ def api_demo(lab):
         print("  skipped: the lab's Kubernetes is not built. scripts/build-kubernetes builds kube-apiserver,\n"
               "  kube-controller-manager, kube-proxy, kubectl, etcd and CoreDNS from their Go modules, about 15 min\n"
               "  the first time on 2 cores (progress shown), then cached by version; scripts/test builds it too.")
-        return
+        return None
     started = time.time()
     cluster = lab_cluster.Cluster(lab).up()
     print("  Kubernetes API %s up in %.0f s (kube-proxy: %s)" % (cluster.server, time.time() - started, ", ".join(
@@ -100,6 +112,7 @@ def api_demo(lab):
     playbook(lab, "lb_health", switch, show=shown)
     policy = cluster.kubectl_json("get", "svc", "-n", "web", "web-local")["spec"]["externalTrafficPolicy"]
     print("  kubectl get svc -n web web-local: externalTrafficPolicy %s" % policy)
+    return cluster
 
 
 def main():
@@ -177,7 +190,7 @@ def main():
               " map,\n  node2's rate-limited Cilium agent, node3's CNI config, and the DNS pods.")
 
         step("The API half on a real control plane: the OpenShift LB health-check incident")
-        api_demo(lab)
+        cluster = api_demo(lab)
 
         if "--ingress" not in sys.argv[1:]:
             print("\n  From what the operator sees, a Service whose VIP does not answer, one line follows the whole"
@@ -185,18 +198,19 @@ def main():
                   "  (scripts/demo --ingress runs it here against a broken pod route, about 25 s more)")
             return
         step("Start from what the operator sees: Service default/web does not answer on its VIP")
-        api = ingress_demo(lab)
+        api = ingress_demo(lab, cluster)
         try:
             print("  $ ansible-playbook k8snet.triage.ingress_path -e ingress_path_service=default/web")
-            print("    (the client in group ingress_clients; the stand-in API's kubeconfig as ingress_path_kubeconfig)")
+            print("    (the client in group ingress_clients; %s kubeconfig as ingress_path_kubeconfig)" % api["source"])
             started = time.time()
             playbook(lab, "ingress_path", {"ingress_path_service": "default/web",
-                                           "ingress_path_kubeconfig": str(api["server"].kubeconfig())},
+                                           "ingress_path_kubeconfig": str(api["kubeconfig"])},
                      show=("Show the findings",), inventory=api["inventory"])
             print("  (%.0f s: the API read, ARP for the VIP, captures on every hop at once, the bisection)"
                   % (time.time() - started))
         finally:
-            api["server"].stop()
+            if api["stop"]:
+                api["stop"]()
     finally:
         if traffic is not None:
             firewall.traffic_stop(traffic, now=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import calendar
 import functools
+import re
 import time
 
 from ansible_collections.k8snet.triage.plugins.module_utils import logs
@@ -105,8 +106,13 @@ def pod_subject(pod):
     return "%s/%s" % (node, meta(pod, "name")) if node else "%s/%s" % (meta(pod, "namespace"), meta(pod, "name"))
 
 
-def read_pod(kube, pod, containers, tail_lines, since_seconds, limit_bytes):
-    """(entries, row) for one pod: each container's current log (when it started) and previous log (when it restarted)."""
+def read_pod(kube, pod, containers, tail_lines, since_seconds, limit_bytes, kubelets_down=None):
+    """(entries, row) for one pod: each container's current log (when it started) and previous log (when it restarted).
+
+    ``kubelets_down``: {node: the error of a log read there the API server could not proxy to the node's kubelet};
+    the logs of a pod on such a node are not asked again (each read would wait out the client's retries), and a
+    new such failure is added to it."""
+    kubelets_down = {} if kubelets_down is None else kubelets_down
     namespace, name = meta(pod, "namespace"), meta(pod, "name")
     subject = pod_subject(pod)
     statuses = dict((s.get("name"), s) for s in (pod.get("status") or {}).get("containerStatuses") or [])
@@ -123,11 +129,17 @@ def read_pod(kube, pod, containers, tail_lines, since_seconds, limit_bytes):
             if (not previous and not _started(status)) or (previous and not _restarted(status)):
                 continue
             origin = "%s/%s %s%s" % (namespace, name, cname, " previous" if previous else "")
+            if row["node"] in kubelets_down:
+                item["errors"].append("not asked: the API server could not reach the kubelet of %s on an earlier "
+                                      "log read" % row["node"])
+                continue
             try:
                 text = kube.pod_log(namespace, name, cname, previous=previous, tail_lines=tail_lines,
                                     since_seconds=since_seconds, limit_bytes=limit_bytes)
             except (ReadError, PrivilegeError) as exc:
                 item["errors"].append(exc.message[:300])
+                if row["node"] and kubelet_unreachable(exc.message):
+                    kubelets_down[row["node"]] = exc.message
                 continue
             got = log_entries(text, subject, origin)
             item["previous_lines" if previous else "lines"] = len(got)
@@ -345,7 +357,7 @@ def _read_logs(kube, settings):
     """The logs of every target's pods, each pod read once: ``{"entries", "pods", "errors", "lines",
     "by_namespace"}`` (the rows of the pods read, the container logs that could not be read, the entries
     per pod, the pods read per namespace and name)."""
-    entries, pods_read, errors, seen, pod_lines = [], [], [], set(), {}
+    entries, pods_read, errors, seen, pod_lines, kubelets_down = [], [], [], set(), {}, {}
     pods_by_namespace = {}
     for target in settings["targets"]:
         for pod in _target_pods(kube, target, settings["nodes"], settings["max_pods"]):
@@ -355,7 +367,7 @@ def _read_logs(kube, settings):
             seen.add(key)
             pods_by_namespace.setdefault(key[0], {})[key[1]] = pod
             got, row = read_pod(kube, pod, target.get("containers") or [], settings["tail_lines"],
-                                settings["since_seconds"], settings["limit_bytes"])
+                                settings["since_seconds"], settings["limit_bytes"], kubelets_down)
             row["target"] = target["name"]
             entries.extend(got)
             pods_read.append(row)
@@ -377,16 +389,48 @@ def _unexplained_pods(read, events, explained, want_events):
     return found
 
 
+# the API server's error when its proxy to a node's kubelet fails: a 5xx naming the kubelet's log endpoint
+SERVER_ERROR = re.compile(r"HTTP 5\d\d")
+KUBELET_LOG_URL = re.compile(r":(\d+)/containerLogs/")
+
+
+def kubelet_unreachable(error):
+    """The kubelet port of a log read the API server answered with a 5xx naming the kubelet's log endpoint (its
+    proxy to the node's kubelet failed), else None."""
+    match = KUBELET_LOG_URL.search(error)
+    return int(match.group(1)) if match and SERVER_ERROR.search(error) else None
+
+
+def _kubelets_unreachable(rows):
+    """{node: kubelet port} of the pods whose log read failed because the API server could not reach the kubelet."""
+    out = {}
+    for row in rows:
+        for container in row["containers"]:
+            for error in container["errors"]:
+                port = kubelet_unreachable(error)
+                if port and row.get("node"):
+                    out[row["node"]] = port
+    return out
+
+
 def _summary_findings(read, groups, targets, want_events, entries):
     """``log.not_readable`` (container logs that could not be read) and ``log.no_signature`` (nothing matched)."""
     found = []
     errors = read["errors"]
     if errors:
-        found.append(finding(
-            "log.not_readable", "warning", "control-plane", "cluster",
-            "%d container log%s could not be read through the API" % (len(errors), "" if len(errors) == 1 else "s"),
-            {"errors": sample(errors)},
-            "the errors name the cause: RBAC needs get on pods/log; a container that never started has no log"))
+        kubelets = _kubelets_unreachable(read["pods"])
+        summary = "%d container log%s could not be read through the API" % (len(errors), "" if len(errors) == 1 else "s")
+        evidence = {"errors": sample(errors)}
+        advice = "the errors name the cause: RBAC needs get on pods/log; a container that never started has no log"
+        if kubelets:
+            ports = sorted(set(kubelets.values()))
+            summary += "; the API server could not reach the kubelet of %s" % ", ".join(sorted(kubelets))
+            evidence["kubelets_unreachable"] = [{"node": n, "port": kubelets[n]} for n in sorted(kubelets)]
+            advice = ("the API server reads a pod's log from its node's kubelet: on %s check that the kubelet runs "
+                      "and that port %s on the node's address is reachable from the control plane (a firewall, "
+                      "a security group, the node's address or name as the API server resolves it); then %s" % (
+                          ", ".join(sorted(kubelets)), "/".join(str(port) for port in ports), advice))
+        found.append(finding("log.not_readable", "warning", "control-plane", "cluster", summary, evidence, advice))
     if not groups:
         found.append(_no_signature(read, targets, want_events, entries))
     return found

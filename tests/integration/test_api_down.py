@@ -5,7 +5,11 @@ step is skipped at once naming it, and the node side runs as before (a stale ARP
 there: ``ip -j neigh`` inside the node).
 
 The server's own record is the independent reader of what the triage asked: one request in all (the later steps
-did not connect), held by the triage for one call's deadline (30 s), where six API steps used to wait 30 s each."""
+did not connect), held by the triage for one call's deadline (30 s), where six API steps used to wait 30 s each.
+
+Every test here stays on the stand-in (why="misbehaving"): a server that accepts and never answers, and one
+that refuses every credential and every read while counting each request, are made on purpose; a real API
+server cannot be made to."""
 
 from __future__ import annotations
 
@@ -133,7 +137,8 @@ def test_when_f5_is_the_first_api_step_lb_health_is_not_tried(lab, ansible, stal
 def test_an_api_that_refuses_everything_is_one_finding(lab, ansible, stale_vip, tmp_path, refusal):
     server = start(lab, "cluster.yaml", "cni.yaml", label="kube-api-refusing-%s" % refusal,
                    tokens={"k8snet-lab-token": {"user": "lab-admin"},
-                           "no-rights": {"user": "system:serviceaccount:ops:triage", "deny": ["* *"]}})
+                           "no-rights": {"user": "system:serviceaccount:ops:triage", "deny": ["* *"]}},
+                   why="misbehaving")
     url = server.url
     try:
         kubeconfig = server.kubeconfig(tmp_path / "kubeconfig", token="wrong-token" if refusal == "401" else "no-rights")

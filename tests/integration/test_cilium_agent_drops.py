@@ -2,7 +2,10 @@
 monitor socket SSH cannot read, against the API stand-in (tests/kube_api), which speaks the exec websocket as the
 API server does.  The agent's CLI output is drops.jsonl: Go's encoding/json of the drops the monitor socket test
 sends, with the json tags of Cilium's DropNotifyVerbose (tests/cilium_agent/monitor/gen_drops.go).  Independent
-reader: kubectl exec (a real client speaking the v5 channel protocol) against the same stand-in."""
+reader: kubectl exec (a real client speaking the v5 channel protocol) against the same stand-in.
+
+Every test here stays on the stand-in (why="kubelet-exec"): the real API server upgrades an exec to the node's
+kubelet (port 10250), and the lab runs no kubelet, so only the stand-in can answer an exec."""
 
 from __future__ import annotations
 
@@ -39,7 +42,8 @@ def api(lab):
     objs += [pod("client-a", "node1", "198.19.1.10"), pod("client-b", "node1", "198.19.1.11")]
     server = StandIn(objs, lab.workdir / "kube-api-drops", lab.controller_ip,
                      tokens={"k8snet-lab-token": {"user": "lab-admin"},
-                             NO_EXEC: {"user": "system:serviceaccount:ops:triage", "deny": ["create pods/exec"]}}).start()
+                             NO_EXEC: {"user": "system:serviceaccount:ops:triage", "deny": ["create pods/exec"]}},
+                     why="kubelet-exec").start()
     yield server
     server.stop()
 

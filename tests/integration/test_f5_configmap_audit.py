@@ -1,19 +1,48 @@
-"""f5_configmap_audit across two stand-in clusters (partition kubernetes used by both)."""
+"""f5_configmap_audit on the real control plane (tests/lab/cluster.py, the fixtures cluster.yaml and f5.yaml loaded
+through the real API server by tests/lab/cluster_objects.py): GDC's integrated mode with the runbook's faults.
+
+Two clusters: a second real control plane cannot share the lab slot's API address (one kube-apiserver, one etcd per
+slot), so cluster b is the SAME real API server reached through a second kubeconfig, with a second ServiceAccount's
+token (k8snet-lab/f5-b): the audit log tells the two entries' requests apart by credential, which is what the AWX
+test needs (an entry with its own kubeconfig is not redirected to the K8S_AUTH_* cluster). Being one cluster, a
+and b hold the same ConfigMaps; the shared-partition finding is asserted as the module judges two names it is told
+are two clusters (what it would say of two clusters that share partition kubernetes). The "down" cluster is a
+kubeconfig whose server is a lab address where nothing listens (a closed port on the controller's lab address):
+connection refused, as a stopped API server gives.
+
+The CIS-without-GDC tests that were here (clean, broken variants, deployments not readable) run on the real control
+plane in test_f5_real_cluster.py, with F5's example ConfigMaps and real Deployments; nothing here uses the stand-in.
+"""
 
 from __future__ import annotations
 
-import pytest
+import socket
 
-from tests.kube_api.helpers import checks, kubectl, start
+import pytest
+import yaml
+
+from tests.kube_api.helpers import checks
+from tests.lab.cluster_objects import RealApi
 
 
 @pytest.fixture(scope="module")
-def clusters(lab):
-    a = start(lab, "cluster.yaml", "f5.yaml", label="kube-api-f5a")
-    b = start(lab, "f5_cluster_b/f5.yaml", label="kube-api-f5b")
-    yield a, b
-    a.stop()
-    b.stop()
+def clusters(lab, kube_cluster):
+    """(a, b): the fixtures on the real API server, and the same server through a second ServiceAccount."""
+    a = RealApi(kube_cluster, "cluster.yaml", "f5.yaml")
+    b = RealApi(kube_cluster, user="f5-b")
+    return a, b
+
+
+def down_kubeconfig(lab, api, path):
+    """(a kubeconfig whose server is a closed port on the controller's lab address, its URL)."""
+    with socket.socket() as probe:
+        probe.bind((lab.controller_ip, 0))
+        port = probe.getsockname()[1]
+    url = "https://%s:%d" % (lab.controller_ip, port)
+    data = yaml.safe_load(api.kubeconfig(path).read_text())
+    data["clusters"][0]["cluster"]["server"] = url
+    path.write_text(yaml.safe_dump(data))
+    return path, url
 
 
 EXPECTED_A = [
@@ -28,32 +57,41 @@ EXPECTED_A = [
 ]
 
 
-def test_playbook_over_two_clusters(ansible, clusters):
+def test_playbook_over_two_clusters(ansible, kube_cluster, clusters):
     a, b = clusters
     f5_clusters = [{"name": "a", "kubeconfig": str(a.kubeconfig())}, {"name": "b", "kubeconfig": str(b.kubeconfig())}]
     run = ansible.playbook("k8snet.triage.f5", extra_vars={"f5_clusters": f5_clusters})
     assert run.rc == 0, run
     result = run.results(host="localhost", action="f5_configmap_audit")[-1]["result"]
-    assert checks(result["findings"]) == EXPECTED_A
+    # b is the same API server: its findings are a's under its own name, and partition kubernetes is used by both
+    mirrored = [(c, s.replace("a:", "b:", 1)) for c, s in EXPECTED_A if s.startswith("a:")]
+    assert checks(result["findings"]) == sorted(EXPECTED_A + mirrored), result["findings"]
+    [shared] = [f for f in result["findings"] if f["check"] == "f5.shared_partition"]
+    assert shared["evidence"]["clusters"] == ["a", "b"]
     # what the audit counted is what kubectl sees
-    cms = kubectl(a.kubeconfig(), "get", "configmaps", "-A", "-l", "f5type=virtual-server")["items"]
-    assert result["clusters"][0]["configmaps"] == len(cms) == 7
-    assert result["clusters"][1] == {"name": "b", "server": b.url, "reached": True, "load_balancer_ports": 1,
-                                     "configmaps": 1, "partitions": ["kubernetes"]}
+    cms = kube_cluster.kubectl_json("get", "configmaps", "-A", "-l", "f5type=virtual-server")["items"]
+    assert result["clusters"][0]["configmaps"] == result["clusters"][1]["configmaps"] == len(cms) == 7
+    lbs = [s for s in kube_cluster.kubectl_json("get", "services", "-A")["items"]
+           if s["spec"]["type"] == "LoadBalancer"]
+    assert result["clusters"][1] == {"name": "b", "server": b.url, "reached": True, "load_balancer_ports": sum(
+        len(s["spec"]["ports"]) for s in lbs), "configmaps": 7, "partitions": ["kubernetes"]}
+    # each entry read with its own credential (the API server's audit log)
+    assert a.requests and b.requests
 
 
-def test_one_cluster_one_namespace_is_clean(ansible, clusters):
+def test_one_cluster_one_namespace(ansible, clusters):
+    """namespaces: only those namespaces' Services and ConfigMaps are judged (default has none); the controllers
+    in kube-system still are."""
     result = ansible.module("localhost", "f5_configmap_audit", {"kubeconfig": str(clusters[1].kubeconfig()),
-                                                                "namespaces": ["web"]})["localhost"]
-    assert [(f["check"], f["severity"]) for f in result["findings"]] == [("f5.audit_clean", "ok")]
+                                                                "namespaces": ["default"]})["localhost"]
+    assert checks(result["findings"]) == [("f5.controller_not_running", "kube-system/load-balancer-f5")], result
+    assert result["clusters"][0]["configmaps"] == 0
 
 
-def test_one_unreachable_cluster_keeps_the_findings_of_the_others(ansible, lab, clusters):
+def test_one_unreachable_cluster_keeps_the_findings_of_the_others(ansible, lab, kube_cluster, clusters, tmp_path):
     """Regression: one unreachable cluster made the audit throw away the findings of the clusters it did reach."""
     a = clusters[0]
-    down = start(lab, "f5_cluster_b/f5.yaml", label="kube-api-f5-down")
-    down_kc, down_url = down.kubeconfig(), down.url
-    down.stop()
+    down_kc, down_url = down_kubeconfig(lab, a, tmp_path / "down.kubeconfig")
     result = ansible.module("localhost", "f5_configmap_audit", {"clusters": [
         {"name": "a", "kubeconfig": str(a.kubeconfig())}, {"name": "c", "kubeconfig": str(down_kc)}]})["localhost"]
     assert result["failed"] is False, result
@@ -62,25 +100,31 @@ def test_one_unreachable_cluster_keeps_the_findings_of_the_others(ansible, lab, 
     assert checks(result["findings"]) == sorted(expected)
     lost = [f for f in result["findings"] if f["check"] == "f5.cluster_unreachable"][0]
     assert lost["severity"] == "critical" and lost["evidence"]["server"] == down_url
-    assert lost["evidence"]["error"].startswith("cannot reach the Kubernetes API at %s" % down_url)
+    assert lost["evidence"]["error"].startswith("cannot reach the Kubernetes API at %s" % down_url), lost
     assert not [f for f in result["findings"] if f["severity"] == "ok"]
-    cms = kubectl(a.kubeconfig(), "get", "configmaps", "-A", "-l", "f5type=virtual-server")["items"]
-    assert [(c["name"], c["reached"], c.get("configmaps")) for c in result["clusters"]] == [("a", True, len(cms)), ("c", False, None)]
+    cms = kube_cluster.kubectl_json("get", "configmaps", "-A", "-l", "f5type=virtual-server")["items"]
+    assert [(c["name"], c["reached"], c.get("configmaps")) for c in result["clusters"]] == [
+        ("a", True, len(cms)), ("c", False, None)]
 
 
-def test_awx_credential_does_not_redirect_every_cluster(ansible, clusters, monkeypatch):
-    """With AWX's K8S_AUTH_HOST / K8S_AUTH_API_KEY in the environment (cluster b), the entry with its own
-    kubeconfig (cluster a) is still audited on its own server, not b's under a's name."""
+def test_awx_credential_does_not_redirect_every_cluster(ansible, lab, kube_cluster, clusters, monkeypatch, tmp_path):
+    """With AWX's K8S_AUTH_HOST / K8S_AUTH_API_KEY in the environment (cluster b: b's token, a server that is down),
+    the entry with its own kubeconfig (cluster a) is still audited on its own server with its own credential, not
+    b's under a's name; the entry without one takes the environment's."""
     a, b = clusters
-    monkeypatch.setenv("K8S_AUTH_HOST", b.url)
+    down_url = down_kubeconfig(lab, b, tmp_path / "down.kubeconfig")[1]
+    monkeypatch.setenv("K8S_AUTH_HOST", down_url)
     monkeypatch.setenv("K8S_AUTH_API_KEY", b.token)
-    monkeypatch.setenv("K8S_AUTH_SSL_CA_CERT", str(b.certs["ca"]))
+    monkeypatch.setenv("K8S_AUTH_SSL_CA_CERT", str(kube_cluster.ca_file))
     before_a, before_b = len(a.requests), len(b.requests)
     result = ansible.module("localhost", "f5_configmap_audit", {"clusters": [
         {"name": "a", "kubeconfig": str(a.kubeconfig())}, {"name": "b"}]})["localhost"]
-    assert [(c["name"], c["server"]) for c in result["clusters"]] == [("a", a.url), ("b", b.url)]
-    assert checks(result["findings"]) == EXPECTED_A
-    assert len(a.requests) > before_a and len(b.requests) > before_b
+    assert [(c["name"], c["server"], c["reached"]) for c in result["clusters"]] == [
+        ("a", a.url, True), ("b", down_url, False)]
+    expected = [x for x in EXPECTED_A if x[0] != "f5.shared_partition"] + [("f5.cluster_unreachable", "cluster b")]
+    assert checks(result["findings"]) == sorted(expected)
+    # the API server's audit log: a's requests with a's token; none with b's (b's server was not this one)
+    assert len(a.requests) > before_a and len(b.requests) == before_b
 
 
 def test_bad_input(ansible, clusters):
@@ -92,109 +136,18 @@ def test_bad_input(ansible, clusters):
     # a wrong option on the second cluster fails before the first one is read
     before = len(clusters[0].requests)
     result = ansible.module("localhost", "f5_configmap_audit", {"clusters": [
-        {"name": "a", "kubeconfig": str(clusters[0].kubeconfig())}, {"name": "z", "kubeconfig": "/etc/passwd"}]})["localhost"]
+        {"name": "a", "kubeconfig": str(clusters[0].kubeconfig())},
+        {"name": "z", "kubeconfig": "/etc/passwd"}]})["localhost"]
     assert result["failed"] and result["msg"].startswith("kubeconfig /etc/passwd is not a kubeconfig")
     assert len(clusters[0].requests) == before
 
 
-# ---------------------------------------------------------------- F5 CIS without GDC (fixtures f5_cis/)
-NO_DEPLOYMENTS = "f5-audit-without-deployments"
-
-
-@pytest.fixture(scope="module")
-def cis_clusters(lab):
-    clean = start(lab, "f5_cis/cluster.yaml", "f5_cis/cis.yaml", label="kube-api-f5-cis",
-                  tokens={"k8snet-lab-token": {"user": "lab-admin"},
-                          NO_DEPLOYMENTS: {"user": "system:serviceaccount:ops:f5-audit", "deny": ["list deployments"]}})
-    broken = start(lab, "f5_cis/cluster.yaml", "f5_cis/cis_scaled_to_zero.yaml", "f5_cis/broken.yaml",
-                   label="kube-api-f5-cis-broken")
-    yield clean, broken
-    clean.stop()
-    broken.stop()
-
-
-def test_plain_cis_cluster_with_f5_examples_is_clean(ansible, cis_clusters):
-    """F5's own examples (v0.1.6, v0.1.7, iApp, AS3) behind NodePort Services, CIS alone: nothing to report."""
-    clean = cis_clusters[0]
-    result = ansible.module("localhost", "f5_configmap_audit", {"kubeconfig": str(clean.kubeconfig())})["localhost"]
-    assert [(f["check"], f["severity"]) for f in result["findings"]] == [("f5.audit_clean", "ok")], result["findings"]
-    assert "F5 CIS without GDC" in result["findings"][0]["summary"]
-    [mode] = result["modes"]
-    assert (mode["mode"], mode["deployments_read"], mode["configmaps"], mode["schema_versions"]) == (
-        "cis", True, {"virtual-server": 3, "as3": 1}, ["v0.1.6", "v0.1.7"])
-    # the CIS the audit judged is the Deployment kubectl sees, with the arguments it runs with
-    [dep] = kubectl(clean.kubeconfig(), "get", "deployments", "-A")["items"]
-    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert mode["cis_controllers"] == [{
-        "ref": "kube-system/%s" % dep["metadata"]["name"], "replicas": dep["spec"]["replicas"], "ready": 1,
-        "watch": "namespaces default", "pool_member_type": "nodeport", "partitions": ["kubernetes"]}]
-    assert "--namespace=default" in args and "--pool-member-type=nodeport" in args
-    # the ConfigMaps counted are those kubectl lists, and the LoadBalancer Services are MetalLB's / another class's
-    cms = kubectl(clean.kubeconfig(), "get", "configmaps", "-A", "-l", "f5type=virtual-server")["items"]
-    assert result["clusters"][0]["configmaps"] == len(cms) == 4
-    lbs = [s for s in kubectl(clean.kubeconfig(), "get", "services", "-A")["items"] if s["spec"]["type"] == "LoadBalancer"]
-    assert len(lbs) == 2 and all(s["spec"].get("loadBalancerClass") or s["metadata"].get("annotations") for s in lbs)
-
-
-EXPECTED_BROKEN = [
-    ("f5.controller_scaled_to_zero", "kube-system/k8s-bigip-ctlr-deployment"),
-    ("f5.invalid_configmap", "default/bad-mode"),
-    ("f5.pool_member_type_mismatch", "default/to-cluster-ip"),
-    ("f5.port_mismatch", "default/wrong-port"),
-    ("f5.schema_not_loadable", "default/example-vs-v0-1-0"),
-    ("f5.unknown_schema_version", "default/future-schema"),
-    ("f5.unwatched_namespace", "other-team/unwatched"),
-]
-
-
-def test_plain_cis_cluster_broken_variants(ansible, cis_clusters):
-    broken = cis_clusters[1]
-    kc = broken.kubeconfig()
-    result = ansible.module("localhost", "f5_configmap_audit", {"kubeconfig": str(kc)})["localhost"]
-    assert checks(result["findings"]) == EXPECTED_BROKEN
-    found = dict(((f["check"], f["subject"]), f) for f in result["findings"])
-    assert all(f["evidence"]["mode"] == "cis" for f in result["findings"])
-    # the port finding names the ports the Service has, as kubectl shows them
-    svc = kubectl(kc, "get", "service", "-n", "default", "example-service")
-    ports = [p["port"] for p in svc["spec"]["ports"]]
-    assert found[("f5.port_mismatch", "default/wrong-port")]["evidence"]["service_ports"] == ports == [443, 4445]
-    assert "8443" in found[("f5.port_mismatch", "default/wrong-port")]["summary"]
-    # scaled to zero: what kubectl says of the Deployment
-    [dep] = kubectl(kc, "get", "deployments", "-n", "kube-system")["items"]
-    assert dep["spec"]["replicas"] == 0
-    assert found[("f5.controller_scaled_to_zero", "kube-system/k8s-bigip-ctlr-deployment")]["severity"] == "critical"
-    bad = found[("f5.invalid_configmap", "default/bad-mode")]
-    assert "bigip-virtual-server_v0.1.7.json" in bad["summary"] and "https" in bad["summary"]
-    internal = kubectl(kc, "get", "service", "-n", "default", "internal")
-    assert internal["spec"]["type"] == "ClusterIP"
-    assert "v0.1.8" in found[("f5.unknown_schema_version", "default/future-schema")]["summary"]
-    assert "v0.1.9" in found[("f5.unknown_schema_version", "default/future-schema")]["summary"]
-    # no load-balancer-f5 and no one-ConfigMap-per-LoadBalancer-port rule outside GDC's mode
-    assert not [f for f in result["findings"] if f["check"] == "f5.missing_configmap" or "load-balancer-f5" in f["subject"]]
-    assert result["modes"][0]["mode"] == "cis"
-
-
-def test_gdc_cluster_is_judged_in_gdc_mode(ansible, clusters):
+def test_gdc_cluster_is_judged_in_gdc_mode(ansible, kube_cluster, clusters):
     """The runbook's cluster: load-balancer-f5 (as kubectl lists it) makes it GDC's integrated mode."""
     a = clusters[0]
     result = ansible.module("localhost", "f5_configmap_audit", {"kubeconfig": str(a.kubeconfig())})["localhost"]
     [mode] = result["modes"]
-    pods = [p["metadata"]["name"] for p in kubectl(a.kubeconfig(), "get", "pods", "-n", "kube-system")["items"]]
+    pods = [p["metadata"]["name"] for p in kube_cluster.kubectl_json("get", "pods", "-n", "kube-system")["items"]]
     [gdc_pod] = [p for p in pods if p.startswith("load-balancer-f5")]
     assert (mode["mode"], mode["why"]) == ("gdc", "pod kube-system/%s" % gdc_pod)
     assert {f["evidence"].get("mode") for f in result["findings"] if f["check"] != "f5.vip_mismatch"} == {"gdc"}
-
-
-def test_deployments_not_readable_falls_back_to_the_cis_pod(ansible, cis_clusters):
-    """RBAC without list deployments: CIS is judged by its pod in kube-system, and the result says so."""
-    clean = cis_clusters[0]
-    kc = clean.kubeconfig(clean.workdir / "kc-no-deployments", token=NO_DEPLOYMENTS)
-    before = len(clean.requests)
-    result = ansible.module("localhost", "f5_configmap_audit", {"kubeconfig": str(kc)})["localhost"]
-    assert [(f["check"], f["severity"]) for f in result["findings"]] == [("f5.audit_clean", "ok")], result["findings"]
-    [mode] = result["modes"]
-    assert (mode["mode"], mode["deployments_read"], mode["cis_controllers"]) == ("cis", False, [])
-    assert any("/apis/apps/v1/deployments" in str(r) for r in clean.requests[before:])
-    # what the fallback judged: the one kube-system pod kubectl lists is CIS's, running and ready
-    [pod] = kubectl(clean.kubeconfig(), "get", "pods", "-n", "kube-system")["items"]
-    assert pod["metadata"]["name"].startswith("k8s-bigip-ctlr") and pod["status"]["phase"] == "Running"

@@ -7,7 +7,10 @@ halves): every task is one module against one server in one mode.  A task's wall
 before (the record callback's timestamps); the module's own start-up (Python, AnsiballZ, the client's import) is
 the median of its times in the modes where it fails at the first answer (AT_ONCE), and is taken off.  In the slow
 modes the server also measures how long the module held the hung request (request to close), which must be the
-deadline plus at most 10 %."""
+deadline plus at most 10 %.
+
+Every test here stays on the stand-in: the Hostile server is the misbehaving server itself (it says
+why="misbehaving" to StandIn); a real API server cannot be made to hang, trickle, send garbage or huge bodies."""
 
 from __future__ import annotations
 

@@ -1,8 +1,13 @@
 """Logs and events as evidence: node_logs over real SSH on log files written into lab nodes (the lab
 nodes run no journald, so the file path is the one exercised here; the journal reader is unit-tested on
-journalctl's JSON), kube_logs against the API stand-in serving container logs and events, and the
-logs role.  Independent readers: the file as an SSH session sees it, and kubectl (logs --previous,
-get events) against the stand-in."""
+journalctl's JSON), kube_logs against the real control plane (tests/lab/cluster.py, the fixtures loaded by
+tests/lab/cluster_objects.py) for events, RBAC and what it asks of the API, and the logs role.  Independent
+readers: the file as an SSH session sees it, kubectl from the same release, and the API server's audit log.
+
+What stays on the stand-in (why="kubelet-logs"): container logs. The API server proxies a pod-log read to the
+node's kubelet (port 10250) and the lab runs no kubelet, so test_kube_logs_reads_previous_logs_and_events_through_
+the_api and test_logs_role_gives_each_node_its_findings read calico's and CoreDNS's lines from the stand-in (kubectl
+logs --previous against it is their reader). On the real API server the same reads are its 500, said as such."""
 
 from __future__ import annotations
 
@@ -16,11 +21,13 @@ import pytest
 from tests.kube_api import FIXTURES, StandIn, load_yaml
 from tests.kube_api.helpers import KUBECTL, checks, kubectl
 from tests.kube_api.store import load_logs, shift_to_now
+from tests.lab.cluster_objects import RealApi
 from tests.lab.faults import kube as kube_faults
 from tests.lab.faults import logs as log_faults
 
 LOGS = Path(__file__).resolve().parents[1] / "kube_api" / "logs" / "ibm_cycle.yaml"
 HOST_VAR_LOG = sorted(os.listdir("/var/log"))
+FILES = ("cluster.yaml", "cni.yaml", "events.yaml")
 
 
 def stamp(seconds_ago):
@@ -31,16 +38,28 @@ def klog(seconds_ago):
     return time.strftime("%m%d %H:%M:%S.000000", time.gmtime(time.time() - seconds_ago))
 
 
+def fresh(objects):
+    """Fixture objects with their Events moved to just before now (kube_logs reads the last hour)."""
+    return shift_to_now(objects, {})[0]
+
+
 @pytest.fixture(scope="module")
 def api(lab):
-    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in ("cluster.yaml", "cni.yaml", "events.yaml")]))
+    """The stand-in serving container logs (why="kubelet-logs") over the same fixtures."""
+    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in FILES]))
     logs = load_logs([LOGS], objects)
     objects, logs = shift_to_now(objects, logs)
-    tokens = {"k8snet-lab-token": {"user": "lab-admin"},
-              "no-logs-token": {"user": "events-only", "deny": ["get pods/log"]}}
-    server = StandIn(objects, lab.workdir / "kube-api-logs", lab.controller_ip, tokens=tokens, logs=logs).start()
+    server = StandIn(objects, lab.workdir / "kube-api-logs", lab.controller_ip, logs=logs, why="kubelet-logs").start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def real(lab, kube_cluster):
+    """The fixtures on the real API server, read with a cluster-admin ServiceAccount's token."""
+    api = RealApi(kube_cluster)
+    api.loader.load(fresh(load_yaml([FIXTURES / n for n in FILES])))
+    return api
 
 
 @pytest.fixture()
@@ -199,14 +218,64 @@ def test_kube_logs_reads_previous_logs_and_events_through_the_api(lab, ansible, 
     assert result["events_count"] == 3
 
 
-def test_kube_logs_without_rbac_on_pods_log_says_so(lab, ansible, api):
-    kubeconfig = api.kubeconfig(lab.workdir / "kubeconfig-no-logs", token="no-logs-token")
-    result = ansible.module("localhost", "kube_logs", {"kubeconfig": str(kubeconfig), "nodes": ["node2"],
-                                                       "events": False})["localhost"]
+def test_kube_logs_reads_the_events_and_asks_the_logs_of_the_real_api_server(lab, ansible, kube_cluster, real):
+    """The events' findings from the real API server's field selectors; the container logs asked where they exist
+    (the previous container only where one terminated), bounded by the API server; each read its 500 (no kubelet),
+    said as a read that failed naming the kubelet it needs."""
+    events = kube_cluster.kubectl_json("get", "events", "-n", "kube-system", "--field-selector",
+                                       "involvedObject.name=coredns-5d78c9869d-p8k4n")["items"]
+    assert [e["reason"] for e in events] == ["FailedCreatePodSandBox"]
+    before = len(real.requests)
+    result = ansible.module("localhost", "kube_logs", {"kubeconfig": str(real.kubeconfig()),
+                                                       "nodes": ["node2", "node3"]})["localhost"]
+    assert not result["failed"], result
+    assert checks(result["findings"]) == [
+        ("log.cni_not_initialized", "node3"),
+        ("log.not_readable", "cluster"),
+        ("log.pod_not_started", "node3/calico-node-z9t5r"),  # Pending, no log, no event says why
+        ("log.pod_sandbox_failed", "node3/coredns-5d78c9869d-p8k4n"),
+    ], result["findings"]
+    # what was asked of the API, as its audit log holds it (each read retried by the client: a 500 is retried)
+    logs = [r for r in real.requests[before:] if r["path"].endswith("/log")]
+    asked = sorted({(r["parts"][5], r["query"]["previous"]) for r in logs})
+    assert asked == [("calico-node-m4q8z", "true"), ("coredns-5d78c9869d-h2x7q", "false")], logs
+    assert all(r["query"]["tailLines"] == "200" and r["query"]["sinceSeconds"] == "3600"
+               and r["query"]["limitBytes"] == "262144" and r["query"]["timestamps"] == "true" for r in logs)
+    assert all(r["code"] == 500 for r in logs), logs
+    # node1's calico-node is not on a node asked for
+    assert not any("calico-node-7xk2p" in r["path"] for r in logs)
+    unreadable = [f for f in result["findings"] if f["check"] == "log.not_readable"][0]
+    assert unreadable["evidence"]["kubelets_unreachable"] == [{"node": "node1", "port": 10250},
+                                                              {"node": "node2", "port": 10250}], unreadable
+    assert "port 10250" in unreadable["remediation"], unreadable
+
+
+def test_kube_logs_without_rbac_on_pods_log_says_so(lab, ansible, kube_cluster, real):
+    """A ServiceAccount whose ClusterRole reads pods and events but not pods/log: the real API server's 403."""
+    kube_cluster.apply([{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                         "metadata": {"name": "k8snet-events-only"},
+                         "rules": [{"apiGroups": [""], "resources": ["pods", "events", "nodes", "namespaces"],
+                                    "verbs": ["get", "list"]},
+                                   {"apiGroups": ["apps"], "resources": ["daemonsets", "replicasets", "deployments"],
+                                    "verbs": ["get", "list"]}]}])
+    events_only = RealApi(kube_cluster, user="events-only", role="k8snet-events-only")
+    # independent reader: kubectl as that ServiceAccount (the admin impersonating it)
+    denied = kube_cluster.kubectl("--as", events_only.username, "-n", "kube-system", "logs", "--previous",
+                                  "calico-node-m4q8z", "-c", "calico-node", check=False)
+    assert denied.returncode != 0 and 'cannot get resource "pods/log"' in denied.stderr, denied.stderr
+    result = ansible.module("localhost", "kube_logs", {"kubeconfig": str(events_only.kubeconfig()),
+                                                       "nodes": ["node2"], "events": False})["localhost"]
     assert not result["failed"]
     assert checks(result["findings"]) == [("log.no_signature", "cluster"), ("log.not_readable", "cluster")]
-    error = [f for f in result["findings"] if f["check"] == "log.not_readable"][0]["evidence"]["errors"][0]
-    assert 'cannot get resource "pods/log"' in error and "403" in error
+    unreadable = [f for f in result["findings"] if f["check"] == "log.not_readable"][0]
+    error = unreadable["evidence"]["errors"][0]
+    assert 'cannot get resource "pods/log"' in error and "403" in error, error
+    assert "kubelets_unreachable" not in unreadable["evidence"]
+    # the API server's audit log: every log read refused once (a 403 is not retried)
+    refused = [(r["path"], r["query"].get("previous"), r["code"]) for r in events_only.requests
+               if r["path"].endswith("/log")]
+    assert refused and {code for _p, _q, code in refused} == {403} and len(set(refused)) == len(refused), refused
+    assert unreadable["summary"].startswith("%d container logs could not be read" % len(refused)), unreadable
 
 
 def test_logs_role_gives_each_node_its_findings(lab, ansible, api, node_files):
@@ -224,29 +293,6 @@ def test_logs_role_gives_each_node_its_findings(lab, ansible, api, node_files):
         ("log.cni_not_initialized", "node3"), ("log.conntrack_table_full", "node3"),
         ("log.pod_not_started", "node3/calico-node-z9t5r"), ("log.pod_sandbox_failed", "node3/coredns-5d78c9869d-p8k4n")]
     assert [m["check"] for m in facts["node2"]["logs_matches"]] == ["log.calico_network_unavailable_update_failed"]
-
-
-@pytest.mark.parametrize("args, message", [
-    (["logs", "--previous", "calico-node-7xk2p"], 'previous terminated container "calico-node" in pod '
-                                                  '"calico-node-7xk2p" not found'),
-    (["logs", "calico-node-z9t5r"], 'container "calico-node" in pod "calico-node-z9t5r" is waiting to start'),
-    (["logs", "calico-node-7xk2p", "-c", "cilium-agent"], "container cilium-agent is not valid for pod calico-node-7xk2p"),
-    (["logs", "nope-1"], 'pods "nope-1" not found'),
-])
-def test_the_stand_in_refuses_logs_as_the_api_server_does(api, args, message):
-    proc = subprocess.run([KUBECTL, "--kubeconfig", str(api.kubeconfig()), "-n", "kube-system", *args],
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert proc.returncode != 0 and message in proc.stderr, proc.stderr
-
-
-def test_the_stand_in_applies_tail_and_byte_bounds(api):
-    def logs(*extra):
-        return subprocess.run([KUBECTL, "--kubeconfig", str(api.kubeconfig()), "-n", "kube-system", "logs",
-                               "coredns-5d78c9869d-h2x7q", *extra], capture_output=True, text=True, timeout=60,
-                              check=True).stdout
-    assert len(logs().splitlines()) == 3
-    assert logs("--tail", "1").startswith("[ERROR] plugin/errors: 2 example.com. AAAA")
-    assert logs("--limit-bytes", "10") == "[INFO] plu"
 
 
 def test_node_triage_runs_the_logs_check_in_the_one_pass(lab, ansible, node_files):

@@ -9,7 +9,9 @@ Pod logs need a kubelet (the API server proxies /log to the node's port 10250): 
 (test_logs.py). Here the real API server's answer to a log read with no kubelet is asserted as what it is.
 
 Independent readers: kubectl built from the same release (field selectors on events included), and urllib for the
-health checks. The stand-in answers the same field selectors over the same Events, read back from the real one.
+health checks. The stand-in answers the same field selectors over the same Events, read back from the real one:
+test_events_field_selectors_real_and_stand_in keeps its stand-in (why="parity"), which holds the stand-in (still
+used where a real server cannot serve) to the real API server's answers.
 """
 
 from __future__ import annotations
@@ -143,7 +145,7 @@ def test_events_field_selectors_real_and_stand_in(lab, kube_cluster, fleet):
 
     objects = [dict(e, apiVersion="v1", kind="Event") for e in kube_cluster.kubectl_json(
         "get", "events", "-A")["items"]]
-    server = StandIn(objects, lab.workdir / "kube-api-events", lab.controller_ip).start()
+    server = StandIn(objects, lab.workdir / "kube-api-events", lab.controller_ip, why="parity").start()
     try:
         for namespace, selector in SELECTORS:
             stand_in = names(server_list(server, namespace, selector))
@@ -188,6 +190,10 @@ def test_kube_logs_reads_the_real_events_of_the_agents_and_nodes(lab, ansible, k
     errors = unreadable[0]["evidence"]["errors"]
     assert any(CRASH in e and "(previous)" in e and "HTTP 500" in e and ":10250/containerLogs/" in e
                for e in errors), errors
+    # what the operator checks: node3's kubelet, its port 10250 reachable from the control plane
+    assert unreadable[0]["evidence"]["kubelets_unreachable"] == [{"node": "node3", "port": 10250}], unreadable
+    assert "could not reach the kubelet of node3" in unreadable[0]["summary"], unreadable
+    assert "port 10250" in unreadable[0]["remediation"] and "on node3" in unreadable[0]["remediation"], unreadable
 
 
 def health(address, port):

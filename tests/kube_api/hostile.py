@@ -251,7 +251,7 @@ class Hostile(StandIn):
                  huge_bytes=HUGE_BYTES):
         if mode not in MODES:
             raise ValueError("mode %r is not one of %s" % (mode, ", ".join(MODES)))
-        StandIn.__init__(self, objects, workdir, bind, port, tokens, logs)
+        StandIn.__init__(self, objects, workdir, bind, port, tokens, logs, why="misbehaving")
         self.mode, self.interval, self.throttled, self.huge_bytes = mode, interval, throttled, huge_bytes
 
     def start(self):

@@ -27,6 +27,8 @@ How each kind is made (``load``):
 * Service: created without status, then its load-balancer status written as a load-balancer controller would.
   ``default/kubernetes`` is the API server's own: the fixture's is not loaded. The lab's cluster is IPv4 only: a
   PreferDualStack Service keeps its IPv4 family and address alone, as such a cluster stores it (it refuses IPv6 ones).
+  A clusterIP or nodePort the real API server refuses (outside its range, or one fixture Service's already
+  allocated to another) is left for it to allocate.
   A Service with a selector gets its EndpointSlices from the real EndpointSlice controller, from the pods.
 * EndpointSlice: the fixture's slices are for Services whose pods the fixture does not hold (or holds elsewhere);
   they are created as another controller's (``endpointslice.kubernetes.io/managed-by: k8snet.lab``) so that the
@@ -81,6 +83,17 @@ def _sent(obj):
     out["metadata"] = {k: v for k, v in obj["metadata"].items()
                        if k not in ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
                                     "selfLink", "deletionTimestamp")}
+    return out
+
+
+def _unallocated(service):
+    """A Service without the addresses and ports the API server allocates."""
+    out = copy.deepcopy(service)
+    spec = out.get("spec") or {}
+    for key in ("clusterIP", "clusterIPs", "healthCheckNodePort"):
+        spec.pop(key, None)
+    for port in spec.get("ports") or []:
+        port.pop("nodePort", None)
     return out
 
 
@@ -245,7 +258,16 @@ class Loader:
         if spec.get("ipFamilyPolicy") == "PreferDualStack":  # the lab's cluster is IPv4 only
             spec["ipFamilies"] = [f for f in spec.get("ipFamilies") or [] if f != "IPv6"] or None
             spec["clusterIPs"] = [ip for ip in spec.get("clusterIPs") or [] if ":" not in ip] or None
-        made = self.cluster.create(sent, collection_path("Service", obj["metadata"]["namespace"]))
+        path = collection_path("Service", obj["metadata"]["namespace"])
+        try:
+            made = self.cluster.create(sent, path)
+        except ApiError as exc:
+            # a fixed clusterIP or nodePort the real API server refuses (out of its range, or already allocated
+            # by another fixture Service: the stand-in allocated nothing): created as a client that names none,
+            # the API server allocating them
+            if exc.status != 422:
+                raise
+            made = self.cluster.create(_unallocated(sent), path)
         ingress = (((obj.get("status") or {}).get("loadBalancer")) or {}).get("ingress")
         if ingress:
             made = self.cluster.patch_status(object_path(obj), {"loadBalancer": {"ingress": ingress}})
@@ -297,6 +319,8 @@ def audit_requests(cluster, user=None, settle=0.2):
     out = []
     for line in cluster.audit_log.read_text().splitlines() if cluster.audit_log.exists() else ():
         event = json.loads(line)
+        if event.get("stage") == "ResponseStarted":
+            continue  # a long-running request (a pod log, a watch) is logged when it starts and when it ends
         who = (event.get("user") or {}).get("username")
         if user is not None and who != user:
             continue

@@ -185,3 +185,62 @@ def test_without_an_error_line_the_last_lines_are_shown():
     assert found["evidence"]["shown_kind"] == "last" and len(found["evidence"]["shown"]) == 10
     assert found["evidence"]["shown"][-1]["text"] == 'level=info msg="Regenerated endpoint 29"'
     assert "at error or warning level" not in found["summary"]
+
+
+class NoKubelet(FakeKube):
+    """The API server's answers when it cannot reach the node's kubelet (500), or the read is forbidden (403)."""
+
+    def pod_log(self, namespace, name, container, previous=False, **bounds):
+        from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError
+
+        if name == "calico-node-m4q8z":
+            raise ReadError('read the log of %s: HTTP 500: Get "https://node2:10250/containerLogs/%s/%s/%s'
+                            '?previous=true": dial tcp: lookup node2: no such host' % (name, namespace, name, container))
+        raise PrivilegeError('HTTP 403: pods "%s" is forbidden: cannot get resource "pods/log"' % name)
+
+
+def test_a_log_read_the_kubelet_did_not_answer_names_the_node_and_port_to_check():
+    target = {"name": "calico-node", "namespace": "kube-system", "label_selector": "k8s-app=calico-node"}
+    out = kube_logs.api_check({"targets": [target], "max_pods": 3, "tail_lines": 50}, lambda params: NoKubelet(),
+                              now=1767268800)
+    [unreadable] = [f for f in out["findings"] if f["check"] == "log.not_readable"]
+    # node2's kubelet (500 naming its log endpoint); node1's 403 is RBAC, not a kubelet to check
+    assert unreadable["evidence"]["kubelets_unreachable"] == [{"node": "node2", "port": 10250}]
+    assert "could not reach the kubelet of node2" in unreadable["summary"]
+    assert "on node2 check that the kubelet runs and that port 10250" in unreadable["remediation"]
+    assert "RBAC needs get on pods/log" in unreadable["remediation"]
+
+
+def test_a_forbidden_log_read_names_no_kubelet():
+    class Forbidden(NoKubelet):
+        def pod_log(self, namespace, name, container, previous=False, **bounds):
+            return NoKubelet.pod_log(self, namespace, "other", container, previous, **bounds)
+
+    target = {"name": "calico-node", "namespace": "kube-system", "label_selector": "k8s-app=calico-node"}
+    out = kube_logs.api_check({"targets": [target], "max_pods": 3, "tail_lines": 50}, lambda params: Forbidden(),
+                              now=1767268800)
+    [unreadable] = [f for f in out["findings"] if f["check"] == "log.not_readable"]
+    assert "kubelets_unreachable" not in unreadable["evidence"] and "kubelet" not in unreadable["summary"]
+
+
+def test_after_the_kubelet_did_not_answer_the_nodes_other_pods_are_not_asked():
+    class AllDown(FakeKube):
+        def pod_log(self, namespace, name, container, previous=False, **bounds):
+            from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+
+            self.asked.append((name, previous, bounds["tail_lines"]))
+            raise ReadError('HTTP 500 (Get "https://node1:10250/containerLogs/%s/%s/%s": dial tcp: i/o timeout); '
+                            "retried 4 times" % (namespace, name, container))
+
+    fake = AllDown()
+    targets = [{"name": "calico-node", "namespace": "kube-system", "label_selector": "k8s-app=calico-node"},
+               {"name": "coredns", "namespace": "kube-system", "label_selector": "k8s-app=kube-dns"}]
+    out = kube_logs.api_check({"targets": targets, "max_pods": 3, "tail_lines": 50}, lambda params: fake,
+                              now=1767268800)
+    nodes = dict((p["name"], p["node"]) for p in out["data"]["pods"])
+    asked_nodes = [nodes[name] for name, _previous, _tail in fake.asked]
+    assert len(asked_nodes) == len(set(asked_nodes))  # one read per node whose kubelet did not answer
+    assert asked_nodes.count("node1") == 1 and [n for n in nodes.values() if n == "node1"] != ["node1"]
+    [unreadable] = [f for f in out["findings"] if f["check"] == "log.not_readable"]
+    assert any("not asked: the API server could not reach the kubelet of node1" in e
+               for e in unreadable["evidence"]["errors"]), unreadable["evidence"]["errors"]
