@@ -146,6 +146,9 @@ class Cluster:
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", p / "sa.pub", "--service-account-signing-key-file", p / "sa.key",
             "--enable-aggregator-routing=true", "--profiling=false", "--v=1",
+            # a node's kubelet (logs, exec) at its InternalIP, as most clusters reach it: the lab's node names resolve
+            # nowhere, and a name lookup would go to the machine's resolver, outside the lab
+            "--kubelet-preferred-address-types", "InternalIP",
             "--audit-policy-file", self._audit_policy(), "--audit-log-path", self.audit_log,
             "--audit-log-format", "json", "--audit-log-mode", "blocking", "--audit-log-maxsize", "200"])
         self._wait("the API server's /readyz", lambda: self._ready("/readyz"), t0 + timeout)
