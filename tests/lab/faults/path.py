@@ -341,6 +341,10 @@ def path_repair(lab):
         if "pid" in pod_info:
             lab.ns_run(pod_info["node"], ["ip", "route", "replace", f"{pod_info['ip']}/32", "dev", pod_info["device"]])
     masquerade(lab)
+    # the client's ARP cache may still name a node that answered for the VIP during a fault (two holders): it would
+    # send the next connection there, and that node, forwarding what it sees one direction of, drops the rest as
+    # conntrack-INVALID (kube-proxy's KUBE-FORWARD rule on a real node)
+    lab.run(["ip", "-n", info["client_ns"], "neigh", "flush", "to", info["vip"]], check=False)
     return {"repaired": True}
 
 
