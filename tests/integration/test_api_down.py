@@ -7,9 +7,9 @@ there: ``ip -j neigh`` inside the node).
 The server's own record is the independent reader of what the triage asked: one request in all (the later steps
 did not connect), held by the triage for one call's deadline (30 s), where six API steps used to wait 30 s each.
 
-Every test here stays on the stand-in (why="misbehaving"): a server that accepts and never answers, and one
-that refuses every credential and every read while counting each request, are made on purpose; a real API
-server cannot be made to."""
+The silent server stays a stand-in (tests/kube_api/hostile.py, why="misbehaving"): a real API server cannot be made
+to accept and never answer. The refusals are the lab's real API server's (tests/lab/cluster.py): a token it does not
+know (401) and a ServiceAccount bound to no role (403 on every read); its audit log is the record of what was asked."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import time
 import pytest
 
 from tests.kube_api import FIXTURES, load_yaml
-from tests.kube_api.helpers import start
 from tests.kube_api.hostile import Hostile
+from tests.lab.cluster_objects import RealApi, audit_requests
 from tests.lab.faults import arp
 from tests.lab.faults import kube as kube_faults
 
@@ -134,20 +134,21 @@ def test_when_f5_is_the_first_api_step_lb_health_is_not_tried(lab, ansible, stal
 
 
 @pytest.mark.parametrize("refusal", ["401", "403"])
-def test_an_api_that_refuses_everything_is_one_finding(lab, ansible, stale_vip, tmp_path, refusal):
-    server = start(lab, "cluster.yaml", "cni.yaml", label="kube-api-refusing-%s" % refusal,
-                   tokens={"k8snet-lab-token": {"user": "lab-admin"},
-                           "no-rights": {"user": "system:serviceaccount:ops:triage", "deny": ["* *"]}},
-                   why="misbehaving")
-    url = server.url
-    try:
-        kubeconfig = server.kubeconfig(tmp_path / "kubeconfig", token="wrong-token" if refusal == "401" else "no-rights")
-        report = _triage(ansible, kubeconfig, stale_vip, tmp_path / "report")[1]
-        requests = list(server.requests)
-    finally:
-        server.stop()
-    assert len(requests) == 1 and requests[0]["path"] == "/api/v1/nodes", requests
+def test_an_api_that_refuses_everything_is_one_finding(lab, ansible, kube_cluster, stale_vip, tmp_path, refusal):
+    api = RealApi(kube_cluster, "cluster.yaml", "cni.yaml") if refusal == "401" else RealApi(kube_cluster)
+    if refusal == "401":
+        kubeconfig, who = api.kubeconfig(tmp_path / "kubeconfig", token="wrong-token"), None
+    else:  # a ServiceAccount no RoleBinding names: authenticated, allowed nothing
+        kube_cluster.request("POST", "/api/v1/namespaces/k8snet-lab/serviceaccounts", {
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "no-rights", "namespace": "k8snet-lab"}})
+        who = "system:serviceaccount:k8snet-lab:no-rights"
+        kubeconfig = api.kubeconfig(tmp_path / "kubeconfig", token=kube_cluster.token("k8snet-lab", "no-rights"))
+    before = len(audit_requests(kube_cluster))
+    report = _triage(ansible, kubeconfig, stale_vip, tmp_path / "report")[1]
+    # the API server's audit log: what the triage's credential sent (a refused token is logged with no user)
+    requests = [r for r in audit_requests(kube_cluster)[before:] if r["user"] == who]
+    assert [(r["path"], r["code"]) for r in requests] == [("/api/v1/nodes", int(refusal))], requests
     check = "kube.api_unauthorized" if refusal == "401" else "kube.api_forbidden"
-    down = _check_down(report, lab, stale_vip, check, url)
+    down = _check_down(report, lab, stale_vip, check, kube_cluster.server)
     assert down["severity"] == "warning" and down["evidence"]["status"] == int(refusal)
     assert down["evidence"]["request"] == "list nodes"

@@ -317,10 +317,14 @@ def audit_requests(cluster, user=None, settle=0.2):
         size = now
         time.sleep(settle)
     out = []
-    for line in cluster.audit_log.read_text().splitlines() if cluster.audit_log.exists() else ():
-        event = json.loads(line)
-        if event.get("stage") == "ResponseStarted":
-            continue  # a long-running request (a pod log, a watch) is logged when it starts and when it ends
+    events = [json.loads(line) for line in (cluster.audit_log.read_text().splitlines()
+                                            if cluster.audit_log.exists() else ())]
+    # a long-running request (a pod log, a watch) is logged when its response starts and when it ends: the end
+    # stands for it (a request refused before it was authenticated is logged once, when its response started)
+    completed = {e.get("auditID") for e in events if e.get("stage") == "ResponseComplete"}
+    for event in events:
+        if event.get("stage") == "ResponseStarted" and event.get("auditID") in completed:
+            continue
         who = (event.get("user") or {}).get("username")
         if user is not None and who != user:
             continue
