@@ -29,6 +29,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding
 from ansible_collections.k8snet.triage.plugins.plugin_utils import report_files
+from ansible_collections.k8snet.triage.plugins.plugin_utils.survey import bounded_int
 
 HISTORY_DIR = "history"
 HISTORY_NAME = re.compile(r"^triage-report-(\d{8}T\d{6}\.\d{6}Z)\.json$")
@@ -291,8 +292,8 @@ def keep_history(directory, data, generated, keep, scenario=None):
         raise AnsibleFilterError("cannot create the report history %s: %s" % (path, exc.strerror))
     report_files.check_directory(path, path)
     target = os.path.join(path, history_name(generated))
-    report_files.write_file(target, json.dumps(report_files.plain(history_entry(data, scenario)), sort_keys=True, ensure_ascii=False,
-                                         allow_nan=False, separators=(",", ":")) + "\n", mode=0o600)
+    report_files.write_file(target, json.dumps(report_files.plain(history_entry(data, scenario)), sort_keys=True,
+                                               ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n", mode=0o600)
     names = _entries(path)
     for name in names[:max(0, len(names) - keep)]:
         try:
@@ -304,11 +305,8 @@ def keep_history(directory, data, generated, keep, scenario=None):
 
 def validate_keep(value):
     """report_history as an int in 0..1000 (survey answers arrive as strings)."""
-    try:
-        keep = int(str(value).strip()) if not isinstance(value, bool) else None
-    except ValueError:
-        keep = None
-    if keep is None or keep < 0 or keep > MAX_HISTORY:
+    keep = bounded_int(value, 0, MAX_HISTORY)
+    if keep is None:
         raise AnsibleFilterError("report_history must be a whole number from 0 (keep none) to %d, not %r"
                                  % (MAX_HISTORY, value))
     return keep

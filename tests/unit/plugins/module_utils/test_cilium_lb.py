@@ -34,7 +34,7 @@ def scenario(version):
 
 def model_of(version, live=None):
     return cilium_lb_analysis.analyze(dump(version, "cilium_lb4_services_v2"), {version: dump(version, BACKEND_MAP[version])},
-                             dump(version, "cilium_lb4_reverse_nat"), live)
+                                      dump(version, "cilium_lb4_reverse_nat"), live)
 
 
 def plain_dump_pairs(version, name):
@@ -53,7 +53,7 @@ def test_fixture_layouts_match_the_known_sizes():
         for name in ("cilium_lb4_services_v2", BACKEND_MAP[version], "cilium_lb4_reverse_nat"):
             info = show(version, name)
             assert cilium_lb_analysis.layout_ok(name, {"type": info["type"], "key_size": info["bytes_key"],
-                                              "value_size": info["bytes_value"]}), (version, name)
+                                                       "value_size": info["bytes_value"]}), (version, name)
 
 
 def test_layout_refuses_lru_or_other_sizes():
@@ -154,7 +154,7 @@ def test_count_mismatch_detected():
     # drop slot 2 of the first frontend: its count (2) no longer matches the slots present (1)
     target = next(k for k, _v in services if cilium_lb_analysis.decode_service_key(k)["slot"] == 2)
     model = cilium_lb_analysis.analyze([p for p in services if p[0] != target], {"v3": dump("v3", "cilium_lb4_backends_v3")},
-                              dump("v3", "cilium_lb4_reverse_nat"))
+                                       dump("v3", "cilium_lb4_reverse_nat"))
     assert len(model["count_mismatch"]) == 1
 
 
@@ -196,8 +196,8 @@ def test_plan_after_cleanup_is_empty():
     plan = cilium_lb_cleanup.plan_cleanup(model, "orphans")
     gone = {p[2] for p in plan}
     again = cilium_lb_analysis.analyze(dump("v3", "cilium_lb4_services_v2"),
-                              {"v3": [kv for kv in dump("v3", "cilium_lb4_backends_v3") if kv[0] not in gone]},
-                              [kv for kv in dump("v3", "cilium_lb4_reverse_nat") if kv[0] not in gone])
+                                       {"v3": [kv for kv in dump("v3", "cilium_lb4_backends_v3") if kv[0] not in gone]},
+                                       [kv for kv in dump("v3", "cilium_lb4_reverse_nat") if kv[0] not in gone])
     assert cilium_lb_cleanup.plan_cleanup(again, "orphans") == []
 
 

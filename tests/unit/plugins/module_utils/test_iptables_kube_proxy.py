@@ -177,7 +177,7 @@ def test_reject_chain_refusals_named_without_a_namespace_are_read_as_they_are():
     assert one["meaning"] == "kube-proxy rejects traffic to Service default-nope: it has no ready endpoints"
     assert one["next_step"].startswith("kubectl get endpointslices -A -l kubernetes.io/service-name=default-nope")
     two = iptables_checks.interpret(_REJECT_CHAIN, refusals=[{"service": "nope", "reason": "no_endpoints"},
-                                                      {"service": "ns6/svc6:p80", "reason": "no_endpoints"}])
+                                                             {"service": "ns6/svc6:p80", "reason": "no_endpoints"}])
     assert two["meaning"].endswith("without ready endpoints: nope, ns6/svc6:p80")
     assert two["next_step"] == ("kubectl get endpointslices -A -l kubernetes.io/service-name=nope; "
                                 "kubectl get endpointslices -n ns6 -l kubernetes.io/service-name=svc6")
