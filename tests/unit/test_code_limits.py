@@ -27,7 +27,6 @@ VENDORED = {
 # TEMPORARY: files being edited elsewhere right now, to be split along their banners after that lands.
 # Empty this list (and split the files) as soon as that work is merged; nothing else may be added here.
 SPLIT_PENDING = {
-    "plugins/module_utils/f5.py",
     "plugins/module_utils/lb_health.py",
 }
 
