@@ -83,10 +83,19 @@ def parse_health(status, body):
         return None, "HTTP %s with a body that is not JSON: %r" % (status, (body or "")[:80])
     if not isinstance(doc, dict) or not isinstance(doc.get("localEndpoints"), int):
         return None, "HTTP %s without localEndpoints: %r" % (status, (body or "")[:80])
-    expected = 200 if doc["localEndpoints"] > 0 else 503
+    # kube-proxy fails the check of a node with local endpoints too while its own rules are out of date
+    # (serviceProxyHealthy false: an update waited longer than its health timeout, 2 x syncPeriod); Cilium's
+    # answer has no serviceProxyHealthy
+    unhealthy = doc.get("serviceProxyHealthy") is False
+    expected = 200 if doc["localEndpoints"] > 0 and not unhealthy else 503
     if status != expected:
-        return doc["localEndpoints"], "HTTP %s with localEndpoints %d (kube-proxy answers %d)" % (
-            status, doc["localEndpoints"], expected)
+        return doc["localEndpoints"], "HTTP %s with localEndpoints %d%s (kube-proxy answers %d)" % (
+            status, doc["localEndpoints"], " and serviceProxyHealthy false" if unhealthy else "", expected)
+    if unhealthy and doc["localEndpoints"] > 0:
+        return doc["localEndpoints"], (
+            "HTTP 503 with localEndpoints %d: kube-proxy reports itself unhealthy (serviceProxyHealthy false: its "
+            "rules are out of date, an update waited longer than its health timeout), so the load balancer drops "
+            "a node that holds an endpoint" % doc["localEndpoints"])
     return doc["localEndpoints"], None
 
 

@@ -3,6 +3,10 @@ string, a multiple choice "true"/"false"), dry_run selecting check mode, and the
 
 Every change is verified with ``ip -j neigh`` in the node's namespace (lab.neighbors), never with
 arp_check.
+
+The surveys that read the Kubernetes API read the real control plane (tests/lab/cluster.py, network.yaml and
+router.yaml loaded by tests/lab/cluster_objects.py) with AWX's Kubernetes credential: a ServiceAccount's token and
+the cluster's CA in K8S_AUTH_*.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import ansible_runner
 import pytest
 
 from tests.integration.conftest import ROOT
-from tests.kube_api.helpers import start
+from tests.lab.cluster_objects import RealApi
 from tests.lab.faults import arp
 
 WRONG = "02:de:ad:00:be:ef"
@@ -152,11 +156,10 @@ def survey_answers(lab, name, vip):
 
 
 @pytest.fixture(scope="module")
-def awx_api(lab):
-    server = start(lab, "network.yaml", "router.yaml", label="kube-api-awx-survey",
-                   tokens={"k8snet-lab-token": {"user": "lab-admin"}, "awx-token": {"user": "awx"}})
-    yield server
-    server.stop()
+def awx_api(kube_cluster):
+    """network.yaml and router.yaml on the real API server; AWX's credential is the token of ServiceAccount
+    k8snet-lab/awx (cluster-admin, as the job's credential usually is) and the cluster's real CA."""
+    return RealApi(kube_cluster, "network.yaml", "router.yaml", user="awx")
 
 
 def runner_artifacts(result):
@@ -179,14 +182,15 @@ def test_every_survey_runs_with_the_awx_credential(lab, vips, awx_api, tmp_path,
     out.mkdir()
     extra["report_output_dir"] = str(out)
     private = tmp_path / "runner"
+    before = len(awx_api.requests)
     (private / "inventory").mkdir(parents=True)
     (private / "inventory" / "hosts.json").write_text(open(lab.inventory_path).read())
     result = ansible_runner.run(
         private_data_dir=str(private), playbook=str(ROOT / "playbooks" / (path.stem + ".yml")), quiet=True,
         extravars=extra,
         envvars={"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "KUBECONFIG": "/nonexistent/kubeconfig",
-                 "K8S_AUTH_HOST": awx_api.url, "K8S_AUTH_API_KEY": "awx-token",
-                 "K8S_AUTH_SSL_CA_CERT": str(awx_api.certs["ca"]), "K8S_AUTH_VERIFY_SSL": "true"})
+                 "K8S_AUTH_HOST": awx_api.url, "K8S_AUTH_API_KEY": awx_api.token,
+                 "K8S_AUTH_SSL_CA_CERT": str(awx_api.cluster.ca_file), "K8S_AUTH_VERIFY_SSL": "true"})
     stdout = result.stdout.read()
     published = runner_artifacts(result)
     assert published is not None, stdout[-3000:]
@@ -194,9 +198,12 @@ def test_every_survey_runs_with_the_awx_credential(lab, vips, awx_api, tmp_path,
     # only the triage with its defaults fails: critical findings and report_fail_on_critical true
     assert (result.rc != 0) == (path.stem == "triage" and answers == "defaults"), stdout[-3000:]
     if path.stem == "dns":
-        # the servers came from the API through K8S_AUTH_* (the stand-in's kube-dns pod without an IP),
+        # the servers came from the API through K8S_AUTH_* (network.yaml's kube-dns pod without an IP),
         # and were asked also with dns_host_resolvers "false"
         assert checks.get("kube.dns_pod_without_ip") == 1 and checks.get("dns.all_servers_fail") == 3, checks
     if path.stem == "triage":
         report = json.loads((out / "triage-report.json").read_text())
         assert report["hosts"]["localhost"]["scenarios"]["lb_health"]["status"] == "ran", report["hosts"]["localhost"]
+    # the real API server refused none of the run's requests with AWX's credential (its audit log)
+    refused = [r for r in awx_api.requests[before:] if r["code"] >= 400 and r["code"] != 404]
+    assert not refused, refused

@@ -17,7 +17,13 @@ How each kind is made (``load``):
   DaemonSet or ReplicaSet the fixture names but does not hold) is a real object that places nothing (a DaemonSet
   whose nodeSelector matches no node, a ReplicaSet of 0), referred to by its real uid, not as its controller, so
   that no controller adopts, replaces or deletes the pod.
+* Owners of the other kinds (an EndpointSlice's Service, a Service's Deployment): referred to by the real uid of the
+  object the fixture names (loaded before it, or already there; a DaemonSet, ReplicaSet or Deployment the fixture
+  does not hold is made as a placeholder that places nothing). A reference to an owner that exists nowhere is left
+  out: the garbage collector would delete the object at once (a fixture's uids are not the real ones).
 * Service: created without status, then its load-balancer status written as a load-balancer controller would.
+  ``default/kubernetes`` is the API server's own: the fixture's is not loaded. The lab's cluster is IPv4 only: a
+  PreferDualStack Service keeps its IPv4 family and address alone, as such a cluster stores it (it refuses IPv6 ones).
   A Service with a selector gets its EndpointSlices from the real EndpointSlice controller, from the pods.
 * EndpointSlice: the fixture's slices are for Services whose pods the fixture does not hold (or holds elsewhere);
   they are created as another controller's (``endpointslice.kubernetes.io/managed-by: k8snet.lab``) so that the
@@ -109,7 +115,8 @@ class Loader:
 
     # ---------------------------------------------------------------- kinds
     def _plain(self, obj, now):
-        made = self.cluster.create(_sent(obj), collection_path(obj["kind"], obj["metadata"].get("namespace")))
+        made = self.cluster.create(self._owned(_sent(obj)),
+                                   collection_path(obj["kind"], obj["metadata"].get("namespace")))
         if obj.get("status") and KINDS[obj["kind"]][3] is None:  # a custom resource's status subresource
             made = self.cluster.request("PUT", object_path(obj) + "/status",
                                         dict(made, status=obj["status"]))
@@ -155,34 +162,67 @@ class Loader:
             made = self.cluster.patch_status(object_path(obj), obj["status"])
         return made
 
+    def _owned(self, sent):
+        """``sent`` with its ownerReferences' uids the real owners' (see the module's docstring)."""
+        meta = sent["metadata"]
+        refs = []
+        for ref in meta.get("ownerReferences") or []:
+            namespace = meta.get("namespace") if KINDS.get(ref["kind"], (None, None, True))[2] else None
+            uid = self.uids.get((ref["kind"], namespace, ref["name"]))
+            if uid is None and ref["kind"] in ("DaemonSet", "ReplicaSet", "Deployment") and namespace:
+                uid = self._owner(ref["kind"], namespace, ref["name"])["metadata"]["uid"]
+            if uid is None and ref["kind"] in KINDS:
+                try:
+                    uid = self.cluster.request("GET", "%s/%s" % (collection_path(ref["kind"], namespace),
+                                                                 ref["name"]))["metadata"]["uid"]
+                except ApiError as exc:
+                    if exc.status != 404:
+                        raise
+            if uid:
+                refs.append(dict(ref, uid=uid))
+        if refs:
+            meta["ownerReferences"] = refs
+        else:
+            meta.pop("ownerReferences", None)
+        return sent
+
     def _owner(self, kind, namespace, name):
         key = (kind, namespace, name)
         path = "/apis/apps/v1/namespaces/%s/%ss/%s" % (namespace, kind.lower(), name)
         if key not in self.uids:
             if kind == "DaemonSet":
                 return self.cluster._daemonset(namespace, name)
-            if kind != "ReplicaSet":
-                raise LabError("a fixture pod's owner %s %s/%s: the loader makes only DaemonSet and ReplicaSet owners"
-                               % (kind, namespace, name))
-            selector = {"k8snet.lab/replicaset": name}
+            if kind not in ("ReplicaSet", "Deployment"):
+                raise LabError("a fixture object's owner %s %s/%s: the loader makes only DaemonSet, ReplicaSet and "
+                               "Deployment owners" % (kind, namespace, name))
+            if self.cluster._exists(path):
+                return self.cluster.request("GET", path)
+            selector = {"k8snet.lab/" + kind.lower(): name}
             self.cluster.create({
-                "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": namespace},
+                "apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": namespace},
                 "spec": {"replicas": 0, "selector": {"matchLabels": selector},
                          "template": {"metadata": {"labels": selector},
                                       "spec": {"nodeSelector": NO_NODE,
                                                "containers": [{"name": "app", "image": "lab.invalid/app:1"}]}}}},
-                "/apis/apps/v1/namespaces/%s/replicasets" % namespace)
+                "/apis/apps/v1/namespaces/%s/%ss" % (namespace, kind.lower()))
         return self.cluster.request("GET", path)
 
     def _service(self, obj, now):
-        made = self.cluster.create(_sent(obj), collection_path("Service", obj["metadata"]["namespace"]))
+        if (obj["metadata"].get("namespace"), obj["metadata"]["name"]) == ("default", "kubernetes"):
+            return self.cluster.request("GET", object_path(obj))  # the API server's own (its first service IP)
+        sent = self._owned(_sent(obj))
+        spec = sent.get("spec") or {}
+        if spec.get("ipFamilyPolicy") == "PreferDualStack":  # the lab's cluster is IPv4 only
+            spec["ipFamilies"] = [f for f in spec.get("ipFamilies") or [] if f != "IPv6"] or None
+            spec["clusterIPs"] = [ip for ip in spec.get("clusterIPs") or [] if ":" not in ip] or None
+        made = self.cluster.create(sent, collection_path("Service", obj["metadata"]["namespace"]))
         ingress = (((obj.get("status") or {}).get("loadBalancer")) or {}).get("ingress")
         if ingress:
             made = self.cluster.patch_status(object_path(obj), {"loadBalancer": {"ingress": ingress}})
         return made
 
     def _endpointslice(self, obj, now):
-        sent = _sent(obj)
+        sent = self._owned(_sent(obj))
         labels = dict(sent["metadata"].get("labels") or {})
         labels["endpointslice.kubernetes.io/managed-by"] = FIXTURE_MANAGER
         sent["metadata"]["labels"] = labels

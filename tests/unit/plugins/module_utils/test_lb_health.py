@@ -57,6 +57,23 @@ def test_parse_health_errors():
     assert lb.parse_health(200, json.dumps({"service": {"namespace": "a", "name": "b"}, "localEndpoints": 2})) == (2, None)
 
 
+def test_kube_proxy_unhealthy_fails_a_node_with_endpoints_and_says_so():
+    """kube-proxy answers 503 with localEndpoints > 0 when its own rules are out of date (serviceProxyHealthy false,
+    pkg/proxy/healthcheck/service_health.go): the probe is a failure named as such, not 'kube-proxy answers 200'."""
+    stale = json.dumps({"service": {"namespace": "openshift-ingress", "name": "router-default"}, "localEndpoints": 1,
+                        "serviceProxyHealthy": False})
+    count, error = lb.parse_health(503, stale)
+    assert count == 1 and "kube-proxy reports itself unhealthy (serviceProxyHealthy false" in error
+    assert "answers 200" not in error
+    assert lb.parse_health(200, stale) == (1, "HTTP 200 with localEndpoints 1 and serviceProxyHealthy false "
+                                              "(kube-proxy answers 503)")
+    found = lb.check_service(ROUTER, NODES, lb.local_endpoints(SLICES),
+                             {"node1": probe(200, OK_BODY), "node2": probe(503, stale), "node3": probe(503, NONE_BODY)})
+    [mismatch] = [f for f in found if f["check"] == "lb.health_probe_mismatch"]
+    assert mismatch["subject"] == "openshift-ingress/router-default@node2" and "unhealthy" in mismatch["summary"]
+    assert found[0]["evidence"]["pool"]["node2"]["health_check"] == "fail"
+
+
 def test_unreachable_probe_is_a_mismatch():
     probes = {"node3": {"url": "http://x:31910/", "status": None, "local_endpoints": None, "error": "no answer: timed out"}}
     found = lb.check_service(ROUTER, NODES, lb.local_endpoints(SLICES), probes)
