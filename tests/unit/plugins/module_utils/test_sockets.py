@@ -117,12 +117,12 @@ class TcpTrickle(object):
 
 
 def test_tcp_reads_of_the_dns_and_lb_health_checks_keep_one_deadline():
-    from ansible_collections.k8snet.triage.plugins.module_utils import dns_wire, lb_health
+    from ansible_collections.k8snet.triage.plugins.module_utils import dns_wire, lb_health_probes
 
     peer = TcpTrickle(b"HTTP/1.1 200 OK\r\n" + b"X-Slow: 1\r\n" * 500)
     try:
         started = time.monotonic()
-        out = lb_health.probe("127.0.0.1", peer.port, TIMEOUT)
+        out = lb_health_probes.probe("127.0.0.1", peer.port, TIMEOUT)
         assert time.monotonic() - started <= TIMEOUT * SLACK
         assert out["status"] is None and "within the 1s deadline" in out["error"]
     finally:
