@@ -30,6 +30,7 @@ from tests.lab.faults import bgp  # noqa: E402
 
 sys.path.insert(0, str(BUILD))
 from ansible_collections.k8snet.triage.plugins.module_utils import bird  # noqa: E402
+from ansible_collections.k8snet.triage.plugins.module_utils import bird_parsers  # noqa: E402
 
 
 def timed(func):
@@ -79,7 +80,7 @@ def main():
         sock = str(bgp._paths(lab, node)["socket_on_host"])
         birdc_times = [timed(lambda: subprocess.run([bgp.BIRDC, "-s", sock, "show", "protocols", "all"],
                                                     capture_output=True, check=True))[0] for run in range(opts.runs)]
-        ours_times = [timed(lambda: bird.bgp_peers(bird.parse_protocols(bird.BirdClient(sock).query("show protocols all"))))[0]
+        ours_times = [timed(lambda: bird_parsers.bgp_peers(bird_parsers.parse_protocols(bird.BirdClient(sock).query("show protocols all"))))[0]
                       for run in range(opts.runs)]
 
         # parser on a large mesh: the captured node3 transcript's peer blocks repeated for 500 peers
@@ -87,7 +88,7 @@ def main():
         head, body = text.split("1002-Mesh_", 1)
         blocks = ("1002-Mesh_" + body).rsplit("0000 ", 1)[0]
         big = head + "".join(blocks.replace("198_18_96_", "10_%d_%d_" % (i // 250, i % 250)) for i in range(125)) + "0000 \n"
-        parse_time, peers = timed(lambda: bird.bgp_peers(bird.parse_protocols(big)))
+        parse_time, peers = timed(lambda: bird_parsers.bgp_peers(bird_parsers.parse_protocols(big)))
 
         n = len(lab.nodes)
         print("lab slot %d, %d nodes, BIRD %s, peers per node %d" % (lab.slot, n, "2.0.12", len(bgp.protocols(lab, node))))

@@ -81,12 +81,12 @@ UDP = "\n".join([
 PARSE = r"""
 import json, os, subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.k8snet.triage.plugins.module_utils import iptables
+from ansible_collections.k8snet.triage.plugins.module_utils import iptables_parsers
 text = subprocess.run(["iptables-legacy-save", "-c"], capture_output=True, text=True).stdout
 nft = subprocess.run(["nft", "-j", "list", "ruleset"], capture_output=True, text=True).stdout
 out = {}
-t = time.process_time(); rs = iptables.parse_save(text, "legacy", 4); out["parse_save"] = [time.process_time() - t, rs.rules]
-t = time.process_time(); ns = iptables.parse_nft(nft); out["parse_nft"] = [time.process_time() - t, ns.rules]
+t = time.process_time(); rs = iptables_parsers.parse_save(text, "legacy", 4); out["parse_save"] = [time.process_time() - t, rs.rules]
+t = time.process_time(); ns = iptables_parsers.parse_nft(nft); out["parse_nft"] = [time.process_time() - t, ns.rules]
 print(json.dumps(out))
 """
 

@@ -34,6 +34,7 @@ import jinja2  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import BY_NAME, SCENARIOS  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.k8snet.triage.plugins.plugin_utils import report  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.k8snet.triage.plugins.plugin_utils import report_files
 
 TEMPLATE = ROOT / "roles" / "report" / "templates" / "triage-report.html.j2"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -130,8 +131,8 @@ def main():
             data = report.triage_report(hostvars, names)
             built = time.monotonic() - started
             started = time.monotonic()
-            text = report.report_json(data)
-            html = template.render(generated="2026-12-04 00:00:00 UTC", data_json=report.triage_html_json(data))
+            text = report_files.report_json(data)
+            html = template.render(generated="2026-12-04 00:00:00 UTC", data_json=report_files.triage_html_json(data))
             written = time.monotonic() - started
             page = tmp / ("triage-report-%d.html" % count)
             page.write_text(html)

@@ -61,7 +61,7 @@ def build():
 INLINE = r"""
 import json, subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.k8snet.triage.plugins.module_utils import netlink, routes
+from ansible_collections.k8snet.triage.plugins.module_utils import netlink, routes_checks, routes_index
 
 class Module(object):
     def get_bin_path(self, name, required=False, opt_dirs=()):
@@ -81,11 +81,11 @@ nl = netlink.Netlink(Module(), sys.argv[2])
 table = nl.routes(table="main")
 t1 = time.monotonic()
 c1 = cpu()
-local, remote = routes.normalize_peers(peers, "none", [])
-index = routes.RouteIndex(table)
-found, results = routes.check_peer_routes(index, remote, "bench", "direct", None, [])
-found += routes.check_overlaps(local, remote, "bench")
-pods, _ = routes.check_pod_routes(table, [{"ifname": "eth0", "up": True, "operstate": "UP"}], "bench", local)
+local, remote = routes_index.normalize_peers(peers, "none", [])
+index = routes_index.RouteIndex(table)
+found, results = routes_checks.check_peer_routes(index, remote, "bench", "direct", None, [])
+found += routes_checks.check_overlaps(local, remote, "bench")
+pods, _ = routes_checks.check_pod_routes(table, [{"ifname": "eth0", "up": True, "operstate": "UP"}], "bench", local)
 t2 = time.monotonic()
 c2 = cpu()
 nl.close()

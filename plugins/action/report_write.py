@@ -23,7 +23,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
 from ansible_collections.k8snet.triage.plugins.plugin_utils import (
-    playbook_run, report, report_history, report_metrics, report_silences)
+    playbook_run, report, report_files, report_history, report_metrics, report_silences)
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_select
 
 ARGUMENT_SPEC = dict(
@@ -112,7 +112,7 @@ class ActionModule(ActionBase):
         try:
             page = jinja2.Environment(autoescape=False, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
             return page.from_string(str(text)).render(generated=generated.strftime("%Y-%m-%d %H:%M:%S UTC"),
-                                                      data_json=report.triage_html_json(data))
+                                                      data_json=report_files.triage_html_json(data))
         except jinja2.TemplateError as exc:
             raise AnsibleError("report_write: the HTML template %s cannot be rendered: %s (it is given only "
                                "generated and data_json)" % (source, exc))
@@ -167,7 +167,7 @@ class ActionModule(ActionBase):
         """The run's metadata for the report: inventory, limit, scenarios asked, versions, AWX job, duration."""
         def var(name):
             value = task_vars.get(name)
-            return None if value in (None, "") else report.plain(value)
+            return None if value in (None, "") else report_files.plain(value)
         job = var("awx_job_id") or var("tower_job_id") or os.environ.get("JOB_ID") or None
         sources = var("ansible_inventory_sources")
         return {"inventory": sources if isinstance(sources, list) else ([sources] if sources else []),
@@ -217,9 +217,9 @@ class ActionModule(ActionBase):
                                          {"collection_version": data["run"]["collection_version"] or "",
                                           "ansible_version": ansible_version})
         if args["metrics_dir"]:
-            where = report.check_directory(args["metrics_dir"], args["metrics_dir"])
+            where = report_files.check_directory(args["metrics_dir"], args["metrics_dir"])
             path = os.path.join(where, args["metrics_file"])
-            changed = report.write_file(path, text, mode=0o644) or changed
+            changed = report_files.write_file(path, text, mode=0o644) or changed
             files[args["metrics_file"]] = path
         push_error = None
         if args["metrics_push_url"]:
@@ -251,15 +251,15 @@ class ActionModule(ActionBase):
         if args["output_dir"] is None:
             return None, None
         try:
-            return report.output_directory(args["output_dir"]), None
+            return report_files.output_directory(args["output_dir"]), None
         except AnsibleError as exc:
             return None, _message(exc)
 
     def _report_files(self, args, data, directory, now):
         """(changed, files): triage-report.json and triage-report.html written to ``directory``."""
-        texts = dict(zip(NAMES, (report.report_json(data), self._html(args["template"], data, now))))
+        texts = dict(zip(NAMES, (report_files.report_json(data), self._html(args["template"], data, now))))
         # in check mode, said as a change that would be made
-        changed = True if self._task.check_mode else report.write_pair(directory, texts)
+        changed = True if self._task.check_mode else report_files.write_pair(directory, texts)
         return changed, dict((name, os.path.join(directory, name)) for name in NAMES)
 
     def _write(self, args, data, directory, error, now, started):
@@ -307,7 +307,7 @@ class ActionModule(ActionBase):
                 # the triage's first play: the options refused before any host is touched, nothing gathered
                 # (the report's own run says an unusable directory after the summary and the artifacts)
                 if args["output_dir"] is not None:
-                    report.check_output_dir_given(args["output_dir"])
+                    report_files.check_output_dir_given(args["output_dir"])
                 result.update(changed=False, msg="report options valid")
                 return result
             requested, data, now, started = self._gathered(args, task_vars)

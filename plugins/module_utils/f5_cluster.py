@@ -4,16 +4,16 @@
 
 """The f5_configmap_audit run: F5 CIS ConfigMaps read and audited cluster by cluster through the Kubernetes API.
 
-``f5`` judges the objects (pure); this file reads them from each cluster asked for, picks the mode each cluster
-is judged in, and joins the clusters' results (partitions shared across clusters, an unreachable cluster among
-several as a finding).
+``f5``, ``f5_parsers`` and ``f5_controller`` judge the objects (pure); this file reads them from each cluster asked
+for, picks the mode each cluster is judged in, and joins the clusters' results (partitions shared across clusters,
+an unreachable cluster among several as a finding).
 """
 
 from __future__ import annotations
 
 from ansible.module_utils.basic import missing_required_lib
 
-from ansible_collections.k8snet.triage.plugins.module_utils import f5
+from ansible_collections.k8snet.triage.plugins.module_utils import f5, f5_controller, f5_parsers
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError, TriageError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sort_findings
 
@@ -40,7 +40,7 @@ def _read_services_and_configmaps(kube, namespaces):
     services, configmaps = [], []
     for namespace in namespaces or [None]:
         services.extend(kube.services(namespace))
-        configmaps.extend(kube.config_maps(namespace, label_selector=f5.F5_LABEL))
+        configmaps.extend(kube.config_maps(namespace, label_selector=f5_parsers.F5_LABEL))
     return services, configmaps
 
 
@@ -48,15 +48,15 @@ def _check_running(pods, deps, cis, controllers, name, mode):
     """The controller findings: the controller pods in GDC's mode or when Deployments cannot be listed (without
     load-balancer-f5 outside GDC's mode), else the CIS Deployments."""
     if mode == "gdc" or deps is None:
-        expected = [c for c in controllers if mode == "gdc" or c != f5.GDC_CONTROLLER]
-        return f5.check_controllers(pods, expected, cluster=name, mode=mode)
-    return f5.check_cis(cis, pods, cluster=name)
+        expected = [c for c in controllers if mode == "gdc" or c != f5_controller.GDC_CONTROLLER]
+        return f5_controller.check_controllers(pods, expected, cluster=name, mode=mode)
+    return f5_controller.check_cis(cis, pods, cluster=name)
 
 
 def _judged(kube, mode, why, deps, parsed, cis):
     """What RV(modes) shows of one cluster: its mode and why, the ConfigMaps by kind, the schema versions they
     name and the CIS controllers found."""
-    return {"name": kube.name, "server": kube.server, "mode": mode, "mode_name": f5.MODES[mode], "why": why,
+    return {"name": kube.name, "server": kube.server, "mode": mode, "mode_name": f5_controller.MODES[mode], "why": why,
             "deployments_read": deps is not None,
             "configmaps": {"virtual-server": len([c for c in parsed if c["kind"] == "virtual-server"]),
                            "as3": len([c for c in parsed if c["kind"] == "as3"])},
@@ -68,12 +68,12 @@ def audit_cluster(kube, namespaces, controllers):
     """(findings, summary, {partition: [ConfigMap refs]}, judged mode) of one cluster, read through ``kube``."""
     name = kube.name
     services, configmaps = _read_services_and_configmaps(kube, namespaces)
-    pods = kube.pods(f5.CONTROLLER_NAMESPACE)
+    pods = kube.pods(f5_controller.CONTROLLER_NAMESPACE)
     deps = deployments(kube)
-    mode, why = f5.detect_mode(deps, pods, configmaps)
-    cis = f5.cis_controllers(deps or [])
+    mode, why = f5_controller.detect_mode(deps, pods, configmaps)
+    cis = f5_controller.cis_controllers(deps or [])
     if any(c["namespace_label"] and not c["namespaces"] for c in cis):
-        f5.resolve_namespace_labels(cis, kube.namespaces())
+        f5_controller.resolve_namespace_labels(cis, kube.namespaces())
     found, parsed = f5.audit(services, configmaps, cluster=name, mode=mode, controllers=cis)
     found.extend(_check_running(pods, deps, cis, controllers, name, mode))
     specs = [s.get("spec") or {} for s in services]  # a Service read with spec: null has no ports
@@ -153,8 +153,8 @@ def api_check(params, kube_factory):
     then ``audit_clusters``; ``{"data": {"clusters", "modes"}, "findings": [...]}``.
 
     A TriageError raised carries in its details (``clusters``) the summaries of the clusters audited before it."""
-    if not f5.HAS_JSONSCHEMA:
-        raise ReadError(missing_required_lib("jsonschema"), exception=f5.JSONSCHEMA_IMPORT_ERROR)
+    if not f5_parsers.HAS_JSONSCHEMA:
+        raise ReadError(missing_required_lib("jsonschema"), exception=f5_parsers.JSONSCHEMA_IMPORT_ERROR)
     result = audit_clusters(params, kube_factory)
     findings = result.pop("findings")
     return {"data": result, "findings": findings}

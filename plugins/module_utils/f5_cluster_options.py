@@ -3,12 +3,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The options of f5_configmap_audit (F5 CIS ConfigMaps audited cluster by cluster): its argument spec and
-rules, apart from its code (f5_cluster, f5)."""
+rules, apart from its code (f5_cluster, f5, f5_parsers, f5_controller)."""
 
 from __future__ import annotations
 
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.f5 import DEFAULT_CONTROLLERS
+from ansible_collections.k8snet.triage.plugins.module_utils.f5_controller import DEFAULT_CONTROLLERS
 
 # The options of f5_configmap_audit, beside the API options (kube_args.AUTH_ARG_SPEC).
 CHECK_SPEC = dict(

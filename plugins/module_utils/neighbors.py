@@ -29,30 +29,21 @@ OUI_FILES = ("/usr/share/ieee-data/oui.txt", "/usr/share/hwdata/oui.txt", "/usr/
              "/var/lib/ieee-data/oui.txt")
 
 
-def normalize_address(value, option="addresses"):
-    try:
-        return str(ipaddress.ip_address(str(value).strip()))
-    except ValueError:
-        raise InputError("%r in %s is not an IPv4 or IPv6 address (a VIP like 198.18.0.200 is expected)"
-                         % (value, option))
-
-
 def validate(addresses, expected, interface, links):
-    """Normalise the options; return (addresses, expected). Raises InputError naming the bad value."""
+    """Normalise the options; return (addresses, expected). Raises InputError naming the bad value. The addresses
+    and expected's keys arrive checked and normalised by the option rules (neighbors_options.RULES: params.address)."""
     if not addresses and not expected:
         raise InputError("addresses is empty: give the VIPs or addresses whose neighbor entries to check")
     wanted = []
-    for value in addresses or []:
-        address = normalize_address(value)
+    for address in addresses or []:
         if address not in wanted:
             wanted.append(address)
     macs = {}
-    for key, mac in (expected or {}).items():
-        address = normalize_address(key, option="expected")
+    for address, mac in (expected or {}).items():
         try:
             macs[address] = normalize_mac(mac)
         except InputError as exc:
-            raise InputError("expected[%s]: %s" % (key, exc.message))
+            raise InputError("expected[%s]: %s" % (address, exc.message))
         if address not in wanted:
             wanted.append(address)
     if interface:

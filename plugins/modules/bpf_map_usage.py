@@ -252,6 +252,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_analysis
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_cleanup
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_options
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
 from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
@@ -262,11 +264,11 @@ def main():
         AnsibleModule, cilium_lb_options.RULES,
         argument_spec=dict(
             cilium_lb_options.CHECK_SPEC,
-            cleanup=dict(type="str", choices=list(cilium_lb.CLEANUP_MODES), default="none"),
+            cleanup=dict(type="str", choices=list(cilium_lb_analysis.CLEANUP_MODES), default="none"),
             max_delete=dict(type="int", default=10000),
             max_stale_share=dict(type="float", default=0.25),
             allow_empty_live_frontends=dict(type="bool", default=False),
-            max_orphan_share=dict(type="float", default=cilium_lb.MAX_ORPHAN_SHARE),
+            max_orphan_share=dict(type="float", default=cilium_lb_analysis.MAX_ORPHAN_SHARE),
             allow_empty_services=dict(type="bool", default=False),
             verify_deleted=dict(type="list", elements="str"),
         ),
@@ -284,7 +286,7 @@ def main():
         )
     except TriageError as exc:
         if params["cleanup"] != "none":
-            fail_from(module, exc, findings=[cilium_lb.cleanup_failed_finding(params["bpffs"], exc)])
+            fail_from(module, exc, findings=[cilium_lb_cleanup.cleanup_failed_finding(params["bpffs"], exc)])
         fail_from(module, exc)
     if not module._diff:
         result.pop("diff")

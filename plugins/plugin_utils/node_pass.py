@@ -37,6 +37,7 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
 from ansible_collections.k8snet.triage.plugins.plugin_utils.log_evidence import with_log_evidence
 from ansible_collections.k8snet.triage.plugins.plugin_utils.peers import connectivity_peers
+from ansible_collections.k8snet.triage.plugins.plugin_utils.survey import bounded_int
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import INPUT_ERRORS, plain_names
 
 
@@ -326,11 +327,11 @@ def ssh_retries(value):
     text. ParamsError names the variable and what it accepts."""
     if value is None or value == "":
         return 1
-    text = str(value).strip()
-    if isinstance(value, bool) or not text.isdigit() or int(text) > SSH_RETRIES_MAX:
+    retries = bounded_int(value, 0, SSH_RETRIES_MAX)
+    if retries is None:
         raise ParamsError("triage_ssh_retries=%s is not a number of SSH retries: give 0 to %d (default 1; each retry "
                           "costs a node that is really down one more connect timeout)" % (str(value)[:40], SSH_RETRIES_MAX))
-    return int(text)
+    return retries
 
 
 NO_PYTHON = re.compile(r"interpreter|python", re.IGNORECASE)

@@ -16,6 +16,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils import params
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes
+from ansible_collections.k8snet.triage.plugins.plugin_utils.survey import bounded_int
 
 
 def matrix(results):
@@ -78,8 +79,9 @@ def connectivity_peers(nodes, node, limit, hostvars, option="limit"):
     """The sample of ``nodes`` that ``node`` probes (``sample_peers``), at most ``limit``, as reachability targets;
     ``option`` names ``limit`` in an error (the filter's argument, or the variable it came from)."""
     try:
-        limit = params.number(option, int(limit) if isinstance(limit, str) and limit.strip().isdigit() else limit,
-                              0, params.MAX_LIST * 64, integer=True)
+        # a whole number or its text; anything else gets params.number's message (which also takes 8.0 as 8)
+        given = bounded_int(limit, 0, params.MAX_LIST * 64)
+        limit = given if given is not None else params.number(option, limit, 0, params.MAX_LIST * 64, integer=True)
         peers = sample_peers(list(nodes), node, limit)
     except InputError as exc:
         raise AnsibleFilterError(exc.message)

@@ -28,7 +28,8 @@ from collections import Counter
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report
+from ansible_collections.k8snet.triage.plugins.plugin_utils import report_files
+from ansible_collections.k8snet.triage.plugins.plugin_utils.survey import bounded_int
 
 HISTORY_DIR = "history"
 HISTORY_NAME = re.compile(r"^triage-report-(\d{8}T\d{6}\.\d{6}Z)\.json$")
@@ -46,7 +47,7 @@ MAX_SCENARIO_READS = 20  # history entries read, newest first, to find the last 
 def finding_id(item):
     """The finding's stable identity: sha256 of the JSON array [check, host, subject], 16 hex digits."""
     key = [str(item.get("check")), item.get("host"), item.get("subject")]
-    text = json.dumps(report.plain(key), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(report_files.plain(key), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
@@ -192,7 +193,7 @@ def history_entry(data, scenario=None):
     kept = []
     for item in data["findings"][:MAX_HISTORY_FINDINGS]:
         entry = dict((key, item.get(key)) for key in ("id", "check", "host", "scenario", "severity", "state", "first_seen"))
-        entry["subject"] = item.get("subject") if isinstance(item.get("subject"), (str, int, float)) else report.plain(item.get("subject"))
+        entry["subject"] = item.get("subject") if isinstance(item.get("subject"), (str, int, float)) else report_files.plain(item.get("subject"))
         entry["summary"] = _short(item.get("summary"))
         if item.get("silenced"):
             entry["silenced"] = True
@@ -289,10 +290,10 @@ def keep_history(directory, data, generated, keep, scenario=None):
         pass
     except OSError as exc:
         raise AnsibleFilterError("cannot create the report history %s: %s" % (path, exc.strerror))
-    report.check_directory(path, path)
+    report_files.check_directory(path, path)
     target = os.path.join(path, history_name(generated))
-    report.write_file(target, json.dumps(report.plain(history_entry(data, scenario)), sort_keys=True, ensure_ascii=False,
-                                         allow_nan=False, separators=(",", ":")) + "\n", mode=0o600)
+    report_files.write_file(target, json.dumps(report_files.plain(history_entry(data, scenario)), sort_keys=True,
+                                               ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n", mode=0o600)
     names = _entries(path)
     for name in names[:max(0, len(names) - keep)]:
         try:
@@ -304,11 +305,8 @@ def keep_history(directory, data, generated, keep, scenario=None):
 
 def validate_keep(value):
     """report_history as an int in 0..1000 (survey answers arrive as strings)."""
-    try:
-        keep = int(str(value).strip()) if not isinstance(value, bool) else None
-    except ValueError:
-        keep = None
-    if keep is None or keep < 0 or keep > MAX_HISTORY:
+    keep = bounded_int(value, 0, MAX_HISTORY)
+    if keep is None:
         raise AnsibleFilterError("report_history must be a whole number from 0 (keep none) to %d, not %r"
                                  % (MAX_HISTORY, value))
     return keep

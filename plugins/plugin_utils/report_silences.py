@@ -35,6 +35,7 @@ import yaml
 
 from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
 from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
+from ansible_collections.k8snet.triage.plugins.plugin_utils.survey import bounded_int
 
 KEYS = ("check", "host", "subject", "reason", "created_by", "expires")
 REQUIRED = ("check", "reason", "created_by", "expires")
@@ -45,11 +46,8 @@ MAX_DAYS = 3650
 
 def validate_max_days(value):
     """report_silence_max_days as an int in 1..3650 (survey answers arrive as strings)."""
-    try:
-        days = int(str(value).strip()) if not isinstance(value, bool) else None
-    except ValueError:
-        days = None
-    if days is None or days < 1 or days > MAX_DAYS:
+    days = bounded_int(value, 1, MAX_DAYS)
+    if days is None:
         raise ValueError("report_silence_max_days must be a whole number of days from 1 to %d, not %r" % (MAX_DAYS, value))
     return days
 

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils import report
+from ansible_collections.k8snet.triage.plugins.plugin_utils import report_files
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_history import compare
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +48,7 @@ def _report():
         "inventory": ["inventory.yml"], "limit": None, "scenarios": ["pod_network", "calico"], "check_mode": False,
         "collection_version": "0.3.0", "ansible_version": "2.19.0", "awx_job_id": None, "awx_job_template": None,
         "awx_user": None, "credentials": None, "started": None, "duration_seconds": None})
-    return json.loads(report.report_json(data))
+    return json.loads(report_files.report_json(data))
 
 
 def test_the_schema_is_a_valid_json_schema():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import addresses, bird, inventory, kube_facts
+from ansible_collections.k8snet.triage.plugins.module_utils import addresses, bird_checks, inventory, kube_facts
 from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 
@@ -25,12 +25,12 @@ def test_host_address_refuses(value):
 
 def test_every_reader_of_addresses_agrees():
     value = "2001:DB8::7/64"
-    assert bird.validate_addresses([value]) == [host_address(value)]
+    assert bird_checks.validate_addresses([value]) == [host_address(value)]
     node = {"metadata": {"name": "n1", "annotations": {kube_facts.CALICO_IPV4_ANNOTATION: value}}, "status": {}}
     assert kube_facts.node_facts(node)["calico_ipv4_address"] == host_address(value)
     assert inventory.inventory_nodes(["n1"], {"n1": {"k8s_node_ip": value}})[0]["address"] == host_address(value)
     with pytest.raises(InputError, match="is not an IP address"):
-        bird.validate_addresses(["node1"])
+        bird_checks.validate_addresses(["node1"])
 
 
 @pytest.mark.parametrize("value, kind", [

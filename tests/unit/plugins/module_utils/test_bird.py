@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils import bird, bird_options
+from ansible_collections.k8snet.triage.plugins.module_utils import bird_checks
+from ansible_collections.k8snet.triage.plugins.module_utils import bird_parsers
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bird"
@@ -23,12 +25,12 @@ def fixture(name):
 
 
 def peers_of(name):
-    return {p["name"]: p for p in bird.bgp_peers(bird.parse_protocols(fixture(name)))}
+    return {p["name"]: p for p in bird_parsers.bgp_peers(bird_parsers.parse_protocols(fixture(name)))}
 
 
 # ------------------------------------------------------------------ the reply protocol
 def test_parse_reply_keeps_codes_and_continuations():
-    lines = bird.parse_reply(fixture("bird2_show_protocols_node3.raw"))
+    lines = bird_parsers.parse_reply(fixture("bird2_show_protocols_node3.raw"))
     assert lines[0] == (1, "BIRD 2.0.12 ready.")
     assert lines[1][0] == 2002 and lines[1][1].startswith("Name")
     # continuation lines carry the code of the line before, without their leading space
@@ -38,14 +40,14 @@ def test_parse_reply_keeps_codes_and_continuations():
 
 
 def test_parse_reply_plain_output_has_no_codes():
-    lines = bird.parse_reply(fixture("bird2_show_protocols_refused.birdc"))
+    lines = bird_parsers.parse_reply(fixture("bird2_show_protocols_refused.birdc"))
     assert lines[0] == (None, "BIRD 2.0.12 ready.")
     assert all(line[0] is None for line in lines)
 
 
 def test_parse_reply_rejects_a_line_without_code_in_a_coded_reply():
     with pytest.raises(ReadError, match="neither a reply code"):
-        bird.parse_reply("0001 BIRD 2.0.12 ready.\ngarbage\n")
+        bird_parsers.parse_reply("0001 BIRD 2.0.12 ready.\ngarbage\n")
 
 
 def test_final_line_detection():
@@ -56,7 +58,7 @@ def test_final_line_detection():
 
 # ------------------------------------------------------------------ BIRD 2 (captured)
 def test_bird2_show_protocols_rows():
-    protocols = bird.parse_protocols(fixture("bird2_show_protocols_node3.raw"))
+    protocols = bird_parsers.parse_protocols(fixture("bird2_show_protocols_node3.raw"))
     assert [p["name"] for p in protocols] == [
         "device1", "Mesh_198_18_96_11", "Mesh_198_18_96_12", "Mesh_198_18_96_14", "Mesh_198_18_96_10"]
     device = protocols[0]
@@ -100,12 +102,12 @@ def test_bird2_raw_and_birdc_give_the_same_protocols():
 
 
 def test_bird2_no_match_is_an_empty_list():
-    assert bird.parse_protocols(fixture("bird2_no_match.raw")) == []
+    assert bird_parsers.parse_protocols(fixture("bird2_no_match.raw")) == []
 
 
 def test_bird2_syntax_error_is_a_read_error():
     with pytest.raises(ReadError, match="error 9001: syntax error"):
-        bird.parse_protocols(fixture("bird2_syntax_error.raw"))
+        bird_parsers.parse_protocols(fixture("bird2_syntax_error.raw"))
 
 
 def test_bird_version_from_the_welcome():
@@ -136,7 +138,7 @@ def test_bird16_show_protocols_types_addresses_and_states():
 
 def test_bird16_raw_and_birdcl_are_parsed_alike():
     for name in ("bird16_show_protocols", "bird16_show_protocols_all"):
-        assert bird.parse_protocols(fixture(name + ".raw")) == bird.parse_protocols(fixture(name + ".birdcl"))
+        assert bird_parsers.parse_protocols(fixture(name + ".raw")) == bird_parsers.parse_protocols(fixture(name + ".birdcl"))
 
 
 def test_bird16_show_protocols_all_details():
@@ -152,15 +154,15 @@ def test_bird16_show_protocols_all_details():
 
 def test_headings_are_compared_case_insensitively_and_checked():
     rows = "2002-NAME PROTO TABLE STATE SINCE INFO\n1002-Mesh_10_0_0_2 BGP master up 10:00:00 Established\n0000 \n"
-    assert bird.parse_protocols(rows)[0]["bgp_state"] == "Established"
+    assert bird_parsers.parse_protocols(rows)[0]["bgp_state"] == "Established"
     with pytest.raises(ReadError, match="unknown BIRD table heading"):
-        bird.parse_protocols("2002-name proto state\n1002-x BGP up\n0000 \n")
+        bird_parsers.parse_protocols("2002-name proto state\n1002-x BGP up\n0000 \n")
     with pytest.raises(ReadError, match="no `show protocols` heading"):
-        bird.parse_protocols("BIRD 2.0.12 ready.\nsomething else entirely\n")
+        bird_parsers.parse_protocols("BIRD 2.0.12 ready.\nsomething else entirely\n")
 
 
 def test_since_as_date_and_time_joined():
-    row = bird.parse_row("Mesh_10_0_0_2 BGP --- start 2024-05-01 12:00:00 Active        Socket: Connection refused")
+    row = bird_parsers.parse_row("Mesh_10_0_0_2 BGP --- start 2024-05-01 12:00:00 Active        Socket: Connection refused")
     assert (row["since"], row["bgp_state"], row["last_error"]) == ("2024-05-01 12:00:00", "Active", "Socket: Connection refused")
 
 
@@ -175,7 +177,7 @@ def test_since_as_date_and_time_joined():
     ("bgp_tor1", ("other", None, None)),
 ])
 def test_peer_identity(name, expected):
-    assert bird.peer_identity(name) == expected
+    assert bird_parsers.peer_identity(name) == expected
 
 
 @pytest.mark.parametrize("since,age", [
@@ -189,22 +191,22 @@ def test_peer_identity(name, expected):
     ("yesterday", None),
 ])
 def test_since_age(since, age):
-    assert bird.since_age(since, NOW) == age
+    assert bird_parsers.since_age(since, NOW) == age
 
 
 # ------------------------------------------------------------------ checks
 def _peer(name, bgp_state="Established", state="up", since="02:00:00", last_error=""):
-    kind, address, port = bird.peer_identity(name)
+    kind, address, port = bird_parsers.peer_identity(name)
     peer = {"name": name, "type": kind, "address": address, "port": port, "state": state, "bgp_state": bgp_state,
             "since": since, "info": "", "last_error": last_error}
-    peer["cause"] = bird.cause_of(peer)[0]
+    peer["cause"] = bird_parsers.cause_of(peer)[0]
     return peer
 
 
 def test_not_established_becomes_critical_after_stuck_after():
     fresh = _peer("Mesh_10_0_0_3", "Active", "start", "02:29:00", "Socket: Connection refused")
     old = _peer("Mesh_10_0_0_4", "Active", "start", "01:00:00", "Socket: Connection refused")
-    found = {f["evidence"]["address"]: f for f in bird.check_sessions([fresh, old], NOW, 300)}
+    found = {f["evidence"]["address"]: f for f in bird_checks.check_sessions([fresh, old], NOW, 300)}
     assert found["10.0.0.3"]["severity"] == "warning" and found["10.0.0.3"]["evidence"]["down_for"] == 60
     assert found["10.0.0.4"]["severity"] == "critical"
     assert found["10.0.0.4"]["evidence"]["cause"] == "connection refused"
@@ -214,17 +216,17 @@ def test_not_established_becomes_critical_after_stuck_after():
 def test_configuration_errors_and_unknown_since_are_critical_at_once():
     bad_as = _peer("Mesh_10_0_0_5", "Idle", "start", "02:29:59", "BGP Error: Bad peer AS")
     unknown = _peer("Mesh_10_0_0_6", "Connect", "start", "", "Socket: No route to host")
-    assert [f["severity"] for f in bird.check_sessions([bad_as, unknown], NOW, 300)] == ["critical", "critical"]
+    assert [f["severity"] for f in bird_checks.check_sessions([bad_as, unknown], NOW, 300)] == ["critical", "critical"]
 
 
 def test_established_sessions_give_no_finding():
-    assert bird.check_sessions([_peer("Mesh_10_0_0_2")], NOW, 300) == []
+    assert bird_checks.check_sessions([_peer("Mesh_10_0_0_2")], NOW, 300) == []
 
 
 def test_stale_missing_and_own_address():
     peers = [_peer("Mesh_10_0_0_2"), _peer("Mesh_10_0_0_9", "Connect", "start", "2026-11-01", "Socket: No route to host"),
              _peer("Global_10_0_0_254")]
-    found = bird.check_peers(peers, ["10.0.0.1", "10.0.0.2", "10.0.0.3"], ["10.0.0.1"], NOW, 300)
+    found = bird_checks.check_peers(peers, ["10.0.0.1", "10.0.0.2", "10.0.0.3"], ["10.0.0.1"], NOW, 300)
     by_check = {f["check"]: f for f in found}
     assert sorted(by_check) == ["bgp.missing_peer", "bgp.stale_peer"]  # no not_established for the stale one
     stale = by_check["bgp.stale_peer"]
@@ -235,17 +237,17 @@ def test_stale_missing_and_own_address():
 
 def test_global_peers_are_never_stale_and_an_established_stranger_is_a_warning():
     peers = [_peer("Global_10_0_0_254", "Active", "start", "01:00:00", "Socket: Connection refused"), _peer("Mesh_10_0_0_7")]
-    found = bird.check_peers(peers, ["10.0.0.7", "10.0.0.8"], [], NOW, 300)
+    found = bird_checks.check_peers(peers, ["10.0.0.7", "10.0.0.8"], [], NOW, 300)
     checks = sorted((f["check"], f["severity"], f["evidence"].get("address")) for f in found)
     assert checks == [("bgp.missing_peer", "critical", None), ("bgp.not_established", "critical", "10.0.0.254")]
-    stranger = bird.check_peers([_peer("Mesh_10_0_0_99")], ["10.0.0.7"], [], NOW, 300)
+    stranger = bird_checks.check_peers([_peer("Mesh_10_0_0_99")], ["10.0.0.7"], [], NOW, 300)
     assert [(f["check"], f["severity"]) for f in stranger] == [("bgp.stale_peer", "warning"), ("bgp.missing_peer", "critical")]
 
 
 def test_ipv6_mesh_peers_are_not_judged_by_an_ipv4_list():
     peers = [_peer("Mesh_10_0_0_2"), _peer("Mesh_fd80_24e2_f998_72d7__2")]
-    assert bird.check_peers(peers, ["10.0.0.2"], [], NOW, 300) == []
-    stale = bird.check_peers(peers, ["10.0.0.2", "fd80:24e2:f998:72d7::3"], [], NOW, 300)
+    assert bird_checks.check_peers(peers, ["10.0.0.2"], [], NOW, 300) == []
+    stale = bird_checks.check_peers(peers, ["10.0.0.2", "fd80:24e2:f998:72d7::3"], [], NOW, 300)
     assert sorted((f["check"], f["subject"]) for f in stale) == [
         ("bgp.missing_peer", "fd80:24e2:f998:72d7::3"),
         ("bgp.stale_peer", "fd80:24e2:f998:72d7::2 (Mesh_fd80_24e2_f998_72d7__2)")]
@@ -253,14 +255,14 @@ def test_ipv6_mesh_peers_are_not_judged_by_an_ipv4_list():
 
 def test_without_expected_peers_or_mesh_only_sessions_are_checked():
     peers = [_peer("Mesh_10_0_0_9", "Connect", "start", "01:00:00", "Socket: No route to host")]
-    assert [f["check"] for f in bird.check_peers(peers, [], [], NOW, 300)] == ["bgp.not_established"]
-    assert [f["check"] for f in bird.check_peers(peers, ["10.0.0.2"], [], NOW, 300, mesh=False)] == ["bgp.not_established"]
+    assert [f["check"] for f in bird_checks.check_peers(peers, [], [], NOW, 300)] == ["bgp.not_established"]
+    assert [f["check"] for f in bird_checks.check_peers(peers, ["10.0.0.2"], [], NOW, 300, mesh=False)] == ["bgp.not_established"]
 
 
 def test_validate_addresses():
-    assert bird.validate_addresses(["10.0.0.5/24", " 10.0.0.6 ", "fd00::1"]) == ["10.0.0.5", "10.0.0.6", "fd00::1"]
+    assert bird_checks.validate_addresses(["10.0.0.5/24", " 10.0.0.6 ", "fd00::1"]) == ["10.0.0.5", "10.0.0.6", "fd00::1"]
     with pytest.raises(InputError, match="'node-a' is not an IP address"):
-        bird.validate_addresses(["10.0.0.5", "node-a"])
+        bird_checks.validate_addresses(["10.0.0.5", "node-a"])
 
 
 # ------------------------------------------------------------------ the client, on a real socket

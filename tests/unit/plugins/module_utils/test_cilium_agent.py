@@ -17,6 +17,9 @@ import jsonschema
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent as ca
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent_checks
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent_options
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent_reader
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
 from tests.cilium_agent import states, validate
 from tests.cilium_agent.server import AGENT_ROUTES, HEALTH_ROUTES, METRICS_ROUTES, State, UnixServer, handler, monitor_handler
@@ -72,37 +75,37 @@ def test_every_state_the_stand_in_serves_validates():
 
 
 def test_metrics_text_is_parsed_with_labels_escapes_and_timestamps():
-    samples = ca.parse_metrics((FIXTURES / "metrics.txt").read_text())
+    samples = cilium_agent_reader.parse_metrics((FIXTURES / "metrics.txt").read_text())
     names = set(name for name, _labels, _value in samples)
     assert "cilium_bpf_map_pressure" not in names  # NaN is no value
     assert ("cilium_agent_bootstrap_seconds", {"outcome": "success", "scope": "overall"}, 2.625005) in samples
-    drops = ca.sum_by(samples, ca.DROP_METRIC, ("reason", "direction"))
+    drops = cilium_agent_reader.sum_by(samples, cilium_agent_reader.DROP_METRIC, ("reason", "direction"))
     assert drops[("Policy denied", "INGRESS")] == 1234500.0 and drops[("CT: Map insertion failed", "INGRESS")] == 4120
-    assert ca.sum_by(samples, ca.LIMITER_METRIC, ("api_call",), {"outcome": "fail"}) == {("endpoint-create",): 12.0}
-    only = ca.parse_metrics((FIXTURES / "metrics.txt").read_text(), [ca.DROP_METRIC])
-    assert len(only) == 4 and all(name == ca.DROP_METRIC for name, _l, _v in only)
+    assert cilium_agent_reader.sum_by(samples, cilium_agent_reader.LIMITER_METRIC, ("api_call",), {"outcome": "fail"}) == {("endpoint-create",): 12.0}
+    only = cilium_agent_reader.parse_metrics((FIXTURES / "metrics.txt").read_text(), [cilium_agent_reader.DROP_METRIC])
+    assert len(only) == 4 and all(name == cilium_agent_reader.DROP_METRIC for name, _l, _v in only)
     text = 'm{a="x\\"y",b="back\\\\slash",c="new\\nline"} 3\nm{broken="x} 4\nm 5 \n# comment\n\nbad line\n'
-    assert ca.parse_metrics(text) == [("m", {"a": 'x"y', "b": "back\\slash", "c": "new\nline"}, 3.0), ("m", {}, 5.0)]
+    assert cilium_agent_reader.parse_metrics(text) == [("m", {"a": 'x"y', "b": "back\\slash", "c": "new\nline"}, 3.0), ("m", {}, 5.0)]
 
 
 def test_counter_growth_counts_a_reset_from_zero():
-    assert ca.growth({("a",): 10, ("b",): 50}, {("a",): 15, ("b",): 7, ("c",): 2}) == {("a",): 5, ("b",): 7, ("c",): 2}
+    assert cilium_agent_reader.growth({("a",): 10, ("b",): 50}, {("a",): 15, ("b",): 7, ("c",): 2}) == {("a",): 5, ("b",): 7, ("c",): 2}
 
 
 # ---------------------------------------------------------------------------- checks
 
 
 def test_a_healthy_agent_gives_only_ok():
-    found = ca.agent_findings(states.healthz(), "node1")
+    found = cilium_agent_checks.agent_findings(states.healthz(), "node1")
     assert [(f["check"], f["severity"]) for f in found] == [("cilium.agent", "ok")]
     assert found[0]["evidence"]["controllers"] == len(states.CONTROLLERS)
     nodes = (("node1", "198.18.0.11", "198.19.1.100"), ("node2", "198.18.0.12", "198.19.2.100"))
-    [f] = ca.health_findings(states.health("node1", nodes), "node1")
+    [f] = cilium_agent_checks.health_findings(states.health("node1", nodes), "node1")
     assert (f["check"], f["severity"], f["evidence"]["probes"]) == ("cilium.connectivity", "ok", 8)
 
 
 def test_a_degraded_agent_names_components_controllers_and_the_hung_probe():
-    found = by_check(ca.agent_findings(fixture_json("healthz_degraded.json", "StatusResponse"), "worker-1"))
+    found = by_check(cilium_agent_checks.agent_findings(fixture_json("healthz_degraded.json", "StatusResponse"), "worker-1"))
     assert set(found) == {"cilium.agent_unhealthy"}
     bad = dict((f["subject"], f) for f in found["cilium.agent_unhealthy"])
     assert bad["worker-1 cilium-agent kvstore"]["severity"] == "critical"
@@ -121,18 +124,18 @@ def test_ipam_without_addresses_and_kpr_without_devices():
     healthz = states.ipam_exhausted(states.healthy())["healthz"]
     healthz["kube-proxy-replacement"] = {"mode": "True", "devices": []}
     validate("agent", "StatusResponse", healthz)
-    found = dict((f["subject"], f) for f in ca.agent_findings(healthz, "n1"))
+    found = dict((f["subject"], f) for f in cilium_agent_checks.agent_findings(healthz, "n1"))
     assert found["n1 cilium-agent ipam"]["severity"] == "critical"
     assert "no more IPs" in found["n1 cilium-agent ipam"]["summary"]
     assert found["n1 cilium-agent kube-proxy-replacement"]["severity"] == "warning"
     # an IPAM range without an error, and kube-proxy replacement off, are fine
     healthz = states.healthz()
     healthz["kube-proxy-replacement"] = {"mode": "False"}
-    assert [f["check"] for f in ca.agent_findings(healthz, "n1")] == ["cilium.agent"]
+    assert [f["check"] for f in cilium_agent_checks.agent_findings(healthz, "n1")] == ["cilium.agent"]
 
 
 def test_nodes_and_health_endpoints_that_do_not_answer():
-    found = ca.health_findings(fixture_json("health_status.json", "HealthStatusResponse"), "worker-1")
+    found = cilium_agent_checks.health_findings(fixture_json("health_status.json", "HealthStatusResponse"), "worker-1")
     got = sorted((f["check"], f["subject"], f["severity"]) for f in found)
     assert got == [
         ("cilium.endpoint_unreachable", "worker-1 -> kind-kind/worker-2", "critical"),  # ICMP and HTTP fail
@@ -149,10 +152,10 @@ def test_nodes_and_health_endpoints_that_do_not_answer():
     status = fixture_json("health_status.json", "HealthStatusResponse")
     status["nodes"] = [status["nodes"][0]]
     status["nodes"][0]["host"]["secondary-addresses"] = [{"ip": "fd00::11", "icmp": {"latency": 0, "status": "timeout"}}]
-    [f] = ca.health_findings(validate("health", "HealthStatusResponse", status), "worker-1")
+    [f] = cilium_agent_checks.health_findings(validate("health", "HealthStatusResponse", status), "worker-1")
     assert (f["check"], f["severity"]) == ("cilium.node_unreachable", "warning")
     # the first round not finished: not checked, not ok
-    [f] = ca.health_findings({"timestamp": "2026-12-01T00:00:00Z", "local": {"name": "x"}}, "worker-1")
+    [f] = cilium_agent_checks.health_findings({"timestamp": "2026-12-01T00:00:00Z", "local": {"name": "x"}}, "worker-1")
     assert (f["check"], f["severity"]) == ("cilium.health_unavailable", "info")
 
 
@@ -161,14 +164,14 @@ def test_findings_per_kind_are_capped():
     state = states.healthy("n1", nodes)
     for name, _ip, _ep in nodes:
         state = states.node_unreachable(state, name)
-    found = ca.health_findings(state["health"], "n1", limit=5)
+    found = cilium_agent_checks.health_findings(state["health"], "n1", limit=5)
     assert len(found) == 5 and found[0]["evidence"]["more_nodes"] == 25
 
 
 def test_the_rate_limiter_refusing_endpoint_creation():
-    samples = ca.parse_metrics((FIXTURES / "metrics.txt").read_text())
-    later = [(n, l, v + 9 if (n == ca.LIMITER_METRIC and l["outcome"] == "fail") else v) for n, l, v in samples]
-    [f] = ca.limiter_findings(samples, later, 5.0, "n1")
+    samples = cilium_agent_reader.parse_metrics((FIXTURES / "metrics.txt").read_text())
+    later = [(n, l, v + 9 if (n == cilium_agent_reader.LIMITER_METRIC and l["outcome"] == "fail") else v) for n, l, v in samples]
+    [f] = cilium_agent_checks.limiter_findings(samples, later, 5.0, "n1")
     assert (f["check"], f["severity"]) == ("cilium.api_rate_limited", "critical")
     assert "refused 9 requests in 5s (endpoint-create)" in f["summary"] and "putEndpointIdTooManyRequests" in f["summary"]
     row = f["evidence"]["window"]["refused"][0]
@@ -176,32 +179,32 @@ def test_the_rate_limiter_refusing_endpoint_creation():
                    "in_flight": 4.0, "parallel_limit": 4.0}
     assert "api-rate-limit" in f["remediation"]
     # refused only before the window: info; read once: info with the totals
-    [f] = ca.limiter_findings(samples, samples, 5.0, "n1")
+    [f] = cilium_agent_checks.limiter_findings(samples, samples, 5.0, "n1")
     assert (f["check"], f["severity"]) == ("cilium.api_rate_limited", "info") and "none in the 5s window" in f["summary"]
-    [f] = ca.limiter_findings(None, samples, 0.0, "n1")
+    [f] = cilium_agent_checks.limiter_findings(None, samples, 0.0, "n1")
     assert f["severity"] == "info" and "totals only" in f["summary"]
     # another call refused: a warning; nothing refused: ok; no limiter metrics at all: nothing said
     other = [(n, dict(l, api_call="endpoint-list") if l.get("outcome") == "fail" else l, v) for n, l, v in later]
-    assert ca.limiter_findings(samples, other, 5.0, "n1")[0]["severity"] == "warning"
+    assert cilium_agent_checks.limiter_findings(samples, other, 5.0, "n1")[0]["severity"] == "warning"
     clean = [s for s in samples if s[1].get("outcome") != "fail"]
-    assert [(f["check"], f["severity"]) for f in ca.limiter_findings(clean, clean, 5.0, "n1")] == [("cilium.api_limiter", "ok")]
-    assert ca.limiter_findings([], [], 5.0, "n1") == []
+    assert [(f["check"], f["severity"]) for f in cilium_agent_checks.limiter_findings(clean, clean, 5.0, "n1")] == [("cilium.api_limiter", "ok")]
+    assert cilium_agent_checks.limiter_findings([], [], 5.0, "n1") == []
 
 
 def test_drop_reasons_growing_in_the_window():
-    samples = ca.parse_metrics((FIXTURES / "metrics.txt").read_text())
+    samples = cilium_agent_reader.parse_metrics((FIXTURES / "metrics.txt").read_text())
     grow = {("Policy denied", "INGRESS"): 1000, ("CT: Map insertion failed", "INGRESS"): 20, ("Policy denied", "EGRESS"): 2}
-    later = [(n, l, v + grow.get((l.get("reason"), l.get("direction")), 0) if n == ca.DROP_METRIC else v)
+    later = [(n, l, v + grow.get((l.get("reason"), l.get("direction")), 0) if n == cilium_agent_reader.DROP_METRIC else v)
              for n, l, v in samples]
-    found = ca.drop_findings(samples, later, 5.0, "n1", top=2)
+    found = cilium_agent_checks.drop_findings(samples, later, 5.0, "n1", top=2)
     assert [(f["evidence"]["reason"], f["severity"], f["evidence"]["pps"]) for f in found] == [
         ("Policy denied", "critical", 200.0), ("CT: Map insertion failed", "warning", 4.0)]
     assert found[0]["evidence"]["reasons_grown"] == 3 and found[0]["evidence"]["packets_total"] == 1235500
     assert found[0]["subject"] == "n1 cilium datapath ingress Policy denied"
-    [f] = ca.drop_findings(samples, samples, 5.0, "n1")
+    [f] = cilium_agent_checks.drop_findings(samples, samples, 5.0, "n1")
     assert (f["check"], f["severity"]) == ("cilium.drops", "ok")
     assert f["evidence"]["top_totals"][0] == {"reason": "Policy denied", "direction": "INGRESS", "packets": 1234500}
-    [f] = ca.drop_findings(None, samples, 0.0, "n1")
+    [f] = cilium_agent_checks.drop_findings(None, samples, 0.0, "n1")
     assert f["severity"] == "info" and "totals only" in f["summary"]
 
 
@@ -228,13 +231,13 @@ def test_the_sampler_reads_twice_around_the_status_reads():
 
 
 def test_metrics_urls_are_node_addresses_over_http():
-    assert ca.split_url("http://127.0.0.1:9962/metrics") == ("127.0.0.1", 9962, "/metrics")
-    assert ca.split_url("http://[::1]:9962") == ("::1", 9962, "/metrics")
-    assert ca.split_url("http://localhost:9090/metrics") == ("localhost", 9090, "/metrics")
+    assert cilium_agent_options.split_url("http://127.0.0.1:9962/metrics") == ("127.0.0.1", 9962, "/metrics")
+    assert cilium_agent_options.split_url("http://[::1]:9962") == ("::1", 9962, "/metrics")
+    assert cilium_agent_options.split_url("http://localhost:9090/metrics") == ("localhost", 9090, "/metrics")
     for bad in ("https://127.0.0.1:9962/metrics", "http://metrics.example.com:9962/", "http://127.0.0.1/metrics",
                 "http://127.0.0.1:99999/", "http://999.1.1.1:80/", "file:///etc/passwd", "http://127.0.0.1:80/a b"):
         with pytest.raises(InputError):
-            ca.split_url(bad)
+            cilium_agent_options.split_url(bad)
 
 
 # ---------------------------------------------------------------------------- the node check over real sockets
@@ -361,8 +364,8 @@ def test_sockets_that_do_not_answer_and_metrics_not_served(tmp_path, stand_in):
 
 
 def test_an_answer_larger_than_the_cap_is_refused(stand_in):
-    with pytest.raises(ca.Unreachable, match="larger than 100 bytes"):
-        ca.get_json(stand_in.agent, ca.HEALTHZ_PATH, timeout=2, max_bytes=100)
+    with pytest.raises(cilium_agent_reader.Unreachable, match="larger than 100 bytes"):
+        cilium_agent_reader.get_json(stand_in.agent, cilium_agent_reader.HEALTHZ_PATH, timeout=2, max_bytes=100)
 
 
 def test_an_answer_that_trickles_in_is_cut_at_the_deadline(tmp_path):
@@ -388,8 +391,8 @@ def test_an_answer_that_trickles_in_is_cut_at_the_deadline(tmp_path):
     thread.start()
     started = time.monotonic()
     try:
-        with pytest.raises(ca.Unreachable, match=r"no complete answer within the 0.5s deadline"):
-            ca.get_json(path, ca.HEALTHZ_PATH, timeout=0.5)
+        with pytest.raises(cilium_agent_reader.Unreachable, match=r"no complete answer within the 0.5s deadline"):
+            cilium_agent_reader.get_json(path, cilium_agent_reader.HEALTHZ_PATH, timeout=0.5)
     finally:
         stop.set()
         server.close()
@@ -400,8 +403,8 @@ def test_a_shape_the_spec_refuses_is_never_served(stand_in):
     state = states.healthy()
     state["healthz"]["cilium"]["state"] = "Broken"
     stand_in.set(state)
-    with pytest.raises(ca.Unreachable, match="HTTP 500.*does not validate"):
-        ca.get_json(stand_in.agent, ca.HEALTHZ_PATH, timeout=2)
+    with pytest.raises(cilium_agent_reader.Unreachable, match="HTTP 500.*does not validate"):
+        cilium_agent_reader.get_json(stand_in.agent, cilium_agent_reader.HEALTHZ_PATH, timeout=2)
 
 
 def test_bad_options_fail_clearly():
@@ -409,7 +412,7 @@ def test_bad_options_fail_clearly():
                    {"agent_socket": "relative.sock"}):
         with pytest.raises(InputError):
             ca.node_check(dict(params, node_name="n1"))
-    assert os.path.isabs(ca.AGENT_SOCKET)
+    assert os.path.isabs(cilium_agent_options.AGENT_SOCKET)
 
 
 def test_metrics_url_outside_the_node_is_refused():

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_analysis
+from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_cleanup
 from ansible_collections.k8snet.triage.plugins.module_utils import frontends
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError
 
@@ -31,8 +33,8 @@ def scenario(version):
 
 
 def model_of(version, live=None):
-    return cilium_lb.analyze(dump(version, "cilium_lb4_services_v2"), {version: dump(version, BACKEND_MAP[version])},
-                             dump(version, "cilium_lb4_reverse_nat"), live)
+    return cilium_lb_analysis.analyze(dump(version, "cilium_lb4_services_v2"), {version: dump(version, BACKEND_MAP[version])},
+                                      dump(version, "cilium_lb4_reverse_nat"), live)
 
 
 def plain_dump_pairs(version, name):
@@ -50,21 +52,21 @@ def test_fixture_layouts_match_the_known_sizes():
     for version in ("v1", "v2", "v3"):
         for name in ("cilium_lb4_services_v2", BACKEND_MAP[version], "cilium_lb4_reverse_nat"):
             info = show(version, name)
-            assert cilium_lb.layout_ok(name, {"type": info["type"], "key_size": info["bytes_key"],
-                                              "value_size": info["bytes_value"]}), (version, name)
+            assert cilium_lb_analysis.layout_ok(name, {"type": info["type"], "key_size": info["bytes_key"],
+                                                       "value_size": info["bytes_value"]}), (version, name)
 
 
 def test_layout_refuses_lru_or_other_sizes():
-    assert not cilium_lb.layout_ok("cilium_lb4_backends_v3", {"type": "hash", "key_size": 4, "value_size": 8})
-    assert not cilium_lb.layout_ok("cilium_lb4_services_v2", {"type": "lru_hash", "key_size": 12, "value_size": 12})
+    assert not cilium_lb_analysis.layout_ok("cilium_lb4_backends_v3", {"type": "hash", "key_size": 4, "value_size": 8})
+    assert not cilium_lb_analysis.layout_ok("cilium_lb4_services_v2", {"type": "lru_hash", "key_size": 12, "value_size": 12})
 
 
 def test_service_key_and_value_decode_every_field():
     frontends = set(scenario("v3")["frontends"]) | {scenario("v3")["dangling_service"]}
     masters = 0
     for key, value in dump("v3", "cilium_lb4_services_v2"):
-        k, v = cilium_lb.decode_service_key(key), cilium_lb.decode_service_value(value)
-        assert cilium_lb.frontend_text(k["address"], k["port"], k["proto"]) in frontends
+        k, v = cilium_lb_analysis.decode_service_key(key), cilium_lb_analysis.decode_service_value(value)
+        assert cilium_lb_analysis.frontend_text(k["address"], k["port"], k["proto"]) in frontends
         assert k["port"] == 80 and k["proto"] == 6 and k["scope"] == 0
         # the reverse-NAT index is the service number: the last octet of the VIP minus 20
         assert v["rev_nat_index"] == int(k["address"].rsplit(".", 1)[1]) - 20
@@ -87,15 +89,15 @@ def test_backend_decoding_per_version(version, key_len):
     assert len(entries) == scenario(version)["backend_entries"]
     for key, value in entries:
         assert len(key) == key_len
-        backend_id = cilium_lb.decode_backend_key(key)
-        b = cilium_lb.decode_backend_value(value)
+        backend_id = cilium_lb_analysis.decode_backend_key(key)
+        b = cilium_lb_analysis.decode_backend_value(value)
         assert ipaddress.ip_address(b["address"]) in ipaddress.ip_network("198.19.64.0/19")
         assert b["proto"] == 6 and b["state"] == 0
         assert b["port"] == (8080 if backend_id <= scenario(version)["live_backends"] else 9090)
 
 
 def test_revnat_decoding():
-    decoded = {cilium_lb.decode_revnat_key(k): cilium_lb.decode_revnat_value(v) for k, v in dump("v3", "cilium_lb4_reverse_nat")}
+    decoded = {cilium_lb_analysis.decode_revnat_key(k): cilium_lb_analysis.decode_revnat_value(v) for k, v in dump("v3", "cilium_lb4_reverse_nat")}
     assert decoded[1] == {"address": "198.18.80.21", "port": 80}
     assert decoded[30000]["port"] == 443
 
@@ -103,9 +105,9 @@ def test_revnat_decoding():
 def test_rev_nat_index_is_network_order_and_slot_host_order():
     key = ipaddress.IPv4Address("10.96.0.10").packed + struct.pack(">H", 53) + struct.pack("=H", 3) + bytes([17, 1, 0, 0])
     value = struct.pack("=IH", 77, 0) + struct.pack(">H", 0x0102) + bytes([2, 0, 0, 0])
-    assert cilium_lb.decode_service_key(key) == {"address": "10.96.0.10", "port": 53, "slot": 3, "proto": 17, "scope": 1}
-    assert cilium_lb.decode_service_value(value)["rev_nat_index"] == 0x0102
-    assert cilium_lb.decode_service_value(value)["backend_id"] == 77
+    assert cilium_lb_analysis.decode_service_key(key) == {"address": "10.96.0.10", "port": 53, "slot": 3, "proto": 17, "scope": 1}
+    assert cilium_lb_analysis.decode_service_value(value)["rev_nat_index"] == 0x0102
+    assert cilium_lb_analysis.decode_service_value(value)["backend_id"] == 77
 
 
 # ------------------------------------------------------------------ analysis
@@ -123,7 +125,7 @@ def test_orphans_found_exactly(version):
 def test_dangling_slots_and_their_finding():
     model = model_of("v3")
     assert sorted(s["v"]["backend_id"] for s in model["dangling_slots"]) == [2000001, 2000002]
-    found = {f["check"]: f for f in cilium_lb.lb_findings(model, "/sys/fs/bpf/tc/globals")}
+    found = {f["check"]: f for f in cilium_lb_analysis.lb_findings(model, "/sys/fs/bpf/tc/globals")}
     dangling = found["bpf.dangling_service_slots"]
     assert dangling["severity"] == "critical" and dangling["evidence"]["dangling"] == 2
     assert found["bpf.orphan_backends"]["evidence"]["count"] == 3
@@ -132,15 +134,15 @@ def test_dangling_slots_and_their_finding():
 
 
 def test_stale_frontends_need_live_list_and_honour_wildcards():
-    live = {cilium_lb.parse_frontend(f) for f in scenario("v3")["frontends"][:2]}
+    live = {cilium_lb_analysis.parse_frontend(f) for f in scenario("v3")["frontends"][:2]}
     model = model_of("v3", live)
-    assert [cilium_lb.frontend_text(*fe) for fe in model["stale_frontends"]] == ["198.18.80.23:80/TCP", "198.18.80.24:80/TCP"]
+    assert [cilium_lb_analysis.frontend_text(*fe) for fe in model["stale_frontends"]] == ["198.18.80.23:80/TCP", "198.18.80.24:80/TCP"]
     assert model_of("v3", {("198.18.80.23", 80, 0), ("198.18.80.24", 0, 6)})["stale_frontends"] == [
         ("198.18.80.21", 80, 6), ("198.18.80.22", 80, 6)]
 
 
 def test_summaries_stay_small():
-    out = cilium_lb.summaries(model_of("v3"))
+    out = cilium_lb_analysis.summaries(model_of("v3"))
     assert out["services"]["frontends"] == 4 and out["services"]["backend_slots"] == 8
     assert out["backends_v3"]["orphans"] == 3 and out["backends_v3"]["active"] is True
     assert out["reverse_nat"]["orphans"] == 2
@@ -150,53 +152,53 @@ def test_summaries_stay_small():
 def test_count_mismatch_detected():
     services = dump("v3", "cilium_lb4_services_v2")
     # drop slot 2 of the first frontend: its count (2) no longer matches the slots present (1)
-    target = next(k for k, _v in services if cilium_lb.decode_service_key(k)["slot"] == 2)
-    model = cilium_lb.analyze([p for p in services if p[0] != target], {"v3": dump("v3", "cilium_lb4_backends_v3")},
-                              dump("v3", "cilium_lb4_reverse_nat"))
+    target = next(k for k, _v in services if cilium_lb_analysis.decode_service_key(k)["slot"] == 2)
+    model = cilium_lb_analysis.analyze([p for p in services if p[0] != target], {"v3": dump("v3", "cilium_lb4_backends_v3")},
+                                       dump("v3", "cilium_lb4_reverse_nat"))
     assert len(model["count_mismatch"]) == 1
 
 
 def test_no_services_map_means_nothing_is_provably_orphan():
-    model = cilium_lb.analyze(None, {"v3": dump("v3", "cilium_lb4_backends_v3")}, None)
+    model = cilium_lb_analysis.analyze(None, {"v3": dump("v3", "cilium_lb4_backends_v3")}, None)
     assert model["orphan_backends"] == {}
-    assert cilium_lb.plan_cleanup(model, "orphans") == []
-    found = cilium_lb.lb_findings(model, "/x")
+    assert cilium_lb_cleanup.plan_cleanup(model, "orphans") == []
+    found = cilium_lb_analysis.lb_findings(model, "/x")
     assert [f["severity"] for f in found] == ["info"]
 
 
 # ---------------------------------------------------------------------- plan
 def test_orphan_plan_keeps_every_referenced_backend():
     model = model_of("v3")
-    plan = cilium_lb.plan_cleanup(model, "orphans")
+    plan = cilium_lb_cleanup.plan_cleanup(model, "orphans")
     roles = [p[0] for p in plan]
     assert roles == ["backends"] * 3 + ["reverse_nat"] * 2
     referenced = {s["v"]["backend_id"] for s in model["slots"]}
-    assert not {cilium_lb.decode_backend_key(p[2]) for p in plan if p[0] == "backends"} & referenced
-    assert cilium_lb.plan_cleanup(model, "none") == []
+    assert not {cilium_lb_analysis.decode_backend_key(p[2]) for p in plan if p[0] == "backends"} & referenced
+    assert cilium_lb_cleanup.plan_cleanup(model, "none") == []
 
 
 def test_stale_plan_removes_frontend_first_then_its_backends_and_revnat():
-    live = {cilium_lb.parse_frontend(f) for f in scenario("v3")["frontends"][1:]}  # service 1 and the dangling one are gone
+    live = {cilium_lb_analysis.parse_frontend(f) for f in scenario("v3")["frontends"][1:]}  # service 1 and the dangling one are gone
     model = model_of("v3", live)
-    plan = cilium_lb.plan_cleanup(model, "stale")
+    plan = cilium_lb_cleanup.plan_cleanup(model, "stale")
     services = [p for p in plan if p[0] == "services"]
-    assert [cilium_lb.decode_service_key(p[2])["slot"] for p in services][:2] == [0, 0]  # both frontends before slots
+    assert [cilium_lb_analysis.decode_service_key(p[2])["slot"] for p in services][:2] == [0, 0]  # both frontends before slots
     assert len(services) == 2 + 2 + 2  # two masters, 2 slots of service 1, 2 dangling slots
-    backends = sorted(cilium_lb.decode_backend_key(p[2]) for p in plan if p[0] == "backends")
+    backends = sorted(cilium_lb_analysis.decode_backend_key(p[2]) for p in plan if p[0] == "backends")
     assert backends == [1, 2, 1000000, 1000001, 1000002]
-    revnat = sorted(cilium_lb.decode_revnat_key(p[2]) for p in plan if p[0] == "reverse_nat")
+    revnat = sorted(cilium_lb_analysis.decode_revnat_key(p[2]) for p in plan if p[0] == "reverse_nat")
     assert revnat == [1, 4, 30000, 30001]
     assert plan.index(services[-1]) < plan.index(next(p for p in plan if p[0] == "backends"))
 
 
 def test_plan_after_cleanup_is_empty():
     model = model_of("v3")
-    plan = cilium_lb.plan_cleanup(model, "orphans")
+    plan = cilium_lb_cleanup.plan_cleanup(model, "orphans")
     gone = {p[2] for p in plan}
-    again = cilium_lb.analyze(dump("v3", "cilium_lb4_services_v2"),
-                              {"v3": [kv for kv in dump("v3", "cilium_lb4_backends_v3") if kv[0] not in gone]},
-                              [kv for kv in dump("v3", "cilium_lb4_reverse_nat") if kv[0] not in gone])
-    assert cilium_lb.plan_cleanup(again, "orphans") == []
+    again = cilium_lb_analysis.analyze(dump("v3", "cilium_lb4_services_v2"),
+                                       {"v3": [kv for kv in dump("v3", "cilium_lb4_backends_v3") if kv[0] not in gone]},
+                                       [kv for kv in dump("v3", "cilium_lb4_reverse_nat") if kv[0] not in gone])
+    assert cilium_lb_cleanup.plan_cleanup(again, "orphans") == []
 
 
 # ------------------------------------------------------------------- options
@@ -207,13 +209,13 @@ def test_plan_after_cleanup_is_empty():
     ("[fd00::1]:80/TCP", ("fd00::1", 80, 6)),
 ])
 def test_parse_frontend(text, expected):
-    assert cilium_lb.parse_frontend(text) == expected
+    assert cilium_lb_analysis.parse_frontend(text) == expected
 
 
 @pytest.mark.parametrize("text", ["10.96.0.300:53/UDP", "10.96.0.10/UDP", "10.96.0.10:70000/TCP", "10.96.0.10:53/ICMP", ""])
 def test_parse_frontend_refuses_bad_values(text):
     with pytest.raises(InputError) as err:
-        cilium_lb.parse_frontend(text)
+        cilium_lb_analysis.parse_frontend(text)
     assert repr(text) in err.value.message
 
 
@@ -306,8 +308,8 @@ def fake_reader(monkeypatch, fake):
 
 def test_check_mode_counts_and_deletes_nothing(monkeypatch):
     fake = fake_kernel(monkeypatch)
-    plan = cilium_lb.plan_cleanup(model_of("v3"), "orphans")
-    done = cilium_lb.apply_cleanup(PATHS, 100, True, plan)
+    plan = cilium_lb_cleanup.plan_cleanup(model_of("v3"), "orphans")
+    done = cilium_lb_cleanup.apply_cleanup(PATHS, 100, True, plan)
     assert done["deleted"] == {GL + "cilium_lb4_backends_v3": 3, GL + "cilium_lb4_reverse_nat": 2}
     assert fake.deleted == []
     assert done["samples"][GL + "cilium_lb4_backends_v3"][0].startswith("1000000 -> ")
@@ -315,17 +317,17 @@ def test_check_mode_counts_and_deletes_nothing(monkeypatch):
 
 def test_apply_rereads_and_skips_what_changed_went_or_became_referenced(monkeypatch):
     fake = fake_kernel(monkeypatch)
-    plan = cilium_lb.plan_cleanup(model_of("v3"), "orphans")
+    plan = cilium_lb_cleanup.plan_cleanup(model_of("v3"), "orphans")
     backends = fake.maps[GL + "cilium_lb4_backends_v3"]
     services = fake.maps[GL + "cilium_lb4_services_v2"]
     orphan_keys = [p[2] for p in plan if p[0] == "backends"]
     # after planning: the agent rewrote orphan 0, deleted orphan 1, and gave orphan 2 to a new slot
     backends[orphan_keys[0]] = backends[orphan_keys[0]][:4] + b"\x00\x51" + backends[orphan_keys[0]][6:]
     del backends[orphan_keys[1]]
-    master = next(k for k in services if cilium_lb.decode_service_key(k)["slot"] == 0)
+    master = next(k for k in services if cilium_lb_analysis.decode_service_key(k)["slot"] == 0)
     new_slot = master[:6] + struct.pack("=H", 9) + master[8:]
     services[new_slot] = orphan_keys[2] + b"\x00" * 8
-    done = cilium_lb.apply_cleanup(PATHS, 100, False, plan)
+    done = cilium_lb_cleanup.apply_cleanup(PATHS, 100, False, plan)
     assert done["skipped"] == {"changed": 1, "gone": 1, "now_referenced": 1}
     assert done["deleted"] == {GL + "cilium_lb4_reverse_nat": 2}
     assert all(path.endswith("reverse_nat") for path, _key in fake.deleted)
@@ -333,8 +335,8 @@ def test_apply_rereads_and_skips_what_changed_went_or_became_referenced(monkeypa
 
 def test_apply_honours_max_delete(monkeypatch):
     fake = fake_kernel(monkeypatch)
-    plan = cilium_lb.plan_cleanup(model_of("v3"), "orphans")
-    done = cilium_lb.apply_cleanup(PATHS, 2, False, plan)
+    plan = cilium_lb_cleanup.plan_cleanup(model_of("v3"), "orphans")
+    done = cilium_lb_cleanup.apply_cleanup(PATHS, 2, False, plan)
     assert done["capped"] is True and len(fake.deleted) == 2
     assert done["deleted"] == {GL + "cilium_lb4_backends_v3": 2}
 
@@ -342,16 +344,16 @@ def test_apply_honours_max_delete(monkeypatch):
 def test_a_frozen_map_stops_the_cleanup_before_anything_is_deleted(monkeypatch):
     fake = fake_kernel(monkeypatch)
     fake.frozen.add(GL + "cilium_lb4_reverse_nat")
-    plan = cilium_lb.plan_cleanup(model_of("v3"), "orphans")
+    plan = cilium_lb_cleanup.plan_cleanup(model_of("v3"), "orphans")
     with pytest.raises(ChangeError, match="cilium_lb4_reverse_nat is frozen"):
-        cilium_lb.apply_cleanup(PATHS, 100, False, plan)
+        cilium_lb_cleanup.apply_cleanup(PATHS, 100, False, plan)
     assert fake.deleted == []
 
 
 def test_apply_looks_each_key_up_right_before_deleting_it(monkeypatch):
     fake = fake_kernel(monkeypatch)
-    plan = cilium_lb.plan_cleanup(model_of("v3"), "orphans")
-    cilium_lb.apply_cleanup(PATHS, 100, False, plan)
+    plan = cilium_lb_cleanup.plan_cleanup(model_of("v3"), "orphans")
+    cilium_lb_cleanup.apply_cleanup(PATHS, 100, False, plan)
     assert [k for _p, k in fake.lookups] == [p[2] for p in plan]  # one lookup per planned key, in plan order
     assert fake.deleted == fake.lookups  # each key deleted right after its own lookup
 
@@ -361,7 +363,7 @@ def _map_with(frontends_text):
     """A services map holding one frontend with one slot for each ``ip:port/proto``, and their backends."""
     services, backends, revnat = [], [], []
     for n, text in enumerate(frontends_text, 1):
-        address, port, proto = cilium_lb.parse_frontend(text)
+        address, port, proto = cilium_lb_analysis.parse_frontend(text)
         key = ipaddress.IPv4Address(address).packed + struct.pack(">H", port)
         services.append((key + struct.pack("=H", 0) + bytes([proto, 0, 0, 0]),
                          struct.pack("=IH", 0, 1) + struct.pack(">H", n) + bytes(4)))
@@ -389,10 +391,10 @@ def test_surrogate_and_every_node_address_nodeport_frontends_are_live_from_the_a
             node["status"]["addresses"].append({"type": "ExternalIP", "address": "203.0.113.12"})
     live_text = kube_facts.service_frontends(of_kind(objs, "Service"), kube_facts.nodes_facts(nodes), of_kind(objs, "Pod"))
     services, backends, revnat = _map_with(NODEPORT_FORMS + ["198.18.80.99:80/TCP"])
-    model = cilium_lb.analyze(services, {"v3": backends}, revnat, {cilium_lb.parse_frontend(f) for f in live_text})
-    assert [cilium_lb.frontend_text(*fe) for fe in model["stale_frontends"]] == ["198.18.80.99:80/TCP"]
-    plan = cilium_lb.plan_cleanup(model, "stale")
-    gone = {cilium_lb.decode_service_key(p[2])["address"] for p in plan if p[0] == "services"}
+    model = cilium_lb_analysis.analyze(services, {"v3": backends}, revnat, {cilium_lb_analysis.parse_frontend(f) for f in live_text})
+    assert [cilium_lb_analysis.frontend_text(*fe) for fe in model["stale_frontends"]] == ["198.18.80.99:80/TCP"]
+    plan = cilium_lb_cleanup.plan_cleanup(model, "stale")
+    gone = {cilium_lb_analysis.decode_service_key(p[2])["address"] for p in plan if p[0] == "services"}
     assert gone == {"198.18.80.99"}
 
 
@@ -408,9 +410,9 @@ def test_surrogate_and_every_node_address_nodeport_frontends_are_live_from_the_a
     (["[::]:30070/TCP"], "198.18.0.1:30070/TCP", "node_port"),
 ])
 def test_live_matching_rule(live, frontend, why):
-    index = frontends.LiveFrontends(cilium_lb.parse_frontend(f) for f in live)
-    assert index.why(cilium_lb.parse_frontend(frontend)) == why
-    assert (cilium_lb.parse_frontend(frontend) in index) is (why is not None)
+    index = frontends.LiveFrontends(cilium_lb_analysis.parse_frontend(f) for f in live)
+    assert index.why(cilium_lb_analysis.parse_frontend(frontend)) == why
+    assert (cilium_lb_analysis.parse_frontend(frontend) in index) is (why is not None)
 
 
 # ------------------------------------------- refusing an empty or implausible live set (issue 11)
@@ -426,7 +428,7 @@ def test_empty_live_set_is_refused_naming_the_override(tmp_path):
 
 
 def test_implausible_share_is_refused_naming_the_option():
-    live = {cilium_lb.parse_frontend(f) for f in scenario("v3")["frontends"][1:]}  # 2 of 4 frontends stale
+    live = {cilium_lb_analysis.parse_frontend(f) for f in scenario("v3")["frontends"][1:]}  # 2 of 4 frontends stale
     model = model_of("v3", live)
     assert len(model["stale_frontends"]) == 2 and len(model["frontends"]) == 4
     with pytest.raises(InputError, match=r"would delete 2 of the 4 frontends in /d \(50%\), more than max_stale_share=0.25"):
@@ -449,7 +451,7 @@ def test_usage_report_refuses_before_deleting_anything(monkeypatch):
 
 
 def test_verify_deleted_names_the_live_ones(monkeypatch):
-    live = frontends.LiveFrontends(cilium_lb.parse_frontend(f) for f in ["0.0.0.0:30070/TCP", "10.96.0.1:443/TCP"])
+    live = frontends.LiveFrontends(cilium_lb_analysis.parse_frontend(f) for f in ["0.0.0.0:30070/TCP", "10.96.0.1:443/TCP"])
     hits, found = cilium_lb.deleted_live_findings(["198.18.0.11:30070/TCP", "10.96.0.9:443/TCP"], live, "/sys/fs/bpf")
     assert hits == ["198.18.0.11:30070/TCP"]
     assert [(f["check"], f["severity"]) for f in found] == [("bpf.deleted_live_frontends", "critical")]
@@ -461,10 +463,10 @@ def test_delete_refused_halfway_returns_every_key_already_deleted(monkeypatch):
     """Regression: a cleanup that failed after deleting keys returned only the pin path."""
     fake = fake_kernel(monkeypatch)
     fake.fail_after[GL + "cilium_lb4_backends_v3"] = 2  # the third delete gets EPERM
-    live = {cilium_lb.parse_frontend(f) for f in scenario("v3")["frontends"][1:]}
-    plan = cilium_lb.plan_cleanup(model_of("v3", live), "stale")
+    live = {cilium_lb_analysis.parse_frontend(f) for f in scenario("v3")["frontends"][1:]}
+    plan = cilium_lb_cleanup.plan_cleanup(model_of("v3", live), "stale")
     with pytest.raises(ChangeError) as err:
-        cilium_lb.apply_cleanup(PATHS, 100, False, plan)
+        cilium_lb_cleanup.apply_cleanup(PATHS, 100, False, plan)
     details = err.value.details
     gone = {}
     for path, key in fake.deleted:
@@ -472,7 +474,7 @@ def test_delete_refused_halfway_returns_every_key_already_deleted(monkeypatch):
     assert details["deleted"] == {GL + "cilium_lb4_services_v2": 6, GL + "cilium_lb4_backends_v3": 2}
     assert details["deleted"] == {p: len(k) for p, k in gone.items()}
     assert details["deleted_keys"][GL + "cilium_lb4_backends_v3"] == [
-        str(cilium_lb.decode_backend_key(k)) for k in gone[GL + "cilium_lb4_backends_v3"]]
+        str(cilium_lb_analysis.decode_backend_key(k)) for k in gone[GL + "cilium_lb4_backends_v3"]]
     assert sorted(details["deleted_frontends"]) == ["198.18.80.21:80/TCP", "198.18.80.24:80/TCP"]
     assert details["not_attempted"] == {GL + "cilium_lb4_backends_v3": 2, GL + "cilium_lb4_reverse_nat": 4}
     assert "Operation not permitted" in err.value.message
@@ -499,8 +501,8 @@ def test_map_gone_halfway_over_two_directories_keeps_the_progress(monkeypatch):
 
 
 def test_orphan_sweep_of_an_empty_services_map_or_above_its_share_is_refused():
-    empty = cilium_lb.analyze([], {"v3": dump("v3", BACKEND_MAP["v3"])}, dump("v3", "cilium_lb4_reverse_nat"))
-    plan = cilium_lb.plan_cleanup(empty, "orphans")
+    empty = cilium_lb_analysis.analyze([], {"v3": dump("v3", BACKEND_MAP["v3"])}, dump("v3", "cilium_lb4_reverse_nat"))
+    plan = cilium_lb_cleanup.plan_cleanup(empty, "orphans")
     total = len(empty["backend_maps"]["v3"]) + len(empty["revnat"])
     assert len(plan) == total > 0  # without the guard, every backend and reverse-NAT entry would go
     with pytest.raises(InputError, match="empty services map.*allow_empty_services=true.*max_orphan_share=1"):

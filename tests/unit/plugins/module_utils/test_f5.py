@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import f5
+from ansible_collections.k8snet.triage.plugins.module_utils import f5, f5_controller, f5_parsers
 
 from tests.kube_api import fixture_objects as objects, of_kind
 
@@ -50,11 +50,11 @@ def test_shared_partition_across_clusters():
 
 
 def test_controller_not_running():
-    found = f5.check_controllers(of_kind(A, "Pod"), f5.DEFAULT_CONTROLLERS)
+    found = f5_controller.check_controllers(of_kind(A, "Pod"), f5_controller.DEFAULT_CONTROLLERS)
     assert [(f["check"], f["subject"]) for f in found] == [("f5.controller_not_running", "kube-system/load-balancer-f5")]
     assert "CrashLoopBackOff (23 restarts)" in found[0]["evidence"]["pods"][0]
-    assert f5.check_controllers(of_kind(B, "Pod"), f5.DEFAULT_CONTROLLERS) == []
-    none = f5.check_controllers([], ["k8s-bigip-ctlr"])
+    assert f5_controller.check_controllers(of_kind(B, "Pod"), f5_controller.DEFAULT_CONTROLLERS) == []
+    none = f5_controller.check_controllers([], ["k8s-bigip-ctlr"])
     assert none[0]["evidence"]["pod_count"] == 0
 
 
@@ -63,10 +63,10 @@ def test_a_terminating_controller_pod_is_not_running():
     while a Deployment scales to zero): its controller is going away, not running."""
     [pod] = [p for p in of_kind(B, "Pod") if p["metadata"]["name"].startswith("k8s-bigip-ctlr")]
     stopping = dict(pod, metadata=dict(pod["metadata"], deletionTimestamp="2026-01-01T10:00:30Z"))
-    found = f5.check_controllers([stopping], ["k8s-bigip-ctlr"])
+    found = f5_controller.check_controllers([stopping], ["k8s-bigip-ctlr"])
     assert [f["check"] for f in found] == ["f5.controller_not_running"]
     assert found[0]["evidence"]["pods"] == ["%s: Terminating" % pod["metadata"]["name"]]
-    assert f5.check_cis([], [pod]) == [] and [f["check"] for f in f5.check_cis([], [stopping])] == [
+    assert f5_controller.check_cis([], [pod]) == [] and [f["check"] for f in f5_controller.check_cis([], [stopping])] == [
         "f5.controller_not_running"]
 
 
@@ -77,19 +77,19 @@ def test_a_terminating_controller_pod_is_not_running():
 def test_bigip_address_formats(bind, ok):
     data = {"virtualServer": {"backend": {"serviceName": "s", "servicePort": 80},
                               "frontend": {"partition": "p", "virtualAddress": {"bindAddr": bind, "port": 80}}}}
-    assert (f5.schema_errors(data) == []) is ok
+    assert (f5_parsers.schema_errors(data) == []) is ok
 
 
 def test_wrong_schema_and_bad_json_are_invalid():
     cm = {"metadata": {"name": "x", "namespace": "web"}, "data": {"schema": "f5schemadb://bigip-virtual-server_v0.1.3.json", "data": "{"}}
-    parsed = f5.parse_configmap(cm)
+    parsed = f5_parsers.parse_configmap(cm)
     assert [e[0] for e in parsed["errors"]] == ["schema", "data"]
 
 
 def test_additional_property_is_reported_with_its_path():
     data = {"virtualServer": {"backend": {"serviceName": "s", "servicePort": 80, "port": 1},
                               "frontend": {"partition": "p", "virtualAddress": {"port": 80}}}}
-    errors = f5.schema_errors(data)
+    errors = f5_parsers.schema_errors(data)
     assert errors[0][0] == "virtualServer.backend"
     assert "'port' was unexpected" in errors[0][1]
     assert json.dumps(errors)

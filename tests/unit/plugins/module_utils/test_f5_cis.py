@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import f5
+from ansible_collections.k8snet.triage.plugins.module_utils import f5, f5_controller
 
 from tests.kube_api import fixture_objects as objects, of_kind
 
@@ -27,56 +27,56 @@ def deployment(args, name="k8s-bigip-ctlr", image="registry.example.com/f5networ
 
 
 def test_mode_from_the_gdc_controller_or_its_label():
-    assert f5.detect_mode([], of_kind(GDC_A, "Pod"), [])[0] == "gdc"
-    assert f5.detect_mode([{"metadata": {"name": "load-balancer-f5", "namespace": "kube-system"}}], [], [])[0] == "gdc"
-    labelled = {"metadata": {"name": "x", "namespace": "web", "labels": {f5.GDC_LABEL: "true"}}}
-    assert f5.detect_mode([], [], [labelled])[0] == "gdc"
-    mode, why = f5.detect_mode(of_kind(CIS, "Deployment"), of_kind(CIS, "Pod"), of_kind(CIS, "ConfigMap"))
+    assert f5_controller.detect_mode([], of_kind(GDC_A, "Pod"), [])[0] == "gdc"
+    assert f5_controller.detect_mode([{"metadata": {"name": "load-balancer-f5", "namespace": "kube-system"}}], [], [])[0] == "gdc"
+    labelled = {"metadata": {"name": "x", "namespace": "web", "labels": {f5_controller.GDC_LABEL: "true"}}}
+    assert f5_controller.detect_mode([], [], [labelled])[0] == "gdc"
+    mode, why = f5_controller.detect_mode(of_kind(CIS, "Deployment"), of_kind(CIS, "Pod"), of_kind(CIS, "ConfigMap"))
     assert mode == "cis" and "no load-balancer-f5" in why
 
 
 def test_cis_found_by_image_or_label_and_its_args_read():
     dep = deployment(["--namespace", "web", "--namespace=shop", "--pool-member-type=cluster",
                       "--bigip-partition", "k8s", "--insecure"])
-    [c] = f5.cis_controllers([dep, deployment([], name="other", image="nginx:1.27")])
+    [c] = f5_controller.cis_controllers([dep, deployment([], name="other", image="nginx:1.27")])
     assert (c["ref"], c["namespaces"], c["pool_member_type"], c["partitions"]) == (
         "kube-system/k8s-bigip-ctlr", ["web", "shop"], "cluster", ["k8s"])
-    assert [c["ref"] for c in f5.cis_controllers([deployment([], image="nginx", labels={"app": "k8s-bigip-ctlr"})])]
+    assert [c["ref"] for c in f5_controller.cis_controllers([deployment([], image="nginx", labels={"app": "k8s-bigip-ctlr"})])]
     # defaults: all namespaces, nodeport (CIS's flag default)
-    [c] = f5.cis_controllers([deployment([])])
+    [c] = f5_controller.cis_controllers([deployment([])])
     assert (c["watch"], c["pool_member_type"]) == ("all namespaces", "nodeport")
-    assert f5.watches(c, "anything")
+    assert f5_controller.watches(c, "anything")
 
 
 @pytest.mark.parametrize("image", ["f5networks/k8s-bigip-ctlr", "k8s-bigip-ctlr:2.9", "host:5000/k8s-bigip-ctlr",
                                    "host:5000/f5/k8s-bigip-ctlr:2.18.1@sha256:0123"])
 def test_cis_image_names(image):
-    assert f5.image_name(image) == "k8s-bigip-ctlr"
-    assert f5.image_name(image.replace("k8s-bigip-ctlr", "k8s-bigip-ctlr-operator")) != "k8s-bigip-ctlr"
+    assert f5_controller.image_name(image) == "k8s-bigip-ctlr"
+    assert f5_controller.image_name(image.replace("k8s-bigip-ctlr", "k8s-bigip-ctlr-operator")) != "k8s-bigip-ctlr"
 
 
 def test_namespace_label_selects_the_watched_namespaces():
-    [c] = f5.cis_controllers([deployment(["--namespace-label=cis=watched"])])
+    [c] = f5_controller.cis_controllers([deployment(["--namespace-label=cis=watched"])])
     namespaces = [{"metadata": {"name": "web", "labels": {"cis": "watched"}}}, {"metadata": {"name": "shop"}}]
-    f5.resolve_namespace_labels([c], namespaces)
-    assert (f5.watches(c, "web"), f5.watches(c, "shop")) == (True, False)
+    f5_controller.resolve_namespace_labels([c], namespaces)
+    assert (f5_controller.watches(c, "web"), f5_controller.watches(c, "shop")) == (True, False)
 
 
 def test_cis_scaled_to_zero_not_ready_or_absent():
-    zero, unready = f5.cis_controllers([deployment([], replicas=0, ready=0), deployment([], name="b", ready=0)])
-    assert checks(f5.check_cis([zero, unready], [])) == [
+    zero, unready = f5_controller.cis_controllers([deployment([], replicas=0, ready=0), deployment([], name="b", ready=0)])
+    assert checks(f5_controller.check_cis([zero, unready], [])) == [
         ("f5.controller_not_running", "kube-system/b"), ("f5.controller_scaled_to_zero", "kube-system/k8s-bigip-ctlr")]
-    assert checks(f5.check_cis([], [])) == [("f5.controller_not_running", "k8s-bigip-ctlr")]
+    assert checks(f5_controller.check_cis([], [])) == [("f5.controller_not_running", "k8s-bigip-ctlr")]
     # a ready CIS pod without a Deployment (another workload kind) runs CIS; a not-ready one does not
     pod = of_kind(CIS, "Pod")[0]
-    assert f5.check_cis([], [pod]) == []
+    assert f5_controller.check_cis([], [pod]) == []
     unready = dict(pod, status=dict(pod["status"], conditions=[{"type": "Ready", "status": "False"}]))
-    assert checks(f5.check_cis([], [unready])) == [("f5.controller_not_running", "k8s-bigip-ctlr")]
-    assert f5.check_cis(f5.cis_controllers(of_kind(CIS, "Deployment")), of_kind(CIS, "Pod")) == []
+    assert checks(f5_controller.check_cis([], [unready])) == [("f5.controller_not_running", "k8s-bigip-ctlr")]
+    assert f5_controller.check_cis(f5_controller.cis_controllers(of_kind(CIS, "Deployment")), of_kind(CIS, "Pod")) == []
 
 
 def test_f5_examples_on_plain_cis_are_clean():
-    controllers = f5.cis_controllers(of_kind(CIS, "Deployment"))
+    controllers = f5_controller.cis_controllers(of_kind(CIS, "Deployment"))
     found, parsed = f5.audit(of_kind(CIS, "Service"), of_kind(CIS, "ConfigMap"), mode="cis", controllers=controllers)
     assert found == []
     assert sorted((p["ref"], p["kind"]) for p in parsed) == [
@@ -125,7 +125,7 @@ def test_as3_tenant_used_by_two_clusters():
 
 
 def test_partition_not_managed_by_cis():
-    controllers = f5.cis_controllers([deployment(["--bigip-partition=k8s"])])
+    controllers = f5_controller.cis_controllers([deployment(["--bigip-partition=k8s"])])
     found, dummy = f5.audit(of_kind(CIS, "Service"), of_kind(CIS, "ConfigMap"), mode="cis", controllers=controllers)
     assert checks(found) == [("f5.partition_not_managed", "default/example-udp-vs"), ("f5.partition_not_managed", "default/example-vs"),
                              ("f5.partition_not_managed", "default/example-vs-iapp")]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.k8snet.triage.plugins.module_utils import f5, f5_schema
+from ansible_collections.k8snet.triage.plugins.module_utils import f5, f5_parsers, f5_schema
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "f5"
 SOURCES = json.loads((FIXTURES / "SOURCES.json").read_text())
@@ -61,7 +61,7 @@ def test_f5_tests_cover_both_outcomes_for_every_tested_version():
 @pytest.mark.parametrize("version, index, case", ALL_CASES,
                          ids=["%s-%d-%s" % (v, i, c["test"]) for v, i, c in ALL_CASES])
 def test_f5_schema_test_case(version, index, case):
-    errors = f5.schema_errors(case["data"], version)
+    errors = f5_parsers.schema_errors(case["data"], version)
     assert (errors == []) is (case["expected"] == "valid"), errors
 
 
@@ -75,7 +75,7 @@ def example(name):
     ("example-vs-resource_v0.1.7.configmap.yaml.upstream", "v0.1.7"),
 ])
 def test_f5_example_configmaps_validate_against_the_version_they_name(name, version):
-    parsed = f5.parse_configmap(example(name), mode="cis")
+    parsed = f5_parsers.parse_configmap(example(name), mode="cis")
     assert (parsed["kind"], parsed["schema_version"], parsed["validated_with"], parsed["errors"]) == (
         "virtual-server", version, version, [])
     assert parsed["service"] == "example-service"
@@ -85,28 +85,28 @@ def test_iapp_example_validates_from_the_version_with_iapp_pool_member_tables():
     """F5's iApp example (2017-03) uses iappPoolMemberTable, which came with v0.1.2; v0.1.0 required
     iappTableName instead."""
     data = json.loads((FIXTURES / "examples" / "example-vs-resource-iapp.json").read_text())
-    valid = [v for v in VERSIONS if not f5.schema_errors(data, v)]
+    valid = [v for v in VERSIONS if not f5_parsers.schema_errors(data, v)]
     assert valid == VERSIONS[2:]
     assert "iappTableName" in f5_schema.SCHEMAS["v0.1.0"][1]["definitions"]["frontendIAppType"]["required"]
 
 
 def test_v0_1_0_schema_defect_is_named():
     """F5's v0.1.0 gives f5ProfileName "minLength": "1" (a string); CIS's gojsonschema refuses to load it."""
-    assert f5.schema_defects(f5_schema.SCHEMAS["v0.1.0"][1]) == [
+    assert f5_parsers.schema_defects(f5_schema.SCHEMAS["v0.1.0"][1]) == [
         ("#/definitions/sslProfileType/properties/f5ProfileName", "minLength", "1")]
-    assert [v for v in VERSIONS if f5.schema_defects(f5_schema.SCHEMAS[v][1])] == ["v0.1.0"]
+    assert [v for v in VERSIONS if f5_parsers.schema_defects(f5_schema.SCHEMAS[v][1])] == ["v0.1.0"]
 
 
 def test_v0_1_0_refuses_what_v0_1_6_added():
     """udp mode came with a later schema: the same data is valid for v0.1.6 and invalid for v0.1.0 (its enum)."""
     cm = example("example-vs-resource-udp_v0.1.6.configmap.yaml.upstream")
     data = json.loads(cm["data"]["data"])
-    assert f5.schema_errors(data, "v0.1.6") == []
-    assert f5.schema_errors(data, "v0.1.0") != []
+    assert f5_parsers.schema_errors(data, "v0.1.6") == []
+    assert f5_parsers.schema_errors(data, "v0.1.0") != []
 
 
 def test_as3_example_is_read():
-    parsed = f5.parse_configmap(example("sample-as3-cm-with-pool-member-disable.yaml.upstream"), mode="cis")
+    parsed = f5_parsers.parse_configmap(example("sample-as3-cm-with-pool-member-disable.yaml.upstream"), mode="cis")
     assert parsed["kind"] == "as3" and parsed["errors"] == []
     assert parsed["tenants"] == {"test": {"app1": {
         "virtual_addresses": ["10.8.1.183"],
@@ -121,7 +121,7 @@ def test_as3_example_is_read():
 def test_broken_as3_is_invalid(template, error):
     cm = {"metadata": {"name": "x", "namespace": "default", "labels": {"f5type": "virtual-server", "as3": "true"}},
           "data": {"template": template}}
-    parsed = f5.parse_configmap(cm, mode="cis")
+    parsed = f5_parsers.parse_configmap(cm, mode="cis")
     assert error in parsed["errors"][0][1]
 
 
@@ -134,4 +134,4 @@ def test_broken_as3_is_invalid(template, error):
     (None, None, None),
 ])
 def test_schema_version(uri, named, nearest):
-    assert f5.schema_version(uri) == (named, nearest)
+    assert f5_parsers.schema_version(uri) == (named, nearest)

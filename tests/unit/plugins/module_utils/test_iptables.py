@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils import iptables
+from ansible_collections.k8snet.triage.plugins.module_utils import iptables_checks
+from ansible_collections.k8snet.triage.plugins.module_utils import iptables_parsers
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
 
 FIX = Path(__file__).parent / "fixtures" / "iptables"
@@ -22,14 +24,14 @@ def snapshot(t, taken):
     out = []
     nft_tables = set()
     for backend, family, tool, _args in iptables.SAVE_TOOLS:
-        rs = iptables.parse_save(_text("%s_%s.txt" % (t, tool)), backend, family)
+        rs = iptables_parsers.parse_save(_text("%s_%s.txt" % (t, tool)), backend, family)
         rs.taken = taken
         if tool == "iptables-nft-save":
-            rs.warnings = iptables.parse_warnings(_text("%s_iptables-nft-save.stderr" % t))
+            rs.warnings = iptables_parsers.parse_warnings(_text("%s_iptables-nft-save.stderr" % t))
         out.append(rs)
         if backend == "nft":
             nft_tables.update(("ip" if family == 4 else "ip6", name) for _f, name in rs.tables)
-    rs = iptables.parse_nft(_text("%s_nft.json" % t), nft_tables)
+    rs = iptables_parsers.parse_nft(_text("%s_nft.json" % t), nft_tables)
     rs.taken = taken
     out.append(rs)
     return out
@@ -40,7 +42,7 @@ def entries(rs):
 
 
 def test_legacy_ipv4():
-    rs = iptables.parse_save(_text("t0_iptables-legacy-save.txt"), "legacy", 4)
+    rs = iptables_parsers.parse_save(_text("t0_iptables-legacy-save.txt"), "legacy", 4)
     assert rs.rules == 3
     assert entries(rs) == [
         ("filter", "FORWARD", "policy", "DROP", 0),
@@ -53,42 +55,42 @@ def test_legacy_ipv4():
 
 
 def test_legacy_ipv6():
-    rs = iptables.parse_save(_text("t0_ip6tables-legacy-save.txt"), "legacy", 6)
+    rs = iptables_parsers.parse_save(_text("t0_ip6tables-legacy-save.txt"), "legacy", 6)
     assert rs.family == "ipv6"
     assert entries(rs) == [("filter", "INPUT", "policy", "DROP", 0), ("filter", "INPUT", "rule", "REJECT", 0)]
 
 
 def test_nft_variant_ipv4_and_ipv6():
-    v4 = iptables.parse_save(_text("t1_iptables-nft-save.txt"), "nft", 4)
+    v4 = iptables_parsers.parse_save(_text("t1_iptables-nft-save.txt"), "nft", 4)
     assert entries(v4) == [
         ("filter", "FORWARD", "policy", "DROP", 0),
         ("filter", "cali-INPUT", "rule", "DROP", 9),
         ("filter", "cali-INPUT", "rule", "REJECT", 0),
     ]
     assert {e["owner"] for e in v4.entries.values() if e["kind"] == "rule"} == {"calico"}
-    v6 = iptables.parse_save(_text("t1_ip6tables-nft-save.txt"), "nft", 6)
+    v6 = iptables_parsers.parse_save(_text("t1_ip6tables-nft-save.txt"), "nft", 6)
     assert [e["owner"] for e in v6.entries.values() if e["kind"] == "rule"] == ["cilium"]
 
 
 def test_native_nft_skips_iptables_nft_tables():
-    rs = iptables.parse_nft(_text("t1_nft.json"), {("ip", "filter"), ("ip6", "filter")})
+    rs = iptables_parsers.parse_nft(_text("t1_nft.json"), {("ip", "filter"), ("ip6", "filter")})
     assert rs.tables == [("inet", "lab_native")]
     assert rs.rules == 3
     got = sorted((e["chain"], e["kind"], e["verdict"], e["packets"], e["counted"]) for e in rs.entries.values())
     assert got == [("forward_chain", "policy", "drop", 0, False), ("input", "rule", "drop", 27, True),
                    ("input", "rule", "reject", 0, True)]
     drop = [e for e in rs.entries.values() if e["verdict"] == "drop" and e["kind"] == "rule"][0]
-    assert iptables.rule_text(drop) == "ip saddr 198.18.32.12 udp dport 5000 counter drop"
+    assert iptables_checks.rule_text(drop) == "ip saddr 198.18.32.12 udp dport 5000 counter drop"
     assert drop["handle"] == 3
 
 
 def test_native_nft_without_skip_counts_iptables_nft_tables_too():
-    rs = iptables.parse_nft(_text("t1_nft.json"))
+    rs = iptables_parsers.parse_nft(_text("t1_nft.json"))
     assert ("ip", "filter") in rs.tables and rs.rules > 3
 
 
 def test_compare_growth_between_snapshots():
-    grown = iptables.compare(snapshot("t0", 100.0), snapshot("t1", 102.0))
+    grown = iptables_checks.compare(snapshot("t0", 100.0), snapshot("t1", 102.0))
     got = [(r["backend"], r["family"], r["chain"], r["packets"], r["pps"]) for r in grown]
     assert got == [
         ("nftables", "inet", "input", 20, 10.0),
@@ -101,8 +103,8 @@ def test_compare_growth_between_snapshots():
 
 def test_findings_thresholds_policies_and_mixed_backends():
     before, after = snapshot("t0", 0.0), snapshot("t1", 2.0)
-    grown = iptables.compare(before, after)
-    found = iptables.check(grown, after, "node1", 2.0, 20, warning_pps=3.0, critical_pps=10.0)
+    grown = iptables_checks.compare(before, after)
+    found = iptables_checks.check(grown, after, "node1", 2.0, 20, warning_pps=3.0, critical_pps=10.0)
     growing = dict((f["subject"], f["severity"]) for f in found if f["check"] == "iptables.drops_growing")
     assert growing == {"node1 nftables inet lab_native/input": "critical",
                        "node1 legacy ipv4 filter/KUBE-FIREWALL": "warning",
@@ -118,42 +120,42 @@ def test_findings_thresholds_policies_and_mixed_backends():
 
 def test_limit_caps_growing_findings():
     before, after = snapshot("t0", 0.0), snapshot("t1", 2.0)
-    found = iptables.check(iptables.compare(before, after), after, "n", 2.0, 1, 1.0, 100.0)
+    found = iptables_checks.check(iptables_checks.compare(before, after), after, "n", 2.0, 1, 1.0, 100.0)
     assert [f["subject"] for f in found if f["check"] == "iptables.drops_growing"] == ["n nftables inet lab_native/input"]
 
 
 def test_one_snapshot_gives_totals_only():
     snap = snapshot("t1", 0.0)
-    per, top = iptables.totals(snap, 2)
+    per, top = iptables_checks.totals(snap, 2)
     assert per["legacy"] == {"rules": 4, "drop_rules": 3, "drop_policies": 2, "packets": 15, "bytes": 1260}
     assert [(r["chain"], r["packets_total"]) for r in top] == [("input", 27), ("KUBE-FIREWALL", 15)]
-    found = iptables.check([], snap, "n", 0, 20, 1.0, 100.0)
+    found = iptables_checks.check([], snap, "n", 0, 20, 1.0, 100.0)
     assert not [f for f in found if f["check"] == "iptables.drops_growing"]
-    assert iptables.summary(found, snap, "n", 0)[0]["summary"].endswith("(interval 0: totals only)")
+    assert iptables_checks.summary(found, snap, "n", 0)[0]["summary"].endswith("(interval 0: totals only)")
 
 
 def test_single_backend_is_not_mixed():
     snap = [rs for rs in snapshot("t1", 0.0) if rs.backend == "legacy"]
-    assert not [f for f in iptables.check([], snap, "n", 5, 20, 1, 100) if f["check"] == "iptables.mixed_backends"]
+    assert not [f for f in iptables_checks.check([], snap, "n", 5, 20, 1, 100) if f["check"] == "iptables.mixed_backends"]
 
 
 def test_identical_rules_are_kept_apart_and_resets_count_from_zero():
     text0 = "*filter\n:INPUT ACCEPT [0:0]\n[5:500] -A INPUT -p udp -j DROP\n[7:700] -A INPUT -p udp -j DROP\nCOMMIT\n"
     text1 = "*filter\n:INPUT ACCEPT [0:0]\n[6:600] -A INPUT -p udp -j DROP\n[2:200] -A INPUT -p udp -j DROP\nCOMMIT\n"
-    a, b = iptables.parse_save(text0, "legacy", 4), iptables.parse_save(text1, "legacy", 4)
+    a, b = iptables_parsers.parse_save(text0, "legacy", 4), iptables_parsers.parse_save(text1, "legacy", 4)
     a.taken, b.taken = 0.0, 1.0
     assert len(a.entries) == 2
-    assert sorted(r["packets"] for r in iptables.compare([a], [b])) == [1, 2]
+    assert sorted(r["packets"] for r in iptables_checks.compare([a], [b])) == [1, 2]
 
 
 def test_owner_guess():
-    assert iptables.owner_of("filter", "KUBE-EXTERNAL-SERVICES") == "kube-proxy"
-    assert iptables.owner_of("kube-proxy", "filter-input") == "kube-proxy"
-    assert iptables.owner_of("filter", "cali-pi-_abc") == "calico"
-    assert iptables.owner_of("filter", "CILIUM_FORWARD") == "cilium"
-    assert iptables.owner_of("filter", "IN_public_deny") == "firewalld"
-    assert iptables.owner_of("firewalld", "filter_INPUT") == "firewalld"
-    assert iptables.owner_of("filter", "DOCKER-USER") == "other"
+    assert iptables_parsers.owner_of("filter", "KUBE-EXTERNAL-SERVICES") == "kube-proxy"
+    assert iptables_parsers.owner_of("kube-proxy", "filter-input") == "kube-proxy"
+    assert iptables_parsers.owner_of("filter", "cali-pi-_abc") == "calico"
+    assert iptables_parsers.owner_of("filter", "CILIUM_FORWARD") == "cilium"
+    assert iptables_parsers.owner_of("filter", "IN_public_deny") == "firewalld"
+    assert iptables_parsers.owner_of("firewalld", "filter_INPUT") == "firewalld"
+    assert iptables_parsers.owner_of("filter", "DOCKER-USER") == "other"
 
 
 def test_render_sets_prefixes_and_reject():
@@ -162,13 +164,13 @@ def test_render_sets_prefixes_and_reject():
             {"match": {"op": "==", "left": {"payload": {"protocol": "tcp", "field": "dport"}}, "right": {"set": [22, 80]}}},
             {"match": {"op": "!=", "left": {"meta": {"key": "iifname"}}, "right": "lo"}},
             {"counter": {"packets": 1, "bytes": 2}}, {"reject": {"type": "tcp reset"}}]
-    assert iptables.render_expr(expr) == \
+    assert iptables_parsers.render_expr(expr) == \
         "ip saddr 198.18.32.0/24 tcp dport { 22, 80 } meta iifname != lo counter reject with tcp reset"
 
 
 def test_nft_bad_json():
     with pytest.raises(ReadError):
-        iptables.parse_nft("not json")
+        iptables_parsers.parse_nft("not json")
 
 
 @pytest.mark.parametrize("args, text", [
@@ -187,12 +189,12 @@ def test_bad_input(args, text):
 
 def _full_decode(text, skip=()):
     """parse_nft with every element decoded by json.loads (the reference for the fast path)."""
-    original = iptables._nft_items
-    iptables._nft_items = lambda t: __import__("json").loads(t)["nftables"]
+    original = iptables_parsers._nft_items
+    iptables_parsers._nft_items = lambda t: __import__("json").loads(t)["nftables"]
     try:
-        return iptables.parse_nft(text, skip)
+        return iptables_parsers.parse_nft(text, skip)
     finally:
-        iptables._nft_items = original
+        iptables_parsers._nft_items = original
 
 
 def _same(fast, full):
@@ -201,13 +203,13 @@ def _same(fast, full):
         other = full.entries[key]
         for field in ("verdict", "packets", "bytes", "counted", "chain", "table", "family", "handle", "owner"):
             assert entry.get(field) == other.get(field), (key, field)
-        assert iptables.rule_text(entry) == iptables.rule_text(other)
+        assert iptables_checks.rule_text(entry) == iptables_checks.rule_text(other)
 
 
 @pytest.mark.parametrize("skip", [(), (("ip", "filter"), ("ip6", "filter"))])
 def test_nft_fast_path_equals_full_decode_on_captured_output(skip):
     text = _text("t1_nft.json")
-    _same(iptables.parse_nft(text, skip), _full_decode(text, skip))
+    _same(iptables_parsers.parse_nft(text, skip), _full_decode(text, skip))
 
 
 def test_nft_fast_path_equals_full_decode_on_awkward_rules():
@@ -231,7 +233,7 @@ def test_nft_fast_path_equals_full_decode_on_awkward_rules():
     items.append({"rule": {"family": "inet", "table": "t\"q", "chain": "input", "handle": 50,
                            "comment": "drop \"all\"", "expr": [match, {"counter": {"packets": 3, "bytes": 30}}, {"drop": None}]}})
     text = json.dumps({"nftables": items})
-    fast = iptables.parse_nft(text)
+    fast = iptables_parsers.parse_nft(text)
     _same(fast, _full_decode(text))
     assert sorted((e["handle"], e["verdict"], e["packets"], e["counted"]) for e in fast.entries.values() if e["kind"] == "rule") == [
         (2, "drop", 4, True), (3, "reject", 1, True), (4, "reject", 2, True), (5, "drop", 0, False),
@@ -258,6 +260,6 @@ def test_run_large_reads_big_output_and_names_a_failing_command():
 
 def test_no_backend_read_is_a_warning_not_ok():
     """issue 11: a node without iptables and nft got a severity-ok finding."""
-    [item] = iptables.summary([], [], "n", 5)
+    [item] = iptables_checks.summary([], [], "n", 5)
     assert item["check"] == "iptables.no_backend" and item["severity"] == "warning"
     assert "no drop counter was checked" in item["summary"]

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import iptables
+from ansible_collections.k8snet.triage.plugins.module_utils import iptables_checks
+from ansible_collections.k8snet.triage.plugins.module_utils import iptables_parsers
 
 FIX = Path(__file__).parent / "fixtures" / "kube_proxy"
 SAVE = (FIX / "iptables_cleanup_test_initial.save").read_text()
@@ -18,9 +19,9 @@ NFT = (FIX / "nftables_overall.json").read_text()
 
 
 def _grown(save_t0, save_t1, backend="legacy"):
-    before, after = iptables.parse_save(save_t0, backend, 4), iptables.parse_save(save_t1, backend, 4)
+    before, after = iptables_parsers.parse_save(save_t0, backend, 4), iptables_parsers.parse_save(save_t1, backend, 4)
     before.taken, after.taken = 0.0, 2.0
-    return iptables.compare([before], [after]), [after]
+    return iptables_checks.compare([before], [after]), [after]
 
 
 def _count(text, comment, packets):
@@ -31,10 +32,10 @@ def _count(text, comment, packets):
 
 
 def test_every_kube_proxy_drop_is_read():
-    rs = iptables.parse_save(SAVE, "legacy", 4)
+    rs = iptables_parsers.parse_save(SAVE, "legacy", 4)
     readings = {}
     for entry in rs.entries.values():
-        reading = iptables.interpret(entry)
+        reading = iptables_checks.interpret(entry)
         if entry["owner"] == "kube-proxy":
             assert reading, entry["rule"]
             readings.setdefault(reading["reason"], set()).add(str(reading["object"].get("name") or entry["chain"]))
@@ -44,7 +45,7 @@ def test_every_kube_proxy_drop_is_read():
     # "someone else's" rules are not kube-proxy's and get no kube-proxy reading
     others = [e for e in rs.entries.values() if "someone else" in e["rule"]]
     assert len(others) == 3 and {e["owner"] for e in others} == {"other"}
-    assert all(iptables.interpret(e) is None for e in others)
+    assert all(iptables_checks.interpret(e) is None for e in others)
 
 
 @pytest.mark.parametrize("comment, reason, service, step", [
@@ -58,7 +59,7 @@ def test_every_kube_proxy_drop_is_read():
 def test_growing_kube_proxy_drop_names_the_service(comment, reason, service, step):
     grown, after = _grown(SAVE, _count(SAVE, comment, 12))
     assert len(grown) == (3 if "local" in comment else 1)  # svc2's comment is on three rules
-    found = iptables.check(grown, after, "node2", 2.0, 20, 1.0, 100.0)
+    found = iptables_checks.check(grown, after, "node2", 2.0, 20, 1.0, 100.0)
     growing = [f for f in found if f["check"] == "iptables.drops_growing"]
     assert len(growing) == len(grown)
     item = growing[0]
@@ -73,16 +74,16 @@ def test_growing_kube_proxy_drop_names_the_service(comment, reason, service, ste
 
 
 def test_nftables_mode_firewall_and_reject_chain():
-    rs = iptables.parse_nft(NFT)
+    rs = iptables_parsers.parse_nft(NFT)
     assert ("ip", "kube-proxy") in rs.tables
     by_chain = dict((e["chain"], e) for e in rs.entries.values() if e["kind"] == "rule")
-    fw = iptables.interpret(by_chain["firewall-HVFWP5L3-ns5/svc5/tcp/p80"])
+    fw = iptables_checks.interpret(by_chain["firewall-HVFWP5L3-ns5/svc5/tcp/p80"])
     assert fw["reason"] == "load_balancer_source_ranges" and fw["object"]["name"] == "svc5" and fw["object"]["port"] == "p80"
-    iptables.rule_text(by_chain["reject-chain"])
-    rej = iptables.interpret(by_chain["reject-chain"], refusals=rs.refusals)
+    iptables_checks.rule_text(by_chain["reject-chain"])
+    rej = iptables_checks.interpret(by_chain["reject-chain"], refusals=rs.refusals)
     assert rej["reason"] == "no_endpoints" and (rej["object"]["namespace"], rej["object"]["name"]) == ("ns6", "svc6")
     assert rej["next_step"].startswith("kubectl get endpointslices -n ns6 -l kubernetes.io/service-name=svc6")
-    checks = sorted(iptables.interpret(e)["reason"] for e in rs.entries.values() if e["chain"] == "cluster-ips-check")
+    checks = sorted(iptables_checks.interpret(e)["reason"] for e in rs.entries.values() if e["chain"] == "cluster-ips-check")
     # "Reject traffic to invalid ports of ClusterIPs" and "Drop traffic to unallocated ClusterIPs"
     assert checks == ["clusterip_invalid_port", "clusterip_unallocated"]
     # kube-proxy writes no counter statement: its drops are read, never counted as growing
@@ -90,14 +91,14 @@ def test_nftables_mode_firewall_and_reject_chain():
 
 
 def test_nftables_no_endpoint_maps_become_findings():
-    rs = iptables.parse_nft(NFT)
+    rs = iptables_parsers.parse_nft(NFT)
     assert sorted((r["service"], r["reason"], r["kind"], r["match"]) for r in rs.refusals) == [
         ("ns2/svc2:p80", "no_local_endpoints", "address", "1.2.3.4 . tcp . 80"),
         ("ns2/svc2:p80", "no_local_endpoints", "address", "192.168.99.22 . tcp . 80"),
         ("ns2/svc2:p80", "no_local_endpoints", "nodeport", "tcp . 3001"),
         ("ns6/svc6:p80", "no_endpoints", "address", "172.30.0.46 . tcp . 80"),
     ]
-    found = [f for f in iptables.check([], [rs], "node3", 0, 20, 1.0, 100.0) if f["check"] == "iptables.service_refused"]
+    found = [f for f in iptables_checks.check([], [rs], "node3", 0, 20, 1.0, 100.0) if f["check"] == "iptables.service_refused"]
     assert [(f["subject"], f["evidence"]["reason"], f["severity"]) for f in found] == [
         ("node3 ns2/svc2:p80", "no_local_endpoints", "info"), ("node3 ns6/svc6:p80", "no_endpoints", "info")]
     assert "NodePort tcp . 3001" in found[0]["summary"]
@@ -108,8 +109,8 @@ def test_ipvs_source_ranges_chain():
     # kubernetes/kubernetes pkg/proxy/ipvs/proxier.go writes `-A KUBE-SOURCE-RANGES-FIREWALL -j DROP` ("drop packets
     # filtered by KUBE-SOURCE-RANGES-FIREWALL"; the stored copy read does not show its commit)
     text = "*filter\n:KUBE-SOURCE-RANGES-FIREWALL - [0:0]\n[7:420] -A KUBE-SOURCE-RANGES-FIREWALL -j DROP\nCOMMIT\n"
-    entry = list(iptables.parse_save(text, "nft", 4).entries.values())[0]
-    reading = iptables.interpret(entry)
+    entry = list(iptables_parsers.parse_save(text, "nft", 4).entries.values())[0]
+    reading = iptables_checks.interpret(entry)
     assert reading["reason"] == "load_balancer_source_ranges" and "ipset list KUBE-LOAD-BALANCER-FW" in reading["next_step"]
 
 
@@ -130,15 +131,15 @@ CALICO = "\n".join([
 
 
 def test_calico_endpoint_drop_names_the_interface_and_policy_chain():
-    rs = iptables.parse_save(CALICO, "nft", 4)
+    rs = iptables_parsers.parse_save(CALICO, "nft", 4)
     entry = list(rs.entries.values())[0]
-    reading = iptables.interpret(entry, rs.jumps)
+    reading = iptables_checks.interpret(entry, rs.jumps)
     assert reading["reason"] == "no_policy_allowed"
     assert reading["object"] == {"kind": "WorkloadEndpoint", "interface": "cali0ef24b1",
                                  "policy_chains": ["cali-pi-_tTE-E7yY40ogArNVgKt"]}
     assert "to the pod on cali0ef24b1" in reading["meaning"]
     assert reading["next_step"].startswith("calicoctl get workloadendpoints -A -o wide | grep cali0ef24b1")
-    per, top = iptables.totals([rs], 5)
+    per, top = iptables_checks.totals([rs], 5)
     assert top[0]["reading"]["reason"] == "no_policy_allowed"
 
 
@@ -149,10 +150,10 @@ def test_calico_endpoint_drop_names_the_interface_and_policy_chain():
     ("filter", "CILIUM_FORWARD", "cilium", "cilium", None),
 ])
 def test_node_firewalls_are_named(table, chain, owner, kind, name):
-    entry = {"chain": chain, "table": table, "owner": iptables.owner_of(table, chain), "rule": "-A %s -j DROP" % chain,
+    entry = {"chain": chain, "table": table, "owner": iptables_parsers.owner_of(table, chain), "rule": "-A %s -j DROP" % chain,
              "family": "ipv4"}
     assert entry["owner"] == owner
-    reading = iptables.interpret(entry)
+    reading = iptables_checks.interpret(entry)
     assert reading["object"]["kind"] == kind and reading["object"].get("name") == name
 
 
@@ -160,8 +161,8 @@ def test_old_kube_proxy_marked_drop():
     # kubelet_network_linux.go (kubernetes/kubernetes, before 1.25) wrote this rule; KUBE-MARK-DROP marks
     text = ('*filter\n:KUBE-FIREWALL - [0:0]\n[3:180] -A KUBE-FIREWALL -m comment --comment '
             '"kubernetes firewall for dropping marked packets" -m mark --mark 0x8000/0x8000 -j DROP\nCOMMIT\n')
-    entry = list(iptables.parse_save(text, "legacy", 4).entries.values())[0]
-    reading = iptables.interpret(entry)
+    entry = list(iptables_parsers.parse_save(text, "legacy", 4).entries.values())[0]
+    reading = iptables_checks.interpret(entry)
     assert reading["reason"] == "marked_for_drop" and "KUBE-MARK-DROP" in reading["next_step"]
 
 
@@ -171,12 +172,12 @@ _REJECT_CHAIN = {"chain": "reject-chain", "table": "kube-proxy", "owner": "kube-
 
 def test_reject_chain_refusals_named_without_a_namespace_are_read_as_they_are():
     """Before: a no-endpoint map entry naming its Service without "ns/" made the reading raise AttributeError."""
-    one = iptables.interpret(_REJECT_CHAIN, refusals=[{"service": "default-nope", "reason": "no_endpoints"}])
+    one = iptables_checks.interpret(_REJECT_CHAIN, refusals=[{"service": "default-nope", "reason": "no_endpoints"}])
     assert one["reason"] == "no_endpoints" and one["object"]["name"] == "default-nope"
     assert one["meaning"] == "kube-proxy rejects traffic to Service default-nope: it has no ready endpoints"
     assert one["next_step"].startswith("kubectl get endpointslices -A -l kubernetes.io/service-name=default-nope")
-    two = iptables.interpret(_REJECT_CHAIN, refusals=[{"service": "nope", "reason": "no_endpoints"},
-                                                      {"service": "ns6/svc6:p80", "reason": "no_endpoints"}])
+    two = iptables_checks.interpret(_REJECT_CHAIN, refusals=[{"service": "nope", "reason": "no_endpoints"},
+                                                             {"service": "ns6/svc6:p80", "reason": "no_endpoints"}])
     assert two["meaning"].endswith("without ready endpoints: nope, ns6/svc6:p80")
     assert two["next_step"] == ("kubectl get endpointslices -A -l kubernetes.io/service-name=nope; "
                                 "kubectl get endpointslices -n ns6 -l kubernetes.io/service-name=svc6")
@@ -186,8 +187,8 @@ def test_a_reject_comment_naming_the_service_without_a_namespace_names_it():
     """Before: a KUBE-SERVICES reject whose comment was "default-nope has no endpoints" got no Service reading."""
     text = ('*filter\n:KUBE-SERVICES - [0:0]\n[4:240] -A KUBE-SERVICES -d 10.96.0.9/32 -p tcp -m comment --comment '
             '"default-nope has no endpoints" -j REJECT --reject-with icmp-port-unreachable\nCOMMIT\n')
-    entry = list(iptables.parse_save(text, "legacy", 4).entries.values())[0]
-    reading = iptables.interpret(entry)
+    entry = list(iptables_parsers.parse_save(text, "legacy", 4).entries.values())[0]
+    reading = iptables_checks.interpret(entry)
     assert (reading["reason"], reading["object"]["name"], reading["object"]["namespace"]) == (
         "no_endpoints", "default-nope", None)
     assert "Service default-nope: it has no ready endpoints" in reading["meaning"]

@@ -12,14 +12,14 @@ import time
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import lb_health as lb
+from ansible_collections.k8snet.triage.plugins.module_utils import lb_health, lb_health_checks, lb_health_probes, lb_health_remediation
 
 from tests.kube_api import fixture_objects as objects, of_kind
 
 OBJS = objects("cluster.yaml", "router_vpc.yaml")
 NODES = of_kind(OBJS, "Node")
 ROUTER = of_kind(OBJS, "Service")[0]
-ENDPOINTS = lb.local_endpoints(of_kind(OBJS, "EndpointSlice"))
+ENDPOINTS = lb_health_checks.local_endpoints(of_kind(OBJS, "EndpointSlice"))
 REF = "openshift-ingress/router-default"
 
 
@@ -28,7 +28,7 @@ def health(node_has_endpoint):
     body = json.dumps({"service": {"namespace": "openshift-ingress", "name": "router-default"}, "localEndpoints": count,
                        "serviceProxyHealthy": True})
     status = 200 if count else 503
-    value, error = lb.parse_health(status, body)
+    value, error = lb_health_probes.parse_health(status, body)
     return {"url": "http://x:31920/", "status": status, "local_endpoints": value, "error": error}
 
 
@@ -40,13 +40,13 @@ def traffic(state, detail="-"):
 
 
 def test_fixture_is_the_runbook_case():
-    assert lb.is_local_lb(ROUTER) and ENDPOINTS == {"node1": 1, "node2": 1} and len(NODES) >= 3
-    assert lb.traffic_port(ROUTER) == 30180
+    assert lb_health_checks.is_local_lb(ROUTER) and ENDPOINTS == {"node1": 1, "node2": 1} and len(NODES) >= 3
+    assert lb_health_probes.traffic_port(ROUTER) == 30180
 
 
 def test_expected_finding_says_no_impact_with_the_pool_view_the_trade_off_and_the_owner():
     silent = {"node1": traffic("answered"), "node2": traffic("answered"), "node3": traffic("silent")}
-    found = lb.check_service(ROUTER, NODES, ENDPOINTS, PROBES, silent)
+    found = lb_health_checks.check_service(ROUTER, NODES, ENDPOINTS, PROBES, silent)
     assert [(f["check"], f["severity"]) for f in found] == [("lb.nodes_without_endpoints", "warning")]
     [item] = found
     assert "expected with policy Local: no impact unless the nodes with an endpoint (node1, node2) fail it too" \
@@ -66,39 +66,39 @@ def test_expected_finding_says_no_impact_with_the_pool_view_the_trade_off_and_th
 
 @pytest.mark.parametrize("state", ["silent", "dropped"])
 def test_a_node_without_endpoint_not_answering_is_expected_under_local(state):
-    found = lb.check_service(ROUTER, NODES, ENDPOINTS, PROBES, {"node3": traffic(state)})
+    found = lb_health_checks.check_service(ROUTER, NODES, ENDPOINTS, PROBES, {"node3": traffic(state)})
     assert [f["check"] for f in found] == ["lb.nodes_without_endpoints"]
 
 
 def test_a_serving_node_not_answering_is_critical_and_under_cluster_every_node_must_answer():
-    found = lb.check_traffic(ROUTER, NODES, ENDPOINTS, {"node1": traffic("silent", "no byte back"),
-                                                        "node3": traffic("silent")})
+    found = lb_health_checks.check_traffic(ROUTER, NODES, ENDPOINTS, {"node1": traffic("silent", "no byte back"),
+                                                                      "node3": traffic("silent")})
     assert [(f["check"], f["subject"], f["severity"]) for f in found] == [
         ("lb.nodeport_silent", REF + "@node1", "critical")]
     assert "1 local endpoint(s) with policy Local" in found[0]["summary"]
     cluster = copy.deepcopy(ROUTER)
     cluster["spec"]["externalTrafficPolicy"] = "Cluster"
-    found = lb.check_traffic(cluster, NODES, ENDPOINTS, {"node3": traffic("dropped")})
+    found = lb_health_checks.check_traffic(cluster, NODES, ENDPOINTS, {"node3": traffic("dropped")})
     assert [f["subject"] for f in found] == [REF + "@node3"] and "policy Cluster" in found[0]["summary"]
 
 
 def test_owner_without_the_label_is_the_owner_reference_and_none_without_either():
     svc = copy.deepcopy(ROUTER)
-    del svc["metadata"]["labels"][lb.OWNER_LABEL]
-    assert lb.owner(svc)["kind"] == "Deployment" and lb.owner(svc)["label"] is None
+    del svc["metadata"]["labels"][lb_health_checks.OWNER_LABEL]
+    assert lb_health_checks.owner(svc)["kind"] == "Deployment" and lb_health_checks.owner(svc)["label"] is None
     del svc["metadata"]["ownerReferences"]
-    assert lb.owner(svc) is None
+    assert lb_health_checks.owner(svc) is None
 
 
 def test_the_module_alone_refuses_the_expected_case_the_operator_can_force_it():
-    judged = lb.patch_reason(ROUTER, NODES, ENDPOINTS, PROBES)
+    judged = lb_health_checks.patch_reason(ROUTER, NODES, ENDPOINTS, PROBES)
     assert judged[0] is None and judged[1].startswith("expected with externalTrafficPolicy Local: 1 of 3 nodes")
-    reason, why_not = lb.forced_reason(ROUTER, judged)
+    reason, why_not = lb_health_checks.forced_reason(ROUTER, judged)
     assert why_not is None and reason.startswith("asked explicitly (force_policy_switch): expected with")
     assert "source IP is lost" in reason
     cluster = copy.deepcopy(ROUTER)
     cluster["spec"]["externalTrafficPolicy"] = "Cluster"
-    assert lb.forced_reason(cluster, lb.patch_reason(cluster, NODES, ENDPOINTS, {}))[0] is None
+    assert lb_health_checks.forced_reason(cluster, lb_health_checks.patch_reason(cluster, NODES, ENDPOINTS, {}))[0] is None
 
 
 class StoreKube(object):
@@ -122,15 +122,15 @@ class StoreKube(object):
 
 def test_forced_switch_in_check_mode_shows_reason_trade_off_and_owner_and_patches_nothing():
     kube = StoreKube(ROUTER)
-    reason = lb.forced_reason(ROUTER, lb.patch_reason(ROUTER, NODES, ENDPOINTS, PROBES))
-    out = lb.remediate(kube, [(REF,) + reason], 1, check_mode=True)
+    reason = lb_health_checks.forced_reason(ROUTER, lb_health_checks.patch_reason(ROUTER, NODES, ENDPOINTS, PROBES))
+    out = lb_health_remediation.remediate(kube, [(REF,) + reason], 1, check_mode=True)
     assert out["patched"] == [REF] and [c[0] for c in kube.calls] == ["get"]
     after = out["diffs"][0]["after"]
     assert after.startswith("externalTrafficPolicy: Cluster\n") and "# why: asked explicitly" in after
     assert "# trade-off: externalTrafficPolicy: Cluster makes every node pass" in after
     assert "# warning: the ingress operator owns openshift-ingress/router-default" in after
     assert "owner" not in out["diffs"][0] and out["owners"][REF]["name"] == "default"
-    warning = lb.owner_finding(REF, out["owners"][REF], True)
+    warning = lb_health_remediation.owner_finding(REF, out["owners"][REF], True)
     assert warning["check"] == "lb.owner_may_revert" and "would be patched directly" in warning["summary"]
 
 
@@ -188,13 +188,13 @@ def nodes():
 
 def test_traffic_probe_answered_silent_refused(nodes):
     port, _servers = nodes
-    assert lb.traffic_probe(ADDRESSES["node1"], port, 2)["state"] == "answered"
-    assert lb.traffic_probe(ADDRESSES["node1"], port, 2)["detail"] == "HTTP/1.0 200 OK"
+    assert lb_health_probes.traffic_probe(ADDRESSES["node1"], port, 2)["state"] == "answered"
+    assert lb_health_probes.traffic_probe(ADDRESSES["node1"], port, 2)["detail"] == "HTTP/1.0 200 OK"
     started = time.monotonic()
-    silent = lb.traffic_probe(ADDRESSES["node3"], port, 0.5)
+    silent = lb_health_probes.traffic_probe(ADDRESSES["node3"], port, 0.5)
     assert silent["state"] == "silent" and 0.4 < time.monotonic() - started < 2
     assert silent["detail"] == "connected (ESTABLISHED, keepalive) and no byte back within 0.5s"
-    assert lb.traffic_probe("127.0.0.14", port, 1)["state"] == "refused"
+    assert lb_health_probes.traffic_probe("127.0.0.14", port, 1)["state"] == "refused"
 
 
 def cluster_kube(port):
@@ -216,11 +216,11 @@ def test_post_check_waits_until_every_node_answers(nodes):
         for conn in servers["node3"].held:
             conn.close()
     threading.Thread(target=reprogram, daemon=True).start()
-    result = lb.verify_switch(kube, "openshift-ingress", "router-default", NODES, ADDRESSES, 0.5, 10, interval=0.3)
+    result = lb_health_remediation.verify_switch(kube, "openshift-ingress", "router-default", NODES, ADDRESSES, 0.5, 10, interval=0.3)
     assert result["passed"] is True and result["policy"] == "Cluster" and result["health_check_node_port"] is None
     assert result["attempts"] >= 2 and 1.0 < result["seconds"] < 10
     assert {n: r["state"] for n, r in result["nodes"].items()} == dict.fromkeys(ADDRESSES, "answered")
-    [item] = lb.verify_findings(result, lb.owner(ROUTER))
+    [item] = lb_health_remediation.verify_findings(result, lb_health_checks.owner(ROUTER))
     assert (item["check"], item["severity"]) == ("lb.policy_switched", "ok")
     assert "all 3 pool nodes answer on the traffic nodePort" in item["summary"]
 
@@ -228,11 +228,11 @@ def test_post_check_waits_until_every_node_answers(nodes):
 def test_post_check_gives_up_at_the_total_deadline(nodes):
     port, _servers = nodes
     started = time.monotonic()
-    result = lb.verify_switch(cluster_kube(port), "openshift-ingress", "router-default", NODES, ADDRESSES, 0.4, 1.5,
-                              interval=0.3)
+    result = lb_health_remediation.verify_switch(cluster_kube(port), "openshift-ingress", "router-default", NODES,
+                                                 ADDRESSES, 0.4, 1.5, interval=0.3)
     assert result["passed"] is False and time.monotonic() - started < 3.5
     assert result["why"] == "node3 do not answer on the traffic nodePort %d yet" % port
-    [item] = lb.verify_findings(result, put_back=lb.put_back_command("openshift-ingress", "router-default", ROUTER))
+    [item] = lb_health_remediation.verify_findings(result, put_back=lb_health_remediation.put_back_command("openshift-ingress", "router-default", ROUTER))
     assert item["severity"] == "critical" and "post-check failed within 1.5s" in item["summary"]
     # the switch stayed, and the finding says so and how to put it back, with the healthCheckNodePort it had
     assert "the change stayed (nothing was rolled back)" in item["summary"]
@@ -245,8 +245,8 @@ def test_post_check_gives_up_at_the_total_deadline(nodes):
 
 def test_post_check_reports_a_switch_that_did_not_hold():
     kube = StoreKube(ROUTER)  # still Local: something put it back
-    result = lb.verify_switch(kube, "openshift-ingress", "router-default", NODES, {"node1": None, "node2": None,
-                                                                                   "node3": None}, 0.2, 0.5, interval=0.2)
+    result = lb_health_remediation.verify_switch(kube, "openshift-ingress", "router-default", NODES,
+                                                 {"node1": None, "node2": None, "node3": None}, 0.2, 0.5, interval=0.2)
     assert result["passed"] is False and result["why"].startswith("externalTrafficPolicy is Local, not Cluster")
 
 
@@ -291,16 +291,16 @@ def test_no_node_answering_at_all_is_no_reason_to_switch_even_forced():
     kube-proxy answers 503 - blamed the Service for the probe path and switched it."""
     probes = {"node1": unanswered(), "node2": unanswered("no answer: no complete answer within the 2s deadline"),
               "node3": unanswered()}
-    reason, why_not = lb.patch_reason(ROUTER, NODES, ENDPOINTS, probes)
+    reason, why_not = lb_health_checks.patch_reason(ROUTER, NODES, ENDPOINTS, probes)
     assert reason is None and why_not.startswith("no node answered the health check at all (3 probed, node1, node2, "
                                                  "node3: no answer: Connection refused; no answer: no complete answer")
     assert "the probe path" in why_not and "probe: false with force_policy_switch: true" in why_not
-    assert lb.forced_reason(ROUTER, (reason, why_not), probes) == (None, why_not)
+    assert lb_health_checks.forced_reason(ROUTER, (reason, why_not), probes) == (None, why_not)
     # one node answering (a 503 from the node without an endpoint) is enough: the probes reach the nodes
     some = dict(probes, node3=health(False))
-    assert lb.patch_reason(ROUTER, NODES, ENDPOINTS, some)[0].startswith("2 node(s) with a ready endpoint fail")
+    assert lb_health_checks.patch_reason(ROUTER, NODES, ENDPOINTS, some)[0].startswith("2 node(s) with a ready endpoint fail")
     # without probes there is no probe evidence to contradict the operator's explicit request
-    assert lb.forced_reason(ROUTER, lb.patch_reason(ROUTER, NODES, ENDPOINTS, {}), {})[0].startswith("asked explicitly")
+    assert lb_health_checks.forced_reason(ROUTER, lb_health_checks.patch_reason(ROUTER, NODES, ENDPOINTS, {}), {})[0].startswith("asked explicitly")
 
 
 @pytest.mark.parametrize("force", [False, True])
@@ -309,7 +309,7 @@ def test_a_run_whose_probes_reach_no_node_patches_nothing(force):
     changed false, the Service still Local, and the reason names the probe path."""
     kube = ClusterKube(ROUTER, _nodes_at({"node1": "127.0.0.11", "node2": "127.0.0.12", "node3": "127.0.0.13"}))
     kube.service["spec"]["healthCheckNodePort"] = free_port()
-    result = lb.api_run(_params(force_policy_switch=force), lambda p: kube)
+    result = lb_health.api_run(_params(force_policy_switch=force), lambda p: kube)
     assert result["changed"] is False and result["patched"] == [] and result["verification"] == []
     assert [c[0] for c in kube.calls if c[0] == "patch"] == []
     assert kube.service["spec"]["externalTrafficPolicy"] == "Local"
@@ -327,7 +327,7 @@ def test_a_failed_post_check_says_the_switch_stayed_and_how_to_put_it_back():
     try:
         kube = ClusterKube(ROUTER, _nodes_at(ADDRESSES))
         kube.service["spec"]["ports"][0]["nodePort"] = free_port()  # nothing listens: every node refuses
-        result = lb.api_run(_params(verify_timeout=0.5), lambda p: kube)
+        result = lb_health.api_run(_params(verify_timeout=0.5), lambda p: kube)
     finally:
         for server in servers:
             server.close()

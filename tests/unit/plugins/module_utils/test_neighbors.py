@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import interfaces, neighbors, netlink
+from ansible_collections.k8snet.triage.plugins.module_utils import interfaces, neighbors, neighbors_options, netlink
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError, ReadError
 
 CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "neigh_capture.json").read_text())
@@ -33,9 +33,14 @@ def test_malformed_mac_names_the_value(value):
 
 
 def test_bad_address_names_the_value_and_option():
+    # the option rules check and normalise the addresses (validate trusts them)
     with pytest.raises(InputError) as err:
-        neighbors.validate(["198.18.0.300"], {}, None, LINKS)
-    assert "'198.18.0.300' in addresses" in err.value.message
+        neighbors_options.RULES["addresses"]("addresses", ["198.18.0.300"])
+    assert err.value.message.startswith("addresses[0]='198.18.0.300' is invalid"), err.value.message
+    with pytest.raises(InputError) as err:
+        neighbors_options.RULES["expected"]("expected", {"198.18.0.300": "02:de:ad:00:be:e3"})
+    assert err.value.message.startswith("expected key='198.18.0.300' is invalid"), err.value.message
+    assert neighbors_options.RULES["addresses"]("addresses", [" 2001:DB8::1 "]) == ["2001:db8::1"]
 
 
 def test_unknown_interface_lists_the_real_ones():

@@ -272,7 +272,10 @@ def test_the_pass_imports_no_check_code_before_its_sampled_checks_start():
     loaded = set(json.loads(out))
     assert "node_triage" in loaded and "iptables_options" in loaded
     code_modules = {"iptables", "conntrack", "cilium_agent", "reachability", "dns", "neighbors", "cni_files", "bird",
-                    "cilium_lb", "routes", "logs", "pmtu", "netlink", "pod_netns", "arp_probe", "commands"}
+                    "cilium_lb", "routes", "logs", "pmtu", "netlink", "pod_netns", "arp_probe", "commands",
+                    # the parts of the split domains
+                    "iptables_parsers", "iptables_checks", "cilium_agent_reader", "cilium_agent_checks", "bird_parsers",
+                    "bird_checks", "cilium_lb_analysis", "cilium_lb_cleanup", "routes_index", "routes_checks"}
     assert not loaded & code_modules, loaded & code_modules
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import netlink, routes
+from ansible_collections.k8snet.triage.plugins.module_utils import netlink, routes_checks, routes_index
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
 
 FIX = Path(__file__).parent / "fixtures" / "routes"
 
@@ -47,12 +48,12 @@ def run(node, v6=False, peers=None, mode="direct", tunnel=None):
     table, neigh, links, addresses = load(node, v6)
     peers = peers or PEERS
     peers = peers if v6 else v4_only(peers)
-    local, remote = routes.normalize_peers(peers, None, addresses + (["fd00:198:18::11"] if node == "node1" else []))
-    index = routes.RouteIndex(table)
-    found, results = routes.check_peer_routes(index, remote, local["node"], mode, tunnel, neigh)
-    found += routes.check_overlaps(local, remote, local["node"])
-    found += routes.check_local_cidrs(index, local, local["node"])
-    pods, _checked = routes.check_pod_routes(table, links, local["node"], local)
+    local, remote = routes_index.normalize_peers(peers, None, addresses + (["fd00:198:18::11"] if node == "node1" else []))
+    index = routes_index.RouteIndex(table)
+    found, results = routes_checks.check_peer_routes(index, remote, local["node"], mode, tunnel, neigh)
+    found += routes_checks.check_overlaps(local, remote, local["node"])
+    found += routes_checks.check_local_cidrs(index, local, local["node"])
+    pods, _checked = routes_checks.check_pod_routes(table, links, local["node"], local)
     return found + pods, results
 
 
@@ -65,13 +66,13 @@ def by_check(found):
 
 def test_local_node_is_recognised_by_address():
     _table, _neigh, _links, addresses = load("node2")
-    local, remote = routes.normalize_peers(PEERS, None, addresses)
+    local, remote = routes_index.normalize_peers(PEERS, None, addresses)
     assert local["node"] == "node2"
     assert [p["node"] for p in remote] == ["node1", "node3"]
 
 
 def test_local_node_is_recognised_by_name():
-    local, remote = routes.normalize_peers(PEERS, "node3", [])
+    local, remote = routes_index.normalize_peers(PEERS, "node3", [])
     assert local["node"] == "node3" and len(remote) == 2
 
 
@@ -133,8 +134,8 @@ def test_covering_default_route_is_still_missing():
         {"dst": "default", "gateway": "198.18.32.1", "dev": "eth0", "flags": []},
         {"dst": "198.18.32.0/24", "dev": "eth0", "protocol": "kernel", "scope": "link", "flags": []},
     ]), 4)
-    local, remote = routes.normalize_peers(PEERS[:2], "node1", [])
-    found, _results = routes.check_peer_routes(routes.RouteIndex(table), [p for p in remote if p["node"] == "node2"], "node1")
+    local, remote = routes_index.normalize_peers(PEERS[:2], "node1", [])
+    found, _results = routes_checks.check_peer_routes(routes_index.RouteIndex(table), [p for p in remote if p["node"] == "node2"], "node1")
     missing = [f for f in found if f["check"] == "route.missing" and "198.19.33" in f["subject"]]
     assert missing and missing[0]["evidence"]["found"] == "0.0.0.0/0 via 198.18.32.1 dev eth0"
 
@@ -144,24 +145,24 @@ def test_blackhole_over_the_whole_cidr_via_a_shorter_prefix():
         {"dst": "198.18.32.0/24", "dev": "eth0", "protocol": "kernel", "scope": "link", "flags": []},
         {"type": "unreachable", "dst": "198.19.32.0/19", "flags": []},
     ]), 4)
-    _local, remote = routes.normalize_peers(v4_only(PEERS), "node1", [])
-    found, _results = routes.check_peer_routes(routes.RouteIndex(table), remote, "node1")
+    _local, remote = routes_index.normalize_peers(v4_only(PEERS), "node1", [])
+    found, _results = routes_checks.check_peer_routes(routes_index.RouteIndex(table), remote, "node1")
     assert {f["check"] for f in found} == {"route.unreachable"}
     assert all(f["evidence"]["covers"] == "all" for f in found if "198.19" in f["subject"])
 
 
 def test_overlay_mode_wants_the_tunnel_device():
     table = netlink.parse_routes(_text("node2_route4.json"), 4)
-    _local, remote = routes.normalize_peers(v4_only(PEERS), "node2", [])
-    found, _results = routes.check_peer_routes(routes.RouteIndex(table), remote, "node2", "overlay", "vxlan.calico")
+    _local, remote = routes_index.normalize_peers(v4_only(PEERS), "node2", [])
+    found, _results = routes_checks.check_peer_routes(routes_index.RouteIndex(table), remote, "node2", "overlay", "vxlan.calico")
     wrong = [f for f in found if f["check"] == "route.wrong_device"]
     assert wrong and wrong[0]["evidence"]["expected"] == "198.19.32.0/24 dev vxlan.calico"
 
 
 def test_peers_cidrs_overlap():
     peers = [dict(PEERS[0]), dict(PEERS[1], pod_cidrs=["198.19.32.128/25"]), PEERS[2]]
-    local, remote = routes.normalize_peers(peers, "node3", [])
-    found = routes.check_overlaps(local, remote, "node3")
+    local, remote = routes_index.normalize_peers(peers, "node3", [])
+    found = routes_checks.check_overlaps(local, remote, "node3")
     assert len(found) == 1
     assert found[0]["evidence"] == {"cidr": "198.19.32.128/25", "node": "node2",
                                     "overlaps": "198.19.32.0/24", "other_node": "node1"}
@@ -174,20 +175,20 @@ def test_peers_cidrs_overlap():
 ])
 def test_bad_peers_name_the_value(peer, text):
     with pytest.raises(InputError) as exc:
-        routes.normalize_peers([peer], None, [])
+        routes_index.normalize_peers([peer], None, [])
     assert text in str(exc.value) and "peer x" in str(exc.value)
 
 
 def test_unknown_tunnel_device_names_it():
     links = netlink.parse_links(_text("node1_link.json"))
     with pytest.raises(InputError) as exc:
-        routes.validate_tunnel("vxlan.calico", links)
+        routes_checks.validate_tunnel("vxlan.calico", links)
     assert "'vxlan.calico' is not a device on this host" in str(exc.value) and "eth0" in str(exc.value)
 
 
 def test_bad_destination():
     with pytest.raises(InputError) as exc:
-        routes.validate_destinations(["198.19.33.2", "pod-b"])
+        routes_checks.validate_destinations(["198.19.33.2", "pod-b"])
     assert "'pod-b'" in str(exc.value)
 
 
@@ -195,7 +196,7 @@ def test_index_on_many_routes_is_exact():
     rows = [{"dst": "198.%d.%d.%d" % (18 + (i >> 16), (i >> 8) & 255, i & 255), "gateway": "198.18.40.2",
              "dev": "eth1", "protocol": "static", "flags": []} for i in range(20000)]
     rows.append({"type": "blackhole", "dst": "198.18.7.0/28", "flags": []})
-    index = routes.RouteIndex(netlink.parse_routes(json.dumps(rows), 4))
+    index = routes_index.RouteIndex(netlink.parse_routes(json.dumps(rows), 4))
     import ipaddress
     inside = index.inside(ipaddress.ip_network("198.18.7.0/24"))
     assert len(inside) == 257  # 256 host routes + the blackhole
@@ -205,9 +206,9 @@ def test_index_on_many_routes_is_exact():
 
 def test_nothing_checked_is_not_ok():
     """No peer pod CIDR and no local pod route: an info finding saying so, never route.mesh ok."""
-    [item] = routes.summary([], [], "node1", 0)
+    [item] = routes_checks.summary([], [], "node1", 0)
     assert item["check"] == "route.nothing_checked" and item["severity"] == "info"
-    assert routes.summary([], [{"cidr": "198.19.1.0/24"}], "node1", 0)[0]["severity"] == "ok"
+    assert routes_checks.summary([], [{"cidr": "198.19.1.0/24"}], "node1", 0)[0]["severity"] == "ok"
 
 
 class _Clock(object):
@@ -239,7 +240,7 @@ def _confirm(states_after, sent=None):
         sends.append(address)
         return sent
 
-    out = routes.confirm_next_hops(found, results, read, send, clock=clock, sleep=clock.sleep)
+    out = routes_checks.confirm_next_hops(found, results, read, send, clock=clock, sleep=clock.sleep)
     return by_check(out), results, reads, sends, clock
 
 
@@ -254,7 +255,7 @@ def test_a_next_hop_that_resolves_when_asked_again_is_not_critical():
     assert recovered["evidence"]["confirm"]["seconds"] == pytest.approx(0.2)
     assert "read FAILED, then resolved in 0.2 s" in recovered["summary"]
     assert [r["status"] for r in results if r["node"] == "node3"] == [["ok"]]
-    assert clock.now < routes.CONFIRM_SECONDS  # it stopped as soon as the entry resolved
+    assert clock.now < routes_checks.CONFIRM_SECONDS  # it stopped as soon as the entry resolved
 
 
 def test_a_next_hop_that_stays_unresolved_is_critical_with_what_the_confirmation_saw():
@@ -264,7 +265,7 @@ def test_a_next_hop_that_stays_unresolved_is_critical_with_what_the_confirmation
     assert hop["evidence"]["confirm"] == {"sent": "a UDP datagram to port 9", "seconds": pytest.approx(1.5),
                                           "state": ["FAILED"], "mac": "02:00:00:00:00:13"}
     assert hop["summary"].endswith("and FAILED 1.5 s after a packet asked for it again")
-    assert clock.now == pytest.approx(routes.CONFIRM_SECONDS)  # bounded by the confirmation's time
+    assert clock.now == pytest.approx(routes_checks.CONFIRM_SECONDS)  # bounded by the confirmation's time
     assert ["next_hop_unresolved"] in [r["status"] for r in results if r["node"] == "node3"]
 
 
@@ -276,11 +277,11 @@ def test_a_next_hop_whose_packet_could_not_be_sent_says_so():
 
 def test_findings_without_an_unresolved_next_hop_are_not_confirmed():
     found, results = run("node2")
-    out = routes.confirm_next_hops(found, results, read=pytest.fail, send=pytest.fail)
+    out = routes_checks.confirm_next_hops(found, results, read=pytest.fail, send=pytest.fail)
     assert out == found
 
 
 def test_an_only_recovered_next_hop_leaves_the_mesh_ok():
-    recovered = routes.finding("route.next_hop_recovered", "info", "L2", "node3 198.18.32.13", "resolved")
-    [ok] = routes.summary([recovered], [{"node": "node3"}], "node1")
+    recovered = finding("route.next_hop_recovered", "info", "L2", "node3 198.18.32.13", "resolved")
+    [ok] = routes_checks.summary([recovered], [{"node": "node3"}], "node1")
     assert ok["check"] == "route.mesh" and ok["severity"] == "ok"

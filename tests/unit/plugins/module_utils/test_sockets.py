@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_agent as ca, sockets
+from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_agent_reader, sockets
 from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
 from tests.cilium_agent.hostile import Hostile
 from tests.conftest import BUILD
@@ -37,8 +37,8 @@ def hostile(tmp_path):
 def test_cilium_socket_that_trickles_is_cut_at_one_total_deadline(hostile, mode):
     path = hostile(mode)
     started = time.monotonic()
-    with pytest.raises(ca.Unreachable) as info:
-        ca.get_json(path, ca.HEALTHZ_PATH, timeout=TIMEOUT)
+    with pytest.raises(cilium_agent_reader.Unreachable) as info:
+        cilium_agent_reader.get_json(path, cilium_agent_reader.HEALTHZ_PATH, timeout=TIMEOUT)
     elapsed = time.monotonic() - started
     assert elapsed <= TIMEOUT * SLACK, "%s held the reader %.2fs for a %gs deadline" % (mode, elapsed, TIMEOUT)
     message = str(info.value)
@@ -49,8 +49,8 @@ def test_cilium_socket_that_trickles_is_cut_at_one_total_deadline(hostile, mode)
 def test_headers_larger_than_the_cap_are_refused(hostile):
     path = hostile("flood_headers")
     started = time.monotonic()
-    with pytest.raises(ca.Unreachable) as info:
-        ca.get_json(path, ca.HEALTHZ_PATH, timeout=5)
+    with pytest.raises(cilium_agent_reader.Unreachable) as info:
+        cilium_agent_reader.get_json(path, cilium_agent_reader.HEALTHZ_PATH, timeout=5)
     assert time.monotonic() - started < 5
     # either cap may strike first: the header bytes (64 KiB) or http.client's 100 header lines
     assert path in str(info.value) and ("larger than 65536 bytes" in str(info.value) or "100 headers" in str(info.value))
@@ -117,12 +117,12 @@ class TcpTrickle(object):
 
 
 def test_tcp_reads_of_the_dns_and_lb_health_checks_keep_one_deadline():
-    from ansible_collections.k8snet.triage.plugins.module_utils import dns_wire, lb_health
+    from ansible_collections.k8snet.triage.plugins.module_utils import dns_wire, lb_health_probes
 
     peer = TcpTrickle(b"HTTP/1.1 200 OK\r\n" + b"X-Slow: 1\r\n" * 500)
     try:
         started = time.monotonic()
-        out = lb_health.probe("127.0.0.1", peer.port, TIMEOUT)
+        out = lb_health_probes.probe("127.0.0.1", peer.port, TIMEOUT)
         assert time.monotonic() - started <= TIMEOUT * SLACK
         assert out["status"] is None and "within the 1s deadline" in out["error"]
     finally:

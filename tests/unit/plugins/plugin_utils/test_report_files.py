@@ -11,6 +11,7 @@ import pytest
 from ansible.errors import AnsibleError
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils import report
+from ansible_collections.k8snet.triage.plugins.plugin_utils import report_files
 
 
 def test_a_symlink_in_place_of_the_report_is_replaced_not_followed(tmp_path):
@@ -18,7 +19,7 @@ def test_a_symlink_in_place_of_the_report_is_replaced_not_followed(tmp_path):
     victim.write_text("keep me")
     path = tmp_path / "triage-report.json"
     path.symlink_to(victim)
-    assert report.write_file(str(path), "{}\n") is True
+    assert report_files.write_file(str(path), "{}\n") is True
     assert victim.read_text() == "keep me"
     assert not path.is_symlink() and path.read_text() == "{}\n"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
@@ -26,9 +27,9 @@ def test_a_symlink_in_place_of_the_report_is_replaced_not_followed(tmp_path):
 
 def test_same_content_is_not_a_change_and_leaves_no_temporary_file(tmp_path):
     path = tmp_path / "triage-report.html"
-    assert report.write_file(str(path), "<p>x</p>") is True
+    assert report_files.write_file(str(path), "<p>x</p>") is True
     inode = os.stat(path).st_ino
-    assert report.write_file(str(path), "<p>x</p>") is False
+    assert report_files.write_file(str(path), "<p>x</p>") is False
     assert os.stat(path).st_ino == inode
     assert sorted(os.listdir(tmp_path)) == ["triage-report.html"]
 
@@ -43,7 +44,7 @@ def test_what_cannot_be_written_is_said(tmp_path, kind):
         path = tmp_path / "nowhere" / "triage-report.json"
         message = "does not exist"
     with pytest.raises(AnsibleError, match=message):
-        report.write_file(str(path), "{}")
+        report_files.write_file(str(path), "{}")
     assert sorted(os.listdir(tmp_path)) == (["triage-report.json"] if kind == "directory" else [])
 
 
@@ -67,7 +68,7 @@ def test_artifacts_carry_the_listed_problems_only_up_to_the_limit():
 
 def test_the_json_text_refuses_nan():
     with pytest.raises(AnsibleError, match="cannot be written as JSON"):
-        report.report_json({"x": float("nan")})
+        report_files.report_json({"x": float("nan")})
 
 
 # ------------------------------------------------------------------ the pair, the directory
@@ -81,18 +82,18 @@ def old_pair(directory):
 
 def test_a_missing_directory_is_created_0700_and_holds_the_pair(tmp_path):
     target = tmp_path / "new" / "reports"
-    directory = report.output_directory(str(target))
+    directory = report_files.output_directory(str(target))
     assert directory == str(target)
     assert stat.S_IMODE(os.stat(target).st_mode) == 0o700 and stat.S_IMODE(os.stat(target.parent).st_mode) == 0o700
-    assert report.write_pair(directory, dict((name, "new " + name) for name in PAIR)) is True
+    assert report_files.write_pair(directory, dict((name, "new " + name) for name in PAIR)) is True
     assert sorted(os.listdir(target)) == sorted(PAIR)
     assert (target / "triage-report.json").read_text() == "new triage-report.json"
-    assert report.write_pair(directory, dict((name, "new " + name) for name in PAIR)) is False
+    assert report_files.write_pair(directory, dict((name, "new " + name) for name in PAIR)) is False
 
 
 def test_an_existing_directory_keeps_its_mode(tmp_path):
     os.chmod(tmp_path, 0o755)
-    assert report.output_directory(str(tmp_path)) == str(tmp_path)
+    assert report_files.output_directory(str(tmp_path)) == str(tmp_path)
     assert stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o755
 
 
@@ -121,7 +122,7 @@ def test_a_directory_another_user_controls_is_refused(tmp_path, attack):
         os.chmod(planted, 0o777)
         message = "anyone may write in .* and it has no sticky bit"
     with pytest.raises(AnsibleError, match=message):
-        report.output_directory(str(planted))
+        report_files.output_directory(str(planted))
     assert os.listdir(theirs) == [] and (not planted.is_dir() or planted.is_symlink() or os.listdir(planted) == [])
 
 
@@ -129,7 +130,7 @@ def test_my_own_symlink_to_my_directory_is_followed(tmp_path):
     mine = tmp_path / "mine"
     mine.mkdir()
     (tmp_path / "link").symlink_to(mine)
-    assert report.output_directory(str(tmp_path / "link")) == str(mine)
+    assert report_files.output_directory(str(tmp_path / "link")) == str(mine)
 
 
 def in_namespace(tmp_path, mount, code):
@@ -138,14 +139,14 @@ def in_namespace(tmp_path, mount, code):
     import subprocess
     import sys
     script = ("import os, sys; sys.path.insert(0, %r)\n"
-              "from ansible_collections.k8snet.triage.plugins.plugin_utils import report\n"
-              "d = sys.argv[1]\n%s" % (str(Path(report.__file__).resolve().parents[2] / "build"), code))
+              "from ansible_collections.k8snet.triage.plugins.plugin_utils import report_files\n"
+              "d = sys.argv[1]\n%s" % (str(Path(report_files.__file__).resolve().parents[2] / "build"), code))
     return subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
                            'D="$1"; shift; %s && exec "$@"' % mount, "sh", str(tmp_path), sys.executable, "-c", script,
                            str(tmp_path)], capture_output=True, text=True, timeout=60, check=False)
 
 
-WRITE_BIG = ("try:\n    report.write_pair(d, {'triage-report.json': 'j' * 200000, 'triage-report.html': 'h' * 200000})\n"
+WRITE_BIG = ("try:\n    report_files.write_pair(d, {'triage-report.json': 'j' * 200000, 'triage-report.html': 'h' * 200000})\n"
              "except Exception as exc:\n    print('REFUSED', exc)\n"
              "print(sorted(os.listdir(d)), [open(os.path.join(d, n)).read() for n in ('triage-report.json', "
              "'triage-report.html')])\n")
@@ -185,9 +186,9 @@ def test_a_failed_second_rename_puts_the_first_file_back(tmp_path, monkeypatch):
             raise OSError(5, "Input/output error", str(dst))
         return real(src, dst)
 
-    monkeypatch.setattr(report.os, "replace", replace)
+    monkeypatch.setattr(report_files.os, "replace", replace)
     with pytest.raises(AnsibleError, match="Input/output error"):
-        report.write_pair(str(tmp_path), dict((name, "new " + name) for name in PAIR))
+        report_files.write_pair(str(tmp_path), dict((name, "new " + name) for name in PAIR))
     assert sorted(os.listdir(tmp_path)) == sorted(PAIR)
     assert [(tmp_path / n).read_text() for n in PAIR] == ["old " + n for n in PAIR]
 
@@ -202,14 +203,14 @@ def test_a_directory_planted_while_it_is_created_is_refused(tmp_path, monkeypatc
         os.chown(path, NOBODY, NOBODY)
         real(path, mode)  # raises FileExistsError, as the real race would
 
-    monkeypatch.setattr(report.os, "mkdir", planted)
+    monkeypatch.setattr(report_files.os, "mkdir", planted)
     with pytest.raises(AnsibleError, match="appeared while it was being created, owned by uid 65534"):
-        report.output_directory(str(target))
+        report_files.output_directory(str(target))
 
 
 @pytest.mark.parametrize("given", ["", "  ", None])
 def test_an_empty_report_dir_is_refused_naming_the_variable_not_taken_as_the_working_directory(tmp_path, monkeypatch, given):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(AnsibleError, match=r"report_output_dir is empty.*give the directory.*-e report_output_dir="):
-        report.output_directory(given)
+        report_files.output_directory(given)
     assert list(tmp_path.iterdir()) == []  # no directory "  " made in the working directory
