@@ -255,6 +255,7 @@ def test_patch_carries_the_resource_version_and_a_conflict_is_reported_not_retri
     Ansible, once no one else writes."""
     # pylint: disable=import-outside-toplevel
     from ansible_collections.k8snet.triage.plugins.module_utils import kube_client, lb_health, lb_health_options
+    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError
     from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import AUTH_ARG_SPEC
 
     class RacedKube(kube_client.Kube):
@@ -270,7 +271,7 @@ def test_patch_carries_the_resource_version_and_a_conflict_is_reported_not_retri
     params = {k: v.get("default") for k, v in dict(AUTH_ARG_SPEC, **lb_health_options.CHECK_SPEC).items()}
     params.update(args)
     before = len(local4.requests)
-    with pytest.raises(lb_health.ChangeError) as raised:
+    with pytest.raises(ChangeError) as raised:
         lb_health.api_run(params, RacedKube)
     result = raised.value.details
     assert result["patched"] == [] and result["failures"][0]["status"] == 409, result
