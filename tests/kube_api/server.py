@@ -8,15 +8,13 @@ Bearer tokens: a missing or unknown token is 401, a token whose policy denies a 
 a resource (``"list pods"``, ``"* pods"``; ``"* *"``: everything) or on one object (``"patch services b/web"``) is 403
 with the API server's wording.  A merge patch that carries ``metadata.resourceVersion`` is
 refused with 409 Conflict when the object has changed since (optimistic concurrency, as the API
-server does); ``StandIn.concurrent_writes`` names objects that "another client" rewrites right
-after each GET of them, so a read-then-patch sees that conflict.  Path segments are
+server does; the tests of a writer in between run on the lab's real API server).  Path segments are
 percent-decoded after the path is split on "/" (so an escaped "/" stays inside its segment);
 ``requests`` keeps the raw path as sent.  Everything it answers is a real Kubernetes JSON shape
 (lists, Status objects).
 
 MetalLB's ``ServiceL2Status`` (``metallb.io/v1beta1``, a custom resource) is validated against the upstream
-CRD's openAPIV3Schema (``crds/``); ``StandIn.crds_absent`` takes its group/version out, as a cluster without
-that CRD answers (not discovered, 404).
+CRD's openAPIV3Schema (``crds/``).
 
 Events (core v1, validated with the client's ``CoreV1Event`` model) are listed like the other kinds, with
 the API server's event field selectors (``involvedObject.kind``, ``involvedObject.name`` ...).  Container
@@ -199,8 +197,8 @@ class Handler(BaseHTTPRequestHandler):
         return None
 
     def _served(self):
-        """The API groups served: a custom resource group whose CRD is "not installed" is absent (404)."""
-        return [gv for gv in GROUP_VERSIONS if gv not in self.server.crds_absent]
+        """The API groups served."""
+        return list(GROUP_VERSIONS)
 
     def _route(self, method):
         url = urlsplit(self.path)
@@ -272,9 +270,6 @@ class Handler(BaseHTTPRequestHandler):
             return status(404, "NotFound", '%s "%s" not found' % (plural, name),
                           {"name": name, "kind": plural})
         if verb == "get":
-            key = (plural, namespace if namespaced else None, name)
-            if key in self.server.concurrent_writes:
-                store.put(obj)  # another client writes it right after our read: a new resourceVersion
             return 200, obj
         if verb == "delete":
             return self._delete(plural, namespace, name, obj)
@@ -506,10 +501,6 @@ class StandIn(object):
         self.httpd = None
         self.thread = None
         self.certs = None
-        # (plural, namespace, name) rewritten by "another client" right after each GET of it
-        self.concurrent_writes = set()
-        # group/versions of custom resources whose CRD is not installed: not discovered, 404 on every path
-        self.crds_absent = set()
         # (namespace, pod, container) -> function(command) -> ExecRun: what an exec there prints
         self.execs = {}
 
@@ -529,8 +520,6 @@ class StandIn(object):
         context.load_cert_chain(str(self.certs["cert"]), str(self.certs["key"]))
         httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
         httpd.store, httpd.tokens, httpd.requests = self.store, self.tokens, []
-        httpd.concurrent_writes = self.concurrent_writes
-        httpd.crds_absent = self.crds_absent
         httpd.logs = self.logs
         httpd.execs, httpd.execs_served, httpd.stopping = self.execs, [], threading.Event()
         httpd.execs_flooded = []
