@@ -16,7 +16,6 @@ import itertools
 import pytest
 
 from tests.kube_api import FIXTURES, load_yaml
-from tests.lab.cluster import ApiError
 from tests.lab.cluster_objects import RealApi
 
 AGENT = "anetd-5kx8w"
@@ -70,14 +69,7 @@ def kubelet_confirms_deletion(kube_cluster, namespace, name):
     uid = kube_cluster.request("GET", pod_path(namespace, name))["metadata"]["uid"]
     confirm = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
     kube_cluster.request("DELETE", pod_path(namespace, name), confirm)
-
-    def gone():
-        try:
-            kube_cluster.request("GET", pod_path(namespace, name))
-        except ApiError as exc:
-            return exc.status == 404
-        return False
-    kube_cluster.wait_for("pod %s/%s gone" % (namespace, name), gone, timeout=60)
+    kube_cluster.wait_gone("pod %s/%s" % (namespace, name), pod_path(namespace, name))
 
 
 def restart(ansible, api, check=False, **args):

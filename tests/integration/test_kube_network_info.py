@@ -56,14 +56,7 @@ def delete_service(kube_cluster, namespace, name):
     except ApiError as exc:
         if exc.status != 404:
             raise
-
-    def gone():
-        try:
-            kube_cluster.request("GET", service_path(namespace, name))
-        except ApiError as exc:
-            return exc.status == 404
-        return False
-    kube_cluster.wait_for("Service %s/%s gone" % (namespace, name), gone, timeout=60)
+    kube_cluster.wait_gone("Service %s/%s" % (namespace, name), service_path(namespace, name))
 
 
 @contextlib.contextmanager

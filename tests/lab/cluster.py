@@ -587,6 +587,10 @@ class Cluster:
         """A kubeconfig file that authenticates with ``token`` (AWX's credential, a ServiceAccount's)."""
         return self._write_kubeconfig(name, kubeconfig_data(self.server, self.ca_file.read_bytes(), name, token=token))
 
+    def wait_gone(self, what, path, timeout=60):
+        """Wait until GET ``path`` answers 404 (an object deleted, its finalizers and grace period done)."""
+        return self.wait_for(f"{what} gone", lambda: not self._exists(path), timeout=timeout)
+
     def wait_for(self, what, predicate, timeout=60, interval=0.5):
         """Poll ``predicate()`` until it returns something true; returns that."""
         deadline = time.monotonic() + timeout
