@@ -29,8 +29,8 @@ from tests.lab.core import LabError  # noqa: E402
 from tests.lab.faults import bgp  # noqa: E402
 
 sys.path.insert(0, str(BUILD))
-from ansible_collections.k8snet.triage.plugins.module_utils import bird  # noqa: E402
-from ansible_collections.k8snet.triage.plugins.module_utils import bird_parsers  # noqa: E402
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import bird  # noqa: E402
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import parsers as bird_parsers  # noqa: E402
 
 
 def timed(func):

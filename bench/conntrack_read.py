@@ -46,7 +46,7 @@ while sent < n:
 READ = r"""
 import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.k8snet.triage.plugins.module_utils import conntrack as ct
+from ansible_collections.k8snet.triage.plugins.module_utils.conntrack import check as ct
 
 class Runner(object):
     def get_bin_path(self, name, required=False, opt_dirs=()):

@@ -81,7 +81,7 @@ UDP = "\n".join([
 PARSE = r"""
 import json, os, subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.k8snet.triage.plugins.module_utils import iptables_parsers
+from ansible_collections.k8snet.triage.plugins.module_utils.firewall import parsers as iptables_parsers
 text = subprocess.run(["iptables-legacy-save", "-c"], capture_output=True, text=True).stdout
 nft = subprocess.run(["nft", "-j", "list", "ruleset"], capture_output=True, text=True).stdout
 out = {}

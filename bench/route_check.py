@@ -61,7 +61,8 @@ def build():
 INLINE = r"""
 import json, subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.k8snet.triage.plugins.module_utils import netlink, routes_checks, routes_index
+from ansible_collections.k8snet.triage.plugins.module_utils.kernel import netlink
+from ansible_collections.k8snet.triage.plugins.module_utils.routes import checks as routes_checks, index as routes_index
 
 class Module(object):
     def get_bin_path(self, name, required=False, opt_dirs=()):

@@ -9,7 +9,7 @@ Writes, from the commits named below:
   F5's schema test cases (schemas/test/test-bigip-virtual-server.js of each schema version, run by
   node with scripts/f5_schema_cases.js, which records each document validated and the expectation),
   and SOURCES.json (each file's repository, path and commit);
-- plugins/module_utils/f5_schema.py: one Python dict per schema version (AnsiballZ ships Python, not
+- plugins/module_utils/f5/schema.py: one Python dict per schema version (AnsiballZ ships Python, not
   .json), equal to the upstream file (tests/unit/plugins/module_utils/test_f5_schema.py checks it).
 """
 
@@ -23,7 +23,7 @@ REPO = "F5Networks/k8s-bigip-ctlr"
 URI = "f5schemadb://bigip-virtual-server_%s.json"
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests/unit/plugins/module_utils/fixtures/f5"
-MODULE = ROOT / "plugins/module_utils/f5_schema.py"
+MODULE = ROOT / "plugins/module_utils/f5/schema.py"
 # the last commit before CIS 2.0 removed schemas/ (8fd31df4): v0.1.0 .. v0.1.7 unchanged since they were added
 SCHEMAS_COMMIT = "7c845c534ba59ca27e691b7643d26c82642890ca"
 # v0.1.8 (sourceAddressTranslation) was published on master from 51a8bc61 (2018-03-09) and removed by

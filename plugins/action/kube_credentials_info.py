@@ -13,9 +13,9 @@ import sys
 
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_auth as kube
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import auth as kube
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import TriageError
 
 MODULE = "k8snet.triage.kube_network_info"
 

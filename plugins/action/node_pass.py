@@ -15,8 +15,8 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import SCENARIOS
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
-from ansible_collections.k8snet.triage.plugins.module_utils.payload import MINIMUM_PYTHON, too_old
+from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
+from ansible_collections.k8snet.triage.plugins.module_utils.core.payload import MINIMUM_PYTHON, too_old
 from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass, playbook_run, report_fold
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report import record_fact
 

@@ -21,7 +21,7 @@ from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
 from ansible_collections.k8snet.triage.plugins.plugin_utils import (
     playbook_run, report, report_files, report_history, report_metrics, report_silences)
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_select

@@ -2,7 +2,7 @@
 # Copyright (c) 2026, k8snet.triage contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The input of the filters that read nodes from the inventory (module_utils/inventory.py)."""
+"""The input of the filters that read nodes from the inventory (module_utils/core/inventory.py)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment(object):
-    # Paired with NETLINK_ARGUMENT_SPEC in plugins/module_utils/netlink_options.py
+    # Paired with NETLINK_ARGUMENT_SPEC in plugins/module_utils/kernel/netlink_options.py
     DOCUMENTATION = r"""
 options:
   reader:

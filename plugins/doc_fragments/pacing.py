@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 class ModuleDocFragment(object):
-    # Paired with RATE_SPEC in plugins/module_utils/pacing.py: the option of every check that sends probes
+    # Paired with RATE_SPEC in plugins/module_utils/core/pacing.py: the option of every check that sends probes
     DOCUMENTATION = r"""
 options:
   rate:

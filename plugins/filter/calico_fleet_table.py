@@ -48,8 +48,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, fleet_table, normalise_nodes
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
+from ansible_collections.k8snet.triage.plugins.module_utils.calico.fleet import NodeListError, fleet_table, normalise_nodes
+from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 from ansible_collections.k8snet.triage.plugins.plugin_utils.terminal import terminal_text
 

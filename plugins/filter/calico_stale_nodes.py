@@ -41,8 +41,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils.calico import NodeListError, normalise_nodes, stale_nodes
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
+from ansible_collections.k8snet.triage.plugins.module_utils.calico.fleet import NodeListError, normalise_nodes, stale_nodes
+from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

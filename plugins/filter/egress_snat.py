@@ -63,9 +63,9 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.egress import egress_snat as _egress_snat
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path.egress import egress_snat as _egress_snat
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

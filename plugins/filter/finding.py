@@ -66,9 +66,9 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import LAYERS, SEVERITIES
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding as _finding
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import LAYERS, SEVERITIES
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding as _finding
+from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 CHECK_NAME = re.compile(r"[a-z0-9_]+(\.[a-z0-9_]+)+")

@@ -43,8 +43,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 from ansible_collections.k8snet.triage.plugins.plugin_utils.terminal import terminal_text
 

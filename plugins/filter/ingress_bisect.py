@@ -94,10 +94,10 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import ingress_bisect as _bisect
-from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import ingress_bisect_backends as _bisect_backends
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path.analysis import ingress_bisect as _bisect
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path.analysis import ingress_bisect_backends as _bisect_backends
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

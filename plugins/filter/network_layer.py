@@ -62,7 +62,7 @@ _value:
 import re
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
+from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 # Next checks, named once.

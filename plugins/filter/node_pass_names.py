@@ -43,7 +43,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils.inventory import usable_hosts
+from ansible_collections.k8snet.triage.plugins.module_utils.core.inventory import usable_hosts
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

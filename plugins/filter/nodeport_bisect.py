@@ -66,9 +66,9 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import nodeport_bisect as _bisect
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path.analysis import nodeport_bisect as _bisect
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

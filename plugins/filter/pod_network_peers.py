@@ -32,7 +32,7 @@ _value:
   elements: dict
 """
 
-from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, pod_cidr_peers
+from ansible_collections.k8snet.triage.plugins.module_utils.core.inventory import NodeListError, pod_cidr_peers
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

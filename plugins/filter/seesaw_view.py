@@ -52,7 +52,7 @@ _value:
 """
 
 from ansible_collections.k8snet.triage.plugins.filter.seesaw_pair import checked
-from ansible_collections.k8snet.triage.plugins.module_utils.seesaw import pair_view
+from ansible_collections.k8snet.triage.plugins.module_utils.lb.seesaw import pair_view
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

@@ -41,7 +41,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import fleet
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import fleet
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

@@ -64,9 +64,9 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.service_path import vip_announcer as _announcer
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path.service import vip_announcer as _announcer
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

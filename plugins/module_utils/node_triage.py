@@ -42,10 +42,10 @@ import time
 # validates its parameters and starts the checks that sample over a window before it imports the rest of the
 # checks' code (``load``): about half of the module's import CPU then runs inside the window instead of before it,
 # which is what a fleet of nodes sharing little CPU waits on.
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.deadline import KILL_GRACE, Budget, set_budget
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, TriageError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import check_failed, sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core.deadline import KILL_GRACE, Budget, set_budget
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, TriageError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import check_failed, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import calico, cilium_agent, cilium_maps, cni
 from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import connectivity, conntrack, dns, firewall_drops
 from ansible_collections.k8snet.triage.plugins.module_utils.scenarios import logs, pmtu, pod_network, stale_arp, sysctl
@@ -79,7 +79,11 @@ def load(name):
 def _prepare():
     """Import what the checks import inside their functions (see ``load``), before any thread starts."""
     # pylint: disable=import-outside-toplevel,unused-import
-    from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe, cni_files, netlink, pod_netns, reachability  # noqa: F401
+    from ansible_collections.k8snet.triage.plugins.module_utils.arp import probe as arp_probe  # noqa: F401
+    from ansible_collections.k8snet.triage.plugins.module_utils.cni import files as cni_files  # noqa: F401
+    from ansible_collections.k8snet.triage.plugins.module_utils.kernel import netlink  # noqa: F401
+    from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import pod_netns  # noqa: F401
+    from ansible_collections.k8snet.triage.plugins.module_utils.probes import reachability  # noqa: F401
 
 
 # the pass's total deadline and each command's time limit (seconds): defaults and bounds

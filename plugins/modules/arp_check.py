@@ -226,12 +226,12 @@ reader:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils.arp_probe import probe
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.neighbors import arp_check
-from ansible_collections.k8snet.triage.plugins.module_utils.netlink import Netlink
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import neighbors_options
+from ansible_collections.k8snet.triage.plugins.module_utils.arp.probe import probe
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.arp.neighbors import arp_check
+from ansible_collections.k8snet.triage.plugins.module_utils.kernel.netlink import Netlink
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.arp import options as neighbors_options
 
 
 def main():

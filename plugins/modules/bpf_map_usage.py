@@ -251,12 +251,12 @@ not_maps:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_analysis
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_cleanup
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_options
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import lb as cilium_lb
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import lb_analysis as cilium_lb_analysis
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import lb_cleanup as cilium_lb_cleanup
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import lb_options as cilium_lb_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
 
 
 def main():

@@ -160,9 +160,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import bird
-from ansible_collections.k8snet.triage.plugins.module_utils import bird_options
-from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import bird
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import options as bird_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.scenario import module_main
 
 
 def main():

@@ -106,9 +106,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_drops
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_drops_options
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import drops as cilium_drops
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import drops_options as cilium_drops_options
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.module import api_module_main
 
 
 def main():

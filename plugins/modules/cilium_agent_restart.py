@@ -77,9 +77,9 @@ msg:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_restart
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_restart_options
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_change_main
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import restart as cilium_restart
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import restart_options as cilium_restart_options
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.module import api_change_main
 
 
 def main():

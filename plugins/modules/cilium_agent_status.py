@@ -99,9 +99,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent_options
-from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import agent as cilium_agent
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import agent_options as cilium_agent_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.scenario import module_main
 
 
 def main():

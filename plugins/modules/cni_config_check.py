@@ -60,9 +60,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
-from ansible_collections.k8snet.triage.plugins.module_utils import cni_files_options
-from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.cni import files as cni_files
+from ansible_collections.k8snet.triage.plugins.module_utils.cni import files_options as cni_files_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.scenario import module_main
 
 
 def main():

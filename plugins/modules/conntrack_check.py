@@ -84,9 +84,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import conntrack
-from ansible_collections.k8snet.triage.plugins.module_utils import conntrack_options
-from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.conntrack import check as conntrack
+from ansible_collections.k8snet.triage.plugins.module_utils.conntrack import options as conntrack_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.scenario import module_main
 
 
 def main():

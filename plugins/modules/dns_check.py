@@ -149,9 +149,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import dns
-from ansible_collections.k8snet.triage.plugins.module_utils import dns_options
-from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.dns import check as dns
+from ansible_collections.k8snet.triage.plugins.module_utils.dns import options as dns_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.scenario import module_main
 
 
 def main():

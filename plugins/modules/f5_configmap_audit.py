@@ -148,9 +148,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import f5_cluster
-from ansible_collections.k8snet.triage.plugins.module_utils import f5_cluster_options
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.f5 import cluster as f5_cluster
+from ansible_collections.k8snet.triage.plugins.module_utils.f5 import cluster_options as f5_cluster_options
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.module import api_module_main
 
 
 def main():

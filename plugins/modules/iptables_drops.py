@@ -126,9 +126,9 @@ interval:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import iptables
-from ansible_collections.k8snet.triage.plugins.module_utils import iptables_options
-from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.firewall import iptables
+from ansible_collections.k8snet.triage.plugins.module_utils.firewall import options as iptables_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.scenario import module_main
 
 
 def main():

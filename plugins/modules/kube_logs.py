@@ -136,9 +136,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_logs
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_logs_options
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.logs import kube_logs
+from ansible_collections.k8snet.triage.plugins.module_utils.logs import kube_logs_options
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.module import api_module_main
 
 
 def main():

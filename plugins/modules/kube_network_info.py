@@ -206,9 +206,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts_options
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.cluster import facts as kube_facts
+from ansible_collections.k8snet.triage.plugins.module_utils.cluster import facts_options as kube_facts_options
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.module import api_module_main
 
 
 def main():

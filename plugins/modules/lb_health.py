@@ -227,13 +227,13 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import lb_health
-from ansible_collections.k8snet.triage.plugins.module_utils import lb_health_options
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import AUTH_ARG_SPEC
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import Kube
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import require_kubernetes
+from ansible_collections.k8snet.triage.plugins.module_utils.lb import health as lb_health
+from ansible_collections.k8snet.triage.plugins.module_utils.lb import health_options as lb_health_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.args import AUTH_ARG_SPEC
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.client import Kube
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.module import require_kubernetes
 
 
 def main():

@@ -90,9 +90,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import logs
-from ansible_collections.k8snet.triage.plugins.module_utils import logs_options
-from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.logs import evidence as logs
+from ansible_collections.k8snet.triage.plugins.module_utils.logs import options as logs_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.scenario import module_main
 
 
 def main():

@@ -210,7 +210,7 @@ timing:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.k8snet.triage.plugins.module_utils import payload
+from ansible_collections.k8snet.triage.plugins.module_utils.core import payload
 
 # before the imports below: a Python older than 3.9 fails here, naming its version; the payload's files are
 # compiled once each, not twice
@@ -218,8 +218,8 @@ payload.require_python(AnsibleModule)
 payload.compile_once()
 
 from ansible_collections.k8snet.triage.plugins.module_utils import node_triage
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, fail_from
 
 
 def main():

@@ -231,11 +231,11 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import capture
-from ansible_collections.k8snet.triage.plugins.module_utils.capture import Capture
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError, fail_from
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import capture
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path.capture import Capture
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import TriageError, fail_from
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
 
 RULES = dict(
     interfaces=rules.each(lambda option, value: rules.interface(option, value, allow_any=True), max_items=64),

@@ -103,9 +103,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import pmtu
-from ansible_collections.k8snet.triage.plugins.module_utils import pmtu_options
-from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.probes import pmtu
+from ansible_collections.k8snet.triage.plugins.module_utils.probes import pmtu_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.scenario import module_main
 
 
 def main():

@@ -103,10 +103,10 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import reachability
-from ansible_collections.k8snet.triage.plugins.module_utils import reachability_options
-from ansible_collections.k8snet.triage.plugins.module_utils.netlink_options import NETLINK_ARGUMENT_SPEC
-from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.probes import reachability
+from ansible_collections.k8snet.triage.plugins.module_utils.probes import reachability_options
+from ansible_collections.k8snet.triage.plugins.module_utils.kernel.netlink_options import NETLINK_ARGUMENT_SPEC
+from ansible_collections.k8snet.triage.plugins.module_utils.core.scenario import module_main
 
 
 def main():

@@ -104,9 +104,9 @@ reader:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import routes
-from ansible_collections.k8snet.triage.plugins.module_utils import routes_options
-from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.routes import mesh as routes
+from ansible_collections.k8snet.triage.plugins.module_utils.routes import options as routes_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.scenario import module_main
 
 
 def main():

@@ -110,9 +110,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import service_path
-from ansible_collections.k8snet.triage.plugins.module_utils import service_path_options
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import service as service_path
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import service_options as service_path_options
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.module import api_module_main
 
 
 def main():

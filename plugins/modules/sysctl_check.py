@@ -95,9 +95,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import sysctl
-from ansible_collections.k8snet.triage.plugins.module_utils import sysctl_options
-from ansible_collections.k8snet.triage.plugins.module_utils.scenario import module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.sysctl import check as sysctl
+from ansible_collections.k8snet.triage.plugins.module_utils.sysctl import options as sysctl_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.scenario import module_main
 
 
 def main():

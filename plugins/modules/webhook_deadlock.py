@@ -92,9 +92,9 @@ findings:
 from ansible.module_utils.basic import AnsibleModule
 
 
-from ansible_collections.k8snet.triage.plugins.module_utils import webhooks
-from ansible_collections.k8snet.triage.plugins.module_utils import webhooks_options
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_module import api_module_main
+from ansible_collections.k8snet.triage.plugins.module_utils.cni import webhooks
+from ansible_collections.k8snet.triage.plugins.module_utils.cni import webhooks_options
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.module import api_module_main
 
 
 def main():

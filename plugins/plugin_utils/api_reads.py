@@ -8,7 +8,7 @@ the API server silent or refusing every request (``api_down``: the later steps a
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
 
 
 NO_CREDENTIALS = ("no Kubernetes credentials (triage_kubeconfig, module_defaults for group/k8snet.triage.kube, "

@@ -16,9 +16,10 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils import neighbors_options, params
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import check_failed, finding, fleet
+from ansible_collections.k8snet.triage.plugins.module_utils.arp import options as neighbors_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import check_failed, finding, fleet
 from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_down, api_read, pod_host
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
 from ansible_collections.k8snet.triage.plugins.plugin_utils.log_evidence import with_log_evidence

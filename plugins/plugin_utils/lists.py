@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind, show
+from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind, show
 
 SEPARATORS = re.compile(r"[\r\n,]+")
 

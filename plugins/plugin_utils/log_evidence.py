@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
+from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
 
 LINES_SHOWN = 3
 # subjects about the cluster, not one node (webhook.cni_deadlock is about a webhook): explained from any node

@@ -23,15 +23,15 @@ import re
 
 from ansible.errors import AnsibleError
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, fleet
-from ansible_collections.k8snet.triage.plugins.module_utils.inventory import (
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding, fleet
+from ansible_collections.k8snet.triage.plugins.module_utils.core.inventory import (
     ADDRESS, NodeListError, contract_problems, usable_hosts)
 # node_triage's argument spec (every node check's options). Imported here, at the top: Ansible loads
 # this action's module in the controller's main process before it forks a worker per host, so the
 # checks' code is compiled once and every worker inherits it (imported inside a function, each of
 # the n workers compiled it again from source: about 0.3 s of CPU per host).
 from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import ARGUMENT_SPEC, BY_NAME, FLEET_DATA, REGISTRY
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
+from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils import record as records
 from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_read, pod_host
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, sample
-from ansible_collections.k8snet.triage.plugins.module_utils.inventory import NodeListError, inventory_nodes
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.core.inventory import NodeListError, inventory_nodes
 from ansible_collections.k8snet.triage.plugins.plugin_utils.survey import bounded_int
 
 

@@ -12,7 +12,7 @@ playbook's role facts) and, through the ``scenario_result`` filter, the triage's
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import fleet
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import fleet
 
 # ran: its checks ran (its findings are what they found); skipped: it does not apply (the reason says why);
 # failed: it could not run (the reason, and a triage.check_failed finding); not run: its host was not reached;

@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES, finding, placed, sort_findings, worst
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import SEVERITIES, finding, placed, sort_findings, worst
+from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils import record, report_fold
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import first_names
 

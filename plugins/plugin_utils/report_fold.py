@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding, placed, sample, worst
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding, placed, sample, worst
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import first_names
 
 FOLD_MIN = 3

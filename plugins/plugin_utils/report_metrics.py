@@ -16,8 +16,8 @@ import math
 import re
 from collections import Counter
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_transport as transport
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import SEVERITIES
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import transport
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import SEVERITIES
 
 LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 RESERVED = ("check", "severity", "host", "silenced", "status", "state", "le", "quantile",

@@ -33,8 +33,8 @@ import re
 
 import yaml
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
-from ansible_collections.k8snet.triage.plugins.module_utils.params import kind
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
 from ansible_collections.k8snet.triage.plugins.plugin_utils.survey import bounded_int
 
 KEYS = ("check", "host", "subject", "reason", "created_by", "expires")

@@ -148,8 +148,9 @@ def test_a_pod_replaced_under_the_same_name_is_not_deleted(api, kube_cluster):
     delete): the uid precondition makes the real API server refuse (409), nothing is deleted. The module's code runs
     in this process (as test_real_cluster.py's concurrent writer), the replacement made right after its read."""
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.k8snet.triage.plugins.module_utils import cilium_restart, kube_client
-    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError
+    from ansible_collections.k8snet.triage.plugins.module_utils.cilium import restart as cilium_restart
+    from ansible_collections.k8snet.triage.plugins.module_utils.kube import client as kube_client
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError
 
     ns = api.ns
     first = kube_cluster.kubectl_json("get", "pod", "-n", ns, AGENT)["metadata"]["uid"]

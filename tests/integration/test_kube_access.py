@@ -15,9 +15,9 @@ import subprocess
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_auth import AUTH_ENV, SERVICE_ACCOUNT_DIR
-from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import Kube, resource_path
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.auth import AUTH_ENV, SERVICE_ACCOUNT_DIR
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.client import Kube, resource_path
 
 from tests.lab.cluster_objects import RealApi
 

@@ -254,9 +254,11 @@ def test_patch_carries_the_resource_version_and_a_conflict_is_reported_not_retri
     body) in the test's process with kubectl called after each read of c/web; then the module itself, via
     Ansible, once no one else writes."""
     # pylint: disable=import-outside-toplevel
-    from ansible_collections.k8snet.triage.plugins.module_utils import kube_client, lb_health, lb_health_options
-    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError
-    from ansible_collections.k8snet.triage.plugins.module_utils.kube_args import AUTH_ARG_SPEC
+    from ansible_collections.k8snet.triage.plugins.module_utils.kube import client as kube_client
+    from ansible_collections.k8snet.triage.plugins.module_utils.lb import health as lb_health
+    from ansible_collections.k8snet.triage.plugins.module_utils.lb import health_options as lb_health_options
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError
+    from ansible_collections.k8snet.triage.plugins.module_utils.kube.args import AUTH_ARG_SPEC
 
     class RacedKube(kube_client.Kube):
         def get(self, plural, name, namespace=None):

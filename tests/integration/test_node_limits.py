@@ -20,7 +20,7 @@ import time
 import pytest
 import yaml
 
-from ansible_collections.k8snet.triage.plugins.module_utils.deadline import KILL_GRACE
+from ansible_collections.k8snet.triage.plugins.module_utils.core.deadline import KILL_GRACE
 from tests.integration.conftest import BIN, ROOT
 from tests.lab.faults import nodes, undone
 

@@ -398,8 +398,8 @@ def test_a_concurrent_writer_gets_the_api_servers_own_409(kube_cluster, web):
     """lb_health's switch carries the resourceVersion it just read; a writer in between (an operator's kubectl, an
     ingress operator) makes the real API server refuse the patch with 409 Conflict: the client raises ChangeError
     naming it, and nothing is changed."""
-    from ansible_collections.k8snet.triage.plugins.module_utils import kube_client  # pylint: disable=import-outside-toplevel
-    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.kube import client as kube_client  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError  # pylint: disable=import-outside-toplevel
 
     kube = kube_client.Kube({"kubeconfig": str(kube_cluster.kubeconfig())})
     read = kube.get("services", "web-local", NS)

@@ -233,7 +233,7 @@ def test_destinations_match_ip_route_get(lab, ansible, mesh):
 READER_SCRIPT = r"""
 import json, subprocess, sys
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.k8snet.triage.plugins.module_utils import netlink
+from ansible_collections.k8snet.triage.plugins.module_utils.kernel import netlink
 
 class Module(object):
     def get_bin_path(self, name, required=False, opt_dirs=()):

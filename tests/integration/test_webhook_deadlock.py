@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_client, webhooks
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import client as kube_client
+from ansible_collections.k8snet.triage.plugins.module_utils.cni import webhooks
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError
 
 from tests.kube_api import FIXTURES, StandIn, load_yaml
 from tests.kube_api.helpers import checks

@@ -19,7 +19,7 @@ COLLECTION_LINK = ROOT / "build" / "ansible_collections" / "k8snet" / "triage"
 MUST_SHIP = [
     "README.md", "LICENSE", "LICENSES/GPL-3.0-or-later.txt", "LICENSES/Apache-2.0.txt", "CHANGELOG.rst",
     "changelogs/changelog.yaml", "changelogs/config.yaml", "meta/runtime.yml", "meta/execution-environment.yml",
-    "requirements.txt", "requirements-node.txt", "bindep.txt", "docs/awx.md", "plugins/module_utils/f5_schema.py",
+    "requirements.txt", "requirements-node.txt", "bindep.txt", "docs/awx.md", "plugins/module_utils/f5/schema.py",
 ] + ["roles/%s/README.md" % r for r in ROLES] + ["roles/%s/meta/argument_specs.yml" % r for r in ROLES] \
   + ["playbooks/%s" % p for p in PLAYBOOKS]
 
@@ -69,7 +69,7 @@ def test_every_licence_named_in_a_shipped_file_ships(collection_artifact):
                 if marker in text:
                     needed.setdefault(licence, member.name)
     assert "LICENSES/Apache-2.0.txt" in needed, "the vendored F5 schema names its Apache-2.0 licence"
-    assert needed["LICENSES/Apache-2.0.txt"] == "plugins/module_utils/f5_schema.py"
+    assert needed["LICENSES/Apache-2.0.txt"] == "plugins/module_utils/f5/schema.py"
     assert not [lic for lic in needed if lic not in names]
     assert "Apache License" in (ROOT / "LICENSES/Apache-2.0.txt").read_text()
     assert (ROOT / "LICENSES/GPL-3.0-or-later.txt").read_text() == (ROOT / "LICENSE").read_text()

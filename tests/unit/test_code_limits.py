@@ -21,7 +21,7 @@ LENGTH_FOLDERS = ("module_utils", "plugin_utils")
 
 # Vendored data, not hand-written code: exempt from the file-length limit only (its functions are still held).
 VENDORED = {
-    "plugins/module_utils/f5_schema.py",  # F5's AS3 / CIS schema data, copied from F5's published schemas
+    "plugins/module_utils/f5/schema.py",  # F5's AS3 / CIS schema data, copied from F5's published schemas
 }
 
 
@@ -116,8 +116,8 @@ def test_the_checks_can_fail():
 
 
 def test_the_file_limit_holds_where_it_should():
-    assert _length_held(PLUGINS / "module_utils" / "routes.py")
+    assert _length_held(PLUGINS / "module_utils" / "routes" / "mesh.py")
     assert _length_held(PLUGINS / "module_utils" / "scenarios" / "dns.py")
     assert _length_held(PLUGINS / "plugin_utils" / "report.py")
-    assert not _length_held(PLUGINS / "module_utils" / "f5_schema.py")
+    assert not _length_held(PLUGINS / "module_utils" / "f5" / "schema.py")
     assert not _length_held(PLUGINS / "modules" / "node_triage.py")

@@ -24,4 +24,6 @@ The registry is ``node_triage.REGISTRY``; everything else (node_triage's argumen
 plan, the controller's parameters and applicability, the record's details) is derived from it.
 A scenario module imports only its options at the top: its check's code is imported by ``load``,
 and what the controller side needs inside ``needs``.
+
+Internal to k8snet.triage (docs/developing.md, "Private code"): nothing here is a public interface.
 """

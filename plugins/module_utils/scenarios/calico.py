@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import bird_options
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import options as bird_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 
 NAME = "calico"
 MODULE = "calico_bgp_status"
@@ -20,7 +20,7 @@ ROLE_VARIABLES = (("sockets", "calico_sockets"), ("node_to_node_mesh", "calico_n
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import bird  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.calico import bird  # pylint: disable=import-outside-toplevel
 
     return bird.node_check
 
@@ -30,7 +30,7 @@ def skip_reason(sub, params):
     del params
 
     def calico_config():
-        from ansible_collections.k8snet.triage.plugins.module_utils import cni_files  # pylint: disable=import-outside-toplevel
+        from ansible_collections.k8snet.triage.plugins.module_utils.cni import files as cni_files  # pylint: disable=import-outside-toplevel
 
         return cni_files.has_calico_config(sub.get("cni_conf_dir") or "/etc/cni/net.d")
 
@@ -44,7 +44,7 @@ def applies(fleet):
 def needs(fleet, sub):
     """The BGP peers to expect: calico_expected_nodes, else the API's Node list
     (projectcalico.org/IPv4Address, else the InternalIP), else the inventory group calico_nodes_group."""
-    from ansible_collections.k8snet.triage.plugins.module_utils.inventory import ADDRESS, inventory_nodes  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.inventory import ADDRESS, inventory_nodes  # pylint: disable=import-outside-toplevel
 
     variables = fleet.variables
     if variables.get("calico_expected_nodes"):

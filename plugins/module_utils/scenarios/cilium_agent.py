@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent_options
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import agent_options as cilium_agent_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 
 NAME = "cilium_agent"
 MODULE = "cilium_agent_status"
@@ -27,7 +27,7 @@ ROLE_VARIABLES = (("agent_socket", "cilium_agent_socket"), ("health_socket", "ci
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.cilium import agent as cilium_agent  # pylint: disable=import-outside-toplevel
 
     return cilium_agent.node_check
 
@@ -37,7 +37,7 @@ def skip_reason(sub, params):
     del params
 
     def cilium_seen():
-        from ansible_collections.k8snet.triage.plugins.module_utils import cni_files  # pylint: disable=import-outside-toplevel
+        from ansible_collections.k8snet.triage.plugins.module_utils.cni import files as cni_files  # pylint: disable=import-outside-toplevel
 
         return cni_files.cilium_on_node(sub.get("cni_conf_dir") or "/etc/cni/net.d")[0]
 

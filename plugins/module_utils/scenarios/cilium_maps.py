@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_options
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import lb_options as cilium_lb_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 
 NAME = "cilium_maps"
 MODULE = "bpf_map_usage"
@@ -23,7 +23,7 @@ NOT_CILIUM = "not a Cilium node: no pinned cilium_* maps under /sys/fs/bpf/tc/gl
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.cilium import lb as cilium_lb  # pylint: disable=import-outside-toplevel
 
     return cilium_lb.node_check
 
@@ -33,8 +33,8 @@ def skip_reason(sub, params):
     agent socket, a cilium-cni configuration read where the cni scenario reads them)."""
     if sub.get("when_not_cilium") != "skip":
         return None
-    from ansible_collections.k8snet.triage.plugins.module_utils import cni_files  # pylint: disable=import-outside-toplevel
-    from ansible_collections.k8snet.triage.plugins.module_utils.errors import TriageError  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.cni import files as cni_files  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import TriageError  # pylint: disable=import-outside-toplevel
 
     cni = params.get("cni") or {}
     try:

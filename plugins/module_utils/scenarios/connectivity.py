@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import reachability_options
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.probes import reachability_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 
 NAME = "connectivity"
 MODULE = "reachability"
@@ -25,7 +25,7 @@ ROLE_VARIABLES = (("probes", "connectivity_probes"), ("tcp_port", "connectivity_
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import reachability  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.probes import reachability  # pylint: disable=import-outside-toplevel
 
     return reachability.node_check
 

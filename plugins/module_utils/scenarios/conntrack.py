@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import conntrack_options
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.conntrack import options as conntrack_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 
 NAME = "conntrack"
 MODULE = "conntrack_check"
@@ -23,7 +23,7 @@ ROLE_VARIABLES = (("warn_ratio", "conntrack_warn_ratio"), ("critical_ratio", "co
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import conntrack  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.conntrack import check as conntrack  # pylint: disable=import-outside-toplevel
 
     return conntrack.node_check
 

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import dns_options
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.dns import options as dns_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 
 NAME = "dns"
 FLEET_DATA = True  # whether a node checked the view of DNS from dns_pod (its data's pod)
@@ -23,7 +23,7 @@ ROLE_VARIABLES = (("names", "dns_names"), ("expect", "dns_expect"), ("cluster_do
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import dns  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.dns import check as dns  # pylint: disable=import-outside-toplevel
 
     return dns.node_check
 

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import iptables_options
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.firewall import options as iptables_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 
 NAME = "firewall_drops"
 MODULE = "iptables_drops"
@@ -23,7 +23,7 @@ ROLE_VARIABLES = (("interval", "firewall_drops_interval"), ("limit", "firewall_d
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import iptables  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.firewall import iptables  # pylint: disable=import-outside-toplevel
 
     return iptables.node_check
 

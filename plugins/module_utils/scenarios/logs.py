@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.k8snet.triage.plugins.module_utils import logs_options
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.logs import options as logs_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 
 NAME = "logs"
 MODULE = "node_logs"
@@ -32,6 +32,6 @@ def applies(fleet):
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import logs  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.logs import evidence as logs  # pylint: disable=import-outside-toplevel
 
     return logs.node_check

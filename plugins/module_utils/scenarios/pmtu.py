@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import pmtu_options
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.probes import pmtu_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 
 NAME = "pmtu"
 MODULE = "pmtu_check"
@@ -21,7 +21,7 @@ ROLE_VARIABLES = (("min_size", "pmtu_min_size"), ("max_size", "pmtu_max_size"), 
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import pmtu  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.probes import pmtu  # pylint: disable=import-outside-toplevel
 
     return pmtu.node_check
 

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import routes_options
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.routes import options as routes_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 
 NAME = "pod_network"
 MODULE = "route_check"
@@ -22,7 +22,7 @@ ROLE_VARIABLES = (("mode", "pod_network_mode"), ("tunnel_device", "pod_network_t
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import routes  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.routes import mesh as routes  # pylint: disable=import-outside-toplevel
 
     return routes.node_check
 
@@ -30,7 +30,7 @@ def load():
 def needs(fleet, sub):
     """The peers and their pod CIDRs: pod_network_peers, else the hosts of pod_network_nodes_group that
     have k8s_pod_cidr, named and addressed by the inventory-node contract."""
-    from ansible_collections.k8snet.triage.plugins.module_utils.inventory import EVERY_VARIABLE, pod_cidr_peers  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.inventory import EVERY_VARIABLE, pod_cidr_peers  # pylint: disable=import-outside-toplevel
 
     sub["peers"] = fleet.variables.get("pod_network_peers") or pod_cidr_peers(
         fleet.usable(fleet.group("pod_network_nodes_group"), EVERY_VARIABLE, "pod_network peers"), fleet.hostvars)

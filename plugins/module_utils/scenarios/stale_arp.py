@@ -7,9 +7,9 @@ holds each VIP (module arp_check, read-only here; the role's repair flushes)."""
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import neighbors_options
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.arp import options as neighbors_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 
 NAME = "stale_arp"
 MODULE = "arp_check"
@@ -21,7 +21,7 @@ ROLE_VARIABLES = (("interface", "stale_arp_interface"), ("probe", "stale_arp_pro
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import neighbors  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.arp import neighbors  # pylint: disable=import-outside-toplevel
 
     return neighbors.node_check
 

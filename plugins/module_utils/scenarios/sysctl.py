@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params as rules
-from ansible_collections.k8snet.triage.plugins.module_utils import scenario
-from ansible_collections.k8snet.triage.plugins.module_utils import sysctl_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as rules
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
+from ansible_collections.k8snet.triage.plugins.module_utils.sysctl import options as sysctl_options
 
 NAME = "sysctl"
 MODULE = "sysctl_check"
@@ -20,7 +20,7 @@ ROLE_VARIABLES = (("rp_filter_interfaces", "sysctl_rp_filter_interfaces"), ("nei
 
 
 def load():
-    from ansible_collections.k8snet.triage.plugins.module_utils import sysctl  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.sysctl import check as sysctl  # pylint: disable=import-outside-toplevel
 
     return sysctl.node_check
 

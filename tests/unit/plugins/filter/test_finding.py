@@ -7,7 +7,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.filter.finding import finding
-from ansible_collections.k8snet.triage.plugins.module_utils import findings
+from ansible_collections.k8snet.triage.plugins.module_utils.core import findings
 
 
 def test_the_same_finding_as_the_modules_build():

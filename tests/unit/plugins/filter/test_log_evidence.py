@@ -7,7 +7,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.filter.log_evidence import FilterModule, log_evidence
-from ansible_collections.k8snet.triage.plugins.module_utils import logs
+from ansible_collections.k8snet.triage.plugins.module_utils.logs import evidence as logs
 
 CALICO = ('2026-01-01 11:54:02.131 [WARNING][9] startup/startup.go 1336: Failed to set NetworkUnavailable to False; '
           'will retry error=Patch "https://10.96.0.1:443/api/v1/nodes/node2/status?timeout=2s": net/http: request '

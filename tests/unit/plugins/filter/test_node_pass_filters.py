@@ -324,7 +324,7 @@ CALICO_LINE = ('2026-01-01 11:54:02.131 [WARNING][9] startup/startup.go 1336: Fa
 
 
 def _calico_log(subject):
-    from ansible_collections.k8snet.triage.plugins.module_utils import logs
+    from ansible_collections.k8snet.triage.plugins.module_utils.logs import evidence as logs
 
     groups = logs.match([{"text": CALICO_LINE, "time": "2026-01-01T11:54:02.131Z", "subject": subject, "origin": "o"}])
     return [logs.group_data(g) for g in groups], logs.findings(groups)

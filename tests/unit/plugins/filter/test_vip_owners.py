@@ -7,8 +7,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.filter.vip_owners import vip_owners
 from ansible_collections.k8snet.triage.plugins.filter.findings_lines import findings_lines
-from ansible_collections.k8snet.triage.plugins.module_utils import neighbors_options
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.arp import options as neighbors_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 
 
 def owner(node, *local):

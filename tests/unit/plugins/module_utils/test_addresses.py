@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import addresses, bird_checks, inventory, kube_facts
-from ansible_collections.k8snet.triage.plugins.module_utils.addresses import host_address
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.core import addresses, inventory
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import checks as bird_checks
+from ansible_collections.k8snet.triage.plugins.module_utils.cluster import facts as kube_facts
+from ansible_collections.k8snet.triage.plugins.module_utils.core.addresses import host_address
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 
 
 @pytest.mark.parametrize("value, expected", [

@@ -7,8 +7,9 @@ from __future__ import annotations
 import socket
 import struct
 
-from ansible_collections.k8snet.triage.plugins.module_utils import arp_announce, capture, service_path
-from ansible_collections.k8snet.triage.plugins.module_utils.arp_announce import node_arp
+from ansible_collections.k8snet.triage.plugins.module_utils.arp import announce as arp_announce
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import capture, service as service_path
+from ansible_collections.k8snet.triage.plugins.module_utils.arp.announce import node_arp
 
 VIP = "198.18.5.100"
 NODE_MAC = bytes([2, 0, 0, 0, 0, 0x11])

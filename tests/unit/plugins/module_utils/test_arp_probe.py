@@ -9,9 +9,9 @@ import errno
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError
-from ansible_collections.k8snet.triage.plugins.module_utils.macs import mac_bytes, mac_text
+from ansible_collections.k8snet.triage.plugins.module_utils.arp import probe as arp_probe
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.macs import mac_bytes, mac_text
 
 
 def reply(sender_ip, sender_mac, target_mac):
@@ -98,7 +98,7 @@ def test_probing_out_of_a_downed_interface_is_a_clear_error(monkeypatch):
 
     import pytest
 
-    from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ReadError
 
     class DownSocket(object):
         def __init__(self, *args):

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import bird, bird_options
-from ansible_collections.k8snet.triage.plugins.module_utils import bird_checks
-from ansible_collections.k8snet.triage.plugins.module_utils import bird_parsers
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import bird, options as bird_options
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import checks as bird_checks
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import parsers as bird_parsers
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, ReadError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bird"
 NOW = datetime.datetime(2026, 11, 30, 2, 30, 0)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import bpf
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.kernel import bpf
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError, InputError, PrivilegeError, ReadError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bpf"
 

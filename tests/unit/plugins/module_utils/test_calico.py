@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import calico
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import fleet as calico
 
 NODES = [{"name": "node1", "address": "198.18.96.11"}, {"name": "node2", "address": "198.18.96.12"}]
 

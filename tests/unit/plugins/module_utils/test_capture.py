@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import capture as c
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import capture as c
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, ReadError
 
 FIX = Path(__file__).parent / "fixtures" / "capture"
 NAMES = {1: "lo", 2: "eth0", 3: "lxcbcbee1ace31e"}

@@ -16,11 +16,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent as ca
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent_checks
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent_options
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent_reader
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import agent as ca
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import agent_checks as cilium_agent_checks
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import agent_options as cilium_agent_options
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import agent_reader as cilium_agent_reader
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 from tests.cilium_agent import states, validate
 from tests.cilium_agent.server import AGENT_ROUTES, HEALTH_ROUTES, METRICS_ROUTES, State, UnixServer, handler, monitor_handler
 

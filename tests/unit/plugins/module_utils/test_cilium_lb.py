@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_analysis
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_lb_cleanup
-from ansible_collections.k8snet.triage.plugins.module_utils import frontends
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import lb as cilium_lb
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import lb_analysis as cilium_lb_analysis
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import lb_cleanup as cilium_lb_cleanup
+from ansible_collections.k8snet.triage.plugins.module_utils.core import frontends
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError, InputError, PrivilegeError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bpf"
 BACKEND_MAP = {"v1": "cilium_lb4_backends", "v2": "cilium_lb4_backends_v2", "v3": "cilium_lb4_backends_v3"}
@@ -382,7 +382,7 @@ NODEPORT_FORMS = ["0.0.0.0:30070/TCP", "198.18.0.11:30070/TCP", "198.18.0.12:300
 def test_surrogate_and_every_node_address_nodeport_frontends_are_live_from_the_api():
     """Regression: the live set built from the API listed NodePorts on InternalIPs only, so the
     0.0.0.0 surrogate and node addresses other than the InternalIP looked stale and were deleted."""
-    from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts
+    from ansible_collections.k8snet.triage.plugins.module_utils.cluster import facts as kube_facts
     from tests.kube_api import fixture_objects, of_kind
     objs = fixture_objects("cluster.yaml", "network.yaml")
     nodes = of_kind(objs, "Node")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_monitor as cm
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import monitor as cm
 
 MONITOR = Path(__file__).resolve().parents[3] / "cilium_agent" / "monitor"
 STREAM = (MONITOR / "drops.gob").read_bytes()

@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cilium_restart
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import restart as cilium_restart
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError
 
 from tests.kube_api import fixture_objects as objects, of_kind
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
+from ansible_collections.k8snet.triage.plugins.module_utils.cni import files as cni_files
 
 CALICO = ("10-calico.conflist", '{"name": "k8s-pod-network", "plugins": [{"type": "calico"}, {"type": "portmap"}]}')
 CILIUM = ("05-cilium.conflist", '{"name": "cilium", "plugins": [{"type": "cilium-cni"}]}')

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import cni_files
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.cni import files as cni_files
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 
 # The conflist calico's install-cni writes (projectcalico/calico cni-plugin, 10-calico.conflist), trimmed.
 CALICO = json.dumps({"name": "k8s-pod-network", "cniVersion": "0.3.1", "plugins": [

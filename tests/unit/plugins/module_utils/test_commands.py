@@ -16,10 +16,10 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
-from ansible_collections.k8snet.triage.plugins.module_utils.deadline import (
+from ansible_collections.k8snet.triage.plugins.module_utils.core.commands import Tool
+from ansible_collections.k8snet.triage.plugins.module_utils.core.deadline import (
     DEFAULT_COMMAND_TIMEOUT, KILL_GRACE, Budget, CommandTimeout, budget_of, set_budget)
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ReadError
 
 SCRIPT = "sleep 0.3; printf '[{\"ifname\": \"eth0\"}]'"
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import conntrack_options
-from ansible_collections.k8snet.triage.plugins.module_utils import conntrack as ct
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.conntrack import options as conntrack_options
+from ansible_collections.k8snet.triage.plugins.module_utils.conntrack import check as ct
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, ReadError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "conntrack"
 

@@ -12,11 +12,11 @@ import dns.message
 import dns.rrset
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import dns_options
-from ansible_collections.k8snet.triage.plugins.module_utils import dns as d
-from ansible_collections.k8snet.triage.plugins.module_utils import dns_wire as w
-from ansible_collections.k8snet.triage.plugins.module_utils import resolv_conf as rc
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.dns import options as dns_options
+from ansible_collections.k8snet.triage.plugins.module_utils.dns import check as d
+from ansible_collections.k8snet.triage.plugins.module_utils.dns import wire as w
+from ansible_collections.k8snet.triage.plugins.module_utils.dns import resolv_conf as rc
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 
 FIX = Path(__file__).parent / "fixtures" / "dns"
 REPLIES = json.loads((FIX / "dnsmasq_2.90_responses.json").read_text())

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import dns as d
-from ansible_collections.k8snet.triage.plugins.module_utils import dns_pod_view as pv
-from ansible_collections.k8snet.triage.plugins.module_utils import resolv_conf as rc
+from ansible_collections.k8snet.triage.plugins.module_utils.dns import check as d
+from ansible_collections.k8snet.triage.plugins.module_utils.dns import pod_view as pv
+from ansible_collections.k8snet.triage.plugins.module_utils.dns import resolv_conf as rc
 
 POD_SEARCH = ["default.svc.cluster.local", "svc.cluster.local", "cluster.local"]
 # a kubelet-written resolv.conf (ClusterFirst) with a NodeLocal DNS address first

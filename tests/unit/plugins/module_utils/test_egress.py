@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import egress
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import egress
 
 NODE, POD, TARGET = "198.18.160.12", "198.19.161.3", "198.18.160.100"
 

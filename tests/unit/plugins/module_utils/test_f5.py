@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import f5, f5_controller, f5_parsers
+from ansible_collections.k8snet.triage.plugins.module_utils.f5 import configmaps as f5, controller as f5_controller, parsers as f5_parsers
 
 from tests.kube_api import fixture_objects as objects, of_kind
 
@@ -130,7 +130,7 @@ class _ClusterA(object):
 def test_audit_cluster_counts_no_port_for_a_service_without_spec():
     """A Service whose spec reads null (a partial object from a proxy or an aggregated API) has no port to
     count: the audit goes on instead of failing the cluster with an AttributeError."""
-    from ansible_collections.k8snet.triage.plugins.module_utils import f5_cluster
+    from ansible_collections.k8snet.triage.plugins.module_utils.f5 import cluster as f5_cluster
     services = of_kind(A, "Service")
     lb_ports = sum(len(s["spec"].get("ports") or []) for s in services if s["spec"].get("type") == "LoadBalancer")
     broken = dict(services[0], spec=None)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import f5, f5_controller
+from ansible_collections.k8snet.triage.plugins.module_utils.f5 import configmaps as f5, controller as f5_controller
 
 from tests.kube_api import fixture_objects as objects, of_kind
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import interfaces
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.kernel import interfaces
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 
 CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "neigh_capture.json").read_text())
 KEYS = ["ifindex", "ifname", "mac", "operstate", "up", "kind", "mtu"]

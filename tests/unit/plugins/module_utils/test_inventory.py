@@ -8,7 +8,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.k8snet.triage.plugins.filter import calico_inventory_nodes as calico_filter
 from ansible_collections.k8snet.triage.plugins.filter import pod_network_peers as peers_filter
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
-from ansible_collections.k8snet.triage.plugins.module_utils import inventory
+from ansible_collections.k8snet.triage.plugins.module_utils.core import inventory
 
 calico_inventory_nodes = calico_filter.FilterModule().filters()["calico_inventory_nodes"]
 pod_network_peers = peers_filter.FilterModule().filters()["pod_network_peers"]

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import iptables
-from ansible_collections.k8snet.triage.plugins.module_utils import iptables_checks
-from ansible_collections.k8snet.triage.plugins.module_utils import iptables_parsers
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.firewall import iptables
+from ansible_collections.k8snet.triage.plugins.module_utils.firewall import checks as iptables_checks
+from ansible_collections.k8snet.triage.plugins.module_utils.firewall import parsers as iptables_parsers
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, ReadError
 
 FIX = Path(__file__).parent / "fixtures" / "iptables"
 
@@ -249,7 +249,7 @@ class _BinModule(object):
 
 
 def test_run_large_reads_big_output_and_names_a_failing_command():
-    from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.commands import Tool
     tool = Tool(_BinModule(), "head")
     rc, out, err = tool.run_large(["-c", "30000000", "/dev/zero"])
     assert rc == 0 and len(out) == 30000000 and err == ""

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import iptables_checks
-from ansible_collections.k8snet.triage.plugins.module_utils import iptables_parsers
+from ansible_collections.k8snet.triage.plugins.module_utils.firewall import checks as iptables_checks
+from ansible_collections.k8snet.triage.plugins.module_utils.firewall import parsers as iptables_parsers
 
 FIX = Path(__file__).parent / "fixtures" / "kube_proxy"
 SAVE = (FIX / "iptables_cleanup_test_initial.save").read_text()

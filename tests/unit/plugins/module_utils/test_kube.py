@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube, kube_args, kube_auth, kube_client
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import objects as kube, args as kube_args, auth as kube_auth, client as kube_client
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError, InputError, PrivilegeError, ReadError
 
 
 # plural -> the typed API class and method stem the official client generates for it (its OpenAPI schema)

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_client
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import client as kube_client
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import PrivilegeError, ReadError
 
 from tests.kube_api import FIXTURES, load_yaml
 from tests.kube_api.hostile import Hostile

@@ -10,8 +10,8 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from kubernetes.client import Configuration, V1Status
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_exec
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import pod_exec as kube_exec
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, ReadError
 
 COMMAND = ["timeout", "5", "cilium-dbg", "monitor", "--type", "drop", "-j"]
 

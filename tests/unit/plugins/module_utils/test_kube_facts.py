@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts as kf
-from ansible_collections.k8snet.triage.plugins.module_utils.frontends import parse as parse_frontend
+from ansible_collections.k8snet.triage.plugins.module_utils.cluster import facts as kf
+from ansible_collections.k8snet.triage.plugins.module_utils.core.frontends import parse as parse_frontend
 
 from tests.kube_api import fixture_objects as objects, of_kind
 

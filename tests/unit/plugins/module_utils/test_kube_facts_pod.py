@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_facts as kf
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.cluster import facts as kf
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 
 from tests.kube_api import fixture_objects, of_kind
 

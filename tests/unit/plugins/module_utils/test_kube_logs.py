@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_logs
+from ansible_collections.k8snet.triage.plugins.module_utils.logs import kube_logs
 from tests.kube_api import fixture_objects, of_kind
 
 OBJECTS = fixture_objects("cluster.yaml", "cni.yaml", "events.yaml")
@@ -191,7 +191,7 @@ class NoKubelet(FakeKube):
     """The API server's answers when it cannot reach the node's kubelet (500), or the read is forbidden (403)."""
 
     def pod_log(self, namespace, name, container, previous=False, **bounds):
-        from ansible_collections.k8snet.triage.plugins.module_utils.errors import PrivilegeError, ReadError
+        from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import PrivilegeError, ReadError
 
         if name == "calico-node-m4q8z":
             raise ReadError('read the log of %s: HTTP 500: Get "https://node2:10250/containerLogs/%s/%s/%s'
@@ -226,7 +226,7 @@ def test_a_forbidden_log_read_names_no_kubelet():
 def test_after_the_kubelet_did_not_answer_the_nodes_other_pods_are_not_asked():
     class AllDown(FakeKube):
         def pod_log(self, namespace, name, container, previous=False, **bounds):
-            from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+            from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ReadError
 
             self.asked.append((name, previous, bounds["tail_lines"]))
             raise ReadError('HTTP 500 (Get "https://node1:10250/containerLogs/%s/%s/%s": dial tcp: i/o timeout); '

@@ -6,7 +6,7 @@ import email.utils
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import kube_transport as t
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import transport as t
 
 
 class Clock(object):
@@ -141,8 +141,8 @@ def test_null_maps_and_lists_read_as_empty():
 
 # ------------------------------------------------------------------ the option
 def test_api_timeout_option():
-    from ansible_collections.k8snet.triage.plugins.module_utils import kube_client
-    from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+    from ansible_collections.k8snet.triage.plugins.module_utils.kube import client as kube_client
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
     assert kube_client.api_timeout({}) == t.API_TIMEOUT == 120.0
     assert kube_client.api_timeout({"api_timeout": "7.5"}) == 7.5
     for bad in (0, 0.5, 3601, "soon", float("inf"), float("nan")):

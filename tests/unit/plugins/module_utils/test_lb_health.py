@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import json
 
-from ansible_collections.k8snet.triage.plugins.module_utils import lb_health, lb_health_checks, lb_health_probes, lb_health_remediation
+from ansible_collections.k8snet.triage.plugins.module_utils.lb import health as lb_health
+from ansible_collections.k8snet.triage.plugins.module_utils.lb import health_checks as lb_health_checks
+from ansible_collections.k8snet.triage.plugins.module_utils.lb import health_probes as lb_health_probes
+from ansible_collections.k8snet.triage.plugins.module_utils.lb import health_remediation as lb_health_remediation
 
 from tests.kube_api import fixture_objects as objects, of_kind
 
@@ -171,7 +174,7 @@ def test_only_named_services_up_to_the_cap_in_check_mode():
 
 
 def test_partial_progress_is_returned_and_the_rest_listed():
-    from ansible_collections.k8snet.triage.plugins.module_utils.kube_client import http_error
+    from ansible_collections.k8snet.triage.plugins.module_utils.kube.client import http_error
     kube = FakeKube(deny={"b/web": http_error(403, '{"message": "services \\"web\\" is forbidden"}', "patch services b/web", "https://api")})
     out = lb_health_remediation.remediate(kube, _targets("a", "b", "c"), 3, check_mode=False)
     assert out["patched"] == ["a/web"]

@@ -12,7 +12,10 @@ import time
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import lb_health, lb_health_checks, lb_health_probes, lb_health_remediation
+from ansible_collections.k8snet.triage.plugins.module_utils.lb import health as lb_health
+from ansible_collections.k8snet.triage.plugins.module_utils.lb import health_checks as lb_health_checks
+from ansible_collections.k8snet.triage.plugins.module_utils.lb import health_probes as lb_health_probes
+from ansible_collections.k8snet.triage.plugins.module_utils.lb import health_remediation as lb_health_remediation
 
 from tests.kube_api import fixture_objects as objects, of_kind
 

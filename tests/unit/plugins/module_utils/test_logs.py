@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.k8snet.triage.plugins.module_utils import logs, logs_options
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import LAYERS, SEVERITIES
-from ansible_collections.k8snet.triage.plugins.module_utils.log_signatures import SIGNATURES
+from ansible_collections.k8snet.triage.plugins.module_utils.logs import evidence as logs, options as logs_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import LAYERS, SEVERITIES
+from ansible_collections.k8snet.triage.plugins.module_utils.logs.signatures import SIGNATURES
 
 HERE = Path(__file__).resolve().parent
 LINES = yaml.safe_load((HERE / "fixtures" / "logs" / "signature_lines.yml").read_text())

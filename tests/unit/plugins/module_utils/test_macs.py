@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import macs
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.core import macs
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 
 
 @pytest.mark.parametrize("value, normal", [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from ansible_collections.k8snet.triage.plugins.module_utils import neigh_events as ne
+from ansible_collections.k8snet.triage.plugins.module_utils.arp import events as ne
 
 STALE = {"address": "198.18.0.201", "family": 4, "mac": "02:de:ad:00:be:ef", "state": ["STALE"], "flags": []}
 OTHER = dict(STALE, mac="02:0a:0b:0c:0d:0e", state=["PERMANENT"])

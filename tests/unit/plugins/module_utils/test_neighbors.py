@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import interfaces, neighbors, neighbors_options, netlink
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, InputError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.kernel import interfaces, netlink
+from ansible_collections.k8snet.triage.plugins.module_utils.arp import neighbors, options as neighbors_options
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError, InputError, PrivilegeError, ReadError
 
 CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "neigh_capture.json").read_text())
 ENTRIES = netlink.parse_neighbors(CAPTURE["ip_json_v4"]) + netlink.parse_neighbors(CAPTURE["ip_json_v6"])

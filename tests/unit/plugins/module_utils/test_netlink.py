@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import interfaces, netlink
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ChangeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.kernel import interfaces, netlink
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError, ReadError
 
 CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "neigh_capture.json").read_text())
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import node_network as nn
+from ansible_collections.k8snet.triage.plugins.module_utils.cni import node_network as nn
 
 from tests.kube_api import fixture_objects as objects, of_kind
 

@@ -8,15 +8,20 @@ import stat
 import time
 from pathlib import Path
 
+
 import pytest
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.k8snet.triage.plugins.module_utils import pmtu_options
-from ansible_collections.k8snet.triage.plugins.module_utils import cni_files, iptables, node_triage
-from ansible_collections.k8snet.triage.plugins.module_utils import params
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.probes import pmtu_options
+from ansible_collections.k8snet.triage.plugins.module_utils import node_triage
+from ansible_collections.k8snet.triage.plugins.module_utils.cni import files as cni_files
+from ansible_collections.k8snet.triage.plugins.module_utils.firewall import iptables
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
+
+ROOT = Path(__file__).resolve().parents[4]
 
 IPT_FIX = Path(__file__).parent / "fixtures" / "iptables"
 
@@ -193,9 +198,9 @@ def test_cni_files_through_the_pass_equal_the_scenario_check(tmp_path):
 def test_node_network_api_check_has_the_same_shape_and_validates_before_connecting():
     import pytest
 
-    from ansible_collections.k8snet.triage.plugins.module_utils import node_network as nn
-    from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-    from ansible_collections.k8snet.triage.plugins.module_utils.findings import sort_findings
+    from ansible_collections.k8snet.triage.plugins.module_utils.cni import node_network as nn
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import sort_findings
     from tests.kube_api import fixture_objects, of_kind
 
     objs = fixture_objects("cluster.yaml", "cni.yaml", "node4.yaml")
@@ -225,7 +230,8 @@ def test_node_network_api_check_has_the_same_shape_and_validates_before_connecti
 
 
 def _lazy_imports(module):
-    """The collection's modules that ``module``'s functions import (the AST of its source)."""
+    """The collection's modules that ``module``'s functions import (the AST of its source), each named by its path
+    below module_utils (``kernel.netlink``)."""
     import ast
     import inspect
 
@@ -234,8 +240,11 @@ def _lazy_imports(module):
         if isinstance(node, ast.FunctionDef):
             for inner in ast.walk(node):
                 if isinstance(inner, ast.ImportFrom) and "plugins.module_utils" in (inner.module or ""):
-                    names = [alias.name for alias in inner.names] if inner.module.endswith("module_utils") else []
-                    lazy.update(names or [inner.module.rsplit(".", 1)[1]])
+                    below = inner.module.split("plugins.module_utils", 1)[1].lstrip(".")
+                    if not below or "." not in below and (ROOT / "plugins/module_utils" / below).is_dir():
+                        lazy.update(".".join(filter(None, (below, alias.name))) for alias in inner.names)
+                    else:
+                        lazy.add(below)
     return lazy
 
 
@@ -247,7 +256,7 @@ def test_no_check_thread_imports_what_the_main_thread_may_be_importing():
     import inspect
 
     prepared = _lazy_imports(node_triage) - set(node_triage.__name__.rsplit(".", 1)[1:])
-    loaded_first = {"findings", "errors", "params", "scenario"}  # node_triage's own imports, at its top
+    loaded_first = {"core.findings", "core.errors", "core.params", "core.scenario"}  # node_triage's own imports, at its top
     for name in node_triage.SCENARIOS:
         module = inspect.getmodule(node_triage.load(name))
         lazy = _lazy_imports(module)
@@ -255,7 +264,7 @@ def test_no_check_thread_imports_what_the_main_thread_may_be_importing():
             assert lazy <= loaded_first, "%s imports %s inside a function" % (name, lazy - loaded_first)
         else:
             assert lazy <= loaded_first | prepared, "%s: %s is not imported by _prepare" % (name, lazy - prepared)
-    assert {"netlink", "arp_probe", "pod_netns"} <= prepared  # the test sees the lazy imports
+    assert {"kernel.netlink", "arp.probe", "packet_path.pod_netns"} <= prepared  # the test sees the lazy imports
 
 
 def test_the_pass_imports_no_check_code_before_its_sampled_checks_start():
@@ -265,17 +274,19 @@ def test_the_pass_imports_no_check_code_before_its_sampled_checks_start():
     import sys
 
     code = ("import sys; from ansible_collections.k8snet.triage.plugins.module_utils import node_triage; "
-            "import json; print(json.dumps([m.rsplit('.', 1)[1] for m in sys.modules "
+            "import json; print(json.dumps([m.split('.module_utils.', 1)[1] for m in sys.modules "
             "if m.startswith(node_triage.__name__.rsplit('.', 1)[0] + '.') and '.scenarios.' not in m]))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=dict(
         __import__("os").environ, PYTHONPATH=":".join(sys.path))).stdout
     loaded = set(json.loads(out))
-    assert "node_triage" in loaded and "iptables_options" in loaded
-    code_modules = {"iptables", "conntrack", "cilium_agent", "reachability", "dns", "neighbors", "cni_files", "bird",
-                    "cilium_lb", "routes", "logs", "pmtu", "netlink", "pod_netns", "arp_probe", "commands",
+    assert "node_triage" in loaded and "firewall.options" in loaded
+    code_modules = {"firewall.iptables", "conntrack.check", "cilium.agent", "probes.reachability", "dns.check",
+                    "arp.neighbors", "cni.files", "calico.bird", "cilium.lb", "routes.mesh", "logs.evidence",
+                    "probes.pmtu", "kernel.netlink", "packet_path.pod_netns", "arp.probe", "core.commands",
                     # the parts of the split domains
-                    "iptables_parsers", "iptables_checks", "cilium_agent_reader", "cilium_agent_checks", "bird_parsers",
-                    "bird_checks", "cilium_lb_analysis", "cilium_lb_cleanup", "routes_index", "routes_checks"}
+                    "firewall.parsers", "firewall.checks", "cilium.agent_reader", "cilium.agent_checks",
+                    "calico.parsers", "calico.checks", "cilium.lb_analysis", "cilium.lb_cleanup", "routes.index",
+                    "routes.checks"}
     assert not loaded & code_modules, loaded & code_modules
 
 
@@ -352,7 +363,7 @@ def test_the_cilium_agent_check_is_skipped_before_its_code_loads_where_the_check
     import json
     import socket
 
-    from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent
+    from ansible_collections.k8snet.triage.plugins.module_utils.cilium import agent as cilium_agent
 
     (tmp_path / "net.d").mkdir()
     sub = _cilium_params(tmp_path)
@@ -405,7 +416,7 @@ def test_the_calico_check_is_skipped_before_its_code_loads_where_the_check_would
     import json
     import socket
 
-    from ansible_collections.k8snet.triage.plugins.module_utils import bird
+    from ansible_collections.k8snet.triage.plugins.module_utils.calico import bird
 
     (tmp_path / "net.d").mkdir()
     sub = dict(sockets=[str(tmp_path / "bird.ctl"), str(tmp_path / "bird6.ctl")], when_not_calico="skip",
@@ -489,7 +500,7 @@ def test_the_controller_is_gone_when_the_reader_of_stdout_closed(tmp_path):
 def test_a_pass_whose_controller_is_gone_kills_its_commands_and_returns():
     from ansible.module_utils.basic import AnsibleModule  # pylint: disable=import-outside-toplevel
     from ansible.module_utils.testing import patch_module_args  # pylint: disable=import-outside-toplevel
-    from ansible_collections.k8snet.triage.plugins.module_utils.commands import Tool  # pylint: disable=import-outside-toplevel
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.commands import Tool  # pylint: disable=import-outside-toplevel
 
     def blocked(params, runner):
         Tool(runner, "sh", opt_dirs=("/bin",)).run(["-c", "sleep 30"])

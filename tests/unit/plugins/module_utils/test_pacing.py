@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import pacing
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.core import pacing
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 
 
 class Clock(object):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.filter.ingress_bisect import ingress_bisect as bisect_filter
-from ansible_collections.k8snet.triage.plugins.module_utils import packet_path as pp
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import analysis as pp
 
 FIX = Path(__file__).parent / "fixtures" / "packet_path"
 EXPECTED = {

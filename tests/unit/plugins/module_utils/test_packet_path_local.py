@@ -3,7 +3,7 @@ does not forward by design - expected, not ingress.nat.  Flows as packet_capture
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.module_utils import packet_path as pp
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import analysis as pp
 
 CLIENT, N1, N2, N3 = "198.18.64.100", "198.18.64.11", "198.18.64.12", "198.18.64.13"
 POD1, POD2 = "198.19.64.5", "198.19.65.5"

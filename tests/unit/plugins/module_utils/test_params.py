@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import params as p
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.core import params as p
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 
 
 @pytest.mark.parametrize("value, message", [

@@ -11,7 +11,7 @@ import zipimport
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import payload
+from ansible_collections.k8snet.triage.plugins.module_utils.core import payload
 
 FILES = {
     "__init__.py": "VALUE = 'package'\n",

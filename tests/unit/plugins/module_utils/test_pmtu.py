@@ -6,9 +6,9 @@ import struct
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import pmtu_options
-from ansible_collections.k8snet.triage.plugins.module_utils import pmtu
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.probes import pmtu_options
+from ansible_collections.k8snet.triage.plugins.module_utils.probes import pmtu
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 
 
 class Path(object):
@@ -163,7 +163,7 @@ class FakeNetlink(object):
 
 @pytest.fixture()
 def fake_paths(monkeypatch):
-    from ansible_collections.k8snet.triage.plugins.module_utils import netlink
+    from ansible_collections.k8snet.triage.plugins.module_utils.kernel import netlink
     monkeypatch.setattr(netlink, "Netlink", FakeNetlink)
     probed = []
 

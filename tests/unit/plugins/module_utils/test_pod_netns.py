@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import pod_netns as p
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import pod_netns as p
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, ReadError
 
 FIX = Path(__file__).parent / "fixtures" / "pod_netns"
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import arp_probe, capture
-from ansible_collections.k8snet.triage.plugins.module_utils import reachability as r
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.arp import probe as arp_probe
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import capture
+from ansible_collections.k8snet.triage.plugins.module_utils.probes import reachability as r
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 from ansible_collections.k8snet.triage.plugins.plugin_utils import peers as fleet_peers
 
 FIX = Path(__file__).parent / "fixtures" / "capture"
@@ -123,7 +124,7 @@ def test_peer_sample_below_n_squared_and_covering_everyone():
 
 
 def test_enter_pod_takes_one_namespace_and_names_it(monkeypatch):
-    from ansible_collections.k8snet.triage.plugins.module_utils import pod_netns
+    from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import pod_netns
     entered = []
     monkeypatch.setattr(r, "enter_netns", lambda pid, path=None: entered.append((pid, path)))
     with pytest.raises(InputError, match="give one of them"):

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import netlink, routes_checks, routes_index
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.kernel import netlink
+from ansible_collections.k8snet.triage.plugins.module_utils.routes import checks as routes_checks, index as routes_index
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
 
 FIX = Path(__file__).parent / "fixtures" / "routes"
 

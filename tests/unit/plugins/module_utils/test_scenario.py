@@ -8,7 +8,8 @@ import importlib
 import pytest
 import yaml
 
-from ansible_collections.k8snet.triage.plugins.module_utils import node_triage, scenario
+from ansible_collections.k8snet.triage.plugins.module_utils import node_triage
+from ansible_collections.k8snet.triage.plugins.module_utils.core import scenario
 from ansible_collections.k8snet.triage.plugins.plugin_utils.doc_options import nested
 from tests.unit.plugins.modules.hostile_runner import PACKAGE, argument_spec
 

@@ -16,8 +16,9 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass as 
 
 ROOT = Path(__file__).resolve().parents[4]
 NAMES = [declared.NAME for declared in node_triage.REGISTRY]
-# what a scenario module may import at its top: its options, the rules, the shared scenario helpers
-TOP_LEVEL = re.compile(r"^(\w+_options|params|scenario)$")
+# what a scenario module may import at its top: its options, the rules, the shared scenario helpers (by their path
+# below module_utils)
+TOP_LEVEL = re.compile(r"^(\w+\.(\w+_)?options|core\.params|core\.scenario)$")
 
 
 def _declared(name):
@@ -44,10 +45,12 @@ def test_the_node_triage_tables_are_the_registrys():
 def test_a_scenario_module_imports_only_options_at_its_top(name):
     tree = ast.parse(inspect.getsource(_declared(name)))
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module.endswith("module_utils"):
+        if isinstance(node, ast.ImportFrom) and "plugins.module_utils" in node.module:
+            below = node.module.split("plugins.module_utils", 1)[1].lstrip(".")
             for alias in node.names:
-                assert TOP_LEVEL.match(alias.name), "%s imports %s at its top: the node pass would load it first" % (
-                    name, alias.name)
+                imported = "%s.%s" % (below, alias.name) if below else alias.name
+                assert TOP_LEVEL.match(imported), "%s imports %s at its top: the node pass would load it first" % (
+                    name, imported)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -55,9 +58,13 @@ def test_the_scenario_names_its_module_and_its_check_ids(name):
     declared = _declared(name)
     assert (ROOT / "plugins/modules" / (declared.MODULE + ".py")).is_file(), declared.MODULE
     domain = inspect.getmodule(declared.load())
-    # a large domain is split into parts beside it (<domain>_parsers.py, <domain>_checks.py, ...)
+    # a domain is a package of module_utils: its check and the parts beside it (parsers.py, checks.py, ...); in a
+    # package of several checks (several *_options.py), a check's parts are named after it (agent_reader.py)
     path = Path(domain.__file__)
-    source = "".join(part.read_text() for part in [path] + sorted(path.parent.glob(path.stem + "_*.py")))
+    shared = len(list(path.parent.glob("*_options.py"))) > 1
+    parts = [path] + sorted(p for p in path.parent.glob("*.py") if p not in (path, path.parent / "__init__.py")
+                            and (not shared or p.stem.startswith(path.stem)))
+    source = "".join(part.read_text() for part in parts)
     ids = set(re.findall(r"finding\(\s*\"([a-z_]+)\.[a-z_]+\"", source))
     assert ids, "%s: no finding id read from %s" % (name, domain.__name__)
     assert ids <= set(declared.PREFIXES), "%s finds %s, declares %s" % (name, sorted(ids), declared.PREFIXES)
@@ -90,7 +97,7 @@ def _names_table():
 def test_the_names_table_in_the_developers_guide_is_the_registrys():
     expected = []
     for declared in node_triage.REGISTRY:
-        domain = inspect.getmodule(declared.load()).__name__.rsplit(".", 1)[1]
+        domain = inspect.getmodule(declared.load()).__name__.split(".module_utils.", 1)[1].replace(".", "/")
         expected.append(("`%s`" % declared.NAME, "`%s`" % declared.MODULE, "`module_utils/%s.py`" % domain,
                          ", ".join("`%s.*`" % prefix for prefix in declared.PREFIXES)))
     assert _names_table() == expected
@@ -105,6 +112,13 @@ def test_one_scenario_name_for_its_role_playbook_and_variables_one_domain_name_f
         # its own, or a variable another scenario owns and it shares (cni_conf_dir); node_log_files: the inventory's
         owner = [other for other in NAMES if variable.startswith(other + "_")]
         assert owner or variable == "node_log_files", (name, variable)
-    domain = inspect.getmodule(declared.load()).__name__.rsplit(".", 1)[1]
-    assert (ROOT / "plugins/module_utils" / (domain + "_options.py")).is_file(), domain
-    assert (ROOT / "plugins/doc_fragments" / (domain + ".py")).is_file(), domain
+    # its options sit in its domain's package, beside its check; its module's documentation is a fragment of ours
+    check = inspect.getmodule(declared.load()).__name__
+    options = [n.module for n in ast.parse(inspect.getsource(declared)).body if isinstance(n, ast.ImportFrom)
+               and any(a.name.endswith("options") for a in n.names) and n.module.endswith(check.split(".")[-2])]
+    assert options, "%s: its options are not imported from its domain's package %s" % (name, check.rsplit(".", 1)[0])
+    doc = yaml.safe_load(getattr(__import__("importlib").import_module(
+        "ansible_collections.k8snet.triage.plugins.modules." + declared.MODULE), "DOCUMENTATION"))
+    fragments = [f.split(".")[2] for f in doc.get("extends_documentation_fragment") or []
+                 if f.startswith("k8snet.triage.") and f.split(".")[2] not in ("attributes", "pacing", "netlink")]
+    assert fragments and all((ROOT / "plugins/doc_fragments" / (f + ".py")).is_file() for f in fragments), (name, fragments)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import socket
 import struct
 
-from ansible_collections.k8snet.triage.plugins.module_utils import capture
-from ansible_collections.k8snet.triage.plugins.module_utils.seesaw import pair_check, pair_view
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import capture
+from ansible_collections.k8snet.triage.plugins.module_utils.lb.seesaw import pair_check, pair_view
 
 VMAC = bytes([0, 0, 0x5E, 0, 1, 60])
 

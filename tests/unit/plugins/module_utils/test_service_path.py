@@ -9,8 +9,8 @@ import copy
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import service_path
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.packet_path import service as service_path
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError, ReadError
 from tests.kube_api import Store, fixture_objects
 
 CORE = fixture_objects("cluster.yaml", "service_path.yaml")

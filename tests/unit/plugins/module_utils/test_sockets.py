@@ -10,8 +10,10 @@ import time
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import bird, cilium_agent_reader, sockets
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.calico import bird
+from ansible_collections.k8snet.triage.plugins.module_utils.cilium import agent_reader as cilium_agent_reader
+from ansible_collections.k8snet.triage.plugins.module_utils.core import sockets
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ReadError
 from tests.cilium_agent.hostile import Hostile
 from tests.conftest import BUILD
 
@@ -117,7 +119,8 @@ class TcpTrickle(object):
 
 
 def test_tcp_reads_of_the_dns_and_lb_health_checks_keep_one_deadline():
-    from ansible_collections.k8snet.triage.plugins.module_utils import dns_wire, lb_health_probes
+    from ansible_collections.k8snet.triage.plugins.module_utils.dns import wire as dns_wire
+    from ansible_collections.k8snet.triage.plugins.module_utils.lb import health_probes as lb_health_probes
 
     peer = TcpTrickle(b"HTTP/1.1 200 OK\r\n" + b"X-Slow: 1\r\n" * 500)
     try:
@@ -141,9 +144,11 @@ def test_readers_of_every_pass_do_not_import_http_client():
     """BIRD's and DNS's readers import sockets on every node pass; http.client is imported only by what reads
     HTTP (checked in a fresh interpreter: this process has imported it long ago)."""
     code = ("import sys; sys.path.insert(0, %r)\n"
-            "from ansible_collections.k8snet.triage.plugins.module_utils import bird, dns_wire, sockets\n"
+            "from ansible_collections.k8snet.triage.plugins.module_utils.calico import bird\n"
+            "from ansible_collections.k8snet.triage.plugins.module_utils.dns import wire\n"
+            "from ansible_collections.k8snet.triage.plugins.module_utils.core import sockets\n"
             "print('http.client' in sys.modules)\n"
-            "from ansible_collections.k8snet.triage.plugins.module_utils import cilium_agent\n"
+            "from ansible_collections.k8snet.triage.plugins.module_utils.cilium import agent\n"
             "print('http.client' in sys.modules)\n") % str(BUILD)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
     assert out.split() == ["False", "True"]

@@ -1,4 +1,4 @@
-"""The kernel parameter check (module_utils/sysctl.py): its reader against this machine's kernel (read again with
+"""The kernel parameter check (module_utils/sysctl/check.py): its reader against this machine's kernel (read again with
 sysctl -n), and its verdicts on the values the sources name (cilium/cilium#10645: systemd 245 setting
 rp_filter = 2 on lxc* and cilium_host; kubernetes/kops#4533: the neighbour table at gc_thresh3 = 1024)."""
 
@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import sysctl
-from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.sysctl import check as sysctl
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 
 
 def _sysctl(key):

@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils import webhooks
+from ansible_collections.k8snet.triage.plugins.module_utils.cni import webhooks
 from tests.kube_api import fixture_objects, of_kind
 
 OBJECTS = fixture_objects("cluster.yaml", "cni.yaml", "webhooks.yaml")
@@ -237,7 +237,7 @@ def test_no_cycle_through_the_tunnel_when_the_cni_is_up():
     ("kube-system/app=vpn\nx", "control"),
 ])
 def test_tunnel_entries_are_refused_with_the_fix(entry, message):
-    from ansible_collections.k8snet.triage.plugins.module_utils.errors import InputError
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
     with pytest.raises(InputError) as caught:
         webhooks.RULES["tunnel_pods"]("tunnel_pods", [entry])
     assert message in caught.value.message and "tunnel_pods[0]" in caught.value.message

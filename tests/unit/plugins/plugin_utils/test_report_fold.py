@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
 from ansible_collections.k8snet.triage.plugins.plugin_utils import report_fold
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_fold import FOLD_MIN, fold
 

@@ -8,7 +8,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.filter.triage_report import triage_report
-from ansible_collections.k8snet.triage.plugins.module_utils.findings import finding
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
 from ansible_collections.k8snet.triage.plugins.plugin_utils import report_query
 from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_fail_on, report_select
 

@@ -1,0 +1,9 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The stale-ARP domain: the neighbour cache check and flush (neighbors, options), what the kernel deleted
+(events), ARP probes and raw packet sockets (probe), and who announces a VIP (announce).
+
+Internal to k8snet.triage (docs/developing.md, "Private code"): nothing here is a public interface.
+"""

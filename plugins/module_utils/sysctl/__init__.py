@@ -1,0 +1,8 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, k8snet.triage contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""The kernel parameters the pod network depends on: the check and its options.
+
+Internal to k8snet.triage (docs/developing.md, "Private code"): nothing here is a public interface.
+"""
