@@ -32,9 +32,10 @@ sys.path.insert(0, str(ROOT / "build"))
 
 import jinja2  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import BY_NAME, SCENARIOS  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report  # noqa: E402  pylint: disable=wrong-import-position
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report_files
+from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import BY_NAME  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import SCENARIOS  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import build as report  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import files as report_files
 
 TEMPLATE = ROOT / "roles" / "report" / "templates" / "triage-report.html.j2"
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",

@@ -17,8 +17,9 @@ from ansible.utils.display import Display
 from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import SCENARIOS
 from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
 from ansible_collections.k8snet.triage.plugins.module_utils.core.payload import MINIMUM_PYTHON, too_old
-from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass, playbook_run, report_fold
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report import record_fact
+from ansible_collections.k8snet.triage.plugins.plugin_utils import node_pass, playbook_run
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import fold as report_fold
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.build import record_fact
 
 MODULE = "k8snet.triage.node_triage"
 display = Display()

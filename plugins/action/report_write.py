@@ -22,9 +22,12 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
 from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
-from ansible_collections.k8snet.triage.plugins.plugin_utils import (
-    playbook_run, report, report_files, report_history, report_metrics, report_silences)
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_select
+from ansible_collections.k8snet.triage.plugins.plugin_utils import playbook_run
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import build as report, files as report_files
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import history as report_history
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import metrics as report_metrics
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import silences as report_silences
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.query import report_select
 
 ARGUMENT_SPEC = dict(
     hosts=dict(type="list", elements="str", required=True),

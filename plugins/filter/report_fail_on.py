@@ -55,7 +55,7 @@ _value:
   type: bool
 """
 
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_fail_on
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.query import report_fail_on
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

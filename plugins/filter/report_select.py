@@ -48,7 +48,7 @@ _value:
   elements: dict
 """
 
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_select
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.query import report_select
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
 
 

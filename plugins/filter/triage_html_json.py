@@ -36,7 +36,7 @@ _value:
 """
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report_files import triage_html_json
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.files import triage_html_json
 
 
 class FilterModule(object):

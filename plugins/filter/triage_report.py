@@ -83,7 +83,7 @@ _value:
 """
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report import triage_report
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.build import triage_report
 
 
 class FilterModule(object):

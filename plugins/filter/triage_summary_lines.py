@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from ansible_collections.k8snet.triage.plugins.plugin_utils.filter_guard import guard_all
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report_summary import triage_summary_lines
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.summary import triage_summary_lines
 
 DOCUMENTATION = """
 name: triage_summary_lines

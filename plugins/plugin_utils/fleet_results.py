@@ -25,7 +25,7 @@ from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
 from ansible_collections.k8snet.triage.plugins.plugin_utils.log_evidence import with_log_evidence
 from ansible_collections.k8snet.triage.plugins.plugin_utils.peers import matrix
 from ansible_collections.k8snet.triage.plugins.plugin_utils.record import fleet_result
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report import host_facts
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.build import host_facts
 
 
 # --- vip_owners: who holds each VIP ---------------------------------------------------------------

@@ -11,9 +11,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report_files
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report_history import compare
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import build as report
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import files as report_files
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.history import compare
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "triage-report.schema.json").read_text())

@@ -8,7 +8,10 @@ import pytest
 
 from ansible_collections.k8snet.triage.plugins.filter.connectivity_peers import connectivity_peers
 from ansible_collections.k8snet.triage.plugins.filter.node_pass_fleet import node_pass_fleet
-from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import BadHostVariable, ParamsError, bad_variable_findings, lean
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import BadHostVariable
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import ParamsError
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import bad_variable_findings
+from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import lean
 from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import params as node_pass_params
 from ansible_collections.k8snet.triage.plugins.plugin_utils.node_pass import record as node_pass_record
 

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils.kernel import bpf
-from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError, InputError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import PrivilegeError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ReadError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bpf"
 

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils.f5 import configmaps as f5, controller as f5_controller, parsers as f5_parsers
+from ansible_collections.k8snet.triage.plugins.module_utils.f5 import configmaps as f5
+from ansible_collections.k8snet.triage.plugins.module_utils.f5 import controller as f5_controller
+from ansible_collections.k8snet.triage.plugins.module_utils.f5 import parsers as f5_parsers
 
 from tests.kube_api import fixture_objects as objects, of_kind
 

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.k8snet.triage.plugins.module_utils.f5 import configmaps as f5, parsers as f5_parsers, schema as f5_schema
+from ansible_collections.k8snet.triage.plugins.module_utils.f5 import configmaps as f5
+from ansible_collections.k8snet.triage.plugins.module_utils.f5 import parsers as f5_parsers
+from ansible_collections.k8snet.triage.plugins.module_utils.f5 import schema as f5_schema
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "f5"
 SOURCES = json.loads((FIXTURES / "SOURCES.json").read_text())

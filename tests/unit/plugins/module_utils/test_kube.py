@@ -4,8 +4,14 @@ import json
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.module_utils.kube import objects as kube, args as kube_args, auth as kube_auth, client as kube_client
-from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError, InputError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import objects as kube
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import args as kube_args
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import auth as kube_auth
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import client as kube_client
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import PrivilegeError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ReadError
 
 
 # plural -> the typed API class and method stem the official client generates for it (its OpenAPI schema)

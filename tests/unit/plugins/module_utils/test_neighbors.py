@@ -9,7 +9,10 @@ import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils.kernel import interfaces, netlink
 from ansible_collections.k8snet.triage.plugins.module_utils.arp import neighbors, options as neighbors_options
-from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError, InputError, PrivilegeError, ReadError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import PrivilegeError
+from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ReadError
 
 CAPTURE = json.loads((Path(__file__).parent / "fixtures" / "neigh_capture.json").read_text())
 ENTRIES = netlink.parse_neighbors(CAPTURE["ip_json_v4"]) + netlink.parse_neighbors(CAPTURE["ip_json_v6"])

@@ -256,7 +256,8 @@ def test_no_check_thread_imports_what_the_main_thread_may_be_importing():
     import inspect
 
     prepared = _lazy_imports(node_triage) - set(node_triage.__name__.rsplit(".", 1)[1:])
-    loaded_first = {"core.findings", "core.errors", "core.params", "core.scenario"}  # node_triage's own imports, at its top
+    # node_triage's own imports, at its top
+    loaded_first = {"core.findings", "core.errors", "core.params", "core.scenario"}
     for name in node_triage.SCENARIOS:
         module = inspect.getmodule(node_triage.load(name))
         lazy = _lazy_imports(module)

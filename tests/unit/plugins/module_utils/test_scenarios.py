@@ -121,4 +121,5 @@ def test_one_scenario_name_for_its_role_playbook_and_variables_one_domain_name_f
         "ansible_collections.k8snet.triage.plugins.modules." + declared.MODULE), "DOCUMENTATION"))
     fragments = [f.split(".")[2] for f in doc.get("extends_documentation_fragment") or []
                  if f.startswith("k8snet.triage.") and f.split(".")[2] not in ("attributes", "pacing", "netlink")]
-    assert fragments and all((ROOT / "plugins/doc_fragments" / (f + ".py")).is_file() for f in fragments), (name, fragments)
+    assert fragments, name
+    assert all((ROOT / "plugins/doc_fragments" / (f + ".py")).is_file() for f in fragments), (name, fragments)

@@ -3,7 +3,7 @@ triage_report from host records, as the report_write action builds them."""
 
 from __future__ import annotations
 
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import build as report
 
 
 def item(check, severity, subject, summary="s", layer="L3"):

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from ansible.errors import AnsibleError
 
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report_files
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import build as report
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import files as report_files
 
 
 def test_a_symlink_in_place_of_the_report_is_replaced_not_followed(tmp_path):
@@ -139,8 +139,8 @@ def in_namespace(tmp_path, mount, code):
     import subprocess
     import sys
     script = ("import os, sys; sys.path.insert(0, %r)\n"
-              "from ansible_collections.k8snet.triage.plugins.plugin_utils import report_files\n"
-              "d = sys.argv[1]\n%s" % (str(Path(report_files.__file__).resolve().parents[2] / "build"), code))
+              "from ansible_collections.k8snet.triage.plugins.plugin_utils.report import files as report_files\n"
+              "d = sys.argv[1]\n%s" % (str(Path(report_files.__file__).resolve().parents[3] / "build"), code))
     return subprocess.run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
                            'D="$1"; shift; %s && exec "$@"' % mount, "sh", str(tmp_path), sys.executable, "-c", script,
                            str(tmp_path)], capture_output=True, text=True, timeout=60, check=False)

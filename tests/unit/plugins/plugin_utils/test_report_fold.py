@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report_fold
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report_fold import FOLD_MIN, fold
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import fold as report_fold
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.fold import FOLD_MIN, fold
 
 
 def nodes(n):

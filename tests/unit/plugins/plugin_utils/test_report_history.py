@@ -12,8 +12,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from ansible.errors import AnsibleError
 
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report, report_history
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_fail_on
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import build as report, history as report_history
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.query import report_fail_on
 
 from .report_samples import build, item
 

@@ -10,7 +10,9 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report, report_history, report_metrics
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import build as report
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import history as report_history
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import metrics as report_metrics
 
 from tests.trickle import Trickle
 

@@ -9,8 +9,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.filter.triage_report import triage_report
 from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report_query
-from ansible_collections.k8snet.triage.plugins.plugin_utils.report_query import report_fail_on, report_select
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import query as report_query
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report.query import report_fail_on, report_select
 
 GROUPS = {
     "all": ["cp1", "cp2", "w1"],

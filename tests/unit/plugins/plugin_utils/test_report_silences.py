@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report, report_silences
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import build as report, silences as report_silences
 
 from .report_samples import build, item
 

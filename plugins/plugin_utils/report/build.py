@@ -16,7 +16,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import SEVERITIES, finding, placed, sort_findings, worst
 from ansible_collections.k8snet.triage.plugins.module_utils.core.params import kind
-from ansible_collections.k8snet.triage.plugins.plugin_utils import record, report_fold
+from ansible_collections.k8snet.triage.plugins.plugin_utils import record
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import fold as report_fold
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import first_names
 
 # the version of triage-report.json's shape (docs/triage-report.schema.json): it changes when a key is removed or

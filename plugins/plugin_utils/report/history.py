@@ -28,7 +28,7 @@ from collections import Counter
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import SEVERITIES, finding
-from ansible_collections.k8snet.triage.plugins.plugin_utils import report_files
+from ansible_collections.k8snet.triage.plugins.plugin_utils.report import files as report_files
 from ansible_collections.k8snet.triage.plugins.plugin_utils.survey import bounded_int
 
 HISTORY_DIR = "history"
