@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
+from tests.kube_api.helpers import checks
 from tests.lab.node_agent import BUSYBOX_IMAGE, NodeAgent
 
 NS = "real"
@@ -33,12 +36,12 @@ def pod(name, command, node="node1", **spec):
                                      "command": ["sh", "-c", command]}], **spec}}
 
 
-def running(cluster, name):
+def running(cluster, name, namespace=NS):
     def check():
-        status = cluster.kubectl_json("-n", NS, "get", "pod", name)["status"]
+        status = cluster.kubectl_json("-n", namespace, "get", "pod", name)["status"]
         ready = [c for c in status.get("conditions", []) if c["type"] == "Ready"]
         return status.get("phase") == "Running" and ready and ready[0]["status"] == "True" and status
-    return cluster.wait_for(f"pod {NS}/{name} Running and Ready", check, timeout=120)
+    return cluster.wait_for(f"pod {namespace}/{name} Running and Ready", check, timeout=120)
 
 
 def test_the_node_is_the_kubelets(agent, kube_cluster):
@@ -74,3 +77,63 @@ def test_a_pod_runs_with_its_status_written_by_the_kubelet(agent, kube_cluster, 
     assert lab.ping("node1", ip).returncode == 0
     # the log line, read through the API server from the kubelet
     assert kube_cluster.kubectl("-n", NS, "logs", "hello").stdout == "hello from the pod\n"
+
+
+# calico-node's startup lines when it cannot clear NetworkUnavailable, and CoreDNS's errors plugin timing out, as the
+# stand-in's log fixture holds them (tests/kube_api/logs/ibm_cycle.yaml, which cites calico's startup.go): here the
+# real containers print them, and kube_logs reads them through the API server from the kubelet.
+CYCLE_LOGS = Path(__file__).resolve().parents[1] / "kube_api" / "logs" / "ibm_cycle.yaml"
+CRASH_ONCE = ('if [ -e /state/ran ]; then echo "$1"; exec sleep 3600; fi; '
+              'touch /state/ran; shift; printf "%s\\n" "$@"; exit 1')
+
+
+def fixture_lines(pod_name, node):
+    item = [i for i in yaml.safe_load(CYCLE_LOGS.read_text()) if i["pod"] == pod_name][0]
+    return [text.replace("node2", node) for _stamp, text in item["lines"]]
+
+
+def agent_pod(name, labels, container, command, args, volumes=False):
+    obj = pod(name, "", **({"volumes": [{"name": "state", "emptyDir": {}}]} if volumes else {}))
+    obj["metadata"].update(namespace="kube-system", labels=labels)
+    main = obj["spec"]["containers"][0]
+    main.update(name=container, command=command, args=args)
+    if volumes:
+        main["volumeMounts"] = [{"name": "state", "mountPath": "/state"}]
+    return obj
+
+
+def test_kube_logs_reads_a_crashed_calico_nodes_previous_log_from_the_kubelet(agent, kube_cluster, ansible):
+    calico = fixture_lines("calico-node-m4q8z", "node1")
+    coredns = fixture_lines("coredns-5d78c9869d-h2x7q", "node1")
+    kube_cluster.kubectl("apply", "-f", "-", input="\n".join(json.dumps(o) for o in (
+        agent_pod("calico-node-real", {"k8s-app": "calico-node"}, "calico-node", ["sh", "-c", CRASH_ONCE, "sh"],
+                  [calico[0], *calico], volumes=True),
+        agent_pod("coredns-real", {"k8s-app": "kube-dns"}, "coredns", ["sh", "-c", 'printf "%s\\n" "$@"; '
+                                                                       "exec sleep 3600", "sh"], coredns))))
+
+    def restarted():
+        status = kube_cluster.kubectl_json("-n", "kube-system", "get", "pod", "calico-node-real")["status"]
+        main = (status.get("containerStatuses") or [{}])[0]
+        return main.get("restartCount", 0) >= 1 and "running" in main.get("state", {}) and main
+    main = kube_cluster.wait_for("calico-node-real restarted once and running", restarted, timeout=120)
+    assert main["lastState"]["terminated"]["exitCode"] == 1
+    running(kube_cluster, "coredns-real", namespace="kube-system")
+    # independent reader: kubectl logs --previous, through the same API server -> kubelet path
+    previous = kube_cluster.kubectl("-n", "kube-system", "logs", "--previous", "calico-node-real", "-c",
+                                    "calico-node").stdout
+    assert previous.splitlines() == calico and previous.count("Failed to set NetworkUnavailable") == 2
+
+    result = ansible.module("localhost", "kube_logs", {"kubeconfig": str(kube_cluster.kubeconfig()),
+                                                       "nodes": ["node1"]})["localhost"]
+    assert not result["failed"], result
+    assert checks(result["findings"]) == [
+        ("log.calico_network_unavailable_update_failed", "node1/calico-node-real"),
+        ("log.coredns_upstream_timeout", "node1/coredns-real"),
+    ], result["findings"]
+    found = result["findings"][0]
+    assert found["evidence"]["count"] == 3
+    assert found["evidence"]["origins"] == ["kube-system/calico-node-real calico-node previous"]
+    # the times are the kubelet's (timestamps=true), of the container's run minutes ago, not the text's 2026-01-01
+    assert all(line["time"].endswith("Z") and not line["time"].startswith("2026-01-01")
+               for line in found["evidence"]["lines"])
+    assert "eyJhbGci" not in str(result) and "token=***" in str(found["evidence"]["lines"])
