@@ -137,3 +137,66 @@ def test_kube_logs_reads_a_crashed_calico_nodes_previous_log_from_the_kubelet(ag
     assert all(line["time"].endswith("Z") and not line["time"].startswith("2026-01-01")
                for line in found["evidence"]["lines"])
     assert "eyJhbGci" not in str(result) and "token=***" in str(found["evidence"]["lines"])
+
+
+def node_ready(cluster, node="node1"):
+    conditions = cluster.kubectl_json("get", "node", node)["status"]["conditions"]
+    return [c for c in conditions if c["type"] == "Ready"][0]
+
+
+def test_cni_config_removed_the_kubelet_says_not_ready_and_node_network_status_names_it(
+        agent, kube_cluster, ansible):
+    """The runbook's first transition on a real node: the CNI configuration gone, containerd's CRI reports the
+    network not ready, the kubelet turns Ready False with its own message, and node_network_status reports it."""
+    agent.remove_cni_config()
+    try:
+        ready = kube_cluster.wait_for("node1 NotReady", lambda: (lambda r: r["status"] != "True" and r)(
+            node_ready(kube_cluster)), timeout=120)
+        # the kubelet's words (v1.37.2 on containerd 2.4.2), as kubectl shows them
+        assert ready["reason"] == "KubeletNotReady", ready
+        assert ready["message"].startswith("container runtime network not ready: NetworkReady=false "
+                                           "reason:NetworkPluginNotReady message:Network plugin returns error: "
+                                           "cni plugin not initialized"), ready
+        result = ansible.module("localhost", "node_network_status",
+                                {"kubeconfig": str(kube_cluster.kubeconfig())})["localhost"]
+        assert not result["failed"], result
+        found = [f for f in result["findings"] if f["check"] == "node.cni_not_ready"]
+        assert [f["subject"] for f in found] == ["node1"], result["findings"]
+        assert found[0]["severity"] == "critical" and ready["message"] in found[0]["summary"]
+        assert found[0]["evidence"]["reason"] == "KubeletNotReady"
+    finally:
+        agent.write_cni_config()
+    kube_cluster.wait_for("node1 Ready again", lambda: node_ready(kube_cluster)["status"] == "True", timeout=120)
+
+
+def test_a_missing_cni_plugin_leaves_a_pod_containercreating_with_its_real_events(agent, kube_cluster, ansible):
+    """A CNI configuration naming a plugin the node does not have (calico's, before its install copied the binary):
+    the node stays Ready, the pod's sandbox fails in containerd's words (FailedCreatePodSandBox) and kube_logs
+    names it from the real Events."""
+    config = agent.cni_config()
+    config["plugins"][0]["type"] = "calico"
+    (agent.cni_dir / "10-lab-bridge.conflist").write_text(json.dumps(config))
+    try:
+        # CoreDNS's pod, as the runbook meets it: stuck ContainerCreating on the node
+        kube_cluster.kubectl("apply", "-f", "-", input=json.dumps(
+            agent_pod("coredns-stuck", {"k8s-app": "kube-dns"}, "coredns", ["sleep", "3600"], [])))
+
+        def failed_events():
+            return kube_cluster.kubectl_json("-n", "kube-system", "get", "events", "--field-selector",
+                                             "involvedObject.name=coredns-stuck,reason=FailedCreatePodSandBox")["items"]
+        events = kube_cluster.wait_for("FailedCreatePodSandBox of coredns-stuck", failed_events, timeout=120)
+        message = events[0]["message"]
+        assert events[0]["source"]["component"] == "kubelet" and events[0]["type"] == "Warning"
+        assert 'failed to find plugin "calico" in path [/usr/lib/cni]' in message, message
+        assert node_ready(kube_cluster)["status"] == "True"
+        status = kube_cluster.kubectl_json("-n", "kube-system", "get", "pod", "coredns-stuck")["status"]
+        assert status["phase"] == "Pending"
+        assert status["containerStatuses"][0]["state"]["waiting"]["reason"] == "ContainerCreating"
+        result = ansible.module("localhost", "kube_logs", {"kubeconfig": str(kube_cluster.kubeconfig()),
+                                                           "nodes": ["node1"]})["localhost"]
+        assert not result["failed"], result
+        found = [f for f in result["findings"] if f["check"] == "log.pod_sandbox_failed"]
+        assert [f["subject"] for f in found] == ["node1/coredns-stuck"], result["findings"]
+    finally:
+        agent.write_cni_config()
+        kube_cluster.kubectl("-n", "kube-system", "delete", "pod", "coredns-stuck", "--wait=false", check=False)
