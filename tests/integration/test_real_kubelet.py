@@ -18,6 +18,7 @@ import yaml
 
 from tests.kube_api.helpers import checks
 from tests.lab.node_agent import BUSYBOX_IMAGE, NodeAgent
+from tests.lab.oci_image import layer, write_image
 
 NS = "real"
 
@@ -253,3 +254,55 @@ def test_a_crash_looping_cni_agent_pod_with_its_real_last_log_line(agent, kube_c
     assert origins and set(origins) <= {"kube-system/calico-node-loop calico-node",
                                         "kube-system/calico-node-loop calico-node previous"}, origins
     assert "Unable to set NetworkUnavailable to False" in str(calico_found[0]["evidence"]["lines"])
+
+
+# The agent's CLI as the test's image carries it: coreutils' timeout (Debian's, with the libraries it links: the
+# module counts on coreutils' 124 when the window ends, where busybox's timeout exits 143), and a cilium-dbg that
+# prints drops.jsonl (Go's encoding/json of the drops the monitor socket test sends, with the json tags of Cilium's
+# DropNotifyVerbose: tests/cilium_agent/monitor/gen_drops.go) and then waits, as `cilium-dbg monitor` does.
+MONITOR = Path(__file__).resolve().parents[1] / "cilium_agent" / "monitor"
+CILIUM_IMAGE = "lab.k8snet/cilium-cli:1"
+CILIUM_DBG = b"#!/bin/sh\ncat /usr/share/k8snet/drops.jsonl\nexec sleep 3600\n"
+
+
+def test_cilium_agent_drops_execs_through_the_api_server_the_kubelet_and_containerd(agent, kube_cluster, ansible,
+                                                                                    tmp_path):
+    files, links = agent.busybox_layer_files()
+    files.update({"usr/bin/timeout": ("/usr/bin/timeout", 0o755),
+                  "lib/x86_64-linux-gnu/libc.so.6": ("/lib/x86_64-linux-gnu/libc.so.6", 0o755),
+                  "lib64/ld-linux-x86-64.so.2": ("/lib64/ld-linux-x86-64.so.2", 0o755),
+                  "usr/bin/cilium-dbg": (CILIUM_DBG, 0o755),
+                  "usr/share/k8snet/drops.jsonl": (str(MONITOR / "drops.jsonl"), 0o644)})
+    links.pop("usr/bin/timeout", None)
+    agent.import_image(write_image(tmp_path / "cilium-cli.tar", CILIUM_IMAGE, layer(files, links), cmd=["sh"]))
+    kube_cluster.apply([{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                         "metadata": {"name": "cilium", "namespace": "kube-system"},
+                         "spec": {"selector": {"matchLabels": {"k8snet.lab/daemonset": "cilium"}},
+                                  "template": {"metadata": {"labels": {"k8snet.lab/daemonset": "cilium"}},
+                                               "spec": {"nodeSelector": {"k8snet.lab/no-node": "true"},
+                                                        "containers": [{"name": "cilium-agent",
+                                                                        "image": CILIUM_IMAGE}]}}}}])
+    ds = kube_cluster.kubectl_json("-n", "kube-system", "get", "daemonset", "cilium")
+    obj = agent_pod("cilium-real", {"k8s-app": "cilium"}, "cilium-agent", ["sleep", "3600"], [])
+    obj["spec"]["containers"][0]["image"] = CILIUM_IMAGE
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "cilium",
+                                           "uid": ds["metadata"]["uid"], "controller": False}]
+    kube_cluster.kubectl("apply", "-f", "-", input=json.dumps(obj))
+    running(kube_cluster, "cilium-real", namespace="kube-system")
+    # the independent reader: kubectl exec, the runbook's own command
+    proc = kube_cluster.kubectl("-n", "kube-system", "exec", "cilium-real", "-c", "cilium-agent", "--", "timeout", "2",
+                                "cilium-dbg", "monitor", "--type", "drop", "-j", check=False)
+    assert proc.returncode == 124, proc.stderr
+    assert proc.stdout.encode() == (MONITOR / "drops.jsonl").read_bytes()
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+
+    result = ansible.module("localhost", "cilium_agent_drops", {"kubeconfig": str(kube_cluster.kubeconfig()),
+                                                                "nodes": ["node1"], "seconds": 2})["localhost"]
+    assert not result["failed"], result
+    node1 = result["nodes"]["node1"]
+    assert len(events) == 9
+    assert (node1["status"], node1["exit_code"], node1["drops"]) == ("ok", 124, 9), node1
+    assert node1["command"].endswith("timeout 2 cilium-dbg monitor --type drop -j"), node1
+    flows = [f for f in result["findings"] if f["check"] == "cilium.dropped_flows"][0]
+    assert "9 packets of 3 flows" in flows["summary"], flows
+    assert flows["evidence"]["source"].startswith("kubectl exec kube-system/cilium-real -- timeout 2 cilium-dbg")

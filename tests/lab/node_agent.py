@@ -218,9 +218,19 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.de
                     symlinks={a: "/bin/busybox" for a in applets if a != "bin/busybox"}, dirs=("tmp", "root"))
         busybox = write_image(images / "busybox.tar", BUSYBOX_IMAGE, box, cmd=["sh"])
         for tar in (pause, busybox):
-            result = self.ctr("images", "import", "--no-unpack=false", tar, timeout=120)
-            if result.returncode != 0:
-                raise LabError(f"ctr images import {tar} on {self.node.name}: {result.stderr.strip()}")
+            self.import_image(tar)
+
+    def busybox_layer_files(self):
+        """busybox and its applets, as the lab's busybox image has them (for a test's own image)."""
+        applets = subprocess.run([BUSYBOX, "--list-full"], capture_output=True, text=True, check=True).stdout.split()
+        return {"bin/busybox": (BUSYBOX, 0o755)}, {a: "/bin/busybox" for a in applets if a != "bin/busybox"}
+
+    def import_image(self, tar):
+        """``ctr images import`` of an OCI layout tarball (tests.lab.oci_image) into the CRI's namespace."""
+        result = self.ctr("images", "import", tar, timeout=120)
+        if result.returncode != 0:
+            raise LabError(f"ctr images import {tar} on {self.node.name}: {result.stderr.strip()}")
+        return tar
 
     def _credentials(self):
         ca = self.cluster.ca
