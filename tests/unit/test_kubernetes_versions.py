@@ -53,3 +53,10 @@ def test_staging_modules_replaced_by_the_same_release():
     tools = set(re.findall(r"^\s*(k8s\.io/kubernetes/cmd/\S+)$", text, re.M))
     assert tools == {"k8s.io/kubernetes/cmd/" + c for c in ("kube-apiserver", "kube-controller-manager", "kube-proxy",
                                                             "kubectl", "kubelet")}
+
+
+def test_containerd_module_builds_the_runtime_its_shim_and_ctr():
+    text = (MODULES / "containerd" / "go.mod").read_text()
+    tools = set(re.findall(r"^\s*(github\.com/containerd/containerd/v2/cmd/\S+)$", text, re.M))
+    assert tools == {"github.com/containerd/containerd/v2/cmd/" + c
+                     for c in ("containerd", "containerd-shim-runc-v2", "ctr")}
