@@ -43,6 +43,7 @@ from .core import LabError
 ROOT = Path(__file__).resolve().parents[2]
 KUBE_BIN = ROOT / "build" / "kubernetes" / "bin"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-proxy", "kubectl", "coredns")
+NODE_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "pause")  # tests/lab/node_agent.py
 API_INDEX = 5  # the API server's address: .5 of the node network (.1 is the controller, nodes from .10)
 API_PORT = 6443
 PROXY_MODES = ("iptables", "nftables")
@@ -59,13 +60,13 @@ def binary(name):
     path = KUBE_BIN / name
     if not os.access(path, os.X_OK):
         raise LabError(f"{path} is missing: run scripts/build-kubernetes (it builds the lab's Kubernetes from its Go "
-                       f"modules into a cache; the first build takes about 15 minutes on 2 cores)")
+                       f"modules into a cache; the first build takes about 20 minutes on 2 cores)")
     return str(path)
 
 
 def built():
     """Whether every binary the cluster runs is built."""
-    return all(os.access(KUBE_BIN / b, os.X_OK) for b in BINARIES)
+    return all(os.access(KUBE_BIN / b, os.X_OK) for b in BINARIES + NODE_BINARIES)
 
 
 def kubeconfig_data(server, ca_pem, user, cert_pem=None, key_pem=None, token=None):
