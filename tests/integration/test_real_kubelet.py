@@ -237,17 +237,20 @@ def test_a_crash_looping_cni_agent_pod_with_its_real_last_log_line(agent, kube_c
     assert kube_cluster.kubectl("-n", "kube-system", "logs", "--previous", "calico-node-loop").stdout.splitlines() \
         == calico[-2:]
 
-    result = ansible.module("localhost", "node_network_status",
-                            {"kubeconfig": str(kube_cluster.kubeconfig())})["localhost"]
-    assert not result["failed"], result
-    loop = [f for f in result["findings"] if f["check"] == "node.cni_pod_crashloop"]
-    assert [f["subject"] for f in loop] == ["node1/calico-node-loop"], result["findings"]
+    # between two back-offs the container runs for an instant (no readiness probe: ready then): a read that falls
+    # there sees no crash loop, as it would on a node; the module is read again until one falls in a back-off
+    def module_finds(module, args, check):
+        result = ansible.module("localhost", module, dict(args, kubeconfig=str(kube_cluster.kubeconfig())))
+        result = result["localhost"]
+        assert not result["failed"], result
+        found = [f for f in result["findings"] if f["check"] == check and f["subject"].endswith("/calico-node-loop")]
+        return found
+    loop = kube_cluster.wait_for("node.cni_pod_crashloop", lambda: module_finds(
+        "node_network_status", {}, "node.cni_pod_crashloop"), timeout=90, interval=2)
+    assert [f["subject"] for f in loop] == ["node1/calico-node-loop"]
     assert loop[0]["evidence"]["waiting"] == "CrashLoopBackOff" and loop[0]["evidence"]["restarts"] >= 1
-    logs = ansible.module("localhost", "kube_logs", {"kubeconfig": str(kube_cluster.kubeconfig()),
-                                                     "nodes": ["node1"]})["localhost"]
-    calico_found = [f for f in logs["findings"] if f["check"] == "log.calico_network_unavailable_update_failed"
-                    and f["subject"] == "node1/calico-node-loop"]
-    assert calico_found, logs["findings"]
+    calico_found = kube_cluster.wait_for("calico's signature in calico-node-loop's log", lambda: module_finds(
+        "kube_logs", {"nodes": ["node1"]}, "log.calico_network_unavailable_update_failed"), timeout=90, interval=2)
     # in CrashLoopBackOff the kubelet serves the last terminated run as the current log too (the stand-in's fixture
     # had the lines only in the previous one): the lines are counted once, under whichever read held them first
     origins = calico_found[0]["evidence"]["origins"]
