@@ -252,7 +252,7 @@ class Lab:
                     os.kill(int(pid), signal.SIGKILL)
                 except (ProcessLookupError, ValueError):
                     pass
-        from .node_agent import cleanup  # containers of a real kubelet live in namespaces the lab did not name
+        from .node_cgroups import cleanup  # a real kubelet's containers live in namespaces the lab did not name
 
         cleanup(self.prefix, self.workdir)
         for ns in namespaces:
