@@ -4,8 +4,11 @@ API server does.  The agent's CLI output is drops.jsonl: Go's encoding/json of t
 sends, with the json tags of Cilium's DropNotifyVerbose (tests/cilium_agent/monitor/gen_drops.go).  Independent
 reader: kubectl exec (a real client speaking the v5 channel protocol) against the same stand-in.
 
-Every test here stays on the stand-in (why="kubelet-exec"): the real API server upgrades an exec to the node's
-kubelet (port 10250), and the lab runs no kubelet, so only the stand-in can answer an exec."""
+The exec path on a real node (API server -> kubelet -> containerd -> runc, the same drops.jsonl printed by a
+cilium-dbg in the container, coreutils' timeout ending it) is tests/integration/test_real_kubelet.py's. The tests here
+stay on the stand-in (why="kubelet-exec") for what a real agent cannot be made to do on cue: an exec that never
+answers, one endless frame, the old CLI's name, RBAC refusals beside fixture pods on nodes without a kubelet, fifty
+nodes at once."""
 
 from __future__ import annotations
 

@@ -4,10 +4,12 @@ journalctl's JSON), kube_logs against the real control plane (tests/lab/cluster.
 tests/lab/cluster_objects.py) for events, RBAC and what it asks of the API, and the logs role.  Independent
 readers: the file as an SSH session sees it, kubectl from the same release, and the API server's audit log.
 
-What stays on the stand-in (why="kubelet-logs"): container logs. The API server proxies a pod-log read to the
-node's kubelet (port 10250) and the lab runs no kubelet, so test_kube_logs_reads_previous_logs_and_events_through_
-the_api and test_logs_role_gives_each_node_its_findings read calico's and CoreDNS's lines from the stand-in (kubectl
-logs --previous against it is their reader). On the real API server the same reads are its 500, said as such."""
+Container logs through a real kubelet: tests/integration/test_real_kubelet.py (a crashed calico-node's previous log
+and CoreDNS's errors, printed by real containers, read by kube_logs through the API server from the kubelet). Here
+the fixtures' pods have no kubelet: their log reads are the real API server's 500, said as such. What stays on the
+stand-in (why="kubelet-logs"): test_logs_role_gives_each_node_its_findings, the logs role joining calico's and
+CoreDNS's lines to node-side findings over the same fixtures (the role on real containers needs a kubelet on each
+node the fixtures name)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.kube_api import FIXTURES, StandIn, load_yaml
-from tests.kube_api.helpers import KUBECTL, checks, kubectl
+from tests.kube_api.helpers import checks
 from tests.kube_api.store import load_logs, shift_to_now
 from tests.lab.cluster_objects import RealApi
 from tests.lab.faults import kube as kube_faults
@@ -176,46 +178,6 @@ def test_a_fifo_a_relocated_log_a_nul_hole_and_duplicates_keep_kubelets_findings
             writer.kill()
             writer.wait(timeout=5)
     assert lab.ssh("node3", "test -e /var/log/fifo-was-opened", check=False).returncode == 0
-
-
-def test_kube_logs_reads_previous_logs_and_events_through_the_api(lab, ansible, api):
-    kubeconfig = api.kubeconfig()
-    # independent reader: kubectl against the stand-in
-    assert KUBECTL
-    previous = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), "-n", "kube-system", "logs", "--previous",
-                               "calico-node-m4q8z", "-c", "calico-node", "--timestamps"],
-                              capture_output=True, text=True, timeout=60, check=True).stdout
-    assert previous.count("Failed to set NetworkUnavailable") == 2 and "Client.Timeout exceeded" in previous
-    events = kubectl(kubeconfig, "get", "events", "-n", "kube-system", "--field-selector",
-                     "involvedObject.name=coredns-5d78c9869d-p8k4n")["items"]
-    assert [e["reason"] for e in events] == ["FailedCreatePodSandBox"]
-
-    before = len(api.requests)
-    result = ansible.module("localhost", "kube_logs", {"kubeconfig": str(kubeconfig), "nodes": ["node2", "node3"]})
-    result = result["localhost"]
-    assert not result["failed"], result
-    assert checks(result["findings"]) == [
-        ("log.calico_network_unavailable_update_failed", "node2/calico-node-m4q8z"),
-        ("log.cni_not_initialized", "node3"),
-        ("log.coredns_upstream_timeout", "node1/coredns-5d78c9869d-h2x7q"),
-        ("log.pod_not_started", "node3/calico-node-z9t5r"),  # Pending, no log, no event says why
-        ("log.pod_sandbox_failed", "node3/coredns-5d78c9869d-p8k4n"),
-    ]
-    calico = result["findings"][0]
-    assert calico["severity"] == "critical" and calico["layer"] == "control-plane"
-    assert calico["evidence"]["count"] == 3 and "node.network_unavailable" in calico["evidence"]["explains"]
-    assert calico["evidence"]["origins"] == ["kube-system/calico-node-m4q8z calico-node previous"]
-    assert all(line["time"].endswith("Z") for line in calico["evidence"]["lines"])
-    assert "eyJhbGci" not in str(result) and "token=***" in str(calico["evidence"]["lines"])
-    # what was asked of the API: the previous container only where one terminated, bounded by the API server
-    logs = [r for r in api.requests[before:] if r["path"].endswith("/log")]
-    asked = sorted((r["parts"][5], r["query"]["previous"]) for r in logs)
-    assert asked == [("calico-node-m4q8z", "true"), ("coredns-5d78c9869d-h2x7q", "false")]
-    assert all(r["query"]["tailLines"] == "200" and r["query"]["sinceSeconds"] == "3600"
-               and r["query"]["limitBytes"] == "262144" and r["query"]["timestamps"] == "true" for r in logs)
-    # node1's calico-node is not on a node asked for; its event (BGP) is not read
-    assert not any("calico-node-7xk2p" in r["path"] for r in logs)
-    assert result["events_count"] == 3
 
 
 def test_kube_logs_reads_the_events_and_asks_the_logs_of_the_real_api_server(lab, ansible, kube_cluster, real):

@@ -12,9 +12,11 @@
 * kube-proxy in every node's namespaces under the node's name, in iptables mode on odd nodes and nftables mode
   on even ones (``proxy_modes``), with its healthz and ``healthCheckNodePort`` servers on the node's address.
 
-There is no kubelet and no container runtime: the lab plays the kubelet's part for pods (``run_pod`` writes a
-pod's status: phase, podIP from the lab's pod namespaces, Ready, a container's waiting reason). That is the one
-part still played. Everything else answers as a cluster does, because it is one.
+By default there is no kubelet and no container runtime: the lab plays the kubelet's part for pods (``run_pod``
+writes a pod's status: phase, podIP from the lab's pod namespaces, Ready, a container's waiting reason). That is the
+one part still played. ``tests.lab.node_agent.NodeAgent`` runs a real kubelet and containerd on a node instead (the
+API server reaches it for logs and exec with its ``apiserver-kubelet-client`` certificate). Everything else answers
+as a cluster does, because it is one.
 
 The binaries come from ``scripts/build-kubernetes`` (``build/kubernetes/bin``). Every process runs inside a
 namespace of the slot, so ``lab.down()`` ends them with the rest; their logs are under ``<lab>/kube/log``.
@@ -41,6 +43,7 @@ from .core import LabError
 ROOT = Path(__file__).resolve().parents[2]
 KUBE_BIN = ROOT / "build" / "kubernetes" / "bin"
 BINARIES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-proxy", "kubectl", "coredns")
+NODE_BINARIES = ("kubelet", "containerd", "containerd-shim-runc-v2", "ctr", "pause")  # tests/lab/node_agent.py
 API_INDEX = 5  # the API server's address: .5 of the node network (.1 is the controller, nodes from .10)
 API_PORT = 6443
 PROXY_MODES = ("iptables", "nftables")
@@ -57,13 +60,13 @@ def binary(name):
     path = KUBE_BIN / name
     if not os.access(path, os.X_OK):
         raise LabError(f"{path} is missing: run scripts/build-kubernetes (it builds the lab's Kubernetes from its Go "
-                       f"modules into a cache; the first build takes about 15 minutes on 2 cores)")
+                       f"modules into a cache; the first build takes about 20 minutes on 2 cores)")
     return str(path)
 
 
 def built():
     """Whether every binary the cluster runs is built."""
-    return all(os.access(KUBE_BIN / b, os.X_OK) for b in BINARIES)
+    return all(os.access(KUBE_BIN / b, os.X_OK) for b in BINARIES + NODE_BINARIES)
 
 
 def kubeconfig_data(server, ca_pem, user, cert_pem=None, key_pem=None, token=None):
@@ -149,6 +152,9 @@ class Cluster:
             # a node's kubelet (logs, exec) at its InternalIP, as most clusters reach it: the lab's node names resolve
             # nowhere, and a name lookup would go to the machine's resolver, outside the lab
             "--kubelet-preferred-address-types", "InternalIP",
+            # its client certificate at a real kubelet (tests/lab/node_agent.py), which authenticates by the CA
+            "--kubelet-client-certificate", p / "apiserver-kubelet-client.crt",
+            "--kubelet-client-key", p / "apiserver-kubelet-client.key",
             "--audit-policy-file", self._audit_policy(), "--audit-log-path", self.audit_log,
             "--audit-log-format", "json", "--audit-log-mode", "blocking", "--audit-log-maxsize", "200"])
         self._wait("the API server's /readyz", lambda: self._ready("/readyz"), t0 + timeout)
@@ -223,7 +229,8 @@ class Cluster:
                                                                        serialization.PublicFormat.SubjectPublicKeyInfo))
         users = {"admin": ("admin", ["system:masters"]),
                  "kube-controller-manager": ("system:kube-controller-manager", []),
-                 "kube-proxy": ("system:kube-proxy", [])}
+                 "kube-proxy": ("system:kube-proxy", []),
+                 "apiserver-kubelet-client": ("kube-apiserver-kubelet-client", ["system:masters"])}
         for user, (name, groups) in users.items():
             cert, key = ca.issue(name, organizations=groups, client=True)
             (self.pki / f"{user}.crt").write_bytes(cert)

@@ -252,6 +252,9 @@ class Lab:
                     os.kill(int(pid), signal.SIGKILL)
                 except (ProcessLookupError, ValueError):
                     pass
+        from .node_cgroups import cleanup  # a real kubelet's containers live in namespaces the lab did not name
+
+        cleanup(self.prefix, self.workdir)
         for ns in namespaces:
             self.run(["ip", "netns", "del", ns], check=False)
         self.run(["ip", "link", "del", self.ctl_link], check=False)

@@ -2,7 +2,9 @@
 ``kube-node-lease`` every ``--interval`` seconds (creating it first), as a kubelet does, so that the real
 kube-controller-manager's node lifecycle controller sees the node alive. A node whose name is listed in the file
 ``<lab>/kube/stopped-heartbeats`` is skipped: its Lease expires and the controller marks it as it would a node
-whose kubelet died. Started by ``tests.lab.cluster.Cluster.up`` in the API's namespace; ends with the lab."""
+whose kubelet died. A node listed in ``<lab>/kube/real-kubelets`` runs a real kubelet (``tests/lab/node_agent.py``)
+that renews its own Lease: skipped too. Started by ``tests.lab.cluster.Cluster.up`` in the API's namespace; ends with
+the lab."""
 
 from __future__ import annotations
 
@@ -60,8 +62,11 @@ def main(argv=None):
     ctx = ssl.create_default_context(cafile=opts.ca)
     ctx.load_cert_chain(opts.cert, opts.key)
     stopped_file = Path(opts.stopped or Path(opts.ca).parent.parent / "stopped-heartbeats")
+    real_file = stopped_file.parent / "real-kubelets"
     while True:
-        stopped = set(stopped_file.read_text().split()) if stopped_file.exists() else set()
+        stopped = set()
+        for listing in (stopped_file, real_file):
+            stopped |= set(listing.read_text().split()) if listing.exists() else set()
         for node in opts.nodes:
             if node in stopped:
                 continue

@@ -28,7 +28,7 @@ def requires(module, path):
 
 
 def test_versions_file_names_each_component_once():
-    assert set(versions()) == {"KUBERNETES_VERSION", "ETCD_VERSION", "COREDNS_VERSION"}
+    assert set(versions()) == {"KUBERNETES_VERSION", "ETCD_VERSION", "COREDNS_VERSION", "CONTAINERD_VERSION"}
     for value in versions().values():
         assert re.fullmatch(r"v\d+\.\d+\.\d+", value), value
 
@@ -38,6 +38,7 @@ def test_go_modules_pin_the_named_versions():
     assert requires("kubernetes", "k8s.io/kubernetes") == {v["KUBERNETES_VERSION"]}
     assert requires("etcd", "go.etcd.io/etcd/server/v3") == {v["ETCD_VERSION"]}
     assert requires("coredns", "github.com/coredns/coredns") == {v["COREDNS_VERSION"]}
+    assert requires("containerd", "github.com/containerd/containerd/v2") == {v["CONTAINERD_VERSION"]}
 
 
 def test_staging_modules_replaced_by_the_same_release():
@@ -51,4 +52,11 @@ def test_staging_modules_replaced_by_the_same_release():
     assert set(replaced.values()) == {staging}
     tools = set(re.findall(r"^\s*(k8s\.io/kubernetes/cmd/\S+)$", text, re.M))
     assert tools == {"k8s.io/kubernetes/cmd/" + c for c in ("kube-apiserver", "kube-controller-manager", "kube-proxy",
-                                                            "kubectl")}
+                                                            "kubectl", "kubelet")}
+
+
+def test_containerd_module_builds_the_runtime_its_shim_and_ctr():
+    text = (MODULES / "containerd" / "go.mod").read_text()
+    tools = set(re.findall(r"^\s*(github\.com/containerd/containerd/v2/cmd/\S+)$", text, re.M))
+    assert tools == {"github.com/containerd/containerd/v2/cmd/" + c
+                     for c in ("containerd", "containerd-shim-runc-v2", "ctr")}
