@@ -467,6 +467,28 @@ def _unanswered(vip, lost, expected, expected_from, seen, evidence):
         "client shows when it answers again." % (", ".join(expected) or "the LB nodes", vip))
 
 
+def _status_behind(hosts, expected_from, evidence):
+    """True when one node answers ARP for the VIP without holding it on an interface (a MetalLB speaker answers
+    from memory) while the load balancer's status names other nodes: the status is behind MetalLB's election."""
+    return (expected_from == "load balancer status" and len(hosts) == 1
+            and hosts[0] not in (evidence.get("holders") or []))
+
+
+def _stale_status(vip, host, expected, evidence):
+    """MetalLB's ServiceL2Status naming a node whose speaker no longer announces (seen with MetalLB 0.15: after a
+    speaker died, the speaker elected in its place cannot rewrite the object, whose status.node is immutable,
+    until the dead speaker's Pod, its owner, is deleted)."""
+    return finding(
+        "ingress.announcer_mismatch", "warning", "L2", evidence["vip"],
+        "%s answers ARP for %s (its MetalLB speaker won the election), but MetalLB's ServiceL2Status still names %s: "
+        "the status is stale" % (host, vip, ", ".join(expected)), evidence,
+        "Check the speaker on %s (`kubectl -n metallb-system get pods -o wide -l component=speaker`, its logs): a "
+        "speaker that died leaves its ServiceL2Status behind and the speaker elected instead cannot take it over "
+        "(status.node is immutable) until the dead speaker's Pod is deleted; then delete the stale object "
+        "(`kubectl -n metallb-system delete servicel2status -l 'metallb.io/node in (%s)'`) and %s's speaker writes "
+        "its own. Traffic follows the ARP answer, not the status." % (", ".join(expected), ",".join(expected), host))
+
+
 def _answered(vip, answering, hosts, expected, expected_from, evidence):
     """The findings when MACs answered the client's ARP for ``vip``: several MACs, or not the expected nodes, or
     a MAC of no node read; [] when the expected node answers."""
@@ -478,6 +500,8 @@ def _answered(vip, answering, hosts, expected, expected_from, evidence):
                                                for a in answering)), evidence,
             "Keep the VIP on one node: remove it from the others (`ip addr del %s/32 dev <if>`), or fix the "
             "split-brain of the announcers (MetalLB memberlist, keepalived priorities)." % vip)]
+    if expected and hosts != expected and _status_behind(hosts, expected_from, evidence):
+        return [_stale_status(vip, hosts[0], expected, evidence)]
     if expected and hosts != expected:
         return [finding(
             "ingress.announcer_mismatch", "critical", "L2", vip,

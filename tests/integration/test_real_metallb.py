@@ -9,6 +9,7 @@ and ``ip -j neigh`` in the client's namespace, tcpdump there for the gratuitous 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 
@@ -134,8 +135,9 @@ def gratuitous(lines, vip):
     """(source MAC, kind) of each gratuitous ARP for ``vip`` in tcpdump -e -t -n lines: a request whose sender and
     target are the VIP, or a reply announcing it unasked (MetalLB sends both, arp.go Gratuitous)."""
     out = []
+    request = re.compile(r"who-has %s (\([0-9a-f:]+\) )?tell %s," % (re.escape(vip), re.escape(vip)))
     for line in lines:
-        if "who-has %s tell %s" % (vip, vip) in line:
+        if request.search(line):
             out.append((line.split()[0].lower(), "request"))
         elif "Reply %s is-at" % vip in line and "ff:ff:ff:ff:ff:ff" in line:
             out.append((line.split()[0].lower(), "reply"))
@@ -149,17 +151,17 @@ def test_failover_gratuitous_arps_and_the_stale_entry_a_client_kept(lab, ansible
                           lambda: curl(lab, svc) == svc["pod"]["name"], timeout=30, interval=1)
     assert client_neighbor(lab, svc, vip)["lladdr"].lower() == old.mac.lower()
     capture = Capture(lab, svc)
-    # the client misses every ARP from now on (the capture before its ARP stack still sees them)
+    # the client misses every ARP sent for the VIP from now on (the capture, before its ARP stack, still sees them)
     client_run(lab, svc, ["nft", "-f", "-"], input=(
-        "table arp %s {\n  chain input {\n    type filter hook input priority 0; policy drop;\n  }\n}\n" % NFT_TABLE))
+        "table arp %s {\n  chain input {\n    type filter hook input priority 0; policy accept;\n"
+        "    arp saddr ip %s drop\n  }\n}\n" % (NFT_TABLE, vip)))
     try:
         metallb.stop_speaker(old)
-        new = kube_cluster.wait_for("another node's ServiceL2Status for shop/web",
-                                    lambda: (metallb.announcer(NS, NAME) or old.name) != old.name
-                                    and metallb.announcer(NS, NAME), timeout=90)
-        new = lab.node(new)
-        kube_cluster.wait_for("the new announcer's ARP answers",
-                              lambda: arping_macs(lab, svc) == [new.mac.lower()], timeout=30, interval=1)
+        # memberlist marks the old node failed; the speaker that wins the election now answers ARP
+        by_mac = {n.mac.lower(): n for n in lab.nodes if n.name != old.name}
+        answering = kube_cluster.wait_for("another node answering ARP for the VIP", lambda: (
+            lambda macs: len(macs) == 1 and macs[0] in by_mac and macs)(arping_macs(lab, svc)), timeout=90, interval=1)
+        new = by_mac[answering[0]]
         lines = capture.stop()
         sent = gratuitous(lines, vip)
         assert sent and set(mac for mac, _ in sent) == {new.mac.lower()}, lines
@@ -170,6 +172,7 @@ def test_failover_gratuitous_arps_and_the_stale_entry_a_client_kept(lab, ansible
         # ... which the stale ARP check finds against the node that answers now, and flushes when asked
         args = {"addresses": [vip], "expected": {vip: new.mac.lower()}}
         found = ansible.module("client", "arp_check", args, inventory=svc["inventory"])["client"]
+        assert not found["failed"] and "findings" in found, found
         stale = [f for f in found["findings"] if f["check"] == "arp.stale_entry"]
         assert len(stale) == 1 and stale[0]["evidence"]["cached_mac"].lower() == old.mac.lower(), found["findings"]
         dry = ansible.module("client", "arp_check", dict(args, flush="stale"), check=True,
@@ -187,3 +190,17 @@ def test_failover_gratuitous_arps_and_the_stale_entry_a_client_kept(lab, ansible
     kube_cluster.wait_for("the client's request answered through the new announcer",
                           lambda: curl(lab, svc) == svc["pod"]["name"], timeout=30, interval=1)
     assert client_neighbor(lab, svc, vip)["lladdr"].lower() == new.mac.lower()
+    # MetalLB's own status stays behind: the dead speaker's ServiceL2Status (owned by its Pod, which stays) still
+    # names the old node, and the new announcer's speaker cannot rewrite it (status.node is immutable)
+    assert metallb.announcer(NS, NAME) == old.name
+    kube_cluster.wait_for("the new announcer's speaker refused by the API server", lambda: "Value is immutable" in (
+        kube_cluster.logs / ("metallb-speaker-%s.log" % new.name)).read_text(errors="replace"), timeout=60)
+    # ... which the ingress path names as a stale status, the answering node as the announcer
+    run = ansible.playbook("k8snet.triage.ingress_path", inventory=svc["inventory"], extra_vars={
+        "ingress_path_service": "%s/%s" % (NS, NAME), "ingress_path_kubeconfig": str(kube_cluster.kubeconfig())})
+    assert run.rc == 0, run
+    findings = run.result(RECORD, "client")["ansible_facts"]["ingress_path_findings"]
+    mismatch = [f for f in findings if f["check"] == "ingress.announcer_mismatch"]
+    assert len(mismatch) == 1 and mismatch[0]["severity"] == "warning", findings
+    assert "ServiceL2Status still names %s" % old.name in mismatch[0]["summary"], mismatch
+    assert mismatch[0]["evidence"]["answering"][0]["hosts"] == [new.name], mismatch
