@@ -475,18 +475,20 @@ def _status_behind(hosts, expected_from, evidence):
 
 
 def _stale_status(vip, host, expected, evidence):
-    """MetalLB's ServiceL2Status naming a node whose speaker no longer announces (seen with MetalLB 0.15: after a
-    speaker died, the speaker elected in its place cannot rewrite the object, whose status.node is immutable,
-    until the dead speaker's Pod, its owner, is deleted)."""
+    """MetalLB's ServiceL2Status naming a node whose speaker no longer announces (seen with MetalLB 0.15.2: after a
+    speaker died, the speaker elected in its place patched the object's labels and owners to itself, but not its
+    status.node, which is immutable)."""
+    named = ", ".join(expected)
     return finding(
         "ingress.announcer_mismatch", "warning", "L2", evidence["vip"],
         "%s answers ARP for %s (its MetalLB speaker won the election), but MetalLB's ServiceL2Status still names %s: "
-        "the status is stale" % (host, vip, ", ".join(expected)), evidence,
-        "Check the speaker on %s (`kubectl -n metallb-system get pods -o wide -l component=speaker`, its logs): a "
-        "speaker that died leaves its ServiceL2Status behind and the speaker elected instead cannot take it over "
-        "(status.node is immutable) until the dead speaker's Pod is deleted; then delete the stale object "
-        "(`kubectl -n metallb-system delete servicel2status -l 'metallb.io/node in (%s)'`) and %s's speaker writes "
-        "its own. Traffic follows the ARP answer, not the status." % (", ".join(expected), ",".join(expected), host))
+        "the status is stale" % (host, vip, named), evidence,
+        "Check the speaker on %s (`kubectl -n metallb-system get pods -o wide -l component=speaker`, its logs). A "
+        "speaker elected after another died cannot rewrite status.node (immutable): it leaves the object naming %s, "
+        "its label metallb.io/node and its owners already its own, so deleting the dead speaker's Pod does not "
+        "remove it. Delete the ServiceL2Status whose status.node is %s (`kubectl -n metallb-system get "
+        "servicel2status -o custom-columns=NAME:.metadata.name,NODE:.status.node,SERVICE:.status.serviceName`); "
+        "%s's speaker writes a new one. Traffic follows the ARP answer, not the status." % (named, named, named, host))
 
 
 def _answered(vip, answering, hosts, expected, expected_from, evidence):

@@ -126,7 +126,7 @@ class Capture:
 
     def stop(self):
         self.proc.terminate()
-        out, _ = self.proc.communicate(timeout=20)
+        out = self.proc.communicate(timeout=20)[0]
         self.lines = out.splitlines()
         return self.lines
 
@@ -144,6 +144,11 @@ def gratuitous(lines, vip):
     return out
 
 
+def one_of(macs, wanted):
+    """The one MAC of ``macs`` when it is one of ``wanted``, else None."""
+    return macs[0] if len(macs) == 1 and macs[0] in wanted else None
+
+
 def test_failover_gratuitous_arps_and_the_stale_entry_a_client_kept(lab, ansible, kube_cluster, metallb, svc):
     vip, old = svc["vip"], lab.node(svc["announcer"])
     # the client resolves the VIP to the elected node (its request answered through it)
@@ -159,13 +164,13 @@ def test_failover_gratuitous_arps_and_the_stale_entry_a_client_kept(lab, ansible
         metallb.stop_speaker(old)
         # memberlist marks the old node failed; the speaker that wins the election now answers ARP
         by_mac = {n.mac.lower(): n for n in lab.nodes if n.name != old.name}
-        answering = kube_cluster.wait_for("another node answering ARP for the VIP", lambda: (
-            lambda macs: len(macs) == 1 and macs[0] in by_mac and macs)(arping_macs(lab, svc)), timeout=90, interval=1)
-        new = by_mac[answering[0]]
+        answering = kube_cluster.wait_for("another node answering ARP for the VIP",
+                                          lambda: one_of(arping_macs(lab, svc), by_mac), timeout=90, interval=1)
+        new = by_mac[answering]
         lines = capture.stop()
         sent = gratuitous(lines, vip)
-        assert sent and set(mac for mac, _ in sent) == {new.mac.lower()}, lines
-        assert {"request", "reply"} <= set(kind for _, kind in sent), sent
+        assert sent and set(mac for mac, kind in sent) == {new.mac.lower()}, lines
+        assert {"request", "reply"} <= set(kind for mac, kind in sent), sent
         # the client missed them: its entry still names the old node
         entry = client_neighbor(lab, svc, vip)
         assert entry and entry["lladdr"].lower() == old.mac.lower(), entry
@@ -195,6 +200,10 @@ def test_failover_gratuitous_arps_and_the_stale_entry_a_client_kept(lab, ansible
     assert metallb.announcer(NS, NAME) == old.name
     kube_cluster.wait_for("the new announcer's speaker refused by the API server", lambda: "Value is immutable" in (
         kube_cluster.logs / ("metallb-speaker-%s.log" % new.name)).read_text(errors="replace"), timeout=60)
+    [stale] = [s for s in metallb.l2_statuses() if s["status"].get("serviceName") == NAME]
+    assert stale["status"]["node"] == old.name and stale["metadata"]["labels"]["metallb.io/node"] == new.name
+    assert sorted(o["name"] for o in stale["metadata"]["ownerReferences"]) == sorted(
+        "speaker-" + n for n in (old.name, new.name))
     # ... which the ingress path names as a stale status, the answering node as the announcer
     run = ansible.playbook("k8snet.triage.ingress_path", inventory=svc["inventory"], extra_vars={
         "ingress_path_service": "%s/%s" % (NS, NAME), "ingress_path_kubeconfig": str(kube_cluster.kubeconfig())})

@@ -63,6 +63,16 @@ def upstream_objects(source):
     return crds, rbac
 
 
+def controller_deployment():
+    """The controller's Deployment with no replica: no kubelet runs it; it is there to own the memberlist Secret,
+    as the controller (``--deployment``) requires."""
+    labels = {"app": "metallb", "component": "controller"}
+    template = {"metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "controller", "image": "lab.invalid/metallb-controller:1"}]}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "controller", "namespace": NAMESPACE},
+            "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": template}}
+
+
 class MetalLB:
     """MetalLB's controller and speakers on ``cluster`` (see the module's docstring)."""
 
@@ -84,15 +94,10 @@ class MetalLB:
                             "crd/" + crd["metadata"]["name"], timeout=90)
         cluster.ensure_namespace(NAMESPACE)
         cluster.apply(rbac)
-        cluster.apply([{"apiVersion": "apps/v1", "kind": "Deployment",
-                        "metadata": {"name": "controller", "namespace": NAMESPACE},
-                        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "metallb", "component": "controller"}},
-                                 "template": {"metadata": {"labels": {"app": "metallb", "component": "controller"}},
-                                              "spec": {"containers": [{"name": "controller",
-                                                                       "image": "lab.invalid/metallb-controller:1"}]}}}}])
+        cluster.apply([controller_deployment()])
         self._start_controller()
         secret = cluster.wait_for("the memberlist Secret the MetalLB controller creates",
-                                  lambda: self._secret(), timeout=timeout)
+                                  self._secret, timeout=timeout)
         keydir = self.dir / "memberlist"
         keydir.mkdir(exist_ok=True)
         (keydir / "secretkey").write_bytes(secret)
