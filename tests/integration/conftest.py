@@ -57,10 +57,10 @@ class Ansible(object):
             os.unlink(record)
         return Run(proc, records)
 
-    def module(self, pattern, module, args=None, check=False, diff=False):
-        """Run one module on ``pattern``; returns {host: result}."""
+    def module(self, pattern, module, args=None, check=False, diff=False, inventory=None):
+        """Run one module on ``pattern`` (of the lab's inventory, or ``inventory``); returns {host: result}."""
         name = module if "." in module else "k8snet.triage." + module
-        argv = [str(BIN / "ansible"), pattern, "-i", str(self.lab.inventory_path), "-m", name]
+        argv = [str(BIN / "ansible"), pattern, "-i", str(inventory or self.lab.inventory_path), "-m", name]
         argv += ["-a", json.dumps(args)] if args else []
         argv += ["--check"] if check else []
         argv += ["--diff"] if diff else []

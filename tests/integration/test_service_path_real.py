@@ -1,8 +1,9 @@
 """service_path_info and the ingress_path role over a real cluster (tests/lab/cluster.py): the Service, its
 EndpointSlices and its nodePort are the real API server's and EndpointSlice controller's, the DNAT on the announcing
 node is kube-proxy's own (iptables mode on node1). The lab writes only what is not the cluster's: the pods' status
-(the kubelet's part), status.loadBalancer.ingress (a load-balancer controller's) and the VIP on node1's eth0 (what
-MetalLB's speaker does in L2 mode). The client is outside the cluster (tests/lab/faults/path.py).
+(the kubelet's part), status.loadBalancer.ingress (a load-balancer controller's) and the VIP on node1's eth0 (as
+keepalived or kube-vip hold one; MetalLB's speaker binds none, it answers ARP itself: test_real_metallb.py runs it).
+The client is outside the cluster (tests/lab/faults/path.py).
 
 Independent readers: kubectl from the same release, ``iptables-save`` in node1's namespace, ``ip -j route`` on the
 backend's node and curl from the client.

@@ -393,7 +393,8 @@ class Cluster:
         """A LoadBalancer Service (``policy``: its externalTrafficPolicy) whose pods run on ``nodes``: each a lab pod
         namespace with an HTTP server on ``port`` answering its pod's name, its Pod written as its kubelet would; the
         load balancer's address (``vip_index`` of the lab's VIPs) written to the Service's status as a load-balancer
-        controller would. Waits until kube-proxy on the first node answers its health check (policy Local). Returns
+        controller would (``vip_index`` None: written by the lab's real one, ``tests/lab/metallb.py``). Waits until
+        kube-proxy on the first node answers its health check (policy Local). Returns
         {pods, vip, service, health_check_node_port, node_port}."""
         from .faults import pods
 
@@ -410,10 +411,15 @@ class Cluster:
         self.apply([{"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace},
                      "spec": {"type": "LoadBalancer", "externalTrafficPolicy": policy, "selector": {"app": name},
                               "ports": [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]}}])
-        vip = self.lab.vip(vip_index)
-        self.patch_status(f"/api/v1/namespaces/{namespace}/services/{name}",
-                          {"loadBalancer": {"ingress": [{"ip": vip, "ipMode": "VIP"}]}})
-        svc = self.kubectl_json("get", "svc", "-n", namespace, name)
+        if vip_index is None:  # a real load-balancer controller (tests/lab/metallb.py) writes the status
+            svc = self.wait_for(f"a load-balancer IP in the status of {namespace}/{name}",
+                                lambda: self._lb_allocated(namespace, name), timeout=60)
+            vip = svc["status"]["loadBalancer"]["ingress"][0]["ip"]
+        else:
+            vip = self.lab.vip(vip_index)
+            self.patch_status(f"/api/v1/namespaces/{namespace}/services/{name}",
+                              {"loadBalancer": {"ingress": [{"ip": vip, "ipMode": "VIP"}]}})
+            svc = self.kubectl_json("get", "svc", "-n", namespace, name)
         hcnp = svc["spec"].get("healthCheckNodePort")
         if hcnp:
             first = self.lab.node(nodes[0])
@@ -421,6 +427,10 @@ class Cluster:
                           lambda: _http_status(first.ip, hcnp, "/") == 200, timeout=60)
         return {"pods": backends, "vip": vip, "service": f"{namespace}/{name}", "health_check_node_port": hcnp,
                 "node_port": svc["spec"]["ports"][0]["nodePort"]}
+
+    def _lb_allocated(self, namespace, name):
+        svc = self.kubectl_json("get", "svc", "-n", namespace, name)
+        return svc if (svc.get("status", {}).get("loadBalancer") or {}).get("ingress") else None
 
     # ------------------------------------------------------------------ CoreDNS
     def start_coredns(self, node="node1", name="coredns-lab"):

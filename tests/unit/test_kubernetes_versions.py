@@ -28,7 +28,8 @@ def requires(module, path):
 
 
 def test_versions_file_names_each_component_once():
-    assert set(versions()) == {"KUBERNETES_VERSION", "ETCD_VERSION", "COREDNS_VERSION", "CONTAINERD_VERSION"}
+    assert set(versions()) == {"KUBERNETES_VERSION", "ETCD_VERSION", "COREDNS_VERSION", "CONTAINERD_VERSION",
+                               "METALLB_VERSION"}
     for value in versions().values():
         assert re.fullmatch(r"v\d+\.\d+\.\d+", value), value
 
@@ -39,6 +40,7 @@ def test_go_modules_pin_the_named_versions():
     assert requires("etcd", "go.etcd.io/etcd/server/v3") == {v["ETCD_VERSION"]}
     assert requires("coredns", "github.com/coredns/coredns") == {v["COREDNS_VERSION"]}
     assert requires("containerd", "github.com/containerd/containerd/v2") == {v["CONTAINERD_VERSION"]}
+    assert requires("metallb", "go.universe.tf/metallb") == {v["METALLB_VERSION"]}
 
 
 def test_staging_modules_replaced_by_the_same_release():

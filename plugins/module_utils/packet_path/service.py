@@ -467,6 +467,30 @@ def _unanswered(vip, lost, expected, expected_from, seen, evidence):
         "client shows when it answers again." % (", ".join(expected) or "the LB nodes", vip))
 
 
+def _status_behind(hosts, expected_from, evidence):
+    """True when one node answers ARP for the VIP without holding it on an interface (a MetalLB speaker answers
+    from memory) while the load balancer's status names other nodes: the status is behind MetalLB's election."""
+    return (expected_from == "load balancer status" and len(hosts) == 1
+            and hosts[0] not in (evidence.get("holders") or []))
+
+
+def _stale_status(vip, host, expected, evidence):
+    """MetalLB's ServiceL2Status naming a node whose speaker no longer announces (seen with MetalLB 0.15.2: after a
+    speaker died, the speaker elected in its place patched the object's labels and owners to itself, but not its
+    status.node, which is immutable)."""
+    named = ", ".join(expected)
+    return finding(
+        "ingress.announcer_mismatch", "warning", "L2", evidence["vip"],
+        "%s answers ARP for %s (its MetalLB speaker won the election), but MetalLB's ServiceL2Status still names %s: "
+        "the status is stale" % (host, vip, named), evidence,
+        "Check the speaker on %s (`kubectl -n metallb-system get pods -o wide -l component=speaker`, its logs). A "
+        "speaker elected after another died cannot rewrite status.node (immutable): it leaves the object naming %s, "
+        "its label metallb.io/node and its owners already its own, so deleting the dead speaker's Pod does not "
+        "remove it. Delete the ServiceL2Status whose status.node is %s (`kubectl -n metallb-system get "
+        "servicel2status -o custom-columns=NAME:.metadata.name,NODE:.status.node,SERVICE:.status.serviceName`); "
+        "%s's speaker writes a new one. Traffic follows the ARP answer, not the status." % (named, named, named, host))
+
+
 def _answered(vip, answering, hosts, expected, expected_from, evidence):
     """The findings when MACs answered the client's ARP for ``vip``: several MACs, or not the expected nodes, or
     a MAC of no node read; [] when the expected node answers."""
@@ -478,6 +502,8 @@ def _answered(vip, answering, hosts, expected, expected_from, evidence):
                                                for a in answering)), evidence,
             "Keep the VIP on one node: remove it from the others (`ip addr del %s/32 dev <if>`), or fix the "
             "split-brain of the announcers (MetalLB memberlist, keepalived priorities)." % vip)]
+    if expected and hosts != expected and _status_behind(hosts, expected_from, evidence):
+        return [_stale_status(vip, hosts[0], expected, evidence)]
     if expected and hosts != expected:
         return [finding(
             "ingress.announcer_mismatch", "critical", "L2", vip,

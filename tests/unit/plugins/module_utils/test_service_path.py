@@ -202,6 +202,20 @@ def test_two_macs_or_the_wrong_node_is_a_mismatch():
     assert out["findings"][0]["evidence"]["expected_from"] == "VIP on an interface"
 
 
+def test_metallb_status_behind_its_election_is_a_stale_status():
+    """What MetalLB 0.15's speakers did in the lab (test_real_metallb.py): after the announcing speaker died, the
+    node elected instead answers ARP without holding the VIP on an interface, and the ServiceL2Status still names
+    the dead speaker's node (the new speaker patched its labels and owners, not status.node, which is immutable)."""
+    out = service_path.vip_announcer(VIP, client(MAC3), node_reads(vip_on=()), ["node1"])
+    [f] = out["findings"]
+    assert (f["check"], f["severity"]) == ("ingress.announcer_mismatch", "warning")
+    assert f["summary"].startswith("node3 answers ARP") and "ServiceL2Status still names node1" in f["summary"]
+    assert "whose status.node is node1" in f["remediation"] and out["announcer"] == "node3"
+    # a node holding the VIP on an interface is not MetalLB's way: the mismatch stays critical
+    out = service_path.vip_announcer(VIP, client(MAC3), node_reads(vip_on=("node3",)), ["node1"])
+    assert out["findings"][0]["severity"] == "critical"
+
+
 def test_unknown_mac_and_unread_nodes():
     reads = node_reads(vip_on=())
     reads["node2"] = {"unreachable": True, "msg": "ssh: timeout"}
