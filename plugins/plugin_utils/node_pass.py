@@ -128,16 +128,16 @@ TRIAGE_VARIABLES = ("triage_scenarios", "triage_cni", "triage_nodes_group", "tri
                     "triage_command_timeout")
 # every variable a host's parameters are computed from: the triage's, and each scenario's controller side beyond
 # its role options (its FLEET_VARIABLES: stale_arp_vips, calico_nodes_group, dns_pod ...)
-FLEET_VARIABLES = TRIAGE_VARIABLES + tuple(name for declared in REGISTRY
-                                             for name in getattr(declared, "FLEET_VARIABLES", ()))
+FLEET_VARIABLES = TRIAGE_VARIABLES + tuple(
+    name for declared in REGISTRY for name in getattr(declared, "FLEET_VARIABLES", ()))
 # ... and the scenario roles' options above: the variables the node_pass action hands over, templated
 VARIABLES = FLEET_VARIABLES + tuple(name for pairs in ROLE_VARIABLES.values() for _option, name in pairs)
 
 
 # the variables that hold lists (the triage's and each scenario's FLEET_LISTS): a survey (AWX) gives them as newline-
 # or comma-separated text
-LIST_VARIABLES = ("triage_scenarios",) + tuple(name for declared in REGISTRY
-                                                for name in getattr(declared, "FLEET_LISTS", ()))
+LIST_VARIABLES = ("triage_scenarios",) + tuple(
+    name for declared in REGISTRY for name in getattr(declared, "FLEET_LISTS", ()))
 
 
 def _list_options():
