@@ -16,10 +16,12 @@ description:
     records them once, on the controller, in its C(triage_results).
   - Each finding is marked C(scope=fleet) with C(hosts), the hosts it concerns (the entry's C(hosts)),
     and is counted once by the report.
-  - C(stale_arp), the VIP owners' findings (a VIP no owner holds, a VIP several owners hold) from
-    O(owners), once for the fleet instead of once per client.
-  - C(connectivity), the cross-node matrix (C(connectivity_matrix)) of the hosts whose
-    C(triage_results.connectivity) ran.
+  - Each node scenario's own conclusion over the fleet, from the one registry of node scenarios (the scenarios
+    that declare one, in report order) - C(connectivity), the cross-node matrix (C(connectivity_matrix)) of the
+    hosts whose C(triage_results.connectivity) ran; C(dns), why no host checked the view of DNS from C(dns_pod);
+    C(logs), its read's entry with the log lines the API reads matched as its data; C(stale_arp), the VIP owners'
+    findings (a VIP no owner holds, a VIP several owners hold) from O(owners), once for the fleet instead of once
+    per client.
 options:
   _input:
     description: The play's C(hostvars).

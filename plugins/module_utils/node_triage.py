@@ -62,6 +62,11 @@ SAMPLED = tuple(declared.NAME for declared in REGISTRY if getattr(declared, "SAM
 NODE_NAMED = tuple(declared.NAME for declared in REGISTRY if getattr(declared, "NODE_NAMED", False))
 # the scenarios whose data the fleet's conclusions read (the triage's record keeps the data of these only)
 FLEET_DATA = tuple(declared.NAME for declared in REGISTRY if getattr(declared, "FLEET_DATA", False))
+# the reads of the fleet the controller makes once before the pass (roles/node_pass: the API reads, the VIP owners'
+# pre-read), each with the scenarios that need it (their API_READS): the role makes a read when a wanted scenario
+# needs it (lookup k8snet.triage.node_scenarios, reads=...)
+READS = dict((read, tuple(declared.NAME for declared in REGISTRY if read in getattr(declared, "API_READS", ())))
+             for read in sorted(set(read for declared in REGISTRY for read in getattr(declared, "API_READS", ()))))
 
 
 def load(name):

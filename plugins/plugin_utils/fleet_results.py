@@ -6,8 +6,12 @@
 
 ``vip_owners`` reads the VIP owners' arp_check results: who holds each VIP, its true MAC, and the
 findings of a VIP no owner holds or several owners hold.  ``node_pass_fleet`` publishes, once, what
-concerns several hosts in a one-pass triage: those VIP owners' findings (``stale_arp``), the API reads,
-the cross-node connectivity matrix and the DNS pod's view, each a fleet record (plugin_utils/record.py).
+concerns several hosts in a one-pass triage, each a fleet record (plugin_utils/record.py): the API reads'
+findings, and each node scenario's own conclusion over the fleet, its declaration's ``fleet(context)``
+(module_utils/scenarios/<name>.py) called for every scenario of the registry that declares one, with a
+``Context``.  The conclusions' code is here, below: those VIP owners' findings (``stale_arp``), the
+cross-node connectivity matrix (``connectivity``), the DNS pod's view (``dns_pod``), the log lines the API
+reads matched (``logs``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.arp import options a
 from ansible_collections.k8snet.triage.plugins.module_utils.core import params
 from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import check_failed, finding, fleet
+from ansible_collections.k8snet.triage.plugins.module_utils.node_triage import READS, REGISTRY
 from ansible_collections.k8snet.triage.plugins.plugin_utils.api_reads import api_down, api_read, pod_host
 from ansible_collections.k8snet.triage.plugins.plugin_utils.lists import as_list
 from ansible_collections.k8snet.triage.plugins.plugin_utils.log_evidence import with_log_evidence
@@ -260,9 +265,12 @@ def _log_matches(results):
 
 
 def _api_results(api, hosts, node_hosts, down=None):
-    """``({scenario: entry}, matches)``: the API reads' entries, by scenario name, and the log lines they matched."""
+    """``({scenario: entry}, matches)``: the API reads' entries, by scenario name, and the log lines they matched.
+    An input named as a read (a scenario's API_READS: dns_pod) is not an entry: its scenario's conclusion reads it."""
     out, matches = {}, []
     for name, results in sorted(api.items()):
+        if name in READS:
+            continue
         entry = _api_entries(name, results, hosts, node_hosts, down)
         if entry is not None:
             out[name] = entry
@@ -324,17 +332,50 @@ def _dns_pod_entry(spec, hostvars, hosts, down=None):
                                             {"pod": pod, "host": where}, fix)], [where] if where else [])
 
 
-def _stale_arp(owners):
-    """The stale_arp entry: the VIP owners' findings, concerning the nodes that hold the VIPs."""
+class Context(object):
+    """What a scenario's conclusion over the fleet (its declaration's ``fleet(context)``) reads: the pass's ``hosts``,
+    each one's variables as stored (``facts``: its records), the VIP owners' result (``owners``, {} without VIPs), the
+    inputs named as reads (``inputs``: dns_pod's ``{ref, result, wanted}``), api_down's record (``down``, None when no
+    read found the API server down), the API reads' entries by name (``entries``) and the log lines they matched
+    (``matches``)."""
+
+    def __init__(self, facts, hosts, owners, inputs, down, entries, matches):
+        self.facts, self.hosts, self.owners, self.inputs, self.down = facts, hosts, owners, inputs, down
+        self.entries, self.matches = entries, matches
+
+    def record(self, host, scenario):
+        """``host``'s record of ``scenario`` (its ``triage_results`` entry), {} when it has none."""
+        return _scenario_record(self.facts.get(host) or {}, scenario)
+
+
+def stale_arp(context):
+    """The stale_arp entry: the VIP owners' findings, concerning the nodes that hold the VIPs (None: no VIPs)."""
+    owners = context.owners
+    if not owners:
+        return None
     return fleet_result("ran", "", list(owners.get("findings") or []),
                         [h["node"] for held in owners.get("owners", {}).values() for h in held])
 
 
-def _connectivity(hostvars, hosts):
+def dns_pod(context):
+    """The dns entry: the fleet's word on dns_pod when no host checked that pod's view (None: one did, or none asked)."""
+    return _dns_pod_entry(context.inputs.get("dns_pod"), context.facts, context.hosts, context.down)
+
+
+def logs(context):
+    """The logs entry: its API read's entry with the log lines the API reads matched, as read, as its data (the logs
+    role gives each node its own); None when it has no entry or nothing matched."""
+    entry = context.entries.get("logs")
+    if entry is None or not context.matches:
+        return None
+    return dict(entry, data={"matches": context.matches})
+
+
+def connectivity(context):
     """The connectivity entry: the cross-node matrix of the hosts whose connectivity scenario ran (None: none ran)."""
     probed = {}
-    for host in hosts:
-        entry = _scenario_record(host_facts(hostvars, host), "connectivity")
+    for host in context.hosts:
+        entry = context.record(host, "connectivity")
         if entry.get("status") == "ran":
             probed[host] = entry["data"]
     if not probed:
@@ -371,18 +412,15 @@ def node_pass_fleet(hostvars, hosts, owners=None, api=None):
     if down is not None and not (isinstance(down, dict) and isinstance(down.get("finding"), dict)):
         raise AnsibleFilterError("node_pass_fleet: api's down must be the result of k8snet.triage.api_down (a dict with "
                                  "finding), or empty")
-    dns_pod = _dns_pod_entry(api.pop("dns_pod", None), hostvars, hosts, down)
     out, matches = _api_results(api, hosts, _node_hosts(hostvars, hosts), down)
-    if owners:
-        out["stale_arp"] = _stale_arp(owners)
-    connectivity = _connectivity(hostvars, hosts)
-    if connectivity is not None:
-        out["connectivity"] = connectivity
-    if dns_pod is not None:
-        out["dns"] = dns_pod
+    context = Context(hostvars, hosts, owners or {}, dict((name, api[name]) for name in READS if name in api), down,
+                      dict(out), matches)
+    # each scenario's own conclusion, in the registry's order: its declaration's fleet(context)
+    for declared in REGISTRY:
+        conclude = getattr(declared, "fleet", None)
+        entry = conclude(context) if conclude else None
+        if entry is not None:
+            out[declared.NAME] = entry
     if matches:
         with_log_evidence(out, matches)
-        if "logs" in out:
-            # the lines the API reads matched, as read: the logs role gives each node its own
-            out["logs"]["data"] = {"matches": matches}
     return out

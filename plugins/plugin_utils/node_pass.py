@@ -123,18 +123,21 @@ def lean(results):
 ROLE_VARIABLES = dict((declared.NAME, declared.ROLE_VARIABLES) for declared in REGISTRY)
 
 
-# every variable a host's parameters are computed from: the scenario roles' options above, and these
-FLEET_VARIABLES = ("triage_scenarios", "triage_cni", "triage_nodes_group", "stale_arp_vips", "stale_arp_clients_group",
-                   "dns_servers", "cilium_maps_live_frontends", "calico_expected_nodes", "calico_nodes_group",
-                   "pod_network_peers", "pod_network_nodes_group", "connectivity_group", "connectivity_max_peers",
-                   "pmtu_targets", "pmtu_group", "pmtu_max_peers", "dns_pod", "dns_repeat", "dns_repeat_interval",
-                   "cilium_agent_when_not_cilium", "calico_when_not_calico", "logs_node", "triage_ssh_retries",
-                   "triage_node_deadline", "triage_command_timeout")
+# the triage's own variables a host's parameters are computed from
+TRIAGE_VARIABLES = ("triage_scenarios", "triage_cni", "triage_nodes_group", "triage_ssh_retries", "triage_node_deadline",
+                    "triage_command_timeout")
+# every variable a host's parameters are computed from: the triage's, and each scenario's controller side beyond
+# its role options (its FLEET_VARIABLES: stale_arp_vips, calico_nodes_group, dns_pod ...)
+FLEET_VARIABLES = TRIAGE_VARIABLES + tuple(
+    name for declared in REGISTRY for name in getattr(declared, "FLEET_VARIABLES", ()))
+# ... and the scenario roles' options above: the variables the node_pass action hands over, templated
 VARIABLES = FLEET_VARIABLES + tuple(name for pairs in ROLE_VARIABLES.values() for _option, name in pairs)
 
 
-# the variables that hold lists: a survey (AWX) gives them as newline- or comma-separated text
-LIST_VARIABLES = ("triage_scenarios", "stale_arp_vips", "dns_servers", "cilium_maps_live_frontends")
+# the variables that hold lists (the triage's and each scenario's FLEET_LISTS): a survey (AWX) gives them as newline-
+# or comma-separated text
+LIST_VARIABLES = ("triage_scenarios",) + tuple(
+    name for declared in REGISTRY for name in getattr(declared, "FLEET_LISTS", ()))
 
 
 def _list_options():

@@ -1,6 +1,8 @@
 """The packages of plugins/module_utils are layers (docs/developing.md, "The packages of module_utils"): core imports
 nothing of the collection's, kernel and kube import only core, a domain package never imports the scenarios or the
-pass, and nothing in module_utils imports plugin_utils (the controller's side, absent from a module's payload)."""
+pass, and nothing in module_utils imports plugin_utils (the controller's side, absent from a module's payload) but a
+scenario's ``fleet``, its conclusion over the fleet, which only the controller calls (test_scenarios holds that the
+AnsiballZ payload leaves it out)."""
 
 from __future__ import annotations
 
@@ -16,10 +18,21 @@ ALLOWED = {"core": set(), "kernel": {"core"}, "kube": {"core"}}
 ABOVE_DOMAINS = {"scenarios", "node_triage"}
 
 
+def _controller_only(tree):
+    """The nodes inside a scenario's ``fleet`` function (controller side only)."""
+    return set(id(inner) for function in tree.body if isinstance(function, ast.FunctionDef) and function.name == "fleet"
+               for inner in ast.walk(function))
+
+
 def imports(path):
-    """(line, the collection's module path imported below plugins/, e.g. 'module_utils.core.params')."""
+    """(line, the collection's module path imported below plugins/, e.g. 'module_utils.core.params'), but in a
+    scenario's ``fleet``."""
     out = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    skip = _controller_only(tree) if path.parent.name == "scenarios" else set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PREFIX):
             below = node.module[len(PREFIX):]
             out.extend((node.lineno, below + "." + alias.name) for alias in node.names)

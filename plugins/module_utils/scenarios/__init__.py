@@ -20,10 +20,27 @@ the triage's record keeps the data of these only), and these functions:
 - ``needs(fleet, sub)``: on the controller, what its check needs from the fleet, added to ``sub``;
 - ``details(data)``: the compact view of its data that the HTML report draws.
 
+Its fleet half, when it has one, is declared here too:
+
+- ``API_READS``: the reads of the fleet the controller makes once before the pass that it needs, by name
+  (``kube_network_info``, ``node_network_status``, ``webhook_deadlock``, ``kube_logs``, ``dns_pod``: the API
+  reads of roles/node_pass/tasks/api_reads.yml; ``vip_owners``: the VIP owners' pre-read in its main.yml); the
+  role makes a read when a wanted scenario needs it (``node_triage.READS``, the lookup
+  ``k8snet.triage.node_scenarios`` with ``reads=``);
+- ``FLEET_VARIABLES``: the variables its controller side (``applies``, ``needs``, ``fleet``) reads besides its
+  ``ROLE_VARIABLES`` (the node_pass action hands over these, templated), and ``FLEET_LISTS``, those of them that
+  hold lists (a survey gives them as text);
+- ``fleet(context)``: on the controller, once after the pass, its conclusion over the fleet, a fleet record or
+  None (plugin_utils/fleet_results.Context: the hosts' records, the VIP owners, the API reads' entries).
+  plugin_utils exists on the controller only, so its code is imported inside this function, never at the
+  top: the node's AnsiballZ payload holds module_utils only (ansible-core's module_common leaves imports of
+  other collection packages out), and the node never calls it.
+
 The registry is ``node_triage.REGISTRY``; everything else (node_triage's argument spec and rules, the
-plan, the controller's parameters and applicability, the record's details) is derived from it.
+plan, the controller's parameters and applicability, the record's details, the role's reads, the variables
+the action hands over, the fleet's conclusions) is derived from it.
 A scenario module imports only its options at the top: its check's code is imported by ``load``,
-and what the controller side needs inside ``needs``.
+and what the controller side needs inside ``needs`` and ``fleet``.
 
 Internal to k8snet.triage (docs/developing.md, "Private code"): nothing here is a public interface.
 """

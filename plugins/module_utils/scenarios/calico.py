@@ -17,6 +17,9 @@ OPTIONS = scenario.options(bird_options.CHECK_SPEC, when_not_calico="skip")
 RULES = rules.fields(**bird_options.RULES)
 ROLE_VARIABLES = (("sockets", "calico_sockets"), ("node_to_node_mesh", "calico_node_to_node_mesh"),
                   ("stuck_after", "calico_stuck_after"), ("timeout", "calico_timeout"))
+# the fleet half: the Node list read once (its BGP peers), and what its controller side reads besides ROLE_VARIABLES
+API_READS = ("kube_network_info",)
+FLEET_VARIABLES = ("calico_expected_nodes", "calico_nodes_group", "calico_when_not_calico")
 
 
 def load():

@@ -24,6 +24,7 @@ ROLE_VARIABLES = (("agent_socket", "cilium_agent_socket"), ("health_socket", "ci
                   ("timeout", "cilium_agent_timeout"), ("top", "cilium_agent_top"),
                   ("warning_pps", "cilium_agent_warning_pps"), ("critical_pps", "cilium_agent_critical_pps"),
                   ("cni_conf_dir", "cni_conf_dir"))
+FLEET_VARIABLES = ("cilium_agent_when_not_cilium",)
 
 
 def load():

@@ -19,6 +19,10 @@ OPTIONS = scenario.options(cilium_lb_options.CHECK_SPEC, extra=dict(
 RULES = rules.fields(**cilium_lb_options.RULES)
 ROLE_VARIABLES = (("bpffs", "cilium_maps_bpffs"), ("maps", "cilium_maps_maps"),
                   ("warn_ratio", "cilium_maps_warn_ratio"), ("critical_ratio", "cilium_maps_critical_ratio"))
+# the fleet half: the live Service frontends (API_READS), else cilium_maps_live_frontends
+API_READS = ("kube_network_info",)
+FLEET_VARIABLES = ("cilium_maps_live_frontends",)
+FLEET_LISTS = ("cilium_maps_live_frontends",)
 NOT_CILIUM = "not a Cilium node: no pinned cilium_* maps under /sys/fs/bpf/tc/globals and no Cilium agent socket"
 
 

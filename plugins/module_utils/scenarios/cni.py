@@ -17,6 +17,9 @@ NODE_NAMED = True
 OPTIONS = scenario.options(cni_files_options.CHECK_SPEC)
 RULES = rules.fields(**cni_files_options.RULES)
 ROLE_VARIABLES = (("conf_dir", "cni_conf_dir"), ("bin_dir", "cni_bin_dir"))
+# the fleet half: the API half of the scenario, node conditions, taints and CNI pods, and the admission webhooks
+# that would deadlock with the CNI, published as its fleet record
+API_READS = ("node_network_status", "webhook_deadlock")
 
 
 def load():

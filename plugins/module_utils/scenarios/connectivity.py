@@ -22,6 +22,7 @@ _RULES["targets"] = rules.each(reachability_options.TARGET_RULE, max_items=reach
 RULES = rules.fields(**_RULES)
 ROLE_VARIABLES = (("probes", "connectivity_probes"), ("tcp_port", "connectivity_tcp_port"),
                   ("count", "connectivity_count"), ("timeout", "connectivity_timeout"), ("rate", "connectivity_rate"))
+FLEET_VARIABLES = ("connectivity_group", "connectivity_max_peers")
 
 
 def load():
@@ -38,3 +39,11 @@ def skip_reason(sub, params):
 def needs(fleet, sub):
     """A sample of connectivity_group (at most connectivity_max_peers), a ring so every node is probed by as many."""
     sub["targets"] = fleet.peer_sample("connectivity_group", "connectivity_max_peers", "connectivity targets")
+
+
+def fleet(context):
+    """On the controller, once after the pass: the cross-node matrix of the hosts whose check ran (None: none ran)."""
+    # plugin_utils exists on the controller only, and only the controller calls this (see scenarios/__init__)
+    from ansible_collections.k8snet.triage.plugins.plugin_utils import fleet_results  # pylint: disable=import-outside-toplevel
+
+    return fleet_results.connectivity(context)

@@ -20,6 +20,10 @@ ROLE_VARIABLES = (("names", "dns_names"), ("expect", "dns_expect"), ("cluster_do
                   ("protocols", "dns_protocols"), ("timeout", "dns_timeout"), ("retries", "dns_retries"),
                   ("host_resolvers", "dns_host_resolvers"), ("resolv_conf", "dns_resolv_conf"),
                   ("external_names", "dns_external_names"))
+# the fleet half: the DNS servers (the Node list read), the pod whose view of DNS it adds (dns_pod)
+API_READS = ("kube_network_info", "dns_pod")
+FLEET_VARIABLES = ("dns_servers", "dns_pod", "dns_repeat", "dns_repeat_interval")
+FLEET_LISTS = ("dns_servers",)
 
 
 def load():
@@ -53,3 +57,12 @@ def needs(fleet, sub):
         sub["pod_ip"] = fleet.pod_ip
     if fleet.repeat:
         sub.update(repeat=fleet.repeat, **fleet.role_options((("repeat_interval", "dns_repeat_interval"),)))
+
+
+def fleet(context):
+    """On the controller, once after the pass: why no host checked the view of DNS from dns_pod (None: one did,
+    or no dns_pod was given)."""
+    # plugin_utils exists on the controller only, and only the controller calls this (see scenarios/__init__)
+    from ansible_collections.k8snet.triage.plugins.plugin_utils import fleet_results  # pylint: disable=import-outside-toplevel
+
+    return fleet_results.dns_pod(context)

@@ -22,6 +22,9 @@ RULES = rules.fields(**logs_options.RULES)
 ROLE_VARIABLES = (("node_log_files", "logs_node_log_files"), ("node_log_files", "node_log_files"),
                   ("units", "logs_units"), ("source", "logs_source"), ("since", "logs_since"),
                   ("max_bytes", "logs_max_bytes"))
+# the fleet half: the network agents' pod logs and events, and the nodes' events, published as its fleet record
+API_READS = ("kube_logs",)
+FLEET_VARIABLES = ("logs_node",)
 
 
 def applies(fleet):
@@ -35,3 +38,12 @@ def load():
     from ansible_collections.k8snet.triage.plugins.module_utils.logs import evidence as logs  # pylint: disable=import-outside-toplevel
 
     return logs.node_check
+
+
+def fleet(context):
+    """On the controller, once after the pass: its API read's record with the log lines the API reads matched as
+    its data (None: no read, or nothing matched)."""
+    # plugin_utils exists on the controller only, and only the controller calls this (see scenarios/__init__)
+    from ansible_collections.k8snet.triage.plugins.plugin_utils import fleet_results  # pylint: disable=import-outside-toplevel
+
+    return fleet_results.logs(context)

@@ -18,6 +18,7 @@ OPTIONS = scenario.options(pmtu_options.CHECK_SPEC, targets=[])
 RULES = rules.fields(**pmtu_options.PASS_RULES)
 ROLE_VARIABLES = (("min_size", "pmtu_min_size"), ("max_size", "pmtu_max_size"), ("timeout", "pmtu_timeout"),
                   ("rate", "pmtu_rate"))
+FLEET_VARIABLES = ("pmtu_targets", "pmtu_group", "pmtu_max_peers")
 
 
 def load():

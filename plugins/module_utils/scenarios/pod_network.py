@@ -19,6 +19,7 @@ RULES = rules.fields(**routes_options.RULES)
 ROLE_VARIABLES = (("mode", "pod_network_mode"), ("tunnel_device", "pod_network_tunnel_device"),
                   ("local_pod_routes", "pod_network_local_pod_routes"),
                   ("destinations", "pod_network_destinations"), ("reader", "pod_network_reader"))
+FLEET_VARIABLES = ("pod_network_peers", "pod_network_nodes_group")
 
 
 def load():

@@ -18,6 +18,10 @@ OPTIONS = scenario.options(neighbors_options.CHECK_SPEC, addresses=[], probe=Tru
 RULES = rules.fields(**neighbors_options.RULES)
 ROLE_VARIABLES = (("interface", "stale_arp_interface"), ("probe", "stale_arp_probe"),
                   ("probe_timeout", "stale_arp_probe_timeout"))
+# the fleet half: the VIP owners' pre-read (which owner holds each VIP, and its MAC)
+API_READS = ("vip_owners",)
+FLEET_VARIABLES = ("stale_arp_vips", "stale_arp_clients_group")
+FLEET_LISTS = ("stale_arp_vips",)
 
 
 def load():
@@ -46,3 +50,12 @@ def applies(fleet):
 def needs(fleet, sub):
     """The VIPs, and the MAC each should resolve to (vip_owners over the owners' pre-read)."""
     sub.update(addresses=list(fleet.variables["stale_arp_vips"]), expected=fleet.owners.get("expected") or {})
+
+
+def fleet(context):
+    """On the controller, once after the pass: the VIP owners' findings (a VIP no owner holds, or several),
+    concerning the nodes that hold the VIPs (None without VIPs)."""
+    # plugin_utils exists on the controller only, and only the controller calls this (see scenarios/__init__)
+    from ansible_collections.k8snet.triage.plugins.plugin_utils import fleet_results  # pylint: disable=import-outside-toplevel
+
+    return fleet_results.stale_arp(context)
