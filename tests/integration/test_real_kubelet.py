@@ -151,8 +151,11 @@ def test_cni_config_removed_the_kubelet_says_not_ready_and_node_network_status_n
     network not ready, the kubelet turns Ready False with its own message, and node_network_status reports it."""
     agent.remove_cni_config()
     try:
-        ready = kube_cluster.wait_for("node1 NotReady", lambda: (lambda r: r["status"] != "True" and r)(
-            node_ready(kube_cluster)), timeout=120)
+        def not_ready():
+            condition = node_ready(kube_cluster)
+            return condition["status"] != "True" and condition
+
+        ready = kube_cluster.wait_for("node1 NotReady", not_ready, timeout=120)
         # the kubelet's words (v1.37.2 on containerd 2.4.2), as kubectl shows them
         assert ready["reason"] == "KubeletNotReady", ready
         assert ready["message"].startswith("container runtime network not ready: NetworkReady=false "
