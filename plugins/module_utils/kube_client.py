@@ -180,7 +180,9 @@ class Kube(object):
     MAX_RESPONSE_BYTES; answers that are not the objects expected are refused naming the object."""
 
     CALL_TIMEOUT = transport.CALL_TIMEOUT
-    LIST_TIMEOUT = 2 * transport.CALL_TIMEOUT
+    # all the pages of one list: None is the module's whole budget (api_timeout), which a large cluster needs
+    LIST_TIMEOUT = None
+    LIST_RESTARTS = 2
     MAX_RESPONSE_BYTES = transport.MAX_RESPONSE_BYTES
     MAX_LIST_BYTES = transport.MAX_LIST_BYTES
     MAX_PAGES = transport.MAX_PAGES
@@ -197,6 +199,7 @@ class Kube(object):
         self.pool = transport.BoundedPool(client_library.kubernetes.client.rest.RESTClientObject(self.config).pool_manager)
         self.budget = transport.Deadline(self.api_timeout)
         self.last_bytes = 0
+        self.list_restarts = 0  # fresh lists started after an expired continue token (410 Gone)
 
     def headers(self, content_type=None):
         """The headers of a request: JSON, our user agent, the client's authentication (a bearer token, refreshed
@@ -353,22 +356,44 @@ class Kube(object):
                          "from it (a proxy or an aggregated API in between answering for the API server?)"
                          % (self.server, action, problem), action=action, cause="malformed")
 
-    def pages(self, action, path, page_size=PAGE_SIZE, **query):
-        """Every item of a paged list (``continue`` tokens), each checked (kube_transport.check_list), within
-        LIST_TIMEOUT, MAX_PAGES and MAX_LIST_BYTES; a token answered twice is refused naming it."""
-        deadline = self.deadline(self.LIST_TIMEOUT)
+    def pages(self, action, path, page_size=PAGE_SIZE, keep=None, **query):
+        """Every item of a paged list (``continue`` tokens), each checked (kube_transport.check_list) and passed through
+        ``keep`` (what a check needs of it, or None to drop it: only that stays in memory, a page at a time), within
+        the module's budget, MAX_PAGES and MAX_LIST_BYTES; a token answered twice is refused naming it.  A continue
+        token the API server no longer honours (410 Gone, "The provided continue parameter is too old": etcd
+        compacted the revision the list started at) starts a fresh list, at most LIST_RESTARTS times: never half a
+        list, never items of two revisions mixed."""
+        deadline = self.deadline(self.LIST_TIMEOUT or self.api_timeout)
+        restarts = 0
+        while True:
+            try:
+                return self._pages(action, path, int(page_size), keep, deadline, query)
+            except ReadError as exc:
+                if exc.details.get("cause") != "continue_expired" or restarts >= self.LIST_RESTARTS:
+                    raise
+                restarts += 1
+                self.list_restarts += 1
+
+    def _pages(self, action, path, page_size, keep, deadline, query):
+        """One list from its first page (``pages``); ReadError with cause ``continue_expired`` on a 410 to a
+        continue token."""
         items, token, seen, size = [], None, set(), 0
         for number in range(1, self.MAX_PAGES + 1):
             if deadline.expired():
                 raise self._expired("%s (page %d)" % (action, number), deadline, "answer")
-            page = self.call(action, path, query=dict(query, limit=int(page_size), **{"continue": token}),
-                             deadline=deadline.within(self.CALL_TIMEOUT))
+            try:
+                page = self.call(action, path, query=dict(query, limit=page_size, **{"continue": token}),
+                                 deadline=deadline.within(self.CALL_TIMEOUT))
+            except ReadError as exc:
+                if token is not None and exc.details.get("status") == 410:
+                    raise self._continue_expired(action, number, exc)
+                raise
             size += self.last_bytes
             try:
                 got, token = transport.check_list(page, "page %d" % number)
             except ValueError as exc:
                 raise self.malformed(action, "page %d: %s" % (number, exc))
-            items.extend(got)
+            items.extend(got if keep is None else [kept for kept in map(keep, got) if kept is not None])
             if not token:
                 return items
             if token in seen:
@@ -383,6 +408,16 @@ class Kube(object):
                         "end; narrow the query (a namespace, a label or field selector)"
                         % (self.server, self.MAX_PAGES, page_size, action), action=action, cause="pages")
 
+    def _continue_expired(self, action, number, exc):
+        said = exc.message.rsplit("HTTP 410", 1)[-1].strip(" ()") or "expired"
+        return ReadError(
+            "the Kubernetes API at %s no longer honoured the continue token of %s at page %d (410 Gone: %s), %d time%s "
+            "in a row: the list took longer than the API server keeps its history (etcd compaction, every 5 minutes "
+            "by default); the list was started again each time and never half read: retry when the API server is "
+            "less loaded, or narrow the query (a namespace, a label or field selector)" % (
+                self.server, action, number, said, self.LIST_RESTARTS + 1, "" if self.LIST_RESTARTS == 0 else "s"),
+            action=action, cause="continue_expired", status=410, server=self.server)
+
     def one(self, action, obj):
         """``obj`` checked as one object (kube_transport.check_object)."""
         try:
@@ -396,12 +431,12 @@ class Kube(object):
             raise InputError("unknown resource %r; known: %s" % (plural, ", ".join(sorted(RESOURCES))))
         return RESOURCES[plural]
 
-    def list(self, plural, namespace=None, label_selector=None, field_selector=None, page_size=PAGE_SIZE):
-        """Every object of a collection, following ``continue`` tokens; plain dicts."""
+    def list(self, plural, namespace=None, label_selector=None, field_selector=None, page_size=PAGE_SIZE, keep=None):
+        """Every object of a collection, following ``continue`` tokens; plain dicts (``keep``: see ``pages``)."""
         namespaced = self._resource(plural)[1]
         namespace = check_namespace(namespace) if namespaced and namespace else None
         return self.pages(describe("list", plural, namespace), resource_path(plural, namespace), page_size=page_size,
-                          labelSelector=label_selector or None, fieldSelector=field_selector or None)
+                          keep=keep, labelSelector=label_selector or None, fieldSelector=field_selector or None)
 
     def get(self, plural, name, namespace=None):
         """One object, or None when it does not exist."""
@@ -453,17 +488,18 @@ class Kube(object):
         return got
 
     # ------------------------------------------------------------ the small API
-    def nodes(self, label_selector=None):
-        return self.list("nodes", label_selector=label_selector)
+    def nodes(self, label_selector=None, keep=None):
+        return self.list("nodes", label_selector=label_selector, keep=keep)
 
-    def pods(self, namespace=None, label_selector=None, field_selector=None, node=None):
+    def pods(self, namespace=None, label_selector=None, field_selector=None, node=None, keep=None):
         """Pods; ``node`` adds ``spec.nodeName=<node>`` to the field selector."""
         if node:
             field_selector = ",".join(filter(None, [field_selector, "spec.nodeName=%s" % check_name(node, "node")]))
-        return self.list("pods", namespace, label_selector=label_selector, field_selector=field_selector)
+        return self.list("pods", namespace, label_selector=label_selector, field_selector=field_selector, keep=keep)
 
-    def services(self, namespace=None, label_selector=None, field_selector=None):
-        return self.list("services", namespace, label_selector=label_selector, field_selector=field_selector)
+    def services(self, namespace=None, label_selector=None, field_selector=None, keep=None):
+        return self.list("services", namespace, label_selector=label_selector, field_selector=field_selector,
+                         keep=keep)
 
     def endpoint_slices(self, namespace=None, service=None, label_selector=None):
         """EndpointSlices; ``service`` selects those of one Service (kubernetes.io/service-name)."""
