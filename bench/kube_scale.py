@@ -306,6 +306,8 @@ def load(cluster, plan, client, pool):
              "controller": False}
     step("%d CNI agent pods" % n["nodes"], [agent_job(plan, client, owner, i) for i in range(n["nodes"])
                                             if plan.agent_fault(i)])
+    # the lab's own nodes (Cluster.up registers them, healthy) run no CNI agent either
+    plan.planted["cni_agent_missing"] += len(cluster.lab.nodes)
     for i in range(n["nodes"]):
         fault = plan.agent_fault(i)
         if fault != "ok":
@@ -510,10 +512,10 @@ def measure(cluster, lab, token_kubeconfig, user, only=None):
 def print_row(row):
     ours, manual = row["ours"], row["manual"]
     ratio = ours["seconds"] / manual["seconds"] if manual["seconds"] else 0
-    print("%-30s ours %7.1fs %6.0f MiB %5d req | kubectl %7.1fs %6.0f MiB %4d req %6.1f MB | x%.2f | out %.1f MB"
+    print("%-30s ours %7.1fs %6.0f MiB %5d req | kubectl %7.1fs %6.0f MiB %4d req %6.1f MB | x%.2f | out %.0f kB"
           % (row["label"], ours["seconds"], ours["rss_kib"] / 1024, row["requests"], manual["seconds"],
              manual["rss_kib"] / 1024, row["manual_requests"], row["manual_bytes"] / 1e6, ratio,
-             row["output_bytes"] / 1e6), flush=True)
+             row["output_bytes"] / 1e3), flush=True)
     if row["failed"]:
         print("    FAILED: %s" % row["failed"][:400])
     if row["stderr"]:

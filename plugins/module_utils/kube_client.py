@@ -53,6 +53,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils.kube_auth import cli
 API_TIMEOUT_RANGE = (1.0, 3600.0)
 PAGE_SIZE = 500
 MERGE_PATCH = "application/merge-patch+json"
+# a list of objects' metadata only (the API server's PartialObjectMetadataList, what kubectl's metadata clients ask)
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 # plural -> (the root path of its API group and version, namespaced); the paths are the API server's
 # (/api/v1/namespaces/{namespace}/pods/{name}), as the client's generated methods name them
@@ -201,10 +203,10 @@ class Kube(object):
         self.last_bytes = 0
         self.list_restarts = 0  # fresh lists started after an expired continue token (410 Gone)
 
-    def headers(self, content_type=None):
+    def headers(self, content_type=None, accept=None):
         """The headers of a request: JSON, our user agent, the client's authentication (a bearer token, refreshed
         by the client's hook for exec and OIDC credentials; client certificates are the pool's)."""
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": accept or "application/json", "User-Agent": USER_AGENT}
         for auth in (self.config.auth_settings() or {}).values():
             if auth.get("in") == "header" and auth.get("value"):
                 headers[auth["key"]] = auth["value"]
@@ -245,14 +247,14 @@ class Kube(object):
     def _once(self, action, request, deadline, max_bytes):
         """(status, headers, body bytes) of one request (``(verb, path, body, content type)``), or ReadError for
         what is not an HTTP answer.  A connection broken mid-way is ReadError with ``reset=True``."""
-        verb, path, body, content_type = request
+        verb, path, body, content_type, accept = request
         self.pool.deadline, self.pool.max_bytes = deadline, max_bytes
         urllib3 = client_library.urllib3
         connect, read = deadline.timeouts()
         try:
             with transport.alarm(deadline):
                 response = self.pool.request(
-                    verb, self.server + path, headers=self.headers(content_type if body is not None else None),
+                    verb, self.server + path, headers=self.headers(content_type if body is not None else None, accept),
                     body=None if body is None else json.dumps(body), timeout=urllib3.Timeout(connect=connect, read=read))
                 return response.status, response.headers, response.data
         except transport.Expired as exc:
@@ -282,14 +284,14 @@ class Kube(object):
                 action=action, reset=reset, cause="unreachable", server=self.server)
 
     def call(self, action, path, verb="GET", query=None, body=None, content_type="application/json",
-             raw_text=False, idempotent=True, deadline=None, max_bytes=None):
+             raw_text=False, idempotent=True, deadline=None, max_bytes=None, accept=None):
         """One request of ``verb`` on ``path`` (resource_path) with ``query`` (None values left out) and a JSON
         ``body``; returns the decoded JSON body (the text with ``raw_text``).
 
         ``deadline``: a kube_transport.Deadline (default: CALL_TIMEOUT from now, within the budget);
         ``idempotent=False`` (a PATCH, a DELETE) retries only when the server refused before processing it;
         ``max_bytes``: the cap of the answer.  Raises ReadError/PrivilegeError/ChangeError."""
-        request = (verb, path + query_string(query), body, content_type)
+        request = (verb, path + query_string(query), body, content_type, accept)
         data = self._answer(action, request, deadline or self.deadline(), max_bytes or self.MAX_RESPONSE_BYTES,
                             idempotent)
         if raw_text:
@@ -356,7 +358,7 @@ class Kube(object):
                          "from it (a proxy or an aggregated API in between answering for the API server?)"
                          % (self.server, action, problem), action=action, cause="malformed")
 
-    def pages(self, action, path, page_size=PAGE_SIZE, keep=None, **query):
+    def pages(self, action, path, page_size=PAGE_SIZE, keep=None, metadata_only=False, **query):
         """Every item of a paged list (``continue`` tokens), each checked (kube_transport.check_list) and passed through
         ``keep`` (what a check needs of it, or None to drop it: only that stays in memory, a page at a time), within
         the module's budget, MAX_PAGES and MAX_LIST_BYTES; a token answered twice is refused naming it.  A continue
@@ -367,23 +369,24 @@ class Kube(object):
         restarts = 0
         while True:
             try:
-                return self._pages(action, path, int(page_size), keep, deadline, query)
+                return self._pages(action, path, (int(page_size), METADATA_LIST if metadata_only else None), keep,
+                                   deadline, query)
             except ReadError as exc:
                 if exc.details.get("cause") != "continue_expired" or restarts >= self.LIST_RESTARTS:
                     raise
                 restarts += 1
                 self.list_restarts += 1
 
-    def _pages(self, action, path, page_size, keep, deadline, query):
+    def _pages(self, action, path, page, keep, deadline, query):
         """One list from its first page (``pages``); ReadError with cause ``continue_expired`` on a 410 to a
         continue token."""
-        items, token, seen, size = [], None, set(), 0
+        (page_size, accept), items, token, seen, size = page, [], None, set(), 0
         for number in range(1, self.MAX_PAGES + 1):
             if deadline.expired():
                 raise self._expired("%s (page %d)" % (action, number), deadline, "answer")
             try:
                 page = self.call(action, path, query=dict(query, limit=page_size, **{"continue": token}),
-                                 deadline=deadline.within(self.CALL_TIMEOUT))
+                                 deadline=deadline.within(self.CALL_TIMEOUT), accept=accept)
             except ReadError as exc:
                 if token is not None and exc.details.get("status") == 410:
                     raise self._continue_expired(action, number, exc)
@@ -431,12 +434,15 @@ class Kube(object):
             raise InputError("unknown resource %r; known: %s" % (plural, ", ".join(sorted(RESOURCES))))
         return RESOURCES[plural]
 
-    def list(self, plural, namespace=None, label_selector=None, field_selector=None, page_size=PAGE_SIZE, keep=None):
-        """Every object of a collection, following ``continue`` tokens; plain dicts (``keep``: see ``pages``)."""
+    def list(self, plural, namespace=None, label_selector=None, field_selector=None, page_size=PAGE_SIZE, keep=None,
+             metadata_only=False):
+        """Every object of a collection, following ``continue`` tokens; plain dicts (``keep``: see ``pages``); with
+        ``metadata_only`` each is ``{"metadata": ...}`` alone (PartialObjectMetadata: the API server sends no more)."""
         namespaced = self._resource(plural)[1]
         namespace = check_namespace(namespace) if namespaced and namespace else None
         return self.pages(describe("list", plural, namespace), resource_path(plural, namespace), page_size=page_size,
-                          keep=keep, labelSelector=label_selector or None, fieldSelector=field_selector or None)
+                          keep=keep, metadata_only=metadata_only, labelSelector=label_selector or None,
+                          fieldSelector=field_selector or None)
 
     def get(self, plural, name, namespace=None):
         """One object, or None when it does not exist."""
@@ -526,7 +532,8 @@ class Kube(object):
         return self.list("configmaps", namespace, label_selector=label_selector)
 
     def namespaces(self):
-        return self.list("namespaces")
+        """The Namespaces' metadata (names, labels: what selectors match), not their spec and status."""
+        return self.list("namespaces", metadata_only=True)
 
     def webhook_configurations(self):
         """(validating, mutating) admission webhook configurations."""
