@@ -9,7 +9,7 @@ Run as root from the checkout (nice it: the machine is shared):
    the load (below), filled over concurrent keep-alive HTTPS as the admin (audit-logged not at all) with, at 100 %:
    5,000 Nodes (conditions, taints, podCIDRs), 150,000 Pods over 1,000 namespaces bound to nodes, their status written
    through /status as a kubelet would, 10,000 Services and their EndpointSlices (a share LoadBalancer with
-   externalTrafficPolicy: Local, a share headless), 2,000 ConfigMaps (a share F5 CIS virtual-server ones) and 50,000
+   externalTrafficPolicy: Local, a share headless), 2,000 ConfigMaps (none an F5 CIS one yet) and 50,000
    Events. The faults planted are counted (``PLANTED``) and printed.
 2. ``measure``: each API-side module (ansible ad-hoc, as a user runs it) beside ``kubectl get -A -o json`` of the same
    kinds (build/kubernetes/bin/kubectl, the same release), in the same run: wall time, peak RSS of the process tree
@@ -52,7 +52,7 @@ from tests.lab.cluster_objects import audit_requests  # noqa: E402
 
 FULL = {"nodes": 5000, "namespaces": 1000, "pods": 150000, "services": 10000, "configmaps": 2000, "events": 50000}
 SHARES = {"node_not_ready": 0.05, "node_network_unavailable": 0.02, "pod_not_ready": 0.05, "pod_cni_waiting": 0.04,
-          "cni_agent_crashloop": 0.01, "service_lb_local": 0.05, "service_headless": 0.25, "configmap_f5": 0.10}
+          "cni_agent_crashloop": 0.01, "service_lb_local": 0.05, "service_headless": 0.25}
 CNI_DAEMONSET = "calico-node"
 SANDBOX_ERROR = ('Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox '
                  '"%s": plugin type="calico" failed (add): stat /var/lib/calico/nodename: no such file or directory: '
@@ -138,7 +138,7 @@ class Plan:
         self.blocks = list(self.pod_net.subnets(new_prefix=27))
         self.planted = {k: 0 for k in ("node_not_ready", "node_network_unavailable", "node_without_pod_cidr",
                                        "pod_not_ready", "pod_cni_waiting", "cni_agent_crashloop", "cni_agent_missing",
-                                       "service_lb_local", "service_headless", "configmap_f5")}
+                                       "service_lb_local", "service_headless")}
 
     def node_name(self, i):
         return "node-%05d" % i
@@ -248,6 +248,33 @@ class Plan:
             return None  # its agent pod is what is missing
         return "crashloop" if picked(i, 0, SHARES["cni_agent_crashloop"], 5) else "ok"
 
+    def services(self):
+        """(namespace index, service index in it, global index) of every Service."""
+        per = max(1, self.n["services"] // self.n["namespaces"])
+        return [(k, s, k * per + s) for k in range(self.n["namespaces"]) for s in range(per)]
+
+    def count(self, lab_nodes):
+        """The faults this plan plants, counted (``planted``) from the plan alone, before or without loading it."""
+        for i in range(self.n["nodes"]):
+            fault = self.node_fault(i)
+            if fault:
+                self.planted["node_" + fault] += 1
+            self.planted["node_without_pod_cidr"] += i % 100 == 42
+            agent = self.agent_fault(i)
+            if agent != "ok":
+                self.planted["cni_agent_" + ("missing" if agent is None else agent)] += 1
+        # the lab's own nodes (Cluster.up registers them, healthy) run no CNI agent either
+        self.planted["cni_agent_missing"] += lab_nodes
+        for k, j, g in self.app_pods():
+            fault = self.pod(k, j, g)[1]
+            if fault:
+                self.planted["pod_" + fault] += 1
+        for k, s, g in self.services():
+            kind = self.service(k, s, g)[1]
+            if kind:
+                self.planted["service_" + kind] += 1
+        return self.planted
+
     def service(self, k, s, g):
         name = "svc-%d" % s
         spec = {"selector": {"app": name},
@@ -285,11 +312,7 @@ def load(cluster, plan, client, pool):
                         "application/merge-patch+json")
         return job
 
-    for i in range(n["nodes"]):
-        fault = plan.node_fault(i)
-        if fault:
-            plan.planted["node_" + fault] += 1
-        plan.planted["node_without_pod_cidr"] += i % 100 == 42
+    plan.count(len(cluster.lab.nodes))
     step("%d nodes" % n["nodes"], [node_job(i) for i in range(n["nodes"])])
 
     step("%d namespaces" % n["namespaces"], [
@@ -306,27 +329,9 @@ def load(cluster, plan, client, pool):
              "controller": False}
     step("%d CNI agent pods" % n["nodes"], [agent_job(plan, client, owner, i) for i in range(n["nodes"])
                                             if plan.agent_fault(i)])
-    # the lab's own nodes (Cluster.up registers them, healthy) run no CNI agent either
-    plan.planted["cni_agent_missing"] += len(cluster.lab.nodes)
-    for i in range(n["nodes"]):
-        fault = plan.agent_fault(i)
-        if fault != "ok":
-            plan.planted["cni_agent_" + ("missing" if fault is None else fault)] += 1
     apps = list(plan.app_pods())
-    for k, j, g in apps:
-        fault = plan.pod(k, j, g)[1]
-        if fault:
-            plan.planted["pod_" + fault] += 1
     step("%d application pods" % len(apps), [pod_job(plan, client, k, j, g) for k, j, g in apps])
-    services = []
-    per = max(1, n["services"] // n["namespaces"])
-    for k in range(n["namespaces"]):
-        for s in range(per):
-            services.append((k, s, len(services)))
-    for k, s, g in services:
-        kind = plan.service(k, s, g)[1]
-        if kind:
-            plan.planted["service_" + kind] += 1
+    services = plan.services()
     step("%d services + slices" % len(services), [service_job(plan, client, k, s, g) for k, s, g in services])
     step("%d configmaps" % n["configmaps"], [configmap_job(plan, client, c) for c in range(n["configmaps"])])
     step("%d events" % n["events"], [event_job(plan, client, e, apps) for e in range(n["events"])])
@@ -564,7 +569,8 @@ def main():
     if args.reuse:
         lab = Lab.load()
         cluster = Cluster(lab)
-        saved = json.loads((lab.workdir / "kube_scale.json").read_text())
+        state = lab.workdir / "kube_scale.json"
+        saved = json.loads(state.read_text()) if state.exists() else {"scale": args.scale}
         if saved["scale"] != args.scale:
             parser.error("the lab was loaded at --scale %g" % saved["scale"])
     else:
@@ -573,7 +579,7 @@ def main():
         plan = Plan(lab, args.scale)
         print("scale %g%%: %s" % (args.scale, plan.n), flush=True)
         if args.reuse:
-            plan.planted = saved["planted"]
+            plan.count(len(lab.nodes))
         else:
             with ThreadPoolExecutor(THREADS) as pool:
                 load(cluster, plan, Client(cluster), pool)
