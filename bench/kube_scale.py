@@ -595,6 +595,8 @@ def main():
             kubeconfig, user = reader(cluster)
             (lab.workdir / "kube_scale.json").write_text(json.dumps({"scale": args.scale, "planted": plan.planted}))
         print("planted: %s" % json.dumps(plan.planted), flush=True)
+        if not cluster.kubeconfig("bench-reader").exists():  # a load stopped before its end
+            reader(cluster)
         kubeconfig, user = cluster.kubeconfig("bench-reader"), "system:serviceaccount:default:bench-reader"
         rows = measure(cluster, lab, kubeconfig, user, args.only)
         out = ROOT / "tests" / "output" / ("kube_scale-%g.json" % args.scale)
