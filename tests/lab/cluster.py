@@ -96,8 +96,18 @@ class ApiError(LabError):
 class Cluster:
     """The lab's control plane and kube-proxies (see the module's docstring)."""
 
-    def __init__(self, lab, proxy_modes=PROXY_MODES):
+    def __init__(self, lab, proxy_modes=PROXY_MODES, args=None, proxies=True, quiet_users=()):
+        """``args``: extra arguments per component ({"etcd": [...], "kube-apiserver": [...],
+        "kube-controller-manager": [...]}, after the lab's own, so that they win); ``proxies``: False starts no
+        kube-proxy (bench/kube_scale.py: 10,000 Services would keep them busy); ``quiet_users``: users whose requests
+        the audit log leaves out (a bulk loader's)."""
         self.lab = lab
+        self.args = {k: [str(a) for a in v] for k, v in (args or {}).items()}
+        unknown = sorted(set(self.args) - {"etcd", "kube-apiserver", "kube-controller-manager"})
+        if unknown:
+            raise LabError(f"args for {unknown}: only etcd, kube-apiserver and kube-controller-manager take extra ones")
+        self.proxies = proxies
+        self.quiet_users = list(quiet_users)
         self.ns = f"{lab.prefix}-api"
         self.ip = str(lab.network[API_INDEX])
         self.server = f"https://{self.ip}:{API_PORT}"
@@ -137,7 +147,7 @@ class Cluster:
             "--listen-client-urls", "http://127.0.0.1:2379", "--advertise-client-urls", "http://127.0.0.1:2379",
             "--listen-peer-urls", "http://127.0.0.1:2380", "--initial-advertise-peer-urls", "http://127.0.0.1:2380",
             "--initial-cluster", "lab=http://127.0.0.1:2380", "--unsafe-no-fsync", "--log-level", "warn",
-            "--quota-backend-bytes", str(2 * 1024 ** 3)])
+            "--quota-backend-bytes", str(2 * 1024 ** 3), *self.args.get("etcd", ())])
         p = self.pki
         self._spawn("kube-apiserver", [
             binaries["kube-apiserver"], "--etcd-servers", "http://127.0.0.1:2379",
@@ -156,7 +166,8 @@ class Cluster:
             "--kubelet-client-certificate", p / "apiserver-kubelet-client.crt",
             "--kubelet-client-key", p / "apiserver-kubelet-client.key",
             "--audit-policy-file", self._audit_policy(), "--audit-log-path", self.audit_log,
-            "--audit-log-format", "json", "--audit-log-mode", "blocking", "--audit-log-maxsize", "200"])
+            "--audit-log-format", "json", "--audit-log-mode", "blocking", "--audit-log-maxsize", "200",
+            *self.args.get("kube-apiserver", ())])
         self._wait("the API server's /readyz", lambda: self._ready("/readyz"), t0 + timeout)
         self._spawn("kube-controller-manager", [
             binaries["kube-controller-manager"], "--kubeconfig", self.kubeconfig("kube-controller-manager"),
@@ -164,12 +175,13 @@ class Cluster:
             "--authorization-kubeconfig", self.kubeconfig("kube-controller-manager"),
             "--bind-address", "127.0.0.1", "--leader-elect=false", "--use-service-account-credentials=true",
             "--service-account-private-key-file", p / "sa.key", "--root-ca-file", p / "ca.crt",
-            "--cluster-name", f"lab{self.lab.slot}", "--profiling=false", "--v=1"])
+            "--cluster-name", f"lab{self.lab.slot}", "--profiling=false", "--v=1",
+            *self.args.get("kube-controller-manager", ())])
         self.register_nodes()
         self._spawn("kubelet-standin", [self.lab.python, "-m", "tests.lab.kubelet", "--server", self.server,
                                         "--ca", p / "ca.crt", "--cert", p / "admin.crt", "--key", p / "admin.key",
                                         "--interval", "10", *[n.name for n in self.lab.nodes]], cwd=ROOT)
-        for node in self.lab.nodes:
+        for node in self.lab.nodes if self.proxies else ():
             self._start_proxy(node, binaries["kube-proxy"])
         self._wait("every kube-proxy's /healthz", self._proxies_healthy, t0 + timeout)
         self._wait("the default ServiceAccount", lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
@@ -187,7 +199,8 @@ class Cluster:
         path.write_text(json.dumps({
             "apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
             "rules": [
-                {"level": "None", "users": ["system:kube-controller-manager", "system:kube-proxy", "system:apiserver"]},
+                {"level": "None", "users": ["system:kube-controller-manager", "system:kube-proxy", "system:apiserver",
+                                            *self.quiet_users]},
                 {"level": "None", "userGroups": ["system:serviceaccounts:kube-system", "system:nodes"]},
                 {"level": "None", "nonResourceURLs": ["/healthz*", "/readyz*", "/livez*"]},
                 {"level": "Metadata"},
@@ -300,7 +313,7 @@ class Cluster:
         return _http_status(node.ip, 10256, "/healthz") == 200
 
     def _proxies_healthy(self):
-        return all(self._proxy_healthy(node) for node in self.lab.nodes)
+        return not self.proxies or all(self._proxy_healthy(node) for node in self.lab.nodes)
 
     def _wait(self, what, ready, deadline):
         last = None

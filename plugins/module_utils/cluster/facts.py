@@ -204,6 +204,19 @@ def _host_port_forms(pod, by_node):
     return out
 
 
+def host_port_pod(pod):
+    """What ``live_forms`` needs of a pod (its node, phase and hostPort container ports), or None for a pod without a
+    hostPort (most of them): the ``keep`` of the list of every pod, so that only these stay in memory."""
+    spec = pod.get("spec") or {}
+    containers = [{"ports": [port for port in c.get("ports") or [] if port.get("hostPort")]}
+                  for c in spec.get("containers") or []]
+    if not any(c["ports"] for c in containers):
+        return None
+    return {"metadata": {"name": meta(pod, "name"), "namespace": meta(pod, "namespace")},
+            "spec": {"nodeName": spec.get("nodeName"), "containers": containers},
+            "status": {"phase": (pod.get("status") or {}).get("phase")}}
+
+
 def live_forms(services, nodes, pods=()):
     """Every form in which Cilium programs a live frontend, as (address, port, proto name) tuples.
 
@@ -335,7 +348,7 @@ def gather(kube, what=GATHER, dns_namespace=DNS_NAMESPACE, dns_service=DNS_SERVI
         result["nodes"] = nodes
         found.extend(node_findings(nodes))
     if "service_frontends" in what:
-        result["service_frontends"] = service_frontends(kube.services(), nodes, kube.pods())
+        result["service_frontends"] = service_frontends(kube.services(), nodes, kube.pods(keep=host_port_pod))
     if "lb_vips" in what:
         result["lb_vips"] = lb_vips(kube.services())
     if "dns_servers" in what:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import calendar
 import time
 
-from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import SEVERITIES as SEVERITY_ORDER, finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.objects import condition, meta
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.client import optional_read
 
@@ -29,6 +29,9 @@ WATCHED_TAINTS = ("node.kubernetes.io/network-unavailable", "node.kubernetes.io/
 AGENT_CONFIGMAPS = ("cilium-config",)
 AGENT_CNI_KEYS = ("custom-cni-conf", "write-cni-conf-when-ready", "cni-exclusive", "cni-chaining-mode")
 CNI_NOT_READY_MARKERS = ("NetworkPluginNotReady", "cni plugin not initialized", "Network plugin not installed")
+# beyond this many nodes with the same finding, one finding says it for them all (count, the first few): 3,000
+# NotReady nodes are one problem to read, not 3,000
+COLLAPSE_OVER = 20
 
 
 def parse_time(value):
@@ -254,8 +257,14 @@ def check_agent_configs(configs):
 def check_nodes(nodes, pods, daemonsets, now, stuck_after=300, restart_threshold=5):
     """(node models, findings) for every node; pods are filtered to the CNI DaemonSets."""
     cni_pods = [p for p in pods if owner_daemonset(p) in daemonsets]
-    waiting = [p for p in pods if _waits_for_network(p, daemonsets)]
-    models = [node_model(n, cni_pods, now, waiting) for n in sorted(nodes, key=lambda n: meta(n, "name"))]
+    by_node, waiting = {}, {}
+    for pod in cni_pods:
+        by_node.setdefault((pod.get("spec") or {}).get("nodeName"), []).append(pod)
+    for pod in pods:
+        if _waits_for_network(pod, daemonsets):
+            waiting.setdefault((pod.get("spec") or {}).get("nodeName"), []).append(pod)
+    models = [node_model(n, by_node.get(meta(n, "name"), []), now, waiting.get(meta(n, "name"), []))
+              for n in sorted(nodes, key=lambda n: meta(n, "name"))]
     found = []
     if not cni_pods:
         found.append(finding(
@@ -264,14 +273,38 @@ def check_nodes(nodes, pods, daemonsets, now, stuck_after=300, restart_threshold
             % ", ".join(daemonsets),
             {"daemonsets": list(daemonsets), "nodes": len(models)},
             "set cni_daemonsets / cni_namespaces to the CNI agent of this cluster"))
+    per_node = []
     for model in models:
-        found.extend(check_node(model, stuck_after, restart_threshold, cni_expected=bool(cni_pods)))
+        per_node.extend(check_node(model, stuck_after, restart_threshold, cni_expected=bool(cni_pods)))
+    found.extend(collapse(per_node))
     if not found:
         found.append(finding(
             "node.network_ok", "ok", "L3", "cluster",
             "%d nodes: no NetworkUnavailable, CNI ready, one ready CNI agent pod each" % len(models),
             {"nodes": sample(m["name"] for m in models)}))
     return models, found
+
+
+def collapse(found, over=COLLAPSE_OVER):
+    """``found`` (per-node findings) with each check found on more than ``over`` nodes said once: its count, the first
+    nodes and the first findings' summaries and evidence; the others as they are, in their order."""
+    by_check = {}
+    for item in found:
+        by_check.setdefault(item["check"], []).append(item)
+    out = []
+    for check, items in by_check.items():
+        if len(items) <= over:
+            out.extend(items)
+            continue
+        subjects = [item["subject"] for item in items]
+        severity = max((item["severity"] for item in items), key=SEVERITY_ORDER.index)
+        out.append(finding(
+            check, severity, items[0]["layer"], "%d nodes" % len(items),
+            "%s on %d nodes (%s, ...); the first: %s" % (check, len(items), ", ".join(subjects[:5]), items[0]["summary"]),
+            {"count": len(items), "nodes": sample(subjects), "first": [item["evidence"] for item in items[:3]],
+             "summaries": [item["summary"] for item in items[:5]]},
+            items[0]["remediation"]))
+    return out
 
 
 def agent_configs(kube, pods, daemonsets):

@@ -53,6 +53,8 @@ from ansible_collections.k8snet.triage.plugins.module_utils.kube.auth import cli
 API_TIMEOUT_RANGE = (1.0, 3600.0)
 PAGE_SIZE = 500
 MERGE_PATCH = "application/merge-patch+json"
+# a list of objects' metadata only (the API server's PartialObjectMetadataList, what kubectl's metadata clients ask)
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
 
 # plural -> (the root path of its API group and version, namespaced); the paths are the API server's
 # (/api/v1/namespaces/{namespace}/pods/{name}), as the client's generated methods name them
@@ -180,7 +182,9 @@ class Kube(object):
     MAX_RESPONSE_BYTES; answers that are not the objects expected are refused naming the object."""
 
     CALL_TIMEOUT = transport.CALL_TIMEOUT
-    LIST_TIMEOUT = 2 * transport.CALL_TIMEOUT
+    # all the pages of one list: None is the module's whole budget (api_timeout), which a large cluster needs
+    LIST_TIMEOUT = None
+    LIST_RESTARTS = 2
     MAX_RESPONSE_BYTES = transport.MAX_RESPONSE_BYTES
     MAX_LIST_BYTES = transport.MAX_LIST_BYTES
     MAX_PAGES = transport.MAX_PAGES
@@ -197,11 +201,12 @@ class Kube(object):
         self.pool = transport.BoundedPool(client_library.kubernetes.client.rest.RESTClientObject(self.config).pool_manager)
         self.budget = transport.Deadline(self.api_timeout)
         self.last_bytes = 0
+        self.list_restarts = 0  # fresh lists started after an expired continue token (410 Gone)
 
-    def headers(self, content_type=None):
+    def headers(self, content_type=None, accept=None):
         """The headers of a request: JSON, our user agent, the client's authentication (a bearer token, refreshed
         by the client's hook for exec and OIDC credentials; client certificates are the pool's)."""
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": accept or "application/json", "User-Agent": USER_AGENT}
         for auth in (self.config.auth_settings() or {}).values():
             if auth.get("in") == "header" and auth.get("value"):
                 headers[auth["key"]] = auth["value"]
@@ -242,14 +247,14 @@ class Kube(object):
     def _once(self, action, request, deadline, max_bytes):
         """(status, headers, body bytes) of one request (``(verb, path, body, content type)``), or ReadError for
         what is not an HTTP answer.  A connection broken mid-way is ReadError with ``reset=True``."""
-        verb, path, body, content_type = request
+        verb, path, body, content_type, accept = request
         self.pool.deadline, self.pool.max_bytes = deadline, max_bytes
         urllib3 = client_library.urllib3
         connect, read = deadline.timeouts()
         try:
             with transport.alarm(deadline):
                 response = self.pool.request(
-                    verb, self.server + path, headers=self.headers(content_type if body is not None else None),
+                    verb, self.server + path, headers=self.headers(content_type if body is not None else None, accept),
                     body=None if body is None else json.dumps(body), timeout=urllib3.Timeout(connect=connect, read=read))
                 return response.status, response.headers, response.data
         except transport.Expired as exc:
@@ -279,14 +284,14 @@ class Kube(object):
                 action=action, reset=reset, cause="unreachable", server=self.server)
 
     def call(self, action, path, verb="GET", query=None, body=None, content_type="application/json",
-             raw_text=False, idempotent=True, deadline=None, max_bytes=None):
+             raw_text=False, idempotent=True, deadline=None, max_bytes=None, accept=None):
         """One request of ``verb`` on ``path`` (resource_path) with ``query`` (None values left out) and a JSON
         ``body``; returns the decoded JSON body (the text with ``raw_text``).
 
         ``deadline``: a kube_transport.Deadline (default: CALL_TIMEOUT from now, within the budget);
         ``idempotent=False`` (a PATCH, a DELETE) retries only when the server refused before processing it;
         ``max_bytes``: the cap of the answer.  Raises ReadError/PrivilegeError/ChangeError."""
-        request = (verb, path + query_string(query), body, content_type)
+        request = (verb, path + query_string(query), body, content_type, accept)
         data = self._answer(action, request, deadline or self.deadline(), max_bytes or self.MAX_RESPONSE_BYTES,
                             idempotent)
         if raw_text:
@@ -353,22 +358,45 @@ class Kube(object):
                          "from it (a proxy or an aggregated API in between answering for the API server?)"
                          % (self.server, action, problem), action=action, cause="malformed")
 
-    def pages(self, action, path, page_size=PAGE_SIZE, **query):
-        """Every item of a paged list (``continue`` tokens), each checked (kube_transport.check_list), within
-        LIST_TIMEOUT, MAX_PAGES and MAX_LIST_BYTES; a token answered twice is refused naming it."""
-        deadline = self.deadline(self.LIST_TIMEOUT)
-        items, token, seen, size = [], None, set(), 0
+    def pages(self, action, path, page_size=PAGE_SIZE, keep=None, metadata_only=False, **query):
+        """Every item of a paged list (``continue`` tokens), each checked (kube_transport.check_list) and passed through
+        ``keep`` (what a check needs of it, or None to drop it: only that stays in memory, a page at a time), within
+        the module's budget, MAX_PAGES and MAX_LIST_BYTES; a token answered twice is refused naming it.  A continue
+        token the API server no longer honours (410 Gone, "The provided continue parameter is too old": etcd
+        compacted the revision the list started at) starts a fresh list, at most LIST_RESTARTS times: never half a
+        list, never items of two revisions mixed."""
+        deadline = self.deadline(self.LIST_TIMEOUT or self.api_timeout)
+        restarts = 0
+        while True:
+            try:
+                return self._pages(action, path, (int(page_size), METADATA_LIST if metadata_only else None), keep,
+                                   deadline, query)
+            except ReadError as exc:
+                if exc.details.get("cause") != "continue_expired" or restarts >= self.LIST_RESTARTS:
+                    raise
+                restarts += 1
+                self.list_restarts += 1
+
+    def _pages(self, action, path, page, keep, deadline, query):
+        """One list from its first page (``pages``); ReadError with cause ``continue_expired`` on a 410 to a
+        continue token."""
+        (page_size, accept), items, token, seen, size = page, [], None, set(), 0
         for number in range(1, self.MAX_PAGES + 1):
             if deadline.expired():
                 raise self._expired("%s (page %d)" % (action, number), deadline, "answer")
-            page = self.call(action, path, query=dict(query, limit=int(page_size), **{"continue": token}),
-                             deadline=deadline.within(self.CALL_TIMEOUT))
+            try:
+                page = self.call(action, path, query=dict(query, limit=page_size, **{"continue": token}),
+                                 deadline=deadline.within(self.CALL_TIMEOUT), accept=accept)
+            except ReadError as exc:
+                if token is not None and exc.details.get("status") == 410:
+                    raise self._continue_expired(action, number, exc)
+                raise
             size += self.last_bytes
             try:
                 got, token = transport.check_list(page, "page %d" % number)
             except ValueError as exc:
                 raise self.malformed(action, "page %d: %s" % (number, exc))
-            items.extend(got)
+            items.extend(got if keep is None else [kept for kept in map(keep, got) if kept is not None])
             if not token:
                 return items
             if token in seen:
@@ -383,6 +411,16 @@ class Kube(object):
                         "end; narrow the query (a namespace, a label or field selector)"
                         % (self.server, self.MAX_PAGES, page_size, action), action=action, cause="pages")
 
+    def _continue_expired(self, action, number, exc):
+        said = exc.message.rsplit("HTTP 410", 1)[-1].strip(" ()") or "expired"
+        return ReadError(
+            "the Kubernetes API at %s no longer honoured the continue token of %s at page %d (410 Gone: %s), %d time%s "
+            "in a row: the list took longer than the API server keeps its history (etcd compaction, every 5 minutes "
+            "by default); the list was started again each time and never half read: retry when the API server is "
+            "less loaded, or narrow the query (a namespace, a label or field selector)" % (
+                self.server, action, number, said, self.LIST_RESTARTS + 1, "" if self.LIST_RESTARTS == 0 else "s"),
+            action=action, cause="continue_expired", status=410, server=self.server)
+
     def one(self, action, obj):
         """``obj`` checked as one object (kube_transport.check_object)."""
         try:
@@ -396,12 +434,15 @@ class Kube(object):
             raise InputError("unknown resource %r; known: %s" % (plural, ", ".join(sorted(RESOURCES))))
         return RESOURCES[plural]
 
-    def list(self, plural, namespace=None, label_selector=None, field_selector=None, page_size=PAGE_SIZE):
-        """Every object of a collection, following ``continue`` tokens; plain dicts."""
+    def list(self, plural, namespace=None, label_selector=None, field_selector=None, page_size=PAGE_SIZE, keep=None,
+             metadata_only=False):
+        """Every object of a collection, following ``continue`` tokens; plain dicts (``keep``: see ``pages``); with
+        ``metadata_only`` each is ``{"metadata": ...}`` alone (PartialObjectMetadata: the API server sends no more)."""
         namespaced = self._resource(plural)[1]
         namespace = check_namespace(namespace) if namespaced and namespace else None
         return self.pages(describe("list", plural, namespace), resource_path(plural, namespace), page_size=page_size,
-                          labelSelector=label_selector or None, fieldSelector=field_selector or None)
+                          keep=keep, metadata_only=metadata_only, labelSelector=label_selector or None,
+                          fieldSelector=field_selector or None)
 
     def get(self, plural, name, namespace=None):
         """One object, or None when it does not exist."""
@@ -453,17 +494,18 @@ class Kube(object):
         return got
 
     # ------------------------------------------------------------ the small API
-    def nodes(self, label_selector=None):
-        return self.list("nodes", label_selector=label_selector)
+    def nodes(self, label_selector=None, keep=None):
+        return self.list("nodes", label_selector=label_selector, keep=keep)
 
-    def pods(self, namespace=None, label_selector=None, field_selector=None, node=None):
+    def pods(self, namespace=None, label_selector=None, field_selector=None, node=None, keep=None):
         """Pods; ``node`` adds ``spec.nodeName=<node>`` to the field selector."""
         if node:
             field_selector = ",".join(filter(None, [field_selector, "spec.nodeName=%s" % check_name(node, "node")]))
-        return self.list("pods", namespace, label_selector=label_selector, field_selector=field_selector)
+        return self.list("pods", namespace, label_selector=label_selector, field_selector=field_selector, keep=keep)
 
-    def services(self, namespace=None, label_selector=None, field_selector=None):
-        return self.list("services", namespace, label_selector=label_selector, field_selector=field_selector)
+    def services(self, namespace=None, label_selector=None, field_selector=None, keep=None):
+        return self.list("services", namespace, label_selector=label_selector, field_selector=field_selector,
+                         keep=keep)
 
     def endpoint_slices(self, namespace=None, service=None, label_selector=None):
         """EndpointSlices; ``service`` selects those of one Service (kubernetes.io/service-name)."""
@@ -490,7 +532,8 @@ class Kube(object):
         return self.list("configmaps", namespace, label_selector=label_selector)
 
     def namespaces(self):
-        return self.list("namespaces")
+        """The Namespaces' metadata (names, labels: what selectors match), not their spec and status."""
+        return self.list("namespaces", metadata_only=True)
 
     def webhook_configurations(self):
         """(validating, mutating) admission webhook configurations."""

@@ -41,8 +41,10 @@ API_TIMEOUT = 120.0
 CONNECT_TIMEOUT = 5.0
 # bytes of one response (a page of a list, an object, a log), and of all the pages of one list
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-MAX_LIST_BYTES = 128 * 1024 * 1024
-MAX_PAGES = 200
+# all the pages of one list are read a page at a time (what a check keeps of each item stays: Kube.pages' keep):
+# these bound an endless list, not memory; 150,000 pods with their status are about 1 GiB of JSON in 300 pages
+MAX_LIST_BYTES = 4 * 1024 * 1024 * 1024
+MAX_PAGES = 4000
 CHUNK = 64 * 1024
 # retries: attempts in all, first backoff, its cap (seconds)
 ATTEMPTS = 5

@@ -172,10 +172,12 @@ class FakeKube(object):
         self.calls.append("get %s %s/%s" % (plural, namespace, name))
         return next((s for s in SERVICES if s["metadata"]["name"] == name and s["metadata"]["namespace"] == namespace), None)
 
-    def pods(self, namespace=None, label_selector=None):
+    def pods(self, namespace=None, label_selector=None, keep=None):
+        """As kube_client.Kube.pods: ``keep`` of each pod, those it drops left out."""
         self.calls.append("pods %s %s" % (namespace, label_selector))
-        return [p for p in PODS if namespace is None or (p["metadata"]["namespace"] == namespace
-                and "k8s-app=%s" % p["metadata"]["labels"].get("k8s-app") == label_selector)]
+        got = [p for p in PODS if namespace is None or (p["metadata"]["namespace"] == namespace
+               and "k8s-app=%s" % p["metadata"]["labels"].get("k8s-app") == label_selector)]
+        return [k for k in map(keep or (lambda p: p), got) if k is not None]
 
 
 @pytest.mark.parametrize("what,calls,keys", [

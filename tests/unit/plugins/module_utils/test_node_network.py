@@ -135,3 +135,29 @@ def test_the_agent_config_is_read_only_where_a_cilium_agent_runs():
     assert (configs, skipped, calls) == ({}, [], [])  # a Calico cluster: nothing read
     configs, skipped = nn.agent_configs(Kube(), [agent("kube-system", "anetd")], nn.DEFAULT_CNI_DAEMONSETS)
     assert calls == [("configmaps", "cilium-config", "kube-system")] and list(configs) == ["kube-system/cilium-config"]
+
+
+def _copies(node, count):
+    """``count`` copies of the fixture Node ``node``, named node-000 ..."""
+    base = [n for n in of_kind(OBJS, "Node") if n["metadata"]["name"] == node][0]
+    return [dict(base, metadata=dict(base["metadata"], name="node-%03d" % i)) for i in range(count)]
+
+
+def test_a_finding_on_many_nodes_is_said_once_with_the_count_and_the_first():
+    node1 = [n for n in of_kind(OBJS, "Node") if n["metadata"]["name"] == "node1"]
+    many = _copies("node3", nn.COLLAPSE_OVER + 5)  # NotReady: cni plugin not initialized, no agent pod
+    dummy, found = run(nodes=node1 + many)
+    got = sorted((f["check"], f["subject"]) for f in found)
+    count = nn.COLLAPSE_OVER + 5
+    assert got == [("node.cni_not_ready", "%d nodes" % count), ("node.cni_pod_missing", "%d nodes" % count)]
+    not_ready = [f for f in found if f["check"] == "node.cni_not_ready"][0]
+    assert not_ready["severity"] == "critical" and not_ready["evidence"]["count"] == count
+    assert not_ready["evidence"]["nodes"][:3] == ["node-000", "node-001", "node-002"]
+    assert len(not_ready["evidence"]["nodes"]) == 10 and len(not_ready["evidence"]["first"]) == 3
+    assert not_ready["summary"].startswith("node.cni_not_ready on %d nodes (node-000, node-001, node-002, node-003, "
+                                           "node-004, ...); the first: " % count)
+
+
+def test_up_to_the_limit_each_node_keeps_its_own_finding():
+    dummy, found = run(nodes=_copies("node3", nn.COLLAPSE_OVER))
+    assert len([f for f in found if f["check"] == "node.cni_not_ready"]) == nn.COLLAPSE_OVER
