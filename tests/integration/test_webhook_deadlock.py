@@ -201,9 +201,12 @@ def test_the_log_lines_go_under_the_findings_they_explain(lab, ansible, kube_clu
     kube_cluster.wait_for("node2's kubelet refused a node status update", lambda: any(
         refused in line and 'failed calling webhook \\"%s\\"' % HOOK in line
         for line in (kube_cluster.logs / "kubelet-node2.log").read_text(errors="replace").splitlines()), timeout=120)
-    restarts = crash_looping(kube_cluster)["restartCount"]
-    kube_cluster.wait_for("a restart of calico-node-m4q8z written by the kubelet under the webhook", lambda: (
-        (crash_looping(kube_cluster) or {}).get("restartCount", 0) > restarts), timeout=180)
+    def restart_count():
+        status = kube_cluster.kubectl_json("-n", "kube-system", "get", "pod", "calico-node-m4q8z")["status"]
+        return (status.get("containerStatuses") or [{}])[0].get("restartCount", 0)
+    restarts = restart_count()
+    kube_cluster.wait_for("a restart of calico-node-m4q8z written by the kubelet under the webhook",
+                          lambda: restart_count() > restarts, timeout=180)
     logs = ansible.module("localhost", "kube_logs", {"kubeconfig": kubeconfig,
                                                      "nodes": ["node2"]})["localhost"]
 
