@@ -192,8 +192,12 @@ def test_the_log_lines_go_under_the_findings_they_explain(lab, ansible, kube_clu
     the API server, while the webhook refuses the kubelet's node status writes."""
     kubeconfig = str(api.kubeconfig())
     # independent reader: kubectl logs --previous through the same API server -> kubelet path
-    previous = kube_cluster.kubectl("-n", "kube-system", "logs", "--previous", "calico-node-m4q8z").stdout
-    assert previous.count("Failed to set NetworkUnavailable to False") == 2, previous
+    # (read again while the kubelet answers "unable to retrieve container logs": a read racing a restart, when the
+    # previous container is the one just removed by its garbage collection of dead containers)
+    def previous():
+        out = kube_cluster.kubectl("-n", "kube-system", "logs", "--previous", "calico-node-m4q8z", check=False)
+        return out.stdout.count("Failed to set NetworkUnavailable to False") == 2 and out.stdout
+    kube_cluster.wait_for("calico-node-m4q8z's previous log", previous, timeout=120)
     # what the cycle does to the real kubelet's own writes: its node status patches refused in the webhook's name
     # (its log; the audit policy does not log system:nodes), its pod status writes (pods/status, a subresource the
     # webhook's rule "pods" does not name) let through: the restarts keep counting
@@ -207,8 +211,11 @@ def test_the_log_lines_go_under_the_findings_they_explain(lab, ansible, kube_clu
     restarts = restart_count()
     kube_cluster.wait_for("a restart of calico-node-m4q8z written by the kubelet under the webhook",
                           lambda: restart_count() > restarts, timeout=180)
-    logs = ansible.module("localhost", "kube_logs", {"kubeconfig": kubeconfig,
-                                                     "nodes": ["node2"]})["localhost"]
+
+    def read_logs():  # the same race as kubectl's read above
+        out = ansible.module("localhost", "kube_logs", {"kubeconfig": kubeconfig, "nodes": ["node2"]})["localhost"]
+        return out["matches"] and out
+    logs = kube_cluster.wait_for("kube_logs' read of calico-node-m4q8z", read_logs, timeout=120)
 
     def in_back_off():  # the kubelet shows CrashLoopBackOff between runs, the container's exit for a moment
         found = ansible.module("localhost", "node_network_status", {"kubeconfig": kubeconfig})["localhost"]
