@@ -6,26 +6,29 @@ readers: the file as an SSH session sees it, kubectl from the same release, and 
 
 Container logs through a real kubelet: tests/integration/test_real_kubelet.py (a crashed calico-node's previous log
 and CoreDNS's errors, printed by real containers, read by kube_logs through the API server from the kubelet). Here
-the fixtures' pods have no kubelet: their log reads are the real API server's 500, said as such. What stays on the
-stand-in (why="kubelet-logs"): test_logs_role_gives_each_node_its_findings, the logs role joining calico's and
-CoreDNS's lines to node-side findings over the same fixtures (the role on real containers needs a kubelet on each
-node the fixtures name)."""
+the fixtures' pods have no kubelet at first: their log reads are the real API server's 500, said as such. Then
+test_logs_role_gives_each_node_its_findings runs real kubelets on node1 and node2 (tests/lab/node_agent.py), the
+fixtures' pods of those nodes replaced by real containers printing the lines tests/kube_api/logs/ibm_cycle.yaml holds
+(calico-node-m4q8z crashes once, so its lines are its previous container's), and the logs role joins what kube_logs
+read through the API server -> kubelet path to the node-side findings; node3 keeps no kubelet."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.kube_api import FIXTURES, StandIn, load_yaml
+from tests.kube_api import FIXTURES, load_yaml
 from tests.kube_api.helpers import checks
-from tests.kube_api.store import load_logs, shift_to_now
+from tests.kube_api.store import shift_to_now
 from tests.lab.cluster_objects import RealApi
-from tests.lab.faults import kube as kube_faults
 from tests.lab.faults import logs as log_faults
+from tests.lab.node_agent import BUSYBOX_IMAGE, NodeAgent
 
 LOGS = Path(__file__).resolve().parents[1] / "kube_api" / "logs" / "ibm_cycle.yaml"
 HOST_VAR_LOG = sorted(os.listdir("/var/log"))
@@ -45,15 +48,58 @@ def fresh(objects):
     return shift_to_now(objects, {})[0]
 
 
+# A crashed container's previous log: the first run prints the lines and exits 1, the next prints the current
+# container's first line and sleeps (the kubelet keeps the previous run's log for ``previous=true``).
+CRASH_ONCE = ('if [ -e /state/ran ]; then echo "$1"; exec sleep 3600; fi; '
+              'touch /state/ran; shift; printf "%s\\n" "$@"; exit 1')
+PRINT = 'printf "%s\\n" "$@"; exec sleep 3600'
+KUBELET_NODES = ("node1", "node2")  # the nodes whose pods' logs the fixtures hold (tests/kube_api/logs/ibm_cycle.yaml)
+
+
+def runnable(fixture_pod, logs):
+    """The fixture's pod as a real container: same name, namespace, labels, node and container names, the lab's
+    busybox printing the log lines ibm_cycle.yaml holds for it (calico's startup.go and CoreDNS's errors plugin,
+    cited there); its status is the kubelet's."""
+    meta = fixture_pod["metadata"]
+    containers = []
+    for c in fixture_pod["spec"]["containers"]:
+        item = [i for i in logs if (i["namespace"], i["pod"], i["container"]) == (meta["namespace"], meta["name"],
+                                                                                    c["name"])]
+        lines = [text for _stamp, text in item[0]["lines"]] if item else ["started"]
+        previous = bool(item and item[0].get("previous"))
+        main = {"name": c["name"], "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                "command": ["sh", "-c", CRASH_ONCE if previous else PRINT, "sh"],
+                "args": [lines[0], *lines] if previous else lines}
+        if previous:
+            main["volumeMounts"] = [{"name": "state", "mountPath": "/state"}]
+        containers.append(main)
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": meta["name"], "namespace": meta["namespace"], "labels": meta.get("labels", {})},
+            "spec": {"nodeName": fixture_pod["spec"]["nodeName"], "terminationGracePeriodSeconds": 1,
+                     "automountServiceAccountToken": False, "containers": containers,
+                     "volumes": [{"name": "state", "emptyDir": {}}]}}
+
+
 @pytest.fixture(scope="module")
-def api(lab):
-    """The stand-in serving container logs (why="kubelet-logs") over the same fixtures."""
-    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in FILES]))
-    logs = load_logs([LOGS], objects)
-    objects, logs = shift_to_now(objects, logs)
-    server = StandIn(objects, lab.workdir / "kube-api-logs", lab.controller_ip, logs=logs, why="kubelet-logs").start()
-    yield server
-    server.stop()
+def kubelets(real, kube_cluster):
+    """Real kubelets on node1 and node2 (tests/lab/node_agent.py), the fixtures' pods of those nodes replaced by
+    real containers printing the lines the fixtures' logs hold; node3 keeps no kubelet (its calico-node stays
+    Pending, its CoreDNS pod with only its FailedCreatePodSandBox event)."""
+    logs = yaml.safe_load(LOGS.read_text())
+    pods = [o for o in load_yaml([FIXTURES / n for n in FILES])
+            if o["kind"] == "Pod" and o["spec"].get("nodeName") in KUBELET_NODES]
+    for p in pods:  # no kubelet ran them yet: gone at once
+        kube_cluster.kubectl("-n", p["metadata"]["namespace"], "delete", "pod", p["metadata"]["name"],
+                             "--grace-period=0", "--force", "--ignore-not-found")
+    agents = []
+    try:
+        for node in KUBELET_NODES:
+            agents.append(NodeAgent(kube_cluster, node).start(timeout=300))
+        kube_cluster.kubectl("apply", "-f", "-", input="\n".join(json.dumps(runnable(p, logs)) for p in pods))
+        yield agents, pods
+    finally:
+        for agent in agents:
+            agent.stop()
 
 
 @pytest.fixture(scope="module")
@@ -240,11 +286,26 @@ def test_kube_logs_without_rbac_on_pods_log_says_so(lab, ansible, kube_cluster, 
     assert unreadable["summary"].startswith("%d container logs could not be read" % len(refused)), unreadable
 
 
-def test_logs_role_gives_each_node_its_findings(lab, ansible, api, node_files):
+def test_logs_role_gives_each_node_its_findings(lab, ansible, kube_cluster, real, kubelets, node_files):
+    _agents, pods = kubelets
+
+    def restarted():
+        status = kube_cluster.kubectl_json("-n", "kube-system", "get", "pod", "calico-node-m4q8z")["status"]
+        main = (status.get("containerStatuses") or [{}])[0]
+        return main.get("restartCount", 0) >= 1 and "running" in main.get("state", {}) and main
+    kube_cluster.wait_for("calico-node-m4q8z restarted once and running", restarted, timeout=180)
+    for p in pods:
+        name = p["metadata"]["name"]
+        kube_cluster.wait_for(f"{name} running", lambda n=name: kube_cluster.kubectl_json(
+            "-n", "kube-system", "get", "pod", n)["status"].get("phase") == "Running", timeout=180)
+    # independent reader: kubectl logs through the same API server -> kubelet path
+    previous = kube_cluster.kubectl("-n", "kube-system", "logs", "--previous", "calico-node-m4q8z", "-c",
+                                    "calico-node").stdout
+    assert previous.count("Failed to set NetworkUnavailable") == 2, previous
     log_faults.node_log_file(lab, "node3", "/var/log/syslog", [
         "%s node3 kernel: nf_conntrack: table full, dropping packet" % time.strftime("%b %e %H:%M:%S", time.gmtime())])
     run = ansible.playbook("k8snet.triage.logs",
-                           extra_vars={"logs_kubeconfig": str(api.kubeconfig()), "logs_since": 900})
+                           extra_vars={"logs_kubeconfig": str(real.kubeconfig()), "logs_since": 900})
     assert run.rc == 0, run
     assert len(run.results(action="kube_logs")) == 1  # once, on the controller
     facts = {}

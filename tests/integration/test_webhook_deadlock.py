@@ -5,11 +5,14 @@ has no ready endpoint. The real API server refuses, in its own words, the pods a
 covers; one run of the cni scenario names the cycle; the repair relaxes only that webhook, and restore puts it back
 (a writer in between gets the API server's own 409). Independent reader: kubectl from the same release.
 
-What stays on the stand-in, and why: calico-node's log lines (``Failed to set NetworkUnavailable ...
-Client.Timeout exceeded`` in its previous log) are pod logs, which the API server proxies to the node's kubelet and
-the lab runs none; test_the_log_lines_go_under_the_findings_they_explain reads them with kube_logs from the stand-in
-(why="kubelet-logs") over the same fixtures, and joins them to the findings the real API server gave. On the real
-one, the triage's log read is the API server's 500 naming the kubelet it could not reach."""
+calico-node-m4q8z is a real container on a real kubelet and containerd on node2 (tests/lab/node_agent.py), made
+before the webhooks: it prints calico's startup.go lines as tests/kube_api/logs/ibm_cycle.yaml holds them and exits 1,
+the kubelet's own CrashLoopBackOff; kube_logs reads its previous log through the API server -> kubelet path. What the
+real components do under the cycle: the webhook's rule names "pods" and "nodes/status", so the kubelet's node status
+patches are refused in the webhook's name ("Error updating node status, will retry ... failed calling webhook"), while
+its pod status writes (the pods/status subresource, which the rule does not name) and its Lease pass: the pod's
+restarts keep counting and the node is not marked unreachable. The runbook's VPN tests stop that kubelet first (their
+pod on node2 stays Pending as the fixture has it)."""
 
 from __future__ import annotations
 
@@ -26,12 +29,14 @@ from ansible_collections.k8snet.triage.plugins.module_utils.kube import client a
 from ansible_collections.k8snet.triage.plugins.module_utils.cni import webhooks
 from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError
 
-from tests.kube_api import FIXTURES, StandIn, load_yaml
+import yaml
+
+from tests.kube_api import FIXTURES, load_yaml
 from tests.kube_api.helpers import checks
-from tests.kube_api.store import load_logs, shift_to_now
+from tests.kube_api.store import shift_to_now
 from tests.lab.cluster_objects import RealApi
 from tests.lab.core import LabError
-from tests.lab.faults import kube as kube_faults
+from tests.lab.node_agent import BUSYBOX_IMAGE, NodeAgent
 
 LOGS = Path(__file__).resolve().parents[1] / "kube_api" / "logs" / "ibm_cycle.yaml"
 FILES = ("cluster.yaml", "cni.yaml", "events.yaml")
@@ -83,30 +88,58 @@ def injector(lab, kube_cluster, tmp_path_factory):
     server.server_close()
 
 
+# calico-node's lines as ibm_cycle.yaml holds them (calico's startup.go, cited there), printed by a real container on
+# node2 that exits 1 after each run: the kubelet's own crash loop, its previous log the lines.
+CRASH = 'printf "%s\\n" "$@"; exit 1'
+
+
+def calico_node(fixture_pod, logs):
+    """The fixture's calico-node-m4q8z (its name, labels, owner DaemonSet, node, hostNetwork) as a real container;
+    its status is the kubelet's."""
+    item = [i for i in logs if i["pod"] == "calico-node-m4q8z"][0]
+    spec = dict(fixture_pod["spec"], terminationGracePeriodSeconds=1, automountServiceAccountToken=False,
+                containers=[{"name": "calico-node", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                             "command": ["sh", "-c", CRASH, "sh"],
+                             "args": [text for _stamp, text in item["lines"]]}])
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": fixture_pod["metadata"], "spec": spec}
+
+
 @pytest.fixture(scope="module")
-def api(lab, kube_cluster, injector):
-    """The fixtures on the real API server; the webhook configurations are made last (they refuse pods at once)."""
+def node2(kube_cluster):
+    """A real kubelet and containerd on node2 (tests/lab/node_agent.py), started by ``api``."""
+    agent = NodeAgent(kube_cluster, "node2")
+    yield agent
+    agent.stop()
+
+
+def crash_looping(kube_cluster):
+    status = kube_cluster.kubectl_json("-n", "kube-system", "get", "pod", "calico-node-m4q8z")["status"]
+    main = (status.get("containerStatuses") or [{}])[0]
+    waiting = main.get("state", {}).get("waiting", {})
+    return main.get("restartCount", 0) >= 2 and waiting.get("reason") == "CrashLoopBackOff" and main
+
+
+@pytest.fixture(scope="module")
+def api(lab, kube_cluster, injector, node2):
+    """The fixtures on the real API server, calico-node-m4q8z a real crash-looping container on node2's real
+    kubelet; the webhook configurations are made last (they refuse pods at once)."""
     objects = fresh(*FILES, "webhooks.yaml")
     for obj in objects:
         if obj["kind"] == "MutatingWebhookConfiguration" and obj["metadata"]["name"] == "external-injector":
             obj["webhooks"][0]["clientConfig"] = {"url": injector,
                                                   "caBundle": base64.b64encode(kube_cluster.ca.pem).decode()}
+    hooks = [o for o in objects if o["kind"].endswith("WebhookConfiguration")]
     real = RealApi(kube_cluster)
-    real.loader.load(objects)
+    calico = [o for o in objects if o["metadata"]["name"] == "calico-node-m4q8z"][0]
+    real.loader.load([o for o in objects if o not in hooks and o is not calico])
+    node2.start(timeout=300)
+    real.loader.load([calico_node(calico, yaml.safe_load(LOGS.read_text()))])
+    kube_cluster.wait_for("calico-node-m4q8z in the kubelet's CrashLoopBackOff", lambda: crash_looping(kube_cluster),
+                          timeout=180)
+    real.loader.load(hooks)
     yield real
     for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
         kube_cluster.kubectl("delete", kind, "--all", check=False)
-
-
-@pytest.fixture(scope="module")
-def logs_api(lab):
-    """The stand-in with the same fixtures and calico's logs, moved to now: pod logs need a kubelet."""
-    objects = kube_faults.lab_objects(lab, load_yaml([FIXTURES / n for n in FILES + ("webhooks.yaml",)]))
-    objects, logs = shift_to_now(objects, load_logs([LOGS], objects))
-    server = StandIn(objects, lab.workdir / "kube-api-webhook-logs", lab.controller_ip, logs=logs,
-                     why="kubelet-logs").start()
-    yield server
-    server.stop()
 
 
 def kubectl_run(kube_cluster, namespace, name):
@@ -154,12 +187,40 @@ def test_one_run_of_the_cni_scenario_names_the_cycle(lab, ansible, kube_cluster,
     assert "webhook.cni_deadlock" not in [f["check"] for f in facts["node2"]["cni_findings"]]
 
 
-def test_the_log_lines_go_under_the_findings_they_explain(lab, ansible, api, logs_api):
-    """The node and cycle findings from the real API server; calico's log lines from the stand-in (pod logs)."""
+def test_the_log_lines_go_under_the_findings_they_explain(lab, ansible, kube_cluster, api):
+    """The node and cycle findings from the real API server; calico's log lines from node2's real kubelet through
+    the API server, while the webhook refuses the kubelet's node status writes."""
     kubeconfig = str(api.kubeconfig())
-    logs = ansible.module("localhost", "kube_logs", {"kubeconfig": str(logs_api.kubeconfig()),
-                                                     "nodes": ["node2"]})["localhost"]
-    cni = ansible.module("localhost", "node_network_status", {"kubeconfig": kubeconfig})["localhost"]
+    # independent reader: kubectl logs --previous through the same API server -> kubelet path
+    # (read again while the kubelet answers "unable to retrieve container logs": a read racing a restart, when the
+    # previous container is the one just removed by its garbage collection of dead containers)
+    def previous():
+        out = kube_cluster.kubectl("-n", "kube-system", "logs", "--previous", "calico-node-m4q8z", check=False)
+        return out.stdout.count("Failed to set NetworkUnavailable to False") == 2 and out.stdout
+    kube_cluster.wait_for("calico-node-m4q8z's previous log", previous, timeout=120)
+    # what the cycle does to the real kubelet's own writes: its node status patches refused in the webhook's name
+    # (its log; the audit policy does not log system:nodes), its pod status writes (pods/status, a subresource the
+    # webhook's rule "pods" does not name) let through: the restarts keep counting
+    refused = 'Error updating node status, will retry" err="failed to patch status'
+    kube_cluster.wait_for("node2's kubelet refused a node status update", lambda: any(
+        refused in line and 'failed calling webhook \\"%s\\"' % HOOK in line
+        for line in (kube_cluster.logs / "kubelet-node2.log").read_text(errors="replace").splitlines()), timeout=120)
+    def restart_count():
+        status = kube_cluster.kubectl_json("-n", "kube-system", "get", "pod", "calico-node-m4q8z")["status"]
+        return (status.get("containerStatuses") or [{}])[0].get("restartCount", 0)
+    restarts = restart_count()
+    kube_cluster.wait_for("a restart of calico-node-m4q8z written by the kubelet under the webhook",
+                          lambda: restart_count() > restarts, timeout=180)
+
+    def read_logs():  # the same race as kubectl's read above
+        out = ansible.module("localhost", "kube_logs", {"kubeconfig": kubeconfig, "nodes": ["node2"]})["localhost"]
+        return out["matches"] and out
+    logs = kube_cluster.wait_for("kube_logs' read of calico-node-m4q8z", read_logs, timeout=120)
+
+    def in_back_off():  # the kubelet shows CrashLoopBackOff between runs, the container's exit for a moment
+        found = ansible.module("localhost", "node_network_status", {"kubeconfig": kubeconfig})["localhost"]
+        return any(f["check"] == "node.cni_pod_crashloop" for f in found["findings"]) and found
+    cni = kube_cluster.wait_for("node_network_status read in a back-off", in_back_off, timeout=120)
     cycle = ansible.module("localhost", "webhook_deadlock", {"kubeconfig": kubeconfig})["localhost"]
     playbook = lab.workdir / "log_evidence.yml"
     playbook.write_text(
@@ -270,8 +331,10 @@ TUNNEL_HOOK = "webhook:sysdig-admission-controller-webhook/audit.secure.sysdig.c
 
 
 @pytest.fixture(scope="module")
-def tunnel_api(kube_cluster, api):
-    """The same cluster with the runbook's webhook in place of policy-guard's (the stand-in served them apart)."""
+def tunnel_api(kube_cluster, api, node2):
+    """The same cluster with the runbook's webhook in place of policy-guard's (the stand-in served them apart); node2's
+    real kubelet stopped (the runbook's pod there stays Pending as the fixture has it)."""
+    node2.stop()
     for kind, name in (("validatingwebhookconfiguration", "policy-guard"),
                        ("validatingwebhookconfiguration", "tenant-quota"),
                        ("mutatingwebhookconfiguration", "external-injector")):

@@ -474,8 +474,6 @@ class Handler(BaseHTTPRequestHandler):
 WHY = {
     "misbehaving": "a server that misbehaves on purpose (silence, a trickle, garbage, endless continue tokens, huge "
                    "bodies, refusing every credential): a real API server cannot be made to",
-    "kubelet-logs": "pod logs: the API server proxies them to the node's kubelet (port 10250); a real kubelet runs "
-                    "only on a node a test starts it on (tests/lab/node_agent.py), not under the fixtures' pods",
     "kubelet-exec": "exec: the API server upgrades the connection to the node's kubelet; a real kubelet runs only on "
                     "a node a test starts it on (tests/lab/node_agent.py), and cannot be made to stall or flood on cue",
     "parity": "the stand-in held to the real API server's answers over the same objects",
