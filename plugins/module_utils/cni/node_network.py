@@ -52,12 +52,24 @@ def _condition_model(cond, now):
             "since": cond.get("lastTransitionTime"), "seconds": int(now - since) if since is not None else None}
 
 
+def _exit_code_between_restarts(statuses):
+    """The exit code of a container that failed again after a restart and is not running now (a crash loop between
+    two back-offs: the real kubelet shows ``state.terminated`` for a moment before ``waiting: CrashLoopBackOff``),
+    else None."""
+    for cs in statuses:
+        code = ((cs.get("state") or {}).get("terminated") or {}).get("exitCode")
+        if cs.get("restartCount", 0) >= 1 and isinstance(code, int) and code != 0:
+            return code
+    return None
+
+
 def cni_pod_model(pod):
-    """phase / ready / restarts / waiting reason of one CNI agent pod."""
+    """phase / ready / restarts / waiting reason of one CNI agent pod, and the exit code of a container that failed
+    again after a restart (only when there is one)."""
     status = pod.get("status") or {}
     statuses = status.get("containerStatuses") or []
     waiting = [((cs.get("state") or {}).get("waiting") or {}).get("reason") for cs in statuses]
-    return {
+    model = {
         "name": meta(pod, "name"),
         "namespace": meta(pod, "namespace"),
         "daemonset": owner_daemonset(pod),
@@ -66,6 +78,10 @@ def cni_pod_model(pod):
         "restarts": sum(cs.get("restartCount", 0) for cs in statuses),
         "waiting": next((w for w in waiting if w), None),
     }
+    code = _exit_code_between_restarts(statuses)
+    if code is not None:
+        model["exit_code"] = code
+    return model
 
 
 def owner_daemonset(pod):
@@ -179,12 +195,14 @@ def _pods_waiting_for_network(model):
 
 def _cni_pod(name, pod, restart_threshold, network_unavailable):
     """node.cni_pod_crashloop or node.cni_pod_pending for one CNI agent pod (None: neither)."""
-    if pod["waiting"] == "CrashLoopBackOff" or (not pod["ready"] and pod["restarts"] >= restart_threshold):
+    died = pod.get("exit_code") is not None and not pod["ready"]
+    if pod["waiting"] == "CrashLoopBackOff" or died or (not pod["ready"] and pod["restarts"] >= restart_threshold):
+        state = pod["waiting"] or ("exited with code %d after a restart" % pod["exit_code"] if died else "not ready")
         return finding(
             "node.cni_pod_crashloop", "critical", "L3", "%s/%s" % (name, pod["name"]),
-            "CNI agent pod %s on %s is crash-looping (%d restarts, %s)" % (
-                pod["name"], name, pod["restarts"], pod["waiting"] or "not ready"),
-            {"phase": pod["phase"], "ready": pod["ready"], "restarts": pod["restarts"], "waiting": pod["waiting"]},
+            "CNI agent pod %s on %s is crash-looping (%d restarts, %s)" % (pod["name"], name, pod["restarts"], state),
+            {"phase": pod["phase"], "ready": pod["ready"], "restarts": pod["restarts"], "waiting": pod["waiting"],
+             "exit_code": pod.get("exit_code")},
             "kubectl -n %s logs %s --previous; a circular dependency through an admission webhook "
             "shows as the agent failing to reach the API" % (pod["namespace"], pod["name"]))
     if pod["phase"] == "Pending":

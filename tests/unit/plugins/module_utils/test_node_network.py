@@ -46,6 +46,35 @@ def test_restarts_without_crashloop_reason():
     assert not [f for f in found if f["check"] == "node.cni_pod_crashloop"]
 
 
+def _between_back_offs(pod, restarts, exit_code, ready="False"):
+    """A CNI pod as the real kubelet v1.37 shows a crash loop between two back-offs (seen in the lab with a crashing
+    container on containerd 2.4.2): the container terminated, no waiting reason, not ready."""
+    container = dict(pod["status"]["containerStatuses"][0], restartCount=restarts, ready=False,
+                     state={"terminated": {"exitCode": exit_code, "reason": "Error" if exit_code else "Completed"}})
+    conditions = [dict(c, status=ready) if c["type"] == "Ready" else c for c in pod["status"].get("conditions", [])]
+    return dict(pod, status=dict(pod["status"], containerStatuses=[container], conditions=conditions))
+
+
+def test_a_crash_loop_read_between_two_back_offs_is_still_a_crash_loop():
+    """Regression (a real kubelet, issue 50): between back-offs the container shows ``terminated`` for a moment and
+    no CrashLoopBackOff; with fewer restarts than restart_threshold the loop was missed."""
+    pod = _between_back_offs(of_kind(OBJS, "Pod")[1], restarts=2, exit_code=1)
+    model = nn.cni_pod_model(pod)
+    assert model["waiting"] is None and model["exit_code"] == 1 and not model["ready"]
+    dummy, found = run(pods=[pod])
+    loop = [f for f in found if f["check"] == "node.cni_pod_crashloop"]
+    assert len(loop) == 1 and "exited with code 1 after a restart" in loop[0]["summary"], found
+    assert loop[0]["evidence"]["exit_code"] == 1
+
+
+def test_a_clean_exit_or_a_first_failure_is_not_a_crash_loop():
+    pod = of_kind(OBJS, "Pod")[1]
+    for restarts, code in ((2, 0), (0, 1)):
+        dummy, found = run(pods=[_between_back_offs(pod, restarts=restarts, exit_code=code)])
+        assert not [f for f in found if f["check"] == "node.cni_pod_crashloop"], (restarts, code)
+    assert "exit_code" not in nn.cni_pod_model(_between_back_offs(pod, restarts=0, exit_code=1))
+
+
 def test_no_cni_pods_at_all_is_one_cluster_finding():
     dummy, found = run(pods=[])
     missing = [f for f in found if f["check"] == "node.cni_pod_missing"]
