@@ -247,7 +247,10 @@ def test_stale_arp_role_takes_the_announcers_mac_as_the_truth_and_flushes_the_st
     [announced] = facts["stale_arp_fleet_findings"]
     assert (announced["check"], announced["severity"]) == ("arp.vip_announced", "info"), announced
     assert announced["evidence"]["truth_from"] == "announcer"
-    assert announced["evidence"]["mac"] == old.mac.lower() and announced["evidence"]["answered"], announced
+    assert announced["evidence"]["mac"] == old.mac.lower(), announced
+    # every other node's probe was answered; the announcer's own was not (its speaker answers no ARP its own node
+    # sends): one owner alone, the announcer, would find the VIP unowned
+    assert announced["evidence"]["answered"] == sorted(n.name for n in lab.nodes if n.name != old.name), announced
     assert checks(facts["stale_arp_findings"]) == [("arp.ok", "ok")], facts["stale_arp_findings"]
     # the client misses the ARP of the failover (as in the failover test above); the next speaker answers
     client_run(lab, svc, ["nft", "-f", "-"], input=(
@@ -262,7 +265,8 @@ def test_stale_arp_role_takes_the_announcers_mac_as_the_truth_and_flushes_the_st
         dry = stale_arp(ansible, svc, extra={"stale_arp_flush": True}, check=True, diff=True)
         assert dry.rc == 0, dry.stdout[-3000:]
         facts = dry.result("Keep the findings of this host", "client")["ansible_facts"]
-        assert [f["evidence"]["mac"] for f in facts["stale_arp_fleet_findings"]] == [new.mac.lower()], facts
+        assert [(f["evidence"]["mac"], f["evidence"]["answered"]) for f in facts["stale_arp_fleet_findings"]] == [
+            (new.mac.lower(), sorted(n.name for n in lab.nodes if n.name != new.name))], facts
         [stale] = [f for f in facts["stale_arp_findings"] if f["check"] == "arp.stale_entry"]
         assert stale["evidence"]["cached_mac"].lower() == old.mac.lower(), stale
         would = dry.result("Flush the stale entries of this client", "client")
