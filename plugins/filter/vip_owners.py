@@ -18,6 +18,10 @@ description:
   - An owner that is unreachable or whose module failed (for example no usable Python) becomes an
     C(arp.owner_unreachable) warning, and a VIP that no reachable owner holds while some owners could
     not be checked is C(arp.vip_owner_unknown), not C(arp.vip_unowned).
+  - A VIP no owner binds (MetalLB in L2 mode: the elected speaker answers ARP for it without binding it) takes as
+    its true MAC the one MAC that answered the owners' ARP probes (O(probes)), with an C(arp.vip_announced) info
+    finding whose evidence says C(truth_from: announcer); several MACs answering are an C(arp.ip_conflict); a VIP
+    no owner binds and nothing answers stays C(arp.vip_unowned).
 options:
   _input:
     description: The C(results) list of the looped, registered arp_check task.
@@ -33,6 +37,14 @@ options:
     type: list
     elements: str
     required: true
+  probes:
+    description:
+      - The C(results) of an C(arp_check) task with C(probe=true) looped over the same owner nodes, for the VIPs no
+        owner holds (each item's C(probes): the MACs that answered). Skipped items and owners not checked count
+        for nothing.
+    type: list
+    elements: dict
+    required: false
 """
 
 EXAMPLES = """
@@ -43,7 +55,9 @@ EXAMPLES = """
 
 RETURN = """
 _value:
-  description: C(expected) (VIP to MAC), C(owners) (VIP to list of owner/interface/mac) and C(findings).
+  description:
+    - C(expected) (VIP to MAC), C(owners) (VIP to list of owner/interface/mac), C(announced) (VIP to the MAC that
+      answered the probes, for the VIPs no owner binds) and C(findings).
   type: dict
 """
 

@@ -139,6 +139,43 @@ def _unowned(vip, results, unreachable):
         "Set stale_arp_owners_group to the inventory group of the nodes that can hold the VIPs.")
 
 
+def _answering(probes):
+    """``{vip: {mac: [owner]}}``: the MACs that answered each owner's ARP probes (arp_check's ``probes``, the
+    results of the owners' probe task; an owner not checked, or skipped, answers nothing)."""
+    out = {}
+    for index, item in enumerate(probes or []):
+        if not isinstance(item, dict) or item.get("skipped") or _not_checked(item):
+            continue
+        node = _owner_name(item, index)
+        for vip, answers in (item.get("probes") or {}).items():
+            for answer in answers or []:
+                heard = out.setdefault(vip, {}).setdefault(str(answer["mac"]).lower(), [])
+                if node not in heard:
+                    heard.append(node)
+    return out
+
+
+def _announced(vip, mac, heard):
+    """``arp.vip_announced`` (info): no owner binds ``vip``, one MAC answers ARP for it (an L2 announcer such as
+    MetalLB's speaker): that MAC is taken as the truth."""
+    return finding(
+        "arp.vip_announced", "info", "L2", vip,
+        "no owner node binds %s; %s answers ARP for it (to the probes of %s): caches were compared with that MAC, "
+        "the announcer's (MetalLB L2 and other speakers answer without binding the VIP)" % (
+            vip, mac, ", ".join(heard)),
+        {"truth_from": "announcer", "mac": mac, "answered": heard})
+
+
+def _answered_by_several(vip, answering):
+    """``arp.ip_conflict``: no owner binds ``vip`` and several MACs answer the owners' probes for it."""
+    return finding(
+        "arp.ip_conflict", "critical", "L2", vip,
+        "no owner node binds %s and %d MACs answer ARP for it: %s" % (
+            vip, len(answering), ", ".join(sorted(answering))),
+        {"answering": [{"mac": mac, "answered": heard} for mac, heard in sorted(answering.items())]},
+        "Make one node announce %s (several speakers answering: a split memberlist, or a second announcer)." % vip)
+
+
 def _ip_conflict(vip, holders):
     """``arp.ip_conflict``: several owners hold ``vip`` at once."""
     return finding(
@@ -148,32 +185,42 @@ def _ip_conflict(vip, holders):
         "Remove %s from all but one node (split-brain keepalived / kube-vip)." % vip)
 
 
-def _vip_finding(vip, holders, results, unreachable):
-    """The finding of a VIP without one true MAC: held by several owners, else unknown (owners not
-    checked), else unowned."""
+def _vip_finding(vip, holders, results, unreachable, answering=None):
+    """The finding of a VIP without one true MAC: held by several owners, else answered by several MACs, else unknown
+    (owners not checked), else unowned."""
     if holders:
         return _ip_conflict(vip, holders)
+    if answering:
+        return _answered_by_several(vip, answering)
     if unreachable:
         return _owner_unknown(vip, results, unreachable)
     return _unowned(vip, results, unreachable)
 
 
-def vip_owners(results, vips):
-    """``{expected, owners, findings}`` from the owners' arp_check results (see the vip_owners filter)."""
-    if not isinstance(results, list):
-        raise AnsibleFilterError("vip_owners expects the results list of a looped arp_check task")
+def vip_owners(results, vips, probes=None):
+    """``{expected, owners, announced, findings}`` from the owners' arp_check results and, for the VIPs no owner
+    binds, the MACs that answered their probes (``probes``; see the vip_owners filter)."""
+    if not isinstance(results, list) or not isinstance(probes, (list, type(None))):
+        raise AnsibleFilterError("vip_owners expects the results list of a looped arp_check task (and as probes, "
+                                 "the results list of the owners' looped arp_check task with probe: true)")
     owners, unreachable = _holders(results, _vips(vips))
-    expected, findings = {}, [_owner_unreachable(owner) for owner in unreachable]
+    answering = _answering(probes)
+    expected, announced, findings = {}, {}, [_owner_unreachable(owner) for owner in unreachable]
     for vip, holders in owners.items():
         macs = sorted(set(h["mac"] for h in holders))
+        heard = answering.get(vip) or {}
         if len(macs) == 1:
             expected[vip] = macs[0]
+        elif not holders and len(heard) == 1:
+            [(mac, nodes)] = heard.items()
+            expected[vip] = announced[vip] = mac
+            findings.append(_announced(vip, mac, nodes))
         else:
-            findings.append(_vip_finding(vip, holders, results, unreachable))
+            findings.append(_vip_finding(vip, holders, results, unreachable, heard if not holders else None))
     # conclusions about the VIP across the owner nodes: published by every client, counted once
     checked = sorted(set(_owner_names(results)))
     findings = [fleet(f, checked) for f in findings]
-    return {"expected": expected, "owners": owners, "findings": findings}
+    return {"expected": expected, "owners": owners, "announced": announced, "findings": findings}
 
 
 # --- node_pass_fleet: the fleet-scoped results of a one-pass triage ----------------------------------

@@ -213,3 +213,75 @@ def test_failover_gratuitous_arps_and_the_stale_entry_a_client_kept(lab, ansible
     assert len(mismatch) == 1 and mismatch[0]["severity"] == "warning", findings
     assert "ServiceL2Status still names %s" % old.name in mismatch[0]["summary"], mismatch
     assert mismatch[0]["evidence"]["answering"][0]["hosts"] == [new.name], mismatch
+
+
+STALE_ARP = "playbooks/stale_arp.yml"
+
+
+def stale_arp(ansible, svc, extra=None, **kw):
+    """The stale_arp playbook for the VIP, the client as the VIP's client, the lab's nodes as its owners group."""
+    variables = {"stale_arp_vips": [svc["vip"]], "stale_arp_clients_group": "ingress_clients",
+                 "stale_arp_owners_group": "k8s_nodes"}
+    return ansible.playbook(STALE_ARP, dict(variables, **(extra or {})), inventory=svc["inventory"], **kw)
+
+
+def checks(findings):
+    return sorted((f["check"], f["severity"]) for f in findings)
+
+
+def test_stale_arp_role_takes_the_announcers_mac_as_the_truth_and_flushes_the_stale_entry(
+        lab, ansible, kube_cluster, metallb, svc):
+    """Issue 50 follow-up: no node binds a MetalLB VIP, so the VIP owners' read found no owner (arp.vip_unowned,
+    critical, a false alarm) and the flush, with no truth, deleted nothing and reported the stale entry gone. The
+    owners now probe the VIP: the one MAC that answers, the elected speaker's, is the truth (arp.vip_announced)."""
+    vip = svc["vip"]
+    by_mac = {n.mac.lower(): n for n in lab.nodes}
+    kube_cluster.wait_for("the client's request answered through the VIP",
+                          lambda: curl(lab, svc) == svc["pod"]["name"], timeout=30, interval=1)
+    old = by_mac[kube_cluster.wait_for("one node answering ARP for the VIP",
+                                       lambda: one_of(arping_macs(lab, svc), by_mac), timeout=30, interval=1)]
+    assert client_neighbor(lab, svc, vip)["lladdr"].lower() == old.mac.lower()
+    run = stale_arp(ansible, svc)
+    assert run.rc == 0, run.stdout[-3000:]
+    facts = run.result("Keep the findings of this host", "client")["ansible_facts"]
+    [announced] = facts["stale_arp_fleet_findings"]
+    assert (announced["check"], announced["severity"]) == ("arp.vip_announced", "info"), announced
+    assert announced["evidence"]["truth_from"] == "announcer"
+    assert announced["evidence"]["mac"] == old.mac.lower(), announced
+    # every other node's probe was answered; the announcer's own was not (its speaker answers no ARP its own node
+    # sends): one owner alone, the announcer, would find the VIP unowned
+    assert announced["evidence"]["answered"] == sorted(n.name for n in lab.nodes if n.name != old.name), announced
+    assert checks(facts["stale_arp_findings"]) == [("arp.ok", "ok")], facts["stale_arp_findings"]
+    # the client misses the ARP of the failover (as in the failover test above); the next speaker answers
+    client_run(lab, svc, ["nft", "-f", "-"], input=(
+        "table arp %s {\n  chain input {\n    type filter hook input priority 0; policy accept;\n"
+        "    arp saddr ip %s drop\n  }\n}\n" % (NFT_TABLE, vip)))
+    try:
+        metallb.stop_speaker(old)
+        others = {m: n for m, n in by_mac.items() if n.name != old.name}
+        new = by_mac[kube_cluster.wait_for("another node answering ARP for the VIP",
+                                           lambda: one_of(arping_macs(lab, svc), others), timeout=90, interval=1)]
+        assert client_neighbor(lab, svc, vip)["lladdr"].lower() == old.mac.lower()
+        dry = stale_arp(ansible, svc, extra={"stale_arp_flush": True}, check=True, diff=True)
+        assert dry.rc == 0, dry.stdout[-3000:]
+        facts = dry.result("Keep the findings of this host", "client")["ansible_facts"]
+        assert [(f["evidence"]["mac"], f["evidence"]["answered"]) for f in facts["stale_arp_fleet_findings"]] == [
+            (new.mac.lower(), sorted(n.name for n in lab.nodes if n.name != new.name))], facts
+        [stale] = [f for f in facts["stale_arp_findings"] if f["check"] == "arp.stale_entry"]
+        assert stale["evidence"]["cached_mac"].lower() == old.mac.lower(), stale
+        would = dry.result("Flush the stale entries of this client", "client")
+        assert [(f["address"], f["mac"].lower()) for f in would["flushed"]] == [(vip, old.mac.lower())], would
+        assert client_neighbor(lab, svc, vip)["lladdr"].lower() == old.mac.lower()
+        real = stale_arp(ansible, svc, extra={"stale_arp_flush": True})
+        assert real.rc == 0, real.stdout[-3000:]
+        done = real.result("Flush the stale entries of this client", "client")
+        assert done["changed"] and [f["mac"].lower() for f in done["flushed"]] == [old.mac.lower()], done
+        after = real.result("Record the findings of this host after the flush", "client")["ansible_facts"]
+        assert "arp.stale_entry" not in [f["check"] for f in after["stale_arp_findings"]], after
+        entry = client_neighbor(lab, svc, vip)
+        assert entry is None or entry.get("lladdr", "").lower() != old.mac.lower(), entry
+    finally:
+        client_run(lab, svc, ["nft", "delete", "table", "arp", NFT_TABLE], check=False)
+    kube_cluster.wait_for("the client's request answered through the new announcer",
+                          lambda: curl(lab, svc) == svc["pod"]["name"], timeout=30, interval=1)
+    assert client_neighbor(lab, svc, vip)["lladdr"].lower() == new.mac.lower()

@@ -135,3 +135,64 @@ def test_an_address_no_vip_can_be_is_refused_naming_the_variable(vips, bad, kind
 
 def test_vips_any_host_can_hold_are_accepted():
     assert vip_owners([], ["198.18.0.200", "10.0.0.1", "2001:db8::10", "100.64.0.7"])["expected"] == {}
+
+
+# --- a VIP no owner binds, answered on the wire (MetalLB L2: the elected speaker answers ARP, binds nothing) ------
+
+
+def prober(node, **answers):
+    """An owner's arp_check result with probe: true: ``answers`` VIP -> the MACs that answered its probes."""
+    return {"item": node, "local": [], "probes": dict(
+        (vip, [{"mac": mac, "vendor": None} for mac in macs]) for vip, macs in answers.items())}
+
+
+VIP = "198.18.64.220"
+
+
+def test_vip_no_owner_binds_takes_the_one_answering_mac_and_says_so():
+    probes = [prober("node1", **{VIP: ["02:18:02:00:00:03"]}), prober("node2", **{VIP: ["02:18:02:00:00:03"]}),
+              prober("node3", **{VIP: []})]
+    out = vip_owners([owner("node1"), owner("node2"), owner("node3")], [VIP], probes)
+    assert out["expected"] == {VIP: "02:18:02:00:00:03"}
+    assert out["announced"] == {VIP: "02:18:02:00:00:03"}
+    [found] = out["findings"]
+    assert (found["check"], found["severity"], found["subject"]) == ("arp.vip_announced", "info", VIP)
+    assert found["evidence"] == {"truth_from": "announcer", "mac": "02:18:02:00:00:03", "answered": ["node1", "node2"]}
+    assert found["hosts"] == ["node1", "node2", "node3"]
+
+
+def test_vip_no_owner_binds_and_nothing_answers_stays_unowned():
+    out = vip_owners([owner("node1"), owner("node2")], [VIP], [prober("node1", **{VIP: []}), prober("node2")])
+    assert out["expected"] == {} and out["announced"] == {}
+    assert [(f["check"], f["severity"]) for f in out["findings"]] == [("arp.vip_unowned", "critical")]
+
+
+def test_vip_no_owner_binds_answered_by_two_macs_is_a_conflict_not_a_truth():
+    probes = [prober("node1", **{VIP: ["02:18:02:00:00:02"]}),
+              prober("node3", **{VIP: ["02:18:02:00:00:02", "02:18:02:00:00:03"]})]
+    out = vip_owners([owner("node1"), owner("node3")], [VIP], probes)
+    assert out["expected"] == {}
+    [found] = out["findings"]
+    assert (found["check"], found["severity"]) == ("arp.ip_conflict", "critical")
+    assert found["evidence"]["answering"] == [{"mac": "02:18:02:00:00:02", "answered": ["node1", "node3"]},
+                                              {"mac": "02:18:02:00:00:03", "answered": ["node3"]}]
+
+
+def test_a_bound_vip_keeps_its_owner_whatever_answers_the_probes():
+    """keepalived / kube-vip bind the VIP: the owner's MAC is the truth, the probes are not read for it."""
+    out = vip_owners([owner("cp1", (VIP, "02:18:00:00:00:01")), owner("cp2")], [VIP],
+                     [prober("cp2", **{VIP: ["02:18:00:00:00:09"]})])
+    assert out["expected"] == {VIP: "02:18:00:00:00:01"} and out["announced"] == {}
+    assert out["findings"] == []
+
+
+def test_skipped_or_unreachable_probers_answer_nothing():
+    probes = [{"item": "node1", "skipped": True, "false_condition": "__node_pass_unheld | length > 0"},
+              {"item": "node2", "unreachable": True, "msg": "ssh: timeout"}]
+    out = vip_owners([owner("node1"), owner("node2")], [VIP], probes)
+    assert [f["check"] for f in out["findings"]] == ["arp.vip_unowned"]
+
+
+def test_probes_not_a_list_is_refused_naming_what_is_expected():
+    with pytest.raises(AnsibleFilterError, match="probe: true"):
+        vip_owners([owner("node1")], [VIP], {"results": []})
