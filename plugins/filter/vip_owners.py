@@ -18,9 +18,9 @@ description:
   - An owner that is unreachable or whose module failed (for example no usable Python) becomes an
     C(arp.owner_unreachable) warning, and a VIP that no reachable owner holds while some owners could
     not be checked is C(arp.vip_owner_unknown), not C(arp.vip_unowned).
-  - A VIP no owner binds (MetalLB in L2 mode: the elected speaker answers ARP for it without binding it) takes as
+  - A VIP no owner binds (MetalLB in L2 mode, where the elected speaker answers ARP for it without binding it) takes as
     its true MAC the one MAC that answered the owners' ARP probes (O(probes)), with an C(arp.vip_announced) info
-    finding whose evidence says C(truth_from: announcer); several MACs answering are an C(arp.ip_conflict); a VIP
+    finding whose evidence has C(truth_from=announcer); several MACs answering are an C(arp.ip_conflict); a VIP
     no owner binds and nothing answers stays C(arp.vip_unowned).
 options:
   _input:

@@ -63,8 +63,8 @@ def runnable(fixture_pod, logs):
     meta = fixture_pod["metadata"]
     containers = []
     for c in fixture_pod["spec"]["containers"]:
-        item = [i for i in logs if (i["namespace"], i["pod"], i["container"]) == (meta["namespace"], meta["name"],
-                                                                                    c["name"])]
+        key = (meta["namespace"], meta["name"], c["name"])
+        item = [i for i in logs if (i["namespace"], i["pod"], i["container"]) == key]
         lines = [text for _stamp, text in item[0]["lines"]] if item else ["started"]
         previous = bool(item and item[0].get("previous"))
         main = {"name": c["name"], "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",

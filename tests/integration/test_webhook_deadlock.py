@@ -194,6 +194,7 @@ def test_the_log_lines_go_under_the_findings_they_explain(lab, ansible, kube_clu
     # independent reader: kubectl logs --previous through the same API server -> kubelet path
     # (read again while the kubelet answers "unable to retrieve container logs": a read racing a restart, when the
     # previous container is the one just removed by its garbage collection of dead containers)
+
     def previous():
         out = kube_cluster.kubectl("-n", "kube-system", "logs", "--previous", "calico-node-m4q8z", check=False)
         return out.stdout.count("Failed to set NetworkUnavailable to False") == 2 and out.stdout
@@ -205,6 +206,7 @@ def test_the_log_lines_go_under_the_findings_they_explain(lab, ansible, kube_clu
     kube_cluster.wait_for("node2's kubelet refused a node status update", lambda: any(
         refused in line and 'failed calling webhook \\"%s\\"' % HOOK in line
         for line in (kube_cluster.logs / "kubelet-node2.log").read_text(errors="replace").splitlines()), timeout=120)
+
     def restart_count():
         status = kube_cluster.kubectl_json("-n", "kube-system", "get", "pod", "calico-node-m4q8z")["status"]
         return (status.get("containerStatuses") or [{}])[0].get("restartCount", 0)
