@@ -40,7 +40,7 @@ options:
   probes:
     description:
       - The C(results) of an C(arp_check) task with C(probe=true) looped over the same owner nodes, for the VIPs no
-        owner holds (each item's C(probes): the MACs that answered). Skipped items and owners not checked count
+        owner holds (each item's C(probes), the MACs that answered). Skipped items and owners not checked count
         for nothing.
     type: list
     elements: dict
