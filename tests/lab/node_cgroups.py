@@ -25,11 +25,23 @@ def _cgroup_dirs(cgroup):
             yield top
 
 
-def kill_cgroup(cgroup, timeout=20):
+def _thaw(d):
+    """A frozen cgroup's processes do not die of SIGKILL until it is thawed (runc freezes a container's cgroup while it
+    updates or kills it): thaw it (cgroup v1 freezer)."""
+    state = d / "freezer.state"
+    try:
+        if state.read_text().strip() != "THAWED":
+            state.write_text("THAWED")
+    except OSError:
+        pass
+
+
+def kill_cgroup(cgroup, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pids = set()
         for d in _cgroup_dirs(cgroup):
+            _thaw(d)
             try:
                 pids |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
             except OSError:
@@ -63,7 +75,7 @@ def kill_shims(node_dir):
                 pass
 
 
-def remove_cgroup(cgroup, timeout=20):
+def remove_cgroup(cgroup, timeout=60):
     deadline = time.monotonic() + timeout
     left = []
     while time.monotonic() < deadline:
