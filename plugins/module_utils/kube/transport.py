@@ -43,8 +43,9 @@ CONNECT_TIMEOUT = 5.0
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 # all the pages of one list are read a page at a time (what a check keeps of each item stays: Kube.pages' keep):
 # these bound an endless list, not memory; 150,000 pods with their status are about 1 GiB of JSON in 300 pages
+# (150,000 pods is Kubernetes' own scalability limit for a cluster: 1,000 pages of 500 is over three times that)
 MAX_LIST_BYTES = 4 * 1024 * 1024 * 1024
-MAX_PAGES = 4000
+MAX_PAGES = 1000
 CHUNK = 64 * 1024
 # retries: attempts in all, first backoff, its cap (seconds)
 ATTEMPTS = 5

@@ -67,7 +67,7 @@ def test_one_call_has_its_own_deadline_inside_the_budget(hostile, monkeypatch):
 
 
 def test_an_endless_continue_stops_at_the_page_cap(hostile, monkeypatch):
-    monkeypatch.setattr(kube_client.Kube, "MAX_PAGES", 200)  # the cap's own value (4000) would take a while here
+    monkeypatch.setattr(kube_client.Kube, "MAX_PAGES", 200)  # the cap's own value (1000) would take a while here
     server = hostile("continue")
     msg, took = _fails(_client(server).nodes, "pages")
     assert "more than 200 pages of 500 for list nodes" in msg and "narrow the query" in msg
