@@ -90,8 +90,9 @@ def api_demo(lab):
 
     if not lab_cluster.built():
         print("  skipped: the lab's Kubernetes is not built. scripts/build-kubernetes builds kube-apiserver,\n"
-              "  kube-controller-manager, kube-proxy, kubectl, etcd and CoreDNS from their Go modules, about 15 min\n"
-              "  the first time on 2 cores (progress shown), then cached by version; scripts/test builds it too.")
+              "  kube-controller-manager, kube-proxy, kubectl, the kubelet, etcd, CoreDNS, containerd and MetalLB from\n"
+              "  their Go modules, about 20 min the first time on 2 cores (progress shown), then cached by version;\n"
+              "  scripts/test builds it too.")
         return None
     started = time.time()
     cluster = lab_cluster.Cluster(lab).up()
