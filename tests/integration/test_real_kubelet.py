@@ -213,16 +213,8 @@ def test_a_crash_looping_cni_agent_pod_with_its_real_last_log_line(agent, kube_c
     """calico-node (a pod of the DaemonSet, placed by the test: the lab runs no scheduler) exits 1 after calico's
     last startup lines, each run: the kubelet's own CrashLoopBackOff, node_network_status's node.cni_pod_crashloop,
     and the last line of the previous run read through the API server from the kubelet."""
-    kube_cluster.apply([{"apiVersion": "apps/v1", "kind": "DaemonSet",
-                         "metadata": {"name": "calico-node", "namespace": "kube-system"},
-                         # a selector the pod does not match: the DaemonSet controller would adopt it, and delete
-                         # it from a node its nodeSelector leaves out (as Cluster.daemonset_pod does)
-                         "spec": {"selector": {"matchLabels": {"k8snet.lab/daemonset": "calico-node"}},
-                                  "template": {"metadata": {"labels": {"k8snet.lab/daemonset": "calico-node"}},
-                                               "spec": {"nodeSelector": {"k8snet.lab/no-node": "true"},
-                                                        "containers": [{"name": "calico-node",
-                                                                        "image": BUSYBOX_IMAGE}]}}}}])
-    ds = kube_cluster.kubectl_json("-n", "kube-system", "get", "daemonset", "calico-node")
+    # a DaemonSet that places nothing (the lab runs no scheduler): the pod below is bound to node1 by the test
+    ds = kube_cluster.placeholder_daemonset("kube-system", "calico-node")
     calico = fixture_lines("calico-node-m4q8z", "node1")
     obj = agent_pod("calico-node-loop", {"k8s-app": "calico-node"}, "calico-node",
                     ["sh", "-c", 'printf "%s\\n" "$@"; exit 1', "sh"], calico[-2:])
@@ -281,14 +273,7 @@ def test_cilium_agent_drops_execs_through_the_api_server_the_kubelet_and_contain
                   "usr/share/k8snet/drops.jsonl": (str(MONITOR / "drops.jsonl"), 0o644)})
     links.pop("usr/bin/timeout", None)
     agent.import_image(write_image(tmp_path / "cilium-cli.tar", CILIUM_IMAGE, layer(files, links), cmd=["sh"]))
-    kube_cluster.apply([{"apiVersion": "apps/v1", "kind": "DaemonSet",
-                         "metadata": {"name": "cilium", "namespace": "kube-system"},
-                         "spec": {"selector": {"matchLabels": {"k8snet.lab/daemonset": "cilium"}},
-                                  "template": {"metadata": {"labels": {"k8snet.lab/daemonset": "cilium"}},
-                                               "spec": {"nodeSelector": {"k8snet.lab/no-node": "true"},
-                                                        "containers": [{"name": "cilium-agent",
-                                                                        "image": CILIUM_IMAGE}]}}}}])
-    ds = kube_cluster.kubectl_json("-n", "kube-system", "get", "daemonset", "cilium")
+    ds = kube_cluster.placeholder_daemonset("kube-system", "cilium")
     obj = agent_pod("cilium-real", {"k8s-app": "cilium"}, "cilium-agent", ["sleep", "3600"], [])
     obj["spec"]["containers"][0]["image"] = CILIUM_IMAGE
     obj["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "cilium",

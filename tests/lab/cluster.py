@@ -539,7 +539,7 @@ class Cluster:
         the DaemonSet is real, but its nodeSelector matches no node (its controller places nothing) and the lab
         places its pods, owned by it (ownerReference, not its controller's, so that the controller neither adopts
         nor removes them; the garbage collector still would, were the DaemonSet deleted)."""
-        ds = self._daemonset(namespace, daemonset)
+        ds = self.placeholder_daemonset(namespace, daemonset)
         owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": daemonset, "uid": ds["metadata"]["uid"],
                  "controller": False}
         name = f"{daemonset}-{self.lab.node(node).name}"
@@ -548,7 +548,9 @@ class Cluster:
         self.run_pod(namespace, name, node, ip, labels=labels, spec=spec, owner=owner, **kw)
         return name
 
-    def _daemonset(self, namespace, name):
+    def placeholder_daemonset(self, namespace, name):
+        """DaemonSet ``name`` (made once), real but placing nothing: its nodeSelector matches no node, so its pods are
+        the ones a test binds to their nodes (owned by it, as a scheduler-placed pod would be). Its object, as read."""
         path = f"/apis/apps/v1/namespaces/{namespace}/daemonsets/{name}"
         if not self._exists(path):
             self.ensure_namespace(namespace)

@@ -234,7 +234,7 @@ class Loader:
         path = "/apis/apps/v1/namespaces/%s/%ss/%s" % (namespace, kind.lower(), name)
         if key not in self.uids:
             if kind == "DaemonSet":
-                return self.cluster._daemonset(namespace, name)
+                return self.cluster.placeholder_daemonset(namespace, name)
             if kind not in ("ReplicaSet", "Deployment"):
                 raise LabError("a fixture object's owner %s %s/%s: the loader makes only DaemonSet, ReplicaSet and "
                                "Deployment owners" % (kind, namespace, name))
