@@ -9,8 +9,10 @@ Run as root from the checkout (nice it: the machine is shared):
    the load (below), filled over concurrent keep-alive HTTPS as the admin (audit-logged not at all) with, at 100 %:
    5,000 Nodes (conditions, taints, podCIDRs), 150,000 Pods over 1,000 namespaces bound to nodes, their status written
    through /status as a kubelet would, 10,000 Services and their EndpointSlices (a share LoadBalancer with
-   externalTrafficPolicy: Local, a share headless), 2,000 ConfigMaps (none an F5 CIS one yet) and 50,000
-   Events. The faults planted are counted (``PLANTED``) and printed.
+   externalTrafficPolicy: Local, a share headless), 2,000 ConfigMaps of which one F5 CIS virtual-server
+   ConfigMap per LoadBalancer Service (F5's example-vs-resource v0.1.7 shape; one in 20 names a Service that is gone)
+   with a CIS Deployment (pool member type cluster, partition kubernetes) to read them, and 50,000 Events (one in 25
+   a FailedCreatePodSandBox of a pod waiting on the CNI). The faults planted are counted (``PLANTED``) and printed.
 2. ``measure``: each API-side module (ansible ad-hoc, as a user runs it) beside ``kubectl get -A -o json`` of the same
    kinds (build/kubernetes/bin/kubectl, the same release), in the same run: wall time, peak RSS of the process tree
    (wait4's ru_maxrss of the children: the largest one process), requests and bytes (the API server's audit log for
@@ -66,6 +68,8 @@ FULL = {"nodes": 5000, "namespaces": 1000, "pods": 150000, "services": 10000, "c
 SHARES = {"node_not_ready": 0.05, "node_network_unavailable": 0.02, "pod_not_ready": 0.05, "pod_cni_waiting": 0.04,
           "cni_agent_crashloop": 0.01, "service_lb_local": 0.05, "service_headless": 0.25}
 CNI_DAEMONSET = "calico-node"
+CIS = "k8s-bigip-ctlr"
+F5_ORPHAN_EVERY = 20  # one F5 ConfigMap in 20 names a Service that is gone
 SANDBOX_ERROR = ('Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup network for sandbox '
                  '"%s": plugin type="calico" failed (add): stat /var/lib/calico/nodename: no such file or directory: '
                  'check that the calico/node container is running and has mounted /var/lib/calico/')
@@ -150,7 +154,7 @@ class Plan:
         self.blocks = list(self.pod_net.subnets(new_prefix=27))
         self.planted = {k: 0 for k in ("node_not_ready", "node_network_unavailable", "node_without_pod_cidr",
                                        "pod_not_ready", "pod_cni_waiting", "cni_agent_crashloop", "cni_agent_missing",
-                                       "service_lb_local", "service_headless")}
+                                       "service_lb_local", "service_headless", "f5_orphan_configmap")}
 
     def node_name(self, i):
         return "node-%05d" % i
@@ -285,7 +289,28 @@ class Plan:
             kind = self.service(k, s, g)[1]
             if kind:
                 self.planted["service_" + kind] += 1
+        self.planted["f5_orphan_configmap"] = len([n for n in range(len(self.f5_services()))
+                                                   if n % F5_ORPHAN_EVERY == 7])
         return self.planted
+
+    def f5_services(self):
+        """(namespace index, service index, global index) of the LoadBalancer Services: one F5 ConfigMap each."""
+        return [(k, s, g) for k, s, g in self.services() if self.service(k, s, g)[1] == "lb_local"]
+
+    def f5_configmap(self, n, k, s, g):
+        """F5 CIS's virtual-server ConfigMap (the shape of F5's example-vs-resource_v0.1.7) of LoadBalancer Service
+        ``n``; one in ``F5_ORPHAN_EVERY`` names a Service that is gone (f5.orphan_configmap)."""
+        svc = "svc-retired" if n % F5_ORPHAN_EVERY == 7 else "svc-%d" % s
+        data = {"virtualServer": {"frontend": {"balance": "round-robin", "mode": "http", "partition": "kubernetes",
+                                               "virtualAddress": {"bindAddr": self.vip(g), "port": 80}},
+                                  "backend": {"serviceName": svc, "servicePort": 80}}}
+        return {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "f5-vs-svc-%d" % s, "namespace": self.namespace(k),
+                             "labels": {"f5type": "virtual-server"}},
+                "data": {"schema": "f5schemadb://bigip-virtual-server_v0.1.7.json", "data": json.dumps(data)}}
+
+    def vip(self, g):
+        return str(self.pod_net[-(2 + g % 200)])
 
     def service(self, k, s, g):
         name = "svc-%d" % s
@@ -345,7 +370,14 @@ def load(cluster, plan, client, pool):
     step("%d application pods" % len(apps), [pod_job(plan, client, k, j, g) for k, j, g in apps])
     services = plan.services()
     step("%d services + slices" % len(services), [service_job(plan, client, k, s, g) for k, s, g in services])
-    step("%d configmaps" % n["configmaps"], [configmap_job(plan, client, c) for c in range(n["configmaps"])])
+    f5_services = plan.f5_services()
+    cis_controller(client)
+    step("%d F5 CIS configmaps" % len(f5_services), [
+        (lambda n=n, k=k, s=s, g=g: client.send("POST", "/api/v1/namespaces/%s/configmaps" % plan.namespace(k),
+                                                plan.f5_configmap(n, k, s, g)))
+        for n, (k, s, g) in enumerate(f5_services)])
+    others = max(0, n["configmaps"] - len(f5_services))
+    step("%d other configmaps" % others, [configmap_job(plan, client, c) for c in range(others)])
     step("%d events" % n["events"], [event_job(plan, client, e, apps) for e in range(n["events"])])
     print("loaded in %.0f s, %d requests" % (time.monotonic() - t0, client.count), flush=True)
     return stamp
@@ -395,7 +427,7 @@ def service_job(plan, client, k, s, g):
         ns = obj["metadata"]["namespace"]
         got = client.send("POST", "/api/v1/namespaces/%s/services" % ns, obj)
         if kind == "lb_local":
-            vip = str(plan.pod_net[-(2 + g % 200)])
+            vip = plan.vip(g)
             client.send("PATCH", "/api/v1/namespaces/%s/services/%s/status" % (ns, obj["metadata"]["name"]),
                         {"status": {"loadBalancer": {"ingress": [{"ip": vip, "ipMode": "VIP"}]}}},
                         "application/merge-patch+json")
@@ -419,6 +451,22 @@ def service_job(plan, client, k, s, g):
                                               "uid": got["metadata"]["uid"]}]},
             "endpoints": endpoints, "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]})
     return job
+
+
+def cis_controller(client):
+    """F5 CIS's Deployment as F5's sample installs it (all namespaces, pool member type cluster, partition
+    kubernetes), its status one ready replica as the Deployment controller (not run here) would write it."""
+    labels = {"app": CIS}
+    client.send("POST", "/apis/apps/v1/namespaces/kube-system/deployments", {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": CIS, "namespace": "kube-system"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
+                     "name": CIS, "image": "f5networks/k8s-bigip-ctlr:2.19.1",
+                     "args": ["--bigip-url=198.18.0.1", "--bigip-partition=kubernetes", "--pool-member-type=cluster",
+                              "--insecure=true"]}]}}}})
+    client.send("PATCH", "/apis/apps/v1/namespaces/kube-system/deployments/%s/status" % CIS,
+                {"status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1, "updatedReplicas": 1}},
+                "application/merge-patch+json")
 
 
 def configmap_job(plan, client, c):
@@ -501,13 +549,19 @@ MEASURES = [
     ("service_path_info", "service_path_info", {"service": "ns-0000/svc-3"},
      [["services", "-n", "ns-0000", "svc-3"],
       ["endpointslices", "-n", "ns-0000", "-l", "kubernetes.io/service-name=svc-3"], ["nodes"]]),
+    ("kube_logs", "kube_logs", {"nodes": ["node-00003", "node-00005"], "max_pods": 5},
+     [["pods", "-A", "-l", "k8s-app in (calico-node,cilium,kube-dns)"], ["events", "-A"]]),
 ]
+# the triage's API half: triage.yml on the lab's two nodes (their node side is real and small) with the large
+# cluster's credentials; beside it kubectl of the kinds its API reads list in all namespaces
+TRIAGE_MANUAL = [["nodes,pods,services,endpointslices", "-A"], ["events", "-A", "--field-selector",
+                                                                  "reason=FailedCreatePodSandBox"],
+                 ["configmaps", "-A", "-l", "f5type=virtual-server"], ["deployments", "-A"]]
 
 
 def measure(cluster, lab, token_kubeconfig, user, only=None):
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
                PATH="%s:%s" % (ROOT / ".venv" / "bin", os.environ["PATH"]))
-    kubectl = binary("kubectl")
     rows = []
     mark = len(audit_requests(cluster, user, settle=0.5))
     for label, module, args, manual_args in MEASURES:
@@ -518,12 +572,7 @@ def measure(cluster, lab, token_kubeconfig, user, only=None):
         ours, err = measured(argv, env)
         reqs, mark = audit_since(cluster, user, mark)
         result = module_result(ours["out"]) or {}
-        manual = {"seconds": 0, "rss_kib": 0, "out": ""}
-        for command in manual_args:
-            one = measured([kubectl, "--kubeconfig", str(token_kubeconfig), "get", *command, "-o", "json",
-                            "--request-timeout=0"], env)[0]
-            manual = {"seconds": manual["seconds"] + one["seconds"], "rss_kib": max(manual["rss_kib"], one["rss_kib"]),
-                      "out": manual["out"] + one["out"], "commands": manual.get("commands", 0) + 1}
+        manual = kubectl_side(token_kubeconfig, manual_args, env)
         kreqs, mark = audit_since(cluster, user, mark)
         rows.append({"label": label, "ours": ours, "manual": manual, "requests": len(reqs),
                      "manual_requests": len(kreqs), "manual_bytes": len(manual["out"]),
@@ -532,7 +581,52 @@ def measure(cluster, lab, token_kubeconfig, user, only=None):
                                         for f in result.get("findings") or []),
                      "stderr": err[-500:] if ours["rc"] else ""})
         print_row(rows[-1])
+    if not only or "triage" in only:
+        row, mark = measure_triage(cluster, lab, token_kubeconfig, user, env, mark)
+        rows.append(row)
     return rows
+
+
+def kubectl_side(kubeconfig, commands, env):
+    """The manual way: ``kubectl get <command> -o json`` one after the other; time summed, the largest peak."""
+    manual = {"seconds": 0, "rss_kib": 0, "out": "", "commands": 0}
+    for command in commands:
+        one = measured([binary("kubectl"), "--kubeconfig", str(kubeconfig), "get", *command, "-o", "json",
+                        "--request-timeout=0"], env)[0]
+        manual = {"seconds": manual["seconds"] + one["seconds"], "rss_kib": max(manual["rss_kib"], one["rss_kib"]),
+                  "out": manual["out"] + one["out"], "commands": manual["commands"] + 1}
+    return manual
+
+
+def measure_triage(cluster, lab, kubeconfig, user, env, mark):
+    """triage.yml as an operator runs it in an incident, with the report; (row, audit mark)."""
+    out = lab.workdir / "kube_scale-report"
+    out.mkdir(exist_ok=True)
+    extra = {"triage_kubeconfig": str(kubeconfig), "report_output_dir": str(out), "report_fail_on_critical": False,
+             "connectivity_probes": ["icmp", "arp"]}
+    argv = [str(ROOT / ".venv" / "bin" / "ansible-playbook"), "-i", str(lab.inventory_path),
+            "k8snet.triage.triage", "-e", json.dumps(extra)]
+    ours, err = measured(argv, env)
+    reqs, mark = audit_since(cluster, user, mark)
+    manual = kubectl_side(kubeconfig, TRIAGE_MANUAL, env)
+    kreqs, mark = audit_since(cluster, user, mark)
+    report = out / "triage-report.json"
+    html = out / "triage-report.html"
+    findings = []
+    if report.exists():
+        doc = json.loads(report.read_text())
+        for item in doc.get("findings") or []:
+            evidence = item.get("evidence") or {}
+            findings.append("%s x%s" % (item.get("check"), evidence.get("count", 1)))
+    row = {"label": "triage.yml (API half + 2 lab nodes)", "ours": ours, "manual": manual, "requests": len(reqs),
+           "manual_requests": len(kreqs), "manual_bytes": len(manual["out"]), "output_bytes": len(ours["out"]),
+           "report_bytes": report.stat().st_size if report.exists() else None,
+           "report_html_bytes": html.stat().st_size if html.exists() else None,
+           "failed": None if ours["rc"] == 0 else "rc %s: %s" % (ours["rc"], ours["out"][-600:]),
+           "findings": sorted(findings), "stderr": err[-500:] if ours["rc"] else ""}
+    print_row(row)
+    print("    report: %s bytes JSON, %s bytes HTML" % (row["report_bytes"], row["report_html_bytes"]), flush=True)
+    return row, mark
 
 
 def print_row(row):

@@ -19,6 +19,13 @@ description:
   - C(node.pods_waiting_for_network) (warning) names the other pods of O(cni_namespaces) (not the CNI's, not on
     the host network) that wait for the pod network on a node without it, such as the API server's tunnel pod
     rescheduled onto an updated worker.
+  - With O(pending_pods), the pods of all namespaces that wait for their sandbox (scheduled, C(Pending), the
+    kubelet's C(PodReadyToStartContainers) C(False)) for longer than O(stuck_after) are one finding
+    C(node.pods_waiting_for_sandbox) however many they are (critical when the kubelet's error is the network's
+    or their nodes' CNI agent is not ready): the counts, the nodes and namespaces with the most, the first pods and
+    the kubelet's errors from the C(FailedCreatePodSandBox) Events, grouped. It reads only the C(Pending) pods (the
+    field selector C(status.phase=Pending)) and only those Events (C(reason=FailedCreatePodSandBox)), a page of 500
+    at a time, never every pod of a large cluster.
   - Where a Cilium or anetd agent pod runs, its C(cilium-config) ConfigMap is read (a failed read is a
     C(kube.read_skipped) warning) and C(node.cni_conf_by_agent_config) (info) names a C(custom-cni-conf) or
     C(write-cni-conf-when-ready) setting that keeps the agent from writing the node's CNI configuration.
@@ -51,6 +58,14 @@ options:
     description: A CNI pod that is not ready and restarted at least this many times counts as crash-looping.
     type: int
     default: 5
+  pending_pods:
+    description:
+      - Also read the C(Pending) pods of all namespaces to find those the CNI gives no network (the pods of
+        O(cni_namespaces) are judged node by node). Needs C(list pods) in all namespaces; without it the read is a
+        C(kube.read_skipped) warning, not a silent pass.
+    type: bool
+    default: true
+    version_added: 0.3.0
 """
 
 EXAMPLES = r"""
@@ -75,6 +90,11 @@ nodes:
       taints: ["node.kubernetes.io/network-unavailable:NoSchedule"]
       cni_pods: [{name: calico-node-m4q8z, namespace: kube-system, daemonset: calico-node, phase: Running, ready: false,
                   restarts: 14, waiting: CrashLoopBackOff}]
+pending_pods:
+  description: Whether the pods of all namespaces were read (O(pending_pods)), and how many wait for their sandbox.
+  returned: when O(pending_pods) is true
+  type: dict
+  sample: {read: true, waiting_for_sandbox: 6000, events_read: true}
 findings:
   description: Findings (see the collection's findings contract).
   returned: always

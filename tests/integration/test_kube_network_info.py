@@ -106,8 +106,9 @@ def _is_ip(value):
     return True
 
 
-def expected_frontends(kube_cluster):
-    """ip:port/proto of every live frontend form, computed from `kubectl get svc,nodes,pods`."""
+def expected_frontends(kube_cluster, node_addresses=False):
+    """ip:port/proto of every live frontend form, computed from `kubectl get svc,nodes,pods`; NodePorts and hostPorts
+    on every node address only with ``node_addresses`` (the surrogate 0.0.0.0 says them all by default)."""
     kubectl = kube_cluster.kubectl_json
     by_node = {n["metadata"]["name"]: [a["address"] for a in n["status"]["addresses"] if _is_ip(a["address"])]
                for n in kubectl("get", "nodes")["items"]}
@@ -130,7 +131,8 @@ def expected_frontends(kube_cluster):
             for ip in vips:
                 add(ip, port["port"], proto)
             if port.get("nodePort"):
-                for ip in node_ips + ["0.0.0.0"] + (["::"] if any(":" in a for a in node_ips + vips) else []):
+                for ip in (node_ips if node_addresses else []) + ["0.0.0.0"] + (
+                        ["::"] if any(":" in a for a in node_ips + vips) else []):
                     add(ip, port["nodePort"], proto)
     for pod in kubectl("get", "pods", "-A")["items"]:
         if not pod["spec"].get("nodeName") or pod["status"].get("phase") in ("Succeeded", "Failed"):
@@ -138,7 +140,8 @@ def expected_frontends(kube_cluster):
         for container in pod["spec"]["containers"]:
             for port in container.get("ports", []):
                 if port.get("hostPort"):
-                    ips = [port["hostIP"]] if port.get("hostIP") else by_node[pod["spec"]["nodeName"]] + ["0.0.0.0"]
+                    ips = [port["hostIP"]] if port.get("hostIP") else (
+                        by_node[pod["spec"]["nodeName"]] if node_addresses else []) + ["0.0.0.0"]
                     for ip in ips:
                         add(ip, port["hostPort"], port.get("protocol", "TCP"))
     return out
@@ -177,10 +180,16 @@ def test_module_returns_what_kubectl_shows(lab, ansible, api, kube_cluster):
     result = ansible.module("localhost", "kube_network_info", {"kubeconfig": kc})["localhost"]
     assert result["changed"] is False
     assert set(result["service_frontends"]) == expected_frontends(kube_cluster)
+    full = ansible.module("localhost", "kube_network_info", {"kubeconfig": kc, "gather": ["service_frontends"],
+                                                             "node_port_addresses": True})["localhost"]
     # 20 ClusterIP/externalIP/LB/NodePort-on-InternalIP forms, 3 surrogates, 6 of the gateway Service
     # (frontends.yaml), 5 hostPort forms (the stand-in served 35: diameter's IPv6 cluster IP, which the
     # single-stack real API server refuses, was one more; its own kubernetes Service is one form, as the fixture's)
-    assert len(result["service_frontends"]) == len(expected_frontends(kube_cluster)) == 34
+    assert set(full["service_frontends"]) == expected_frontends(kube_cluster, node_addresses=True)
+    assert len(full["service_frontends"]) == 34
+    # by default the NodePorts and hostPorts are on their surrogates only: 12 NodePort forms and 2 hostPort forms on
+    # the three node addresses fewer
+    assert len(result["service_frontends"]) == len(expected_frontends(kube_cluster)) == 34 - 14
     keys = [(ipaddress.ip_address(f.rsplit(":", 1)[0].strip("[]")), int(f.rsplit(":", 1)[1].split("/")[0]))
             for f in result["service_frontends"]]
     assert keys == sorted(keys, key=lambda k: (k[0].version, k[0], k[1]))
@@ -291,7 +300,8 @@ def test_stale_cleanup_keeps_every_live_form(lab, ansible, api, kube_cluster, cl
     made = lb.lb_frontends(lab, "node3", live_forms + [stale])
     with node_changed(kube_cluster, "node2", status={"addresses": addresses}):
         kc = str(api.kubeconfig())
-        assert set(live_forms) <= expected_frontends(kube_cluster)  # kubectl's view: every form is live
+        # kubectl's view: every form is live (the role reads the compact list: the node addresses are not in it)
+        assert set(live_forms) <= expected_frontends(kube_cluster, node_addresses=True)
         before = lb.bpftool_entries(lab, "node3", made["services"])
         run = ansible.playbook("playbooks/cilium_maps.yml", {
             "cilium_maps_kubeconfig": kc, "cilium_maps_cleanup": True, "cilium_maps_cleanup_mode": "stale"},

@@ -176,14 +176,17 @@ def test_cni_config_removed_the_kubelet_says_not_ready_and_node_network_status_n
 def test_a_missing_cni_plugin_leaves_a_pod_containercreating_with_its_real_events(agent, kube_cluster, ansible):
     """A CNI configuration naming a plugin the node does not have (calico's, before its install copied the binary):
     the node stays Ready, the pod's sandbox fails in containerd's words (FailedCreatePodSandBox) and kube_logs
-    names it from the real Events."""
+    names it from the real Events; node_network_status says the application pod that waits for its sandbox, from
+    the kubelet's own PodReadyToStartContainers and its Event, apart from the system pod it judges node by node."""
     config = agent.cni_config()
     config["plugins"][0]["type"] = "calico"
     (agent.cni_dir / "10-lab-bridge.conflist").write_text(json.dumps(config))
+    kube_cluster.ensure_namespace(NS)
     try:
-        # CoreDNS's pod, as the runbook meets it: stuck ContainerCreating on the node
-        kube_cluster.kubectl("apply", "-f", "-", input=json.dumps(
-            agent_pod("coredns-stuck", {"k8s-app": "kube-dns"}, "coredns", ["sleep", "3600"], [])))
+        # CoreDNS's pod, as the runbook meets it: stuck ContainerCreating on the node; and an application's
+        kube_cluster.kubectl("apply", "-f", "-", input="\n".join(json.dumps(o) for o in (
+            agent_pod("coredns-stuck", {"k8s-app": "kube-dns"}, "coredns", ["sleep", "3600"], []),
+            pod("web-stuck", "sleep 3600"))))
 
         def failed_events():
             return kube_cluster.kubectl_json("-n", "kube-system", "get", "events", "--field-selector",
@@ -204,9 +207,32 @@ def test_a_missing_cni_plugin_leaves_a_pod_containercreating_with_its_real_event
         assert not result["failed"], result
         found = [f for f in result["findings"] if f["check"] == "log.pod_sandbox_failed"]
         assert [f["subject"] for f in found] == ["node1/coredns-stuck"], result["findings"]
+
+        def web_waits():  # the kubelet's condition, then its Event for web-stuck too
+            status = kube_cluster.kubectl_json("-n", NS, "get", "pod", "web-stuck")["status"]
+            cond = [c for c in status.get("conditions", []) if c["type"] == "PodReadyToStartContainers"]
+            return cond and cond[0]["status"] == "False" and kube_cluster.kubectl_json(
+                "-n", NS, "get", "events", "--field-selector",
+                "involvedObject.name=web-stuck,reason=FailedCreatePodSandBox")["items"]
+        kube_cluster.wait_for("web-stuck without its sandbox, and its event", web_waits, timeout=120)
+        result = ansible.module("localhost", "node_network_status", {"kubeconfig": str(kube_cluster.kubeconfig()),
+                                                                     "stuck_after": 0})["localhost"]
+        assert not result["failed"], result
+        sandbox = [f for f in result["findings"] if f["check"] == "node.pods_waiting_for_sandbox"]
+        assert len(sandbox) == 1, result["findings"]
+        evidence = sandbox[0]["evidence"]
+        # the node is Ready (its CNI config is there, naming a plugin it lacks): nothing else says the system pod
+        assert sorted(evidence["pods"]) == ["kube-system/coredns-stuck", NS + "/web-stuck"], evidence
+        assert evidence["nodes"] == [{"name": "node1", "pods": 2}] and evidence["events_read"]
+        assert sandbox[0]["severity"] == "critical"
+        assert 'failed to find plugin "calico" in path [/usr/lib/cni]' in evidence["errors"][0]["error"]
+        assert evidence["errors"][0]["pods"] == 2, evidence["errors"]  # one error, whatever the sandbox ids
+        assert result["pending_pods"] == {"read": True, "waiting_for_sandbox": 2, "events_read": True}
+        assert not [f for f in result["findings"] if f["check"] == "node.pods_waiting_for_network"]
     finally:
         agent.write_cni_config()
         kube_cluster.kubectl("-n", "kube-system", "delete", "pod", "coredns-stuck", "--wait=false", check=False)
+        kube_cluster.kubectl("-n", NS, "delete", "pod", "web-stuck", "--wait=false", check=False)
 
 
 def test_a_crash_looping_cni_agent_pod_with_its_real_last_log_line(agent, kube_cluster, ansible):

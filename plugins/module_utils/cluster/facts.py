@@ -161,9 +161,9 @@ def _node_addresses(nodes):
     return every_node_ip, by_node
 
 
-def _service_forms(service, every_node_ip):
+def _service_forms(service, every_node_ip, node_addresses=False):
     """The live forms of one Service (none for ExternalName): each of its addresses on each port; with a
-    nodePort, every node IP address and the surrogates on it."""
+    nodePort, the surrogates on it (and every node IP address with ``node_addresses``)."""
     spec = service.get("spec") or {}
     if spec.get("type") == "ExternalName":
         return set()
@@ -174,21 +174,21 @@ def _service_forms(service, every_node_ip):
         for address in addresses:
             out.add((address, int(port["port"]), proto))
         if port.get("nodePort"):
-            for address in every_node_ip + _surrogates(every_node_ip + addresses):
+            for address in (every_node_ip if node_addresses else []) + _surrogates(every_node_ip + addresses):
                 out.add((address, int(port["nodePort"]), proto))
     return out
 
 
-def _host_port_targets(port, node_ips):
-    """The addresses a hostPort is programmed on: its hostIP when that names an address, else every IP address
-    of the pod's node (``node_ips``) and the surrogate."""
+def _host_port_targets(port, node_ips, node_addresses=False):
+    """The addresses a hostPort is programmed on: its hostIP when that names an address, else the surrogate (and
+    every IP address of the pod's node, ``node_ips``, with ``node_addresses``)."""
     host_ip = _addresses([port.get("hostIP")])
     if host_ip and host_ip[0] not in frontends.UNSPECIFIED:
         return host_ip
-    return node_ips + _surrogates(node_ips)
+    return (node_ips if node_addresses else []) + _surrogates(node_ips)
 
 
-def _host_port_forms(pod, by_node):
+def _host_port_forms(pod, by_node, node_addresses=False):
     """The live forms of the hostPorts of one pod, when it is scheduled and not finished."""
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
     if not spec.get("nodeName") or status.get("phase") in ("Succeeded", "Failed"):
@@ -199,7 +199,7 @@ def _host_port_forms(pod, by_node):
             if not port.get("hostPort"):
                 continue
             proto = _protocol(port)
-            for address in _host_port_targets(port, by_node.get(spec["nodeName"], [])):
+            for address in _host_port_targets(port, by_node.get(spec["nodeName"], []), node_addresses):
                 out.add((address, int(port["hostPort"]), proto))
     return out
 
@@ -217,29 +217,34 @@ def host_port_pod(pod):
             "status": {"phase": (pod.get("status") or {}).get("phase")}}
 
 
-def live_forms(services, nodes, pods=()):
+def live_forms(services, nodes, pods=(), node_addresses=False):
     """Every form in which Cilium programs a live frontend, as (address, port, proto name) tuples.
 
     Per Service port (protocol as declared, TCP when absent; ExternalName Services have none):
     each ClusterIP, externalIP, LoadBalancer ingress IP and spec.loadBalancerIP on the port;
     with a nodePort, the surrogate ``0.0.0.0:<nodePort>`` (``[::]`` too when a node or the
-    Service has IPv6) and ``<address>:<nodePort>`` for every IP address of every Node.
+    Service has IPv6).
     Per container port with a hostPort of a scheduled, unfinished pod: ``<hostIP>:<hostPort>``
-    when hostIP names an address, else every IP address of the pod's node and the surrogate.
+    when hostIP names an address, else the surrogate.
     ``nodes`` are node facts (``addresses``).
+
+    The surrogate of a port makes that port live on every address (``frontends.LiveFrontends``'s third rule), so
+    ``<node address>:<nodePort>`` for every address of every node says nothing more to the matching: at 5,000 nodes
+    it was 2.5 million forms (66 MB) for 500 NodePorts. ``node_addresses`` lists them all the same.
     """
     every_node_ip, by_node = _node_addresses(nodes)
     out = set()
     for service in services:
-        out.update(_service_forms(service, every_node_ip))
+        out.update(_service_forms(service, every_node_ip, node_addresses))
     for pod in pods:
-        out.update(_host_port_forms(pod, by_node))
+        out.update(_host_port_forms(pod, by_node, node_addresses))
     return out
 
 
-def service_frontends(services, nodes, pods=()):
+def service_frontends(services, nodes, pods=(), node_addresses=False):
     """Sorted unique ip:port/proto of every live frontend form (``live_forms``)."""
-    return sorted(set(frontends.text(*form) for form in live_forms(services, nodes, pods)), key=frontends.sort_key)
+    return sorted(set(frontends.text(*form) for form in live_forms(services, nodes, pods, node_addresses)),
+                  key=frontends.sort_key)
 
 
 # ------------------------------------------------------------------ LoadBalancer VIPs
@@ -333,7 +338,7 @@ def pod_facts(pod, ref):
 
 # ------------------------------------------------------------------ one read of the API
 def gather(kube, what=GATHER, dns_namespace=DNS_NAMESPACE, dns_service=DNS_SERVICE, dns_pod_selector=DNS_POD_SELECTOR,
-           pod=None):
+           pod=None, node_port_addresses=False):
     """Read what ``what`` names through ``kube`` (a kube_client.Kube), each list once; returns the result dict."""
     result, found = {}, []
     if "pod" in what:
@@ -347,10 +352,12 @@ def gather(kube, what=GATHER, dns_namespace=DNS_NAMESPACE, dns_service=DNS_SERVI
     if "nodes" in what:
         result["nodes"] = nodes
         found.extend(node_findings(nodes))
+    services = kube.services() if "service_frontends" in what or "lb_vips" in what else None
     if "service_frontends" in what:
-        result["service_frontends"] = service_frontends(kube.services(), nodes, kube.pods(keep=host_port_pod))
+        result["service_frontends"] = service_frontends(services, nodes, kube.pods(keep=host_port_pod),
+                                                        node_port_addresses)
     if "lb_vips" in what:
-        result["lb_vips"] = lb_vips(kube.services())
+        result["lb_vips"] = lb_vips(services)
     if "dns_servers" in what:
         service = kube.get("services", dns_service, dns_namespace)
         pods = kube.pods(dns_namespace, label_selector=dns_pod_selector)
@@ -368,7 +375,7 @@ def _read(params, kube_factory, source):
             configuration(params)  # a kubeconfig that cannot be loaded fails here, still without a request
         return {"findings": []}
     return gather(kube_factory(params), params["gather"], params["dns_namespace"], params["dns_service"],
-                  params["dns_pod_selector"], params["pod"])
+                  params["dns_pod_selector"], params["pod"], params.get("node_port_addresses", False))
 
 
 def api_check(params, kube_factory):

@@ -18,6 +18,7 @@ CHECK_SPEC = dict(
     dns_service=dict(type="str", default=DNS_SERVICE),
     dns_pod_selector=dict(type="str", default=DNS_POD_SELECTOR),
     pod=dict(type="str"),
+    node_port_addresses=dict(type="bool", default=False),
 )
 
 RULES = dict(

@@ -16,6 +16,7 @@ import time
 from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import SEVERITIES as SEVERITY_ORDER, finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.objects import condition, meta
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.client import optional_read
+from ansible_collections.k8snet.triage.plugins.module_utils.cni import sandboxes
 
 DEFAULT_CNI_DAEMONSETS = ("calico-node", "cilium", "anetd")
 DEFAULT_CNI_NAMESPACES = ("kube-system", "calico-system")
@@ -238,11 +239,16 @@ def check_node(model, stuck_after, restart_threshold, cni_expected=True):
     unavailable = _network_unavailable(model, stuck_after)
     not_ready = _cni_not_ready(model)
     found = [item for item in (unavailable, not_ready) if item is not None]
-    network_down = unavailable is not None or not_ready is not None
-    if network_down:
+    if found:  # the node's network is down (network_down)
         waiting = _pods_waiting_for_network(model)
         found.extend([waiting] if waiting is not None else [])
     return found + _cni_pods(model, restart_threshold, cni_expected)
+
+
+def network_down(model, stuck_after):
+    """Whether check_node finds the node's network down (NetworkUnavailable, or the CNI not ready): then it names
+    the system pods that wait on it (node.pods_waiting_for_network)."""
+    return _network_unavailable(model, stuck_after) is not None or _cni_not_ready(model) is not None
 
 
 def check_agent_configs(configs):
@@ -366,4 +372,32 @@ def api_check(params, kube_factory, now=None):
                                 restart_threshold)
     configs, skipped = agent_configs(kube, pods, daemonsets)
     found += check_agent_configs(configs) + skipped
-    return {"data": {"nodes": models}, "findings": sort_findings(found)}
+    data = {"nodes": models}
+    if params.get("pending_pods", True):
+        data["pending_pods"], more = pending_pods(kube, params.get("cni_namespaces", list(DEFAULT_CNI_NAMESPACES)),
+                                                  models, time.time() if now is None else now, stuck_after)
+        found += more
+    return {"data": data, "findings": sort_findings(found)}
+
+
+def pending_pods(kube, cni_namespaces, models, now, stuck_after):
+    """(what was read, findings) of the pods of all namespaces that wait for their sandbox (``sandboxes``): the
+    Pending pods (filtered by the API server) and, only when some wait, the FailedCreatePodSandBox Events."""
+    namespaces = set(cni_namespaces)
+    down = set(m["name"] for m in models if network_down(m, stuck_after))
+    waiting, failed = optional_read(
+        lambda: kube.pods(field_selector=sandboxes.PENDING, keep=lambda p: sandboxes.waiting_pod(p, namespaces, down)),
+        "the Pending pods of all namespaces", "cluster", "the pods waiting for their sandbox")
+    if failed:
+        return {"read": False, "waiting_for_sandbox": None}, [failed]
+    found, events = [], None
+    if waiting:
+        events, failed = optional_read(
+            lambda: kube.list("events", field_selector=sandboxes.SANDBOX_EVENTS, keep=sandboxes.sandbox_event),
+            "the FailedCreatePodSandBox Events", "cluster", "the kubelet's error for the pods waiting for their sandbox")
+        found.extend([failed] if failed else [])
+    agents_down = [m["name"] for m in models if not any(p["ready"] for p in m["cni_pods"])]
+    waits = sandboxes.check_waiting(waiting, events, now, stuck_after, parse_time, agents_down)
+    found.extend([waits] if waits else [])
+    return {"read": True, "waiting_for_sandbox": waits["evidence"]["count"] if waits else 0,
+            "events_read": events is not None if waiting else None}, found

@@ -17,6 +17,7 @@ CHECK_SPEC = dict(
     cni_namespaces=dict(type="list", elements="str", default=list(DEFAULT_CNI_NAMESPACES)),
     stuck_after=dict(type="int", default=300),
     restart_threshold=dict(type="int", default=5),
+    pending_pods=dict(type="bool", default=True),
 )
 
 RULES = dict(

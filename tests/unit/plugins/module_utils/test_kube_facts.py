@@ -5,6 +5,7 @@ import copy
 import pytest
 
 from ansible_collections.k8snet.triage.plugins.module_utils.cluster import facts as kf
+from ansible_collections.k8snet.triage.plugins.module_utils.core import frontends
 from ansible_collections.k8snet.triage.plugins.module_utils.core.frontends import parse as parse_frontend
 
 from tests.kube_api import fixture_objects as objects, of_kind
@@ -76,8 +77,12 @@ EXPECTED = sorted({
 })
 
 
+# the default list: no NodePort on a node address (NODE_IPS)
+COMPACT = sorted(f for f in EXPECTED if f.rsplit(":", 1)[0] not in NODE_IPS)
+
+
 def test_service_frontends_every_kind_once_sorted():
-    got = kf.service_frontends(SERVICES, NODE_FACTS, PODS)
+    got = kf.service_frontends(SERVICES, NODE_FACTS, PODS, node_addresses=True)
     assert sorted(got) == EXPECTED and len(got) == len(set(got))
     # sorted by address (numerically), then port, then protocol; IPv6 last
     assert got[0] == "0.0.0.0:30070/TCP" and got[-1] == "[fd00:18:16::72]:3868/SCTP"
@@ -94,7 +99,8 @@ def test_every_node_address_surrogate_load_balancer_ip_and_host_ports():
     by_name(nodes, "node3")["status"]["addresses"].append({"type": "InternalIP", "address": "fd00:18::13"})
     facts = kf.nodes_facts(nodes)
     assert next(f for f in facts if f["name"] == "node2")["addresses"] == ["198.18.0.12", "203.0.113.12"]  # not Hostname
-    got = set(kf.service_frontends(SERVICES + of_kind(MORE, "Service"), facts, PODS + of_kind(MORE, "Pod")))
+    got = set(kf.service_frontends(SERVICES + of_kind(MORE, "Service"), facts, PODS + of_kind(MORE, "Pod"),
+                                   node_addresses=True))
     for port, proto in ((30070, "TCP"), (31443, "TCP"), (31444, "UDP"), (32080, "TCP")):
         for address in ("0.0.0.0", "[::]", "198.18.0.11", "198.18.0.12", "203.0.113.12", "198.18.0.13",
                         "[fd00:18::13]"):
@@ -117,8 +123,30 @@ def test_nodeports_skip_nodes_without_address_and_default_protocol():
     svc = copy.deepcopy(by_name(SERVICES, "shop"))
     del svc["spec"]["ports"][0]["protocol"]
     nodes = [{"name": "node1", "addresses": ["198.18.0.11"]}, {"name": "node9", "addresses": []}]
-    assert kf.service_frontends([svc], nodes) == [
+    assert kf.service_frontends([svc], nodes, node_addresses=True) == [
         "0.0.0.0:30070/TCP", "198.18.0.11:30070/TCP", "198.18.0.230:80/TCP", "198.18.16.70:80/TCP"]
+    assert kf.service_frontends([svc], nodes) == ["0.0.0.0:30070/TCP", "198.18.0.230:80/TCP", "198.18.16.70:80/TCP"]
+
+
+def test_the_compact_list_keeps_live_every_form_of_the_full_one_and_nothing_more():
+    """The default list leaves out <node address>:<nodePort> (and a hostPort on its node's addresses): bpf_map_usage's
+    matching must find every form of the full list live against it, and a frontend no Service has still stale."""
+    nodes = copy.deepcopy(NODES)
+    by_name(nodes, "node3")["status"]["addresses"].append({"type": "InternalIP", "address": "fd00:18::13"})
+    facts = kf.nodes_facts(nodes)
+    services, pods = SERVICES + of_kind(MORE, "Service"), PODS + of_kind(MORE, "Pod")
+    full = kf.service_frontends(services, facts, pods, node_addresses=True)
+    compact = kf.service_frontends(services, facts, pods)
+    node_ips = set(ip for node in facts for ip in node["addresses"])
+    assert set(compact) < set(full)
+    assert set(full) - set(compact) == set(f for f in full if f.rsplit(":", 1)[0].strip("[]") in node_ips
+                                          and f not in compact)
+    assert len(full) - len(compact) == 18  # 4 NodePorts on 4 node addresses, a hostPort on node2's one
+    live = frontends.LiveFrontends(parse_frontend(f) for f in compact)
+    assert all(parse_frontend(f) in live for f in full)
+    # still stale: a port no Service or hostPort has, on a node address and on the surrogate
+    assert parse_frontend("198.18.0.11:30999/TCP") not in live and parse_frontend("0.0.0.0:30999/TCP") not in live
+    assert parse_frontend("198.18.16.99:80/TCP") not in live
 
 
 def test_dns_servers_service_then_pods_with_ip():
@@ -193,7 +221,9 @@ def test_gather_reads_only_what_is_asked(what, calls, keys):
     result = kf.gather(kube, what)
     assert kube.calls == calls and sorted(result) == keys
     if "service_frontends" in what:
-        assert sorted(result["service_frontends"]) == EXPECTED
+        assert sorted(result["service_frontends"]) == COMPACT
+        full = kf.gather(FakeKube(), what, node_port_addresses=True)
+        assert sorted(full["service_frontends"]) == EXPECTED
 
 
 def test_gather_other_dns_names():

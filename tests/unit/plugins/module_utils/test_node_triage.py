@@ -214,15 +214,29 @@ def test_node_network_api_check_has_the_same_shape_and_validates_before_connecti
         def nodes(self, label_selector=None):
             return of_kind(objs, "Node")
 
-        def pods(self, namespace):
-            asked.append(namespace)
-            return [p for p in of_kind(objs, "Pod") if p["metadata"]["namespace"] == namespace]
+        def pods(self, namespace=None, field_selector=None, keep=None):
+            asked.append(namespace or field_selector)
+            got = [p for p in of_kind(objs, "Pod") if p["metadata"]["namespace"] == namespace or (
+                namespace is None and p["status"].get("phase") == "Pending")]
+            return [k for k in map(keep or (lambda p: p), got) if k is not None]
 
-    out = nn.api_check({"cni_namespaces": ["kube-system", "calico-system"]}, FakeKube, now=now)
+        def list(self, plural, field_selector=None, keep=None):
+            asked.append("%s %s" % (plural, field_selector))
+            got = [e for e in of_kind(objs, "Event") if "reason=%s" % e["reason"] == field_selector]
+            return [k for k in map(keep, got) if k is not None]
+
+    out = nn.api_check({"cni_namespaces": ["kube-system", "calico-system"], "pending_pods": False}, FakeKube, now=now)
     models, found = nn.check_nodes(of_kind(objs, "Node"), of_kind(objs, "Pod"), nn.DEFAULT_CNI_DAEMONSETS, now)
     assert out == {"data": {"nodes": models}, "findings": sort_findings(found)}
     assert any(f["severity"] == "critical" for f in found)
     assert asked == ["connect", "kube-system", "calico-system"]
+    del asked[:]
+    # by default the Pending pods of all namespaces too: the system ones on nodes whose network is down are the
+    # node's findings, so nothing more here, and no Event read when no pod waits
+    out = nn.api_check({"cni_namespaces": ["kube-system", "calico-system"]}, FakeKube, now=now)
+    assert asked == ["connect", "kube-system", "calico-system", "status.phase=Pending"]
+    assert out["data"]["pending_pods"] == {"read": True, "waiting_for_sandbox": 0, "events_read": None}
+    assert out["findings"] == sort_findings(found)
     del asked[:]
     with pytest.raises(InputError, match="restart_threshold >= 1"):
         nn.api_check({"restart_threshold": 0}, FakeKube)
