@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 
 """The Kubernetes API layer of the controller-side modules: credentials (auth), the bounded transport, the client,
-exec (pod_exec), the objects' accessors (objects), and the modules' shared main (module) and options (args).
+an error status in words (statuses), exec (pod_exec), the objects' accessors (objects), and the modules' shared main (module) and options (args).
 Uses core only.
 
 Internal to k8snet.triage (docs/developing.md, "Private code"): nothing here is a public interface.

@@ -29,7 +29,8 @@ from urllib.parse import urlencode, urlsplit
 
 from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import PrivilegeError, ReadError
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.args import check_name, check_namespace
-from ansible_collections.k8snet.triage.plugins.module_utils.kube.client import http_error, resource_path
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.client import resource_path
+from ansible_collections.k8snet.triage.plugins.module_utils.kube.statuses import http_error
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.transport import CONNECT_TIMEOUT
 
 PROTOCOL = "v4.channel.k8s.io"

@@ -8,6 +8,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.kube import objects 
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import args as kube_args
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import auth as kube_auth
 from ansible_collections.k8snet.triage.plugins.module_utils.kube import client as kube_client
+from ansible_collections.k8snet.triage.plugins.module_utils.kube import statuses as kube_statuses
 from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError
 from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import InputError
 from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import PrivilegeError
@@ -105,22 +106,28 @@ FORBIDDEN = json.dumps({"kind": "Status", "apiVersion": "v1", "status": "Failure
 
 
 def test_http_errors_name_the_action():
-    err = kube_client.http_error(403, FORBIDDEN, "list pods (all namespaces)", "https://api:6443")
+    err = kube_statuses.http_error(403, FORBIDDEN, "list pods (all namespaces)", "https://api:6443")
     assert isinstance(err, PrivilegeError)
     assert "RBAC forbids us to list pods (all namespaces) on https://api:6443 (403 Forbidden)" in err.message
     assert "cannot list resource" in err.message
-    err = kube_client.http_error(401, '{"kind":"Status","message":"Unauthorized","code":401}', "list nodes",
-                                 "https://api")
+    err = kube_statuses.http_error(401, '{"kind":"Status","message":"Unauthorized","code":401}', "list nodes",
+                                   "https://api")
     assert isinstance(err, PrivilegeError) and "refused our credentials (401 Unauthorized) to list nodes" in err.message
     # what the triage reads to find the API server down (filter api_down): the status, the request, the server
     assert (err.details["status"], err.details["action"], err.details["server"]) == (401, "list nodes", "https://api")
-    err = kube_client.http_error(404, "", "get services web/a", "https://api")
+    err = kube_statuses.http_error(404, "", "get services web/a", "https://api")
     assert isinstance(err, ReadError) and err.details["status"] == 404 and err.message.startswith("not found: get services web/a")
-    assert "HTTP 500" in kube_client.http_error(500, "<html>", "list nodes", "https://api").message
-    err = kube_client.http_error(409, json.dumps({"kind": "Status", "code": 409, "reason": "Conflict", "message":
-                                                  'Operation cannot be fulfilled on services "web": the object has been '
-                                                  'modified'}),
-                                 "patch services a/web", "https://api")
+    assert "HTTP 500" in kube_statuses.http_error(500, "<html>", "list nodes", "https://api").message
+    err = kube_statuses.http_error(429, json.dumps({"kind": "Status", "code": 429, "reason": "TooManyRequests",
+                                                    "message": "Too many requests, please try again later."}),
+                                   "list nodes", "https://api")
+    assert isinstance(err, ReadError) and err.details["status"] == 429
+    assert "refused to list nodes: too many requests (429) (Too many requests, please try again later.)" in err.message
+    assert "priority and fairness" in err.message and "kubectl get flowschemas" in err.message
+    err = kube_statuses.http_error(409, json.dumps({"kind": "Status", "code": 409, "reason": "Conflict", "message":
+                                                    'Operation cannot be fulfilled on services "web": the object has '
+                                                    'been modified'}),
+                                   "patch services a/web", "https://api")
     assert isinstance(err, ChangeError) and err.details["status"] == 409
     assert err.message.startswith("conflict: the Kubernetes API at https://api refused to patch services a/web (409")
 

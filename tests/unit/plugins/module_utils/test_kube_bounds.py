@@ -119,7 +119,7 @@ def test_429_beyond_the_deadline_is_an_error_naming_the_retries(hostile):
     with pytest.raises(ReadError) as info:
         _client(server, 2.5).nodes()
     took = time.monotonic() - started
-    assert "HTTP 429" in str(info.value) and "retried 2 times, the next retry (in 1 s" in str(info.value)
+    assert "too many requests (429)" in str(info.value) and "retried 2 times, the next retry (in 1 s" in str(info.value)
     assert took <= 2.5 * 1.1 and len(server.requests) == 3
 
 
