@@ -364,6 +364,7 @@ def load(cluster, plan, client, pool):
                                        "containers": [{"name": "calico-node", "image": "calico/node:v3.31.0"}]}}}})
     owner = {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": CNI_DAEMONSET, "uid": ds["metadata"]["uid"],
              "controller": False}
+    cluster_dns(plan, client)
     step("%d CNI agent pods" % n["nodes"], [agent_job(plan, client, owner, i) for i in range(n["nodes"])
                                             if plan.agent_fault(i)])
     apps = list(plan.app_pods())
@@ -453,6 +454,33 @@ def service_job(plan, client, k, s, g):
     return job
 
 
+def cluster_dns(plan, client):
+    """The cluster's DNS as kubeadm installs it (Service kube-system/kube-dns, two coredns pods Running and Ready on
+    the first nodes), healthy: a cluster without DNS would be a fault the loader did not mean to plant."""
+    labels = {"k8s-app": "kube-dns"}
+    client.send("POST", "/api/v1/namespaces/kube-system/services", {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "kube-dns", "namespace": "kube-system",
+                                                            "labels": labels},
+        "spec": {"selector": labels, "ports": [{"name": "dns", "port": 53, "protocol": "UDP"},
+                                               {"name": "dns-tcp", "port": 53, "protocol": "TCP"}]}})
+    for i in range(2):
+        name = "coredns-7db6d8ff4d-%d" % i
+        client.send("POST", "/api/v1/namespaces/kube-system/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "kube-system", "labels": labels},
+            "spec": {"nodeName": plan.node_name(i + 1), "automountServiceAccountToken": False,
+                     "containers": [{"name": "coredns", "image": "registry.k8s.io/coredns/coredns:v1.12.0"}]}})
+        t = now()
+        client.send("PATCH", "/api/v1/namespaces/kube-system/pods/%s/status" % name, {"status": {
+            "phase": "Running", "podIP": plan.pod_ip(i + 1, 0), "podIPs": [{"ip": plan.pod_ip(i + 1, 0)}],
+            "hostIP": plan.node_ip(i + 1), "startTime": t,
+            "containerStatuses": [{"name": "coredns", "image": "registry.k8s.io/coredns/coredns:v1.12.0",
+                                   "imageID": "", "ready": True, "restartCount": 0, "started": True,
+                                   "state": {"running": {"startedAt": t}}}],
+            "conditions": [{"type": c, "status": "True", "lastTransitionTime": t}
+                           for c in ("PodScheduled", "Initialized", "ContainersReady", "Ready")]}},
+            "application/merge-patch+json")
+
+
 def cis_controller(client):
     """F5 CIS's Deployment as F5's sample installs it (all namespaces, pool member type cluster, partition
     kubernetes), its status one ready replica as the Deployment controller (not run here) would write it."""
@@ -540,15 +568,19 @@ MEASURES = [
       ["pods", "-n", "kube-system", "-l", "k8s-app=kube-dns"]]),
     ("kube_network_info frontends", "kube_network_info", {"gather": ["service_frontends"]},
      [["nodes,services,pods", "-A"]]),
-    ("node_network_status", "node_network_status", {}, [["nodes,pods", "-n", "kube-system"]]),
+    ("node_network_status", "node_network_status", {},
+     [["nodes,pods", "-n", "kube-system"], ["pods", "-A", "--field-selector", "status.phase=Pending"],
+      ["events", "-A", "--field-selector", "reason=FailedCreatePodSandBox"]]),
     ("webhook_deadlock", "webhook_deadlock", {},
      [["validatingwebhookconfigurations,mutatingwebhookconfigurations,namespaces,nodes,pods", "-n", "kube-system"]]),
     ("f5_configmap_audit", "f5_configmap_audit", {},
-     [["services", "-A"], ["configmaps", "-A", "-l", "f5type=virtual-server"], ["pods,deployments", "-A"]]),
+     [["services", "-A"], ["configmaps", "-A", "-l", "f5type=virtual-server"], ["pods", "-n", "kube-system"],
+      ["deployments", "-A"]]),
     ("kube_network_info lb_vips", "kube_network_info", {"gather": ["lb_vips"]}, [["services", "-A"]]),
-    ("service_path_info", "service_path_info", {"service": "ns-0000/svc-3"},
-     [["services", "-n", "ns-0000", "svc-3"],
-      ["endpointslices", "-n", "ns-0000", "-l", "kubernetes.io/service-name=svc-3"], ["nodes"]]),
+    # a ClusterIP Service whose 14 endpoints are half not ready (pods of the not-ready share)
+    ("service_path_info", "service_path_info", {"service": "ns-0000/svc-8"},
+     [["services", "-n", "ns-0000", "svc-8"],
+      ["endpointslices", "-n", "ns-0000", "-l", "kubernetes.io/service-name=svc-8"], ["nodes"]]),
     ("kube_logs", "kube_logs", {"nodes": ["node-00003", "node-00005"], "max_pods": 5},
      [["pods", "-A", "-l", "k8s-app in (calico-node,cilium,kube-dns)"], ["events", "-A"]]),
 ]
@@ -629,6 +661,46 @@ def measure_triage(cluster, lab, kubeconfig, user, env, mark):
     return row, mark
 
 
+# each planted fault: the row that must find it, the check, and how the count is read (the evidence's count of a
+# finding said once for many, else the number of findings); compared at every scale
+FOUND_AS = [
+    ("node_not_ready", "node_network_status", "node.cni_not_ready"),
+    ("node_network_unavailable", "node_network_status", "node.network_unavailable"),
+    ("cni_agent_crashloop", "node_network_status", "node.cni_pod_crashloop"),
+    ("cni_agent_missing", "node_network_status", "node.cni_pod_missing"),
+    ("pod_cni_waiting", "node_network_status", "node.pods_waiting_for_sandbox"),
+    ("node_without_pod_cidr", "kube_network_info nodes,dns", "kube.node_without_pod_cidr"),
+    ("f5_orphan_configmap", "f5_configmap_audit", "f5.orphan_configmap"),
+]
+
+
+def tally(row):
+    """{check: count} of one row's findings ("check xN" each)."""
+    out = {}
+    for item in row["findings"]:
+        check, _, count = item.rpartition(" x")
+        out[check] = out.get(check, 0) + int(count)
+    return out
+
+
+def compare(planted, rows):
+    """Lines that say, for each planted fault, what was found; and the checks found that nothing planted."""
+    by_label = dict((row["label"], tally(row)) for row in rows)
+    lines, expected = [], {}
+    for fault, label, check in FOUND_AS:
+        if label not in by_label:
+            continue
+        expected.setdefault(label, set()).add(check)
+        found = by_label[label].get(check, 0)
+        lines.append("  %-26s planted %6d  found %6d as %s (%s)%s" % (
+            fault, planted.get(fault, 0), found, check, label, "" if found == planted.get(fault, 0) else "  MISMATCH"))
+    for label, counts in by_label.items():
+        extra = sorted(c for c in counts if c not in expected.get(label, set()))
+        if extra:
+            lines.append("  %s also found: %s" % (label, ", ".join("%s x%d" % (c, counts[c]) for c in extra)))
+    return lines
+
+
 def print_row(row):
     ours, manual = row["ours"], row["manual"]
     ratio = ours["seconds"] / manual["seconds"] if manual["seconds"] else 0
@@ -695,6 +767,7 @@ def main():
         print("scale %g%%: %s" % (args.scale, plan.n), flush=True)
         if args.reuse:
             plan.count(len(lab.nodes))
+            cluster_dns(plan, Client(cluster))  # a lab loaded before the loader made the cluster's DNS
         else:
             with ThreadPoolExecutor(THREADS) as pool:
                 load(cluster, plan, Client(cluster), pool)
@@ -705,6 +778,9 @@ def main():
             reader(cluster)
         kubeconfig, user = cluster.kubeconfig("bench-reader"), "system:serviceaccount:default:bench-reader"
         rows = measure(cluster, lab, kubeconfig, user, args.only)
+        print("planted and found:")
+        for line in compare(plan.planted, rows):
+            print(line)
         out = ROOT / "tests" / "output" / ("kube_scale-%g.json" % args.scale)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"scale": args.scale, "counts": plan.n, "planted": plan.planted,

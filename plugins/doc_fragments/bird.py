@@ -27,7 +27,7 @@ options:
       - Addresses of the nodes this node should peer with (Calico's node-to-node mesh).
         The node's own addresses are left out. C(10.0.0.5/24), the form of the
         C(projectcalico.org/IPv4Address) Node annotation, is accepted.
-      - When empty, only the sessions themselves are checked (no stale or missing peers).
+      - When empty, only the sessions themselves are checked (no stale or missing peers). At most 16384 items.
     type: list
     elements: str
     default: []

@@ -15,6 +15,9 @@ description:
     node the way a load balancer does, parsing kube-proxy's JSON (C(localEndpoints), 200 or 503).
   - Findings C(lb.nodes_without_endpoints) (the nodes, the replica count, and the trade-off of C(Cluster)) and
     C(lb.health_probe_mismatch) (the probe disagrees with the API, or gets no answer).
+  - The probes of a run go to at most O(max_probe_nodes) nodes with a local endpoint and as many without per
+    Service, O(probe_workers) at a time within O(probe_deadline); what was not probed is said
+    (C(lb.probes_limited)), never passed as probed.
   - With O(probe_traffic=true) it also connects to the traffic nodePort (the Service's first TCP port) of every
     node and sends one HTTP request. With policy C(Local) a node without a local endpoint does not forward (the
     connect is dropped, or accepted and never answered), which is expected and shown in the pool view of
@@ -85,6 +88,28 @@ options:
     description: Seconds to wait for one health check answer, a finite number more than 0 and at most 60.
     type: float
     default: 2.0
+  max_probe_nodes:
+    description:
+      - Per Service, probe at most this many nodes with a ready local endpoint (where kube-proxy answers 200) and as
+        many without (503), spread evenly over the sorted node names, the same in every run; V(0) probes every
+        node. At 5,000 nodes and 500 Services every node is 2.5 million probes.
+      - The nodes left out are judged from the API's endpoints alone, and said in C(lb.probes_limited) (info).
+    type: int
+    default: 16
+    version_added: 0.3.0
+  probe_workers:
+    description: How many probes run at once (1 to 256).
+    type: int
+    default: 32
+    version_added: 0.3.0
+  probe_deadline:
+    description:
+      - Seconds for all the probes of the run together (1 to 3600). Those not made by then are not probed, and
+        C(lb.probes_limited) (warning) names the first of them; the post-check of a switch has its own
+        O(verify_timeout).
+    type: float
+    default: 120.0
+    version_added: 0.3.0
   address_type:
     description: Which Node address to probe.
     type: str
@@ -163,7 +188,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 services:
-  description: Per Service, its policy, health check node port, ready local endpoints per node and the probes.
+  description:
+    - Per Service, its policy, health check node port, ready local endpoints per node and the probes.
+    - For a Local LoadBalancer Service, C(nodes_not_probed) counts the pool nodes O(max_probe_nodes) left out.
   returned: always
   type: list
   elements: dict
@@ -173,6 +200,7 @@ services:
       health_check_node_port: 31910
       local_endpoints: {node1: 1, node2: 1}
       probes: {node1: {status: 200, local_endpoints: 1, error: null}, node3: {status: 503, local_endpoints: 0, error: null}}
+      nodes_not_probed: 0
 patched:
   description: Services whose policy was (or in check mode would be) switched to Cluster, also when a later one failed.
   returned: always

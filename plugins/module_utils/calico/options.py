@@ -31,7 +31,8 @@ CHECK_SPEC = dict(
 # The option rules (bounds, shapes) of the bird options, used by module calico_bgp_status and by node_triage.
 RULES = dict(
     sockets=params.each(params.absolute_path, max_items=16),
-    expected_peers=params.each(params.address_or_network, max_items=4096),
+    # the node pass gives every Node's address (two with dual stack): Kubernetes' own limit is 5,000 nodes
+    expected_peers=params.each(params.address_or_network, max_items=16384),
     stuck_after=params.count(0, 86400, "seconds"),
     timeout=params.count(1, 60, "seconds"),
     cni_conf_dir=params.absolute_path,

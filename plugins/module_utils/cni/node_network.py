@@ -13,7 +13,7 @@ from __future__ import annotations
 import calendar
 import time
 
-from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import SEVERITIES as SEVERITY_ORDER, finding, sample
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import collapse, finding, sample
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.objects import condition, meta
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.client import optional_read
 from ansible_collections.k8snet.triage.plugins.module_utils.cni import sandboxes
@@ -300,35 +300,13 @@ def check_nodes(nodes, pods, daemonsets, now, stuck_after=300, restart_threshold
     per_node = []
     for model in models:
         per_node.extend(check_node(model, stuck_after, restart_threshold, cni_expected=bool(cni_pods)))
-    found.extend(collapse(per_node))
+    found.extend(collapse(per_node, COLLAPSE_OVER, "nodes"))
     if not found:
         found.append(finding(
             "node.network_ok", "ok", "L3", "cluster",
             "%d nodes: no NetworkUnavailable, CNI ready, one ready CNI agent pod each" % len(models),
             {"nodes": sample(m["name"] for m in models)}))
     return models, found
-
-
-def collapse(found, over=COLLAPSE_OVER):
-    """``found`` (per-node findings) with each check found on more than ``over`` nodes said once: its count, the first
-    nodes and the first findings' summaries and evidence; the others as they are, in their order."""
-    by_check = {}
-    for item in found:
-        by_check.setdefault(item["check"], []).append(item)
-    out = []
-    for check, items in by_check.items():
-        if len(items) <= over:
-            out.extend(items)
-            continue
-        subjects = [item["subject"] for item in items]
-        severity = max((item["severity"] for item in items), key=SEVERITY_ORDER.index)
-        out.append(finding(
-            check, severity, items[0]["layer"], "%d nodes" % len(items),
-            "%s on %d nodes (%s, ...); the first: %s" % (check, len(items), ", ".join(subjects[:5]), items[0]["summary"]),
-            {"count": len(items), "nodes": sample(subjects), "first": [item["evidence"] for item in items[:3]],
-             "summaries": [item["summary"] for item in items[:5]]},
-            items[0]["remediation"]))
-    return out
 
 
 def agent_configs(kube, pods, daemonsets):

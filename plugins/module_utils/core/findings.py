@@ -74,6 +74,31 @@ def sample(items, limit=EVIDENCE_SAMPLE):
     return items[:limit]
 
 
+def collapse(found, over, unit):
+    """``found`` (findings of one check each about one subject: a node, a Service) with each check found on more than
+    ``over`` subjects said once: its count of ``unit`` (``nodes``, ``Services``), the worst severity, the first
+    subjects and the first findings' summaries and evidence; the others as they are, in their order. 3,000 NotReady
+    nodes are one problem to read, not 3,000."""
+    by_check = {}
+    for item in found:
+        by_check.setdefault(item["check"], []).append(item)
+    out = []
+    for check, items in by_check.items():
+        if len(items) <= over:
+            out.extend(items)
+            continue
+        subjects = [item["subject"] for item in items]
+        severity = max((item["severity"] for item in items), key=SEVERITIES.index)
+        out.append(finding(
+            check, severity, items[0]["layer"], "%d %s" % (len(items), unit),
+            "%s on %d %s (%s, ...); the first: %s" % (check, len(items), unit, ", ".join(subjects[:5]),
+                                                     items[0]["summary"]),
+            {"count": len(items), unit.lower(): sample(subjects), "first": [item["evidence"] for item in items[:3]],
+             "summaries": [item["summary"] for item in items[:5]]},
+            items[0]["remediation"]))
+    return out
+
+
 def worst(findings):
     """The highest severity among findings ('ok' for none)."""
     rank = {name: i for i, name in enumerate(SEVERITIES)}

@@ -9,7 +9,8 @@ kube-proxy (and Cilium) answer ``http://<node>:<healthCheckNodePort>/`` with JSO
 ready local endpoint fail the load balancer's health check by design.  This module relates the
 EndpointSlices (which nodes hold a ready endpoint) to the probes of every node.
 
-Its parts beside it: ``lb_health_probes`` (the readers ``probe`` and ``traffic_probe``), ``lb_health_checks``
+Its parts beside it: ``health_plan`` (which nodes each Service's probes go to, and the probes run side by side
+within ``probe_deadline``), ``lb_health_probes`` (the readers ``probe`` and ``traffic_probe``), ``lb_health_checks``
 (pure: ``local_endpoints``, ``check_service``, ``check_traffic``, ``pool_view``, ``owner``, ``patch_reason``,
 ``forced_reason``) and ``lb_health_remediation`` (``set_cluster_policy``, ``remediate``, ``verify_switch`` and
 their findings).  This file: ``api_run``, the module's whole run: ``select_services``, then ``run`` (read, probe
@@ -18,12 +19,16 @@ and judge each Service, remediate the ``remediation_targets``, verify what was p
 
 from __future__ import annotations
 
+import functools
+
 from ansible_collections.k8snet.triage.plugins.module_utils.core.errors import ChangeError, InputError
-from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import sort_findings
+from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import collapse, sort_findings
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.objects import meta, node_address
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.args import split_ref
 from ansible_collections.k8snet.triage.plugins.module_utils.lb.health_checks import (
-    check_service, forced_reason, is_local_lb, local_endpoints, patch_reason, pool_nodes, service_model)
+    check_service, forced_reason, is_local_lb, local_endpoints, patch_reason, pool_nodes, probes_limited,
+    service_model)
+from ansible_collections.k8snet.triage.plugins.module_utils.lb.health_plan import probe_nodes, run_all
 from ansible_collections.k8snet.triage.plugins.module_utils.lb.health_probes import probe, traffic_port, traffic_probe
 from ansible_collections.k8snet.triage.plugins.module_utils.lb.health_remediation import (
     owner_finding, remediate, verify_findings, verify_switch)
@@ -35,6 +40,8 @@ def node_ips(nodes, address_type="InternalIP"):
 
 # ------------------------------------------------------------------ the lb_health run (reads, remediation, post-check)
 MAX_PATCH_LIMIT = 100
+# beyond this many Services with the same finding, one finding says it for them all
+COLLAPSE_OVER = 20
 
 
 def select_services(kube, names, namespaces):
@@ -76,51 +83,68 @@ def remediation_targets(p):
     return targets
 
 
-def _probe_nodes(nodes, addresses, port, probe_one, timeout):
-    """{node name: probe_one(address, port, timeout)} of every pool node that has an address."""
-    probes = {}
-    for node in nodes:
-        address = addresses[meta(node, "name")]
-        if address:
-            probes[meta(node, "name")] = probe_one(address, port, timeout)
-    return probes
+def _probe_jobs(ref, svc, chosen, addresses, p):
+    """[(key, probe)] of one Service's chosen nodes that have an address: its healthCheckNodePort (``probe``) and
+    its traffic nodePort (``probe_traffic``)."""
+    jobs = []
+    port, node_port = svc["spec"].get("healthCheckNodePort"), traffic_port(svc)
+    for name in chosen:
+        address = addresses.get(name)
+        if not address:
+            continue
+        if p["probe"] and port:
+            jobs.append(((ref, "health", name), functools.partial(probe, address, port, p["probe_timeout"])))
+        if p["probe_traffic"] and node_port:
+            jobs.append(((ref, "traffic", name), functools.partial(traffic_probe, address, node_port,
+                                                                   p["probe_timeout"])))
+    return jobs
 
 
-def _read_service(kube, svc, nodes, addresses, p):
-    """(local endpoints, health-check probes, traffic probes or None when not probed) of one Local LoadBalancer
-    Service: its EndpointSlices, its healthCheckNodePort on every node (``probe``) and its traffic nodePort
-    (``probe_traffic``)."""
-    endpoints = local_endpoints(kube.endpoint_slices(meta(svc, "namespace"), service=meta(svc, "name")))
-    port = svc["spec"].get("healthCheckNodePort")
-    probes = {}
-    if p["probe"] and port:
-        probes = _probe_nodes(nodes, addresses, port, probe, p["probe_timeout"])
-    traffic = None
-    node_port = traffic_port(svc)
-    if p["probe_traffic"] and node_port:
-        traffic = _probe_nodes(nodes, addresses, node_port, traffic_probe, p["probe_timeout"])
-    return endpoints, probes, traffic
+def _read_services(kube, services, nodes, addresses, p):
+    """([(Service, ref, its local endpoints, the nodes chosen, how many not)] of the Local LoadBalancer Services,
+    {(ref, kind, node): probe result}, [keys not probed before the deadline], how many were planned)."""
+    names = [meta(n, "name") for n in nodes]
+    local, jobs = [], []
+    for svc in services:
+        if not is_local_lb(svc):
+            continue
+        ref = "%s/%s" % (meta(svc, "namespace"), meta(svc, "name"))
+        endpoints = local_endpoints(kube.endpoint_slices(meta(svc, "namespace"), service=meta(svc, "name")))
+        chosen, skipped = probe_nodes(names, endpoints, p["max_probe_nodes"])
+        local.append((svc, ref, endpoints, chosen, skipped))
+        jobs.extend(_probe_jobs(ref, svc, chosen, addresses, p))
+    results, late = run_all(jobs, p["probe_workers"], p["probe_deadline"])
+    return local, results, late, len(jobs)
 
 
 def _judge_services(kube, services, nodes, addresses, p, targets):
     """(Service models, findings, {ref: patch reason}, {ref: traffic probes}) of the selected Services."""
     models, found, reasons, traffic_all = [], [], {}, {}
+    local, results, late, planned = _read_services(kube, services, nodes, addresses, p)
+    by_ref = dict((item[1], item) for item in local)
     for svc in services:
         ref = "%s/%s" % (meta(svc, "namespace"), meta(svc, "name"))
-        if not is_local_lb(svc):
+        if ref not in by_ref:
             models.append(service_model(svc, {}, {}))
             reasons[ref] = patch_reason(svc, nodes, {}, {})
             continue
-        endpoints, probes, traffic = _read_service(kube, svc, nodes, addresses, p)
-        if traffic is None:
-            traffic = {}
-        else:
-            traffic_all[ref] = traffic
-        found.extend(check_service(svc, nodes, endpoints, probes, traffic))
-        models.append(service_model(svc, endpoints, probes))
+        endpoints, chosen, skipped = by_ref[ref][2:]
+        probes = dict((n, results[(ref, "health", n)]) for n in chosen if (ref, "health", n) in results)
+        traffic = None
+        if p["probe_traffic"] and traffic_port(svc):
+            traffic = traffic_all[ref] = dict((n, results[(ref, "traffic", n)]) for n in chosen
+                                              if (ref, "traffic", n) in results)
+        found.extend(check_service(svc, nodes, endpoints, probes, traffic or {}))
+        models.append(dict(service_model(svc, endpoints, probes), nodes_not_probed=skipped))
         reasons[ref] = patch_reason(svc, nodes, endpoints, probes)
         if p["force_policy_switch"] and ref in targets:
             reasons[ref] = forced_reason(svc, reasons[ref], probes)
+    limited = probes_limited(local, planned, late, len(nodes), p)
+    found.extend([limited] if limited else [])
+    # Local's by-design condition on hundreds of Services is one thing to read: said once with the count
+    without = [f for f in found if f["check"] == "lb.nodes_without_endpoints"]
+    found = [f for f in found if f["check"] != "lb.nodes_without_endpoints"] + collapse(
+        without, COLLAPSE_OVER, "Services")
     return models, found, reasons, traffic_all
 
 

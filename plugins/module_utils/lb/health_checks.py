@@ -109,8 +109,8 @@ def _without_summary(ref, names, with_eps, without, replicas, pool, probes):
                "answered)" % (len(without), len(names), ", ".join(sample(without)), ref, replicas,
                               ", ".join(sample(with_eps)), ", ".join(sample(with_eps))))
     if probes:
-        passing = [n for n in names if pool[n]["health_check"] == "pass"]
-        failing = [n for n in names if pool[n]["health_check"] == "fail"]
+        passing = [n for n in names if n in pool and pool[n]["health_check"] == "pass"]
+        failing = [n for n in names if n in pool and pool[n]["health_check"] == "fail"]
         summary += "; pool: %s pass, %s fail" % (", ".join(sample(passing)) or "none",
                                                  ", ".join(sample(failing)) or "none")
     return summary
@@ -152,6 +152,53 @@ def _mismatch_findings(ref, port, names, endpoints, probes):
     return found
 
 
+# beyond this many pool nodes, a finding's pool view shows the nodes probed (else the first with and without an
+# endpoint), not every node: 5,000 rows for each of 500 Services is no evidence anyone reads
+POOL_VIEW_NODES = 40
+
+
+def _pool_shown(nodes, endpoints, probes):
+    """The nodes a finding's pool view shows: all of them up to POOL_VIEW_NODES, else those probed, else the first
+    with a local endpoint and the first without."""
+    if len(nodes) <= POOL_VIEW_NODES:
+        return nodes
+    probed = [n for n in nodes if meta(n, "name") in probes]
+    if probed:
+        return probed
+    half = POOL_VIEW_NODES // 2
+    return ([n for n in nodes if endpoints.get(meta(n, "name"))][:half]
+            + [n for n in nodes if not endpoints.get(meta(n, "name"))][:half])
+
+
+def probes_limited(local, planned, late, pool, p):
+    """``lb.probes_limited``: the (Service, node) probes not made, said plainly (None when every node of every
+    Service was probed): the nodes ``max_probe_nodes`` left out, and the probes ``probe_deadline`` cut off."""
+    if not p["probe"] and not p["probe_traffic"]:
+        return None
+    skipped = sum(item[4] for item in local)
+    if not skipped and not late:
+        return None
+    done = planned - len(late)
+    parts = []
+    if skipped:
+        parts.append("%d Service x node pairs were not probed: at most %d nodes with a local endpoint and %d without "
+                     "per Service (max_probe_nodes) of %d pool nodes" % (skipped, p["max_probe_nodes"],
+                                                                        p["max_probe_nodes"], pool))
+    if late:
+        parts.append("%d of the %d probes planned were not made before probe_deadline (%gs), the first: %s" % (
+            len(late), planned, p["probe_deadline"], ", ".join("%s@%s" % (k[0], k[2]) for k in late[:5])))
+    return finding(
+        "lb.probes_limited", "warning" if late else "info", "L4", "%d Services" % len(local),
+        "the health checks of %d Local LoadBalancer Services were probed on part of the nodes (%d probes made): %s; "
+        "a node not probed is judged from the API's endpoints alone" % (len(local), done, "; ".join(parts)),
+        {"services": len(local), "pool_nodes": pool, "planned": planned, "made": done, "not_chosen": skipped,
+         "late": len(late), "late_first": ["%s@%s (%s)" % (k[0], k[2], k[1]) for k in late[:20]],
+         "max_probe_nodes": p["max_probe_nodes"], "probe_deadline": p["probe_deadline"],
+         "probe_workers": p["probe_workers"]},
+        "raise max_probe_nodes (0: every node) or probe_deadline, or name the Services to check (services: "
+        "[namespace/name])")
+
+
 def check_service(service, nodes, endpoints, probes, traffic=None):
     """Findings for one eTP=Local Service.
 
@@ -166,7 +213,7 @@ def check_service(service, nodes, endpoints, probes, traffic=None):
     replicas = sum(endpoints.values())
     found = []
     if without:
-        pool = pool_view(nodes, endpoints, probes, traffic)
+        pool = pool_view(_pool_shown(nodes, endpoints, probes), endpoints, probes, traffic)
         who = owner(service)
         found.append(finding(
             "lb.nodes_without_endpoints", "critical" if not with_eps else "warning", "L4", ref,

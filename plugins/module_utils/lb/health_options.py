@@ -23,6 +23,9 @@ CHECK_SPEC = dict(
     probe_traffic=dict(type="bool", default=False),
     verify=dict(type="bool", default=True),
     verify_timeout=dict(type="float", default=30.0),
+    max_probe_nodes=dict(type="int", default=16),
+    probe_workers=dict(type="int", default=32),
+    probe_deadline=dict(type="float", default=120.0),
 )
 
 RULES = dict(
@@ -31,5 +34,8 @@ RULES = dict(
     namespaces=rules.each(rules.k8s_name),
     probe_timeout=rules.seconds(0, 60),
     verify_timeout=rules.seconds(0, 600),
+    max_probe_nodes=rules.count(0, 100000, "nodes"),
+    probe_workers=rules.count(1, 256, "threads"),
+    probe_deadline=rules.seconds(1, 3600),
     remediate_services=rules.each(rules.namespaced_name),
 )

@@ -282,7 +282,8 @@ class ClusterKube(StoreKube):
 def _params(**extra):
     return dict({"services": [REF], "namespaces": [], "probe": True, "probe_timeout": 0.5, "address_type": "InternalIP",
                  "remediate": "cluster", "remediate_services": [REF], "max_patch": 1, "force_policy_switch": False,
-                 "probe_traffic": False, "verify": True, "verify_timeout": 1.0}, **extra)
+                 "probe_traffic": False, "verify": True, "verify_timeout": 1.0, "max_probe_nodes": 16,
+                 "probe_workers": 32, "probe_deadline": 120.0}, **extra)
 
 
 def unanswered(error="no answer: Connection refused"):
