@@ -577,10 +577,10 @@ MEASURES = [
      [["services", "-A"], ["configmaps", "-A", "-l", "f5type=virtual-server"], ["pods", "-n", "kube-system"],
       ["deployments", "-A"]]),
     ("kube_network_info lb_vips", "kube_network_info", {"gather": ["lb_vips"]}, [["services", "-A"]]),
-    # a ClusterIP Service whose 14 endpoints are half not ready (pods of the not-ready share)
-    ("service_path_info", "service_path_info", {"service": "ns-0000/svc-8"},
-     [["services", "-n", "ns-0000", "svc-8"],
-      ["endpointslices", "-n", "ns-0000", "-l", "kubernetes.io/service-name=svc-8"], ["nodes"]]),
+    # a LoadBalancer Service (externalTrafficPolicy Local) and its 14 endpoints on 14 nodes
+    ("service_path_info", "service_path_info", {"service": "ns-0001/svc-7"},
+     [["services", "-n", "ns-0001", "svc-7"],
+      ["endpointslices", "-n", "ns-0001", "-l", "kubernetes.io/service-name=svc-7"], ["nodes"]]),
     ("kube_logs", "kube_logs", {"nodes": ["node-00003", "node-00005"], "max_pods": 5},
      [["pods", "-A", "-l", "k8s-app in (calico-node,cilium,kube-dns)"], ["events", "-A"]]),
 ]

@@ -231,9 +231,11 @@ def _reads(results):
     return results if isinstance(results, list) else [results]
 
 
-def _node_names(results):
-    """The names of the nodes the reads ``results`` name (node_network_status), in order."""
-    return [n["name"] for r in results for n in (r.get("nodes") or []) if isinstance(n, dict) and n.get("name")]
+def _node_names(results, node_hosts):
+    """The inventory hosts of the nodes the reads ``results`` name (node_network_status), in order: a cluster's
+    other nodes are none of the triage's hosts (5,000 of them on every finding were 70 kB each)."""
+    names = [n["name"] for r in results for n in (r.get("nodes") or []) if isinstance(n, dict) and n.get("name")]
+    return [node_hosts[n] for n in names if n in node_hosts]
 
 
 def _scenario_record(facts, scenario):
@@ -275,7 +277,7 @@ def _api_entry(name, result, hosts, node_hosts, down=None):
         if found and found["check"] == down["check"] and found["request"] == down["request"]:
             return fleet_result("failed", reason, [down["finding"]], hosts)
         return fleet_result("failed", reason, [check_failed(name, "the Kubernetes API", reason)], hosts)
-    named = _node_names([result])
+    named = _node_names([result], node_hosts)
     return fleet_result("ran", "", _placed_on_nodes(result["findings"], node_hosts), named or hosts)
 
 
@@ -299,7 +301,7 @@ def _api_entries(name, results, hosts, node_hosts, down=None):
     if not ran:
         return entries[0]
     failed = [e for e in ran if e["status"] == "failed"]
-    named = _node_names(results)
+    named = _node_names(results, node_hosts)
     return fleet_result("failed" if failed else "ran", "; ".join(e["reason"] for e in failed),
                         [f for e in ran for f in e["findings"]], named or hosts)
 

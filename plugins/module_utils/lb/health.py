@@ -26,7 +26,7 @@ from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.objects import meta, node_address
 from ansible_collections.k8snet.triage.plugins.module_utils.kube.args import split_ref
 from ansible_collections.k8snet.triage.plugins.module_utils.lb.health_checks import (
-    check_service, forced_reason, is_local_lb, local_endpoints, patch_reason, pool_nodes, probes_limited,
+    by_node, check_service, forced_reason, is_local_lb, local_endpoints, patch_reason, pool_nodes, probes_limited,
     service_model)
 from ansible_collections.k8snet.triage.plugins.module_utils.lb.health_plan import probe_nodes, run_all
 from ansible_collections.k8snet.triage.plugins.module_utils.lb.health_probes import probe, traffic_port, traffic_probe
@@ -141,10 +141,12 @@ def _judge_services(kube, services, nodes, addresses, p, targets):
             reasons[ref] = forced_reason(svc, reasons[ref], probes)
     limited = probes_limited(local, planned, late, len(nodes), p)
     found.extend([limited] if limited else [])
-    # Local's by-design condition on hundreds of Services is one thing to read: said once with the count
+    # Local's by-design condition on hundreds of Services is one thing to read: said once with the count; a node
+    # that fails the health check of many Services is one problem of that node, and many such nodes one finding
     without = [f for f in found if f["check"] == "lb.nodes_without_endpoints"]
-    found = [f for f in found if f["check"] != "lb.nodes_without_endpoints"] + collapse(
-        without, COLLAPSE_OVER, "Services")
+    mismatches = [f for f in found if f["check"] == "lb.health_probe_mismatch"]
+    found = [f for f in found if f["check"] not in ("lb.nodes_without_endpoints", "lb.health_probe_mismatch")]
+    found += collapse(without, COLLAPSE_OVER, "Services") + collapse(by_node(mismatches), COLLAPSE_OVER, "nodes")
     return models, found, reasons, traffic_all
 
 

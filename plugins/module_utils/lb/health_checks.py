@@ -199,6 +199,32 @@ def probes_limited(local, planned, late, pool, p):
         "[namespace/name])")
 
 
+def by_node(mismatches):
+    """``lb.health_probe_mismatch`` findings (one per Service and node) with those of one node said once: a node
+    whose kube-proxy does not answer fails the health check of every Service, one problem of that node (its count of
+    Services, the first Services and errors). Findings of other checks pass through."""
+    nodes, out = {}, []
+    for item in mismatches:
+        if item["check"] != "lb.health_probe_mismatch":
+            out.append(item)
+            continue
+        nodes.setdefault(item["subject"].rsplit("@", 1)[-1], []).append(item)
+    for node, items in nodes.items():
+        if len(items) == 1:
+            out.append(items[0])
+            continue
+        refs = [item["subject"].rsplit("@", 1)[0] for item in items]
+        errors = sorted(set(item["evidence"]["error"] or "disagrees" for item in items))
+        out.append(finding(
+            "lb.health_probe_mismatch", "critical", "L4", node,
+            "the health checks of %d Services on %s disagree with the API (%s): %s" % (
+                len(items), node, ", ".join(sample(refs, 5)), "; ".join(errors[:3])),
+            {"count": len(items), "services": sample(refs), "errors": errors[:5],
+             "first": [item["evidence"] for item in items[:3]]},
+            items[0]["remediation"]))
+    return out
+
+
 def check_service(service, nodes, endpoints, probes, traffic=None):
     """Findings for one eTP=Local Service.
 

@@ -544,7 +544,8 @@ def artifacts(report, listed, limit, html=None):
     if isinstance(since, dict):
         # the comparison with the previous run, as counts (the JSON report lists what was resolved)
         out["since"] = {"previous": since.get("previous"), "new": since.get("new", 0), "ongoing": since.get("ongoing", 0),
-                        "resolved": len(since.get("resolved") or []), "unverified": len(since.get("unverified") or [])}
+                        "resolved": since.get("resolved_total", len(since.get("resolved") or [])),
+                        "unverified": since.get("unverified_total", len(since.get("unverified") or []))}
     return out
 
 

@@ -37,8 +37,9 @@ def _since_lines(report):
     resolved, unverified = since.get("resolved") or [], since.get("unverified") or []
     silenced = report["counts"].get("silenced", 0)
     lines = ["since the last run (%s): %d new, %d ongoing, %d resolved, %d not checked again%s" % (
-        since.get("previous") or "none before", since.get("new", 0), since.get("ongoing", 0), len(resolved),
-        len(unverified), ("; %d silenced" % silenced) if silenced else "")]
+        since.get("previous") or "none before", since.get("new", 0), since.get("ongoing", 0),
+        since.get("resolved_total", len(resolved)),
+        since.get("unverified_total", len(unverified)), ("; %d silenced" % silenced) if silenced else "")]
     fresh = [f for f in report["findings"] if (f.get("state") == "new" or f.get("escalated")) and not f.get("silenced")
              and f.get("severity") in ("critical", "warning")]
     for item in fresh[:10]:
@@ -48,8 +49,8 @@ def _since_lines(report):
         lines.append("    ... and %d more new" % (len(fresh) - 10))
     for item in resolved[:5]:
         lines.append("RESOLVED %s  %s (since %s)" % (item.get("check"), _where(item), item.get("first_seen")))
-    if len(resolved) > 5:
-        lines.append("    ... and %d more resolved" % (len(resolved) - 5))
+    if since.get("resolved_total", len(resolved)) > 5:
+        lines.append("    ... and %d more resolved" % (since.get("resolved_total", len(resolved)) - 5))
     return lines
 
 

@@ -100,3 +100,24 @@ def test_local_by_design_on_many_services_is_one_finding_with_the_count():
     assert without[0]["subject"] == "30 Services" and without[0]["severity"] == "warning"
     assert without[0]["evidence"]["services"][0] == "openshift-ingress/router-00"
     assert len(models) == 30 and all(m["nodes_not_probed"] == 0 for m in models)
+
+
+def _mismatch(ref, node, error="no answer: timed out"):
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import finding
+    return finding("lb.health_probe_mismatch", "critical", "L4", "%s@%s" % (ref, node), "health check ... " + error,
+                   {"url": "http://x/", "status": None, "probe_local_endpoints": None, "api_local_endpoints": 1,
+                    "error": error}, "check kube-proxy on %s" % node)
+
+
+def test_a_node_failing_every_services_check_is_one_finding_and_many_such_nodes_one():
+    from ansible_collections.k8snet.triage.plugins.module_utils.core.findings import collapse
+
+    one = [_mismatch("ns/svc-%d" % i, "node-0007") for i in range(500)] + [_mismatch("ns/svc-1", "node-0009")]
+    grouped = health_checks.by_node(one)
+    assert sorted(f["subject"] for f in grouped) == ["node-0007", "ns/svc-1@node-0009"]
+    node7 = [f for f in grouped if f["subject"] == "node-0007"][0]
+    assert node7["evidence"]["count"] == 500 and "the health checks of 500 Services on node-0007" in node7["summary"]
+    fleet = health_checks.by_node([_mismatch("ns/svc-%d" % i, "node-%04d" % n) for n in range(30) for i in range(500)])
+    said = collapse(fleet, 20, "nodes")
+    assert len(said) == 1 and said[0]["evidence"]["count"] == 30 and said[0]["subject"] == "30 nodes"
+    assert said[0]["evidence"]["first"][0]["count"] == 500
