@@ -22,7 +22,7 @@ description:
   - With O(pending_pods), the pods of all namespaces that wait for their sandbox (scheduled, C(Pending), the
     kubelet's C(PodReadyToStartContainers) C(False)) for longer than O(stuck_after) are one finding
     C(node.pods_waiting_for_sandbox) however many they are (critical when the kubelet's error is the network's
-    or their nodes' CNI agent is not ready): the counts, the nodes and namespaces with the most, the first pods and
+    or their nodes' CNI agent is not ready), with the counts, the nodes and namespaces with the most, the first pods and
     the kubelet's errors from the C(FailedCreatePodSandBox) Events, grouped. It reads only the C(Pending) pods (the
     field selector C(status.phase=Pending)) and only those Events (C(reason=FailedCreatePodSandBox)), a page of 500
     at a time, never every pod of a large cluster.

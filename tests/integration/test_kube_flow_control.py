@@ -134,8 +134,8 @@ def release(cluster):
     cluster.kubectl("delete", "prioritylevelconfiguration", "k8snet-jail", "--ignore-not-found", "--wait=false")
 
 
-def test_a_jailed_user_gets_one_clear_error_within_the_deadline_not_a_hot_loop(ansible, kube_cluster, throttled,
-                                                                                jail):
+def test_a_jailed_user_gets_one_clear_error_within_the_deadline_not_a_hot_loop(
+        ansible, kube_cluster, throttled, jail):
     status, retry_after, flow = raw(kube_cluster, throttled["token"])
     assert (status, flow) == (429, jail) and retry_after is not None and int(retry_after) >= 1
     mark = len(audit_requests(kube_cluster, USER))

@@ -112,7 +112,7 @@ def check_waiting(waiting, events, now, stuck_after, parse_time, agents_down=())
             entry["pods"].add(event["ref"])
             entry["events"] += 1
     told = sorted(errors.items(), key=lambda kv: (-len(kv[1]["pods"]), kv[0]))
-    network = any(marker.lower() in key.lower() for key, _ in told for marker in _NETWORK)
+    network = any(marker.lower() in key.lower() for key, dummy in told for marker in _NETWORK)
     down = sorted(set(by_node) & set(agents_down))
     oldest = max(p["seconds"] or 0 for p in stuck)
     error_text = ("; the kubelet's error (%d pod%s): %s" % (len(told[0][1]["pods"]), "" if len(told[0][1]["pods"]) == 1

@@ -91,8 +91,8 @@ def collapse(found, over, unit):
         severity = max((item["severity"] for item in items), key=SEVERITIES.index)
         out.append(finding(
             check, severity, items[0]["layer"], "%d %s" % (len(items), unit),
-            "%s on %d %s (%s, ...); the first: %s" % (check, len(items), unit, ", ".join(subjects[:5]),
-                                                     items[0]["summary"]),
+            "%s on %d %s (%s, ...); the first: %s" % (
+                check, len(items), unit, ", ".join(subjects[:5]), items[0]["summary"]),
             {"count": len(items), unit.lower(): sample(subjects), "first": [item["evidence"] for item in items[:3]],
              "summaries": [item["summary"] for item in items[:5]]},
             items[0]["remediation"]))

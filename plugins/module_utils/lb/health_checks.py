@@ -182,8 +182,8 @@ def probes_limited(local, planned, late, pool, p):
     parts = []
     if skipped:
         parts.append("%d Service x node pairs were not probed: at most %d nodes with a local endpoint and %d without "
-                     "per Service (max_probe_nodes) of %d pool nodes" % (skipped, p["max_probe_nodes"],
-                                                                        p["max_probe_nodes"], pool))
+                     "per Service (max_probe_nodes) of %d pool nodes" % (
+                         skipped, p["max_probe_nodes"], p["max_probe_nodes"], pool))
     if late:
         parts.append("%d of the %d probes planned were not made before probe_deadline (%gs), the first: %s" % (
             len(late), planned, p["probe_deadline"], ", ".join("%s@%s" % (k[0], k[2]) for k in late[:5])))

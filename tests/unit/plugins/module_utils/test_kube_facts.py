@@ -139,8 +139,8 @@ def test_the_compact_list_keeps_live_every_form_of_the_full_one_and_nothing_more
     compact = kf.service_frontends(services, facts, pods)
     node_ips = set(ip for node in facts for ip in node["addresses"])
     assert set(compact) < set(full)
-    assert set(full) - set(compact) == set(f for f in full if f.rsplit(":", 1)[0].strip("[]") in node_ips
-                                          and f not in compact)
+    assert set(full) - set(compact) == set(
+        f for f in full if f.rsplit(":", 1)[0].strip("[]") in node_ips and f not in compact)
     assert len(full) - len(compact) == 18  # 4 NodePorts on 4 node addresses, a hostPort on node2's one
     live = frontends.LiveFrontends(parse_frontend(f) for f in compact)
     assert all(parse_frontend(f) in live for f in full)
