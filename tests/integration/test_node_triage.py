@@ -218,8 +218,11 @@ def test_api_half_of_cni_runs_once_and_is_published_once(lab, ansible, kube_clus
     expected_api = (role.results(action="node_network_status")[0]["result"]["findings"]
                     + role.results(action="webhook_deadlock")[0]["result"]["findings"])
     assert fleet["cni"]["status"] == "ran" and _key(fleet["cni"]["findings"]) == _key(expected_api)
-    # the API's nodes, as kubectl lists them, are the hosts the API findings concern
-    assert fleet["cni"]["hosts"] == api_nodes
+    # the API's nodes, as kubectl lists them, that are inventory hosts are the hosts the API findings concern
+    # (node4 is the API's alone: at 5,000 nodes, the cluster's names on every finding were 70 kB each)
+    inventory = sorted(n.name for n in lab.nodes)
+    assert inventory == ["node1", "node2", "node3"]
+    assert fleet["cni"]["hosts"] == [n for n in api_nodes if n in inventory]
     assert fleet["kube"]["status"] == "ran"
     # the role is the same pass narrowed to cni: its record of each node holds the node's own files' findings
     node_side = dict((r["host"], r["result"]["ansible_facts"]["triage_results"]["cni"]["findings"])
