@@ -202,12 +202,9 @@ def probes_limited(local, planned, late, pool, p):
 def by_node(mismatches):
     """``lb.health_probe_mismatch`` findings (one per Service and node) with those of one node said once: a node
     whose kube-proxy does not answer fails the health check of every Service, one problem of that node (its count of
-    Services, the first Services and errors). Findings of other checks pass through."""
+    Services, the first Services and errors)."""
     nodes, out = {}, []
     for item in mismatches:
-        if item["check"] != "lb.health_probe_mismatch":
-            out.append(item)
-            continue
         nodes.setdefault(item["subject"].rsplit("@", 1)[-1], []).append(item)
     for node, items in nodes.items():
         if len(items) == 1:

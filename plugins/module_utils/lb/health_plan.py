@@ -14,7 +14,6 @@ returns what was done before the deadline, and what was not: never waited for wi
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor, wait
 
 
@@ -36,22 +35,21 @@ def probe_nodes(names, endpoints, limit):
     return chosen, len(ordered) - len(chosen)
 
 
-def run_all(jobs, workers, deadline, clock=time.monotonic):
+def run_all(jobs, workers, deadline):
     """Run ``jobs`` (``[(key, callable)]``, each callable bounded by its own timeout and never raising) on a pool of
     ``workers`` threads: ``({key: result} of those finished within ``deadline`` seconds, [keys not finished])``.
     Jobs not started by then are cancelled; one running keeps its thread until its own timeout ends it."""
     if not jobs:
         return {}, []
-    started = clock()
     pool = ThreadPoolExecutor(max_workers=max(1, min(workers, len(jobs))))
     try:
         futures = dict((pool.submit(job), key) for key, job in jobs)
-        done, _pending = wait(list(futures), timeout=max(0.0, deadline - (clock() - started)))
-        results = dict((futures[f], f.result()) for f in done)
-        late = [key for f, key in futures.items() if f not in done]
-        for future in futures:
+        done = wait(list(futures), timeout=deadline).done
+        late = []
+        for future, key in futures.items():
             if future not in done:
                 future.cancel()
-        return results, late
+                late.append(key)
+        return dict((futures[f], f.result()) for f in done), late
     finally:
         pool.shutdown(wait=False)
